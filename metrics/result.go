@@ -1,0 +1,101 @@
+package metrics
+
+import (
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Result holds everything one run produced: the summary, the per-interval
+// time series and the latency histograms. The simulator and load mode both
+// produce it; plots, reports and merges consume it.
+type Result struct {
+	Summary Summary
+	// Series is the per-interval time series.
+	Series *TimeSeries
+	// Latency is the end-to-end latency of succeeded logical requests, in µs.
+	Latency *hdrhistogram.Histogram
+	// ServiceLatency is each service's attempt latency (arrival to answer), in µs.
+	ServiceLatency map[string]*hdrhistogram.Histogram
+	// Faults are the scenario's fault windows, for shading plots.
+	Faults []FaultWindow
+}
+
+// FaultWindow is one fault for display: what, where, when.
+type FaultWindow struct {
+	Service string        `json:"service"`
+	At      time.Duration `json:"at"`
+	For     time.Duration `json:"for"`
+	Label   string        `json:"label"`
+}
+
+// TimeSeries is a table of per-interval values: one row per interval
+// starting at Start + i·Interval, one column per named series. Column names
+// follow "metric" for run-wide series (offered, goodput, succeeded, failed,
+// unknown, latency_p50_ms, latency_p99_ms) and "metric/entity" for
+// per-service or per-edge ones (attempts/db, queue/db, inflight/db,
+// utilization/db, breaker_state/gateway->db, budget_tokens/gateway->db).
+type TimeSeries struct {
+	Start    time.Duration
+	Interval time.Duration
+	Columns  []string
+	Rows     [][]float64
+}
+
+// Column returns the index of a column, or -1.
+func (ts *TimeSeries) Column(name string) int {
+	for i, c := range ts.Columns {
+		if c == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Values returns one column as a slice (nil if absent).
+func (ts *TimeSeries) Values(name string) []float64 {
+	i := ts.Column(name)
+	if i < 0 {
+		return nil
+	}
+	out := make([]float64, len(ts.Rows))
+	for r, row := range ts.Rows {
+		out[r] = row[i]
+	}
+	return out
+}
+
+// NewLatencyHistogram returns a histogram of latencies in microseconds from
+// 1 µs to 1 hour with 3 significant digits, the resolution every latency in
+// stormsim is recorded at.
+func NewLatencyHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
+}
+
+// RecordLatency records d (clamped into the histogram's range).
+func RecordLatency(h *hdrhistogram.Histogram, d time.Duration) {
+	us := int64(d / time.Microsecond)
+	if us < 1 {
+		us = 1
+	}
+	if max := h.HighestTrackableValue(); us > max {
+		us = max
+	}
+	_ = h.RecordValue(us)
+}
+
+// LatencyOf summarizes a µs histogram in milliseconds.
+func LatencyOf(h *hdrhistogram.Histogram) Latency {
+	if h == nil || h.TotalCount() == 0 {
+		return Latency{}
+	}
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	return Latency{
+		Mean: h.Mean() / 1000,
+		P50:  ms(h.ValueAtQuantile(50)),
+		P90:  ms(h.ValueAtQuantile(90)),
+		P99:  ms(h.ValueAtQuantile(99)),
+		P999: ms(h.ValueAtQuantile(99.9)),
+		Max:  ms(h.Max()),
+	}
+}

@@ -1,0 +1,100 @@
+package metrics
+
+// Summary is the JSON summary of a run: a contract that tests, docs and users
+// rely on. Extend it; never rename or remove a field.
+type Summary struct {
+	Scenario string  `json:"scenario"`
+	Seed     uint64  `json:"seed"`
+	Version  string  `json:"version,omitempty"`
+	SimTimeS float64 `json:"sim_time_s"`
+	// Status is complete, diverged or interrupted.
+	Status string `json:"status"`
+	// Diverged says where a runaway run was stopped (nil when complete).
+	Diverged *Divergence `json:"diverged,omitempty"`
+
+	Requests   Requests `json:"requests"`
+	GoodputRPS float64  `json:"goodput_rps"`
+	// LatencyMs is the end-to-end latency of succeeded logical requests.
+	LatencyMs Latency `json:"latency_ms"`
+	// Amplification is the largest service amplification.
+	Amplification float64 `json:"amplification"`
+	// Duplicates counts side-effect executions beyond the first per logical write.
+	Duplicates          int64 `json:"duplicates"`
+	UnknownCommitted    int64 `json:"unknown_committed"`
+	UnknownNotCommitted int64 `json:"unknown_not_committed"`
+
+	Services []ServiceSummary `json:"services"`
+	Edges    []EdgeSummary    `json:"edges,omitempty"`
+}
+
+// Requests counts logical requests offered at the entry after warm-up, by
+// the outcome their caller saw.
+type Requests struct {
+	Offered   int64 `json:"offered"`
+	Succeeded int64 `json:"succeeded"`
+	Failed    int64 `json:"failed"`
+	Unknown   int64 `json:"unknown"`
+}
+
+// Latency is a latency distribution summary in milliseconds.
+type Latency struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+	Max  float64 `json:"max"`
+}
+
+// ServiceSummary is one service's view of the run.
+type ServiceSummary struct {
+	Name string `json:"name"`
+	// Attempts that arrived at the service.
+	Attempts int64 `json:"attempts"`
+	// Amplification is Attempts / requests.offered.
+	Amplification float64 `json:"amplification"`
+	Succeeded     int64   `json:"succeeded"`
+	Failed        int64   `json:"failed"`
+	// Rejected: refused before starting (queue full, limit, shed, expired).
+	Rejected int64 `json:"rejected"`
+	// TimedOut: attempts whose caller gave up before the answer arrived.
+	TimedOut int64 `json:"timed_out"`
+	// Wasted: attempts that completed work after their caller had given up.
+	Wasted      int64   `json:"wasted"`
+	Utilization float64 `json:"utilization"`
+	QueueMean   float64 `json:"queue_mean"`
+	QueueMax    int64   `json:"queue_max"`
+	LatencyMs   Latency `json:"latency_ms"`
+	Shed        int64   `json:"shed,omitempty"`
+	Duplicates  int64   `json:"duplicates,omitempty"`
+	Executions  int64   `json:"executions,omitempty"`
+}
+
+// EdgeSummary is one call edge (caller → callee) and what its policies did.
+type EdgeSummary struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Calls: logical calls made on the edge; Attempts: attempts sent.
+	Calls           int64 `json:"calls"`
+	Attempts        int64 `json:"attempts"`
+	Retries         int64 `json:"retries"`
+	RetriesDenied   int64 `json:"retries_denied_budget"`
+	RetriesDeadline int64 `json:"retries_denied_deadline"`
+	BreakerFastFail int64 `json:"breaker_fast_fails"`
+	BreakerOpens    int64 `json:"breaker_opens"`
+	HedgesSent      int64 `json:"hedges_sent"`
+	HedgesWon       int64 `json:"hedges_won"`
+	PushbackWaits   int64 `json:"pushback_waits"`
+	Throttled       int64 `json:"throttled"`
+	Succeeded       int64 `json:"succeeded"`
+	Failed          int64 `json:"failed"`
+	Unknown         int64 `json:"unknown"`
+}
+
+// Divergence describes where a runaway run was stopped.
+type Divergence struct {
+	AtS     float64 `json:"at_s"`
+	Reason  string  `json:"reason"`
+	Service string  `json:"service,omitempty"`
+	Queue   int64   `json:"queue,omitempty"`
+}

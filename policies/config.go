@@ -1,0 +1,157 @@
+package policies
+
+import "time"
+
+// This file holds the plain-data configuration of every policy. The scenario
+// (package topology) embeds these structs directly, so a policy's YAML keys,
+// defaults, presets and validation live next to the code that implements it.
+// A zero value always means "off" or "use the documented default"; presets
+// fill a struct before the scenario's own keys are laid over it.
+
+// RetryConfig configures how a caller retries one call edge.
+//
+// Defaults: MaxAttempts 1 (no retry), On [unavailable, timeout], and the
+// Backoff defaults.
+type RetryConfig struct {
+	// Preset names a real system's retry policy: grpc, aws-standard,
+	// aws-standard-2026, envoy, finagle (see presets.go). Keys given beside
+	// the preset override it.
+	Preset string `yaml:"preset,omitempty" json:"preset,omitempty"`
+	// MaxAttempts counts every attempt, the first included. 0 means 1.
+	MaxAttempts int `yaml:"max_attempts,omitempty" json:"max_attempts,omitempty"`
+	// On lists the outcome classes that may be retried: unavailable,
+	// timeout, error. Empty means [unavailable, timeout].
+	On []string `yaml:"on,omitempty" json:"on,omitempty"`
+	// Backoff shapes the wait before each retry.
+	Backoff BackoffConfig `yaml:"backoff,omitempty" json:"backoff,omitempty"`
+}
+
+// BackoffConfig is capped exponential backoff with jitter:
+// expo(n) = min(Max, Initial·Multiplier^(n−1)) for retry n ≥ 1, then jitter.
+//
+// Defaults: Initial 0 (retry at once), Multiplier 2, Max unlimited, Jitter none.
+type BackoffConfig struct {
+	Initial    time.Duration `yaml:"initial,omitempty" json:"initial,omitempty"`
+	Multiplier float64       `yaml:"multiplier,omitempty" json:"multiplier,omitempty"`
+	Max        time.Duration `yaml:"max,omitempty" json:"max,omitempty"`
+	// Jitter is none, full, equal, decorrelated or proportional.
+	Jitter string `yaml:"jitter,omitempty" json:"jitter,omitempty"`
+	// Spread is the half-width of proportional jitter: the delay is
+	// expo·U(1−Spread, 1+Spread). gRPC uses 0.2. Ignored by other kinds.
+	Spread float64 `yaml:"spread,omitempty" json:"spread,omitempty"`
+}
+
+// BudgetConfig limits retries (and hedges) on a call edge, or on all edges of
+// a service when Scope is "service".
+type BudgetConfig struct {
+	Preset string `yaml:"preset,omitempty" json:"preset,omitempty"`
+	// Kind is ratio, token_bucket, aws_quota or concurrency.
+	Kind string `yaml:"kind,omitempty" json:"kind,omitempty"`
+	// Scope is edge (default) or service.
+	Scope string `yaml:"scope,omitempty" json:"scope,omitempty"`
+
+	// ratio (Finagle RetryBudget / Google SRE): retries in the last Window
+	// ≤ Ratio × requests in the last Window + MinPerSec × Window.
+	Ratio     float64       `yaml:"ratio,omitempty" json:"ratio,omitempty"`
+	MinPerSec float64       `yaml:"min_per_sec,omitempty" json:"min_per_sec,omitempty"`
+	Window    time.Duration `yaml:"window,omitempty" json:"window,omitempty"`
+
+	// token_bucket (gRPC retry throttling): tokens start at MaxTokens; a
+	// failure takes 1, a success gives TokenRatio back; retries only while
+	// tokens > MaxTokens/2.
+	MaxTokens  float64 `yaml:"max_tokens,omitempty" json:"max_tokens,omitempty"`
+	TokenRatio float64 `yaml:"token_ratio,omitempty" json:"token_ratio,omitempty"`
+
+	// aws_quota (AWS SDK standard mode): a retry costs RetryCost (TimeoutCost
+	// after a timeout) out of Capacity; a first-try success refunds
+	// NoRetryIncrement, a success after retries refunds that retry's cost.
+	Capacity         int `yaml:"capacity,omitempty" json:"capacity,omitempty"`
+	RetryCost        int `yaml:"retry_cost,omitempty" json:"retry_cost,omitempty"`
+	TimeoutCost      int `yaml:"timeout_cost,omitempty" json:"timeout_cost,omitempty"`
+	NoRetryIncrement int `yaml:"no_retry_increment,omitempty" json:"no_retry_increment,omitempty"`
+
+	// concurrency (Envoy retry_budget): active retries ≤
+	// max(Percent/100 × active requests, MinConcurrency).
+	Percent        float64 `yaml:"percent,omitempty" json:"percent,omitempty"`
+	MinConcurrency int     `yaml:"min_concurrency,omitempty" json:"min_concurrency,omitempty"`
+}
+
+// BreakerConfig configures a circuit breaker on a call edge. An open breaker
+// fails calls locally (outcome BreakerOpen), counted apart from the callee's
+// own failures.
+type BreakerConfig struct {
+	Preset string `yaml:"preset,omitempty" json:"preset,omitempty"`
+	// Kind is consecutive (gobreaker-like) or rate (resilience4j-like).
+	Kind string `yaml:"kind,omitempty" json:"kind,omitempty"`
+
+	// Failures: consecutive failures that open the breaker.
+	Failures int `yaml:"failures,omitempty" json:"failures,omitempty"`
+	// OpenFor: how long the breaker stays open before half-open.
+	OpenFor time.Duration `yaml:"open_for,omitempty" json:"open_for,omitempty"`
+	// HalfOpenCalls: probe calls admitted while half-open.
+	HalfOpenCalls int `yaml:"half_open_calls,omitempty" json:"half_open_calls,omitempty"`
+
+	// rate kind: WindowType count (WindowSize calls) or time (WindowSize seconds).
+	WindowType       string        `yaml:"window_type,omitempty" json:"window_type,omitempty"`
+	WindowSize       int           `yaml:"window_size,omitempty" json:"window_size,omitempty"`
+	MinCalls         int           `yaml:"min_calls,omitempty" json:"min_calls,omitempty"`
+	FailureRate      float64       `yaml:"failure_rate,omitempty" json:"failure_rate,omitempty"`     // percent, trips at ≥
+	SlowCallRate     float64       `yaml:"slow_call_rate,omitempty" json:"slow_call_rate,omitempty"` // percent, trips at ≥
+	SlowCallDuration time.Duration `yaml:"slow_call_duration,omitempty" json:"slow_call_duration,omitempty"`
+}
+
+// HedgeConfig sends extra attempts of a call that has not answered yet.
+type HedgeConfig struct {
+	// Delay before each further attempt; 0 with Percentile 0 sends all at once.
+	Delay time.Duration `yaml:"delay,omitempty" json:"delay,omitempty"`
+	// Percentile (0–1, e.g. 0.95) uses the edge's observed latency at that
+	// quantile as the delay once MinSamples have been seen; Delay until then.
+	Percentile float64 `yaml:"percentile,omitempty" json:"percentile,omitempty"`
+	MinSamples int     `yaml:"min_samples,omitempty" json:"min_samples,omitempty"`
+	// MaxAttempts counts the first attempt too (≥ 2 to hedge at all).
+	MaxAttempts int `yaml:"max_attempts,omitempty" json:"max_attempts,omitempty"`
+	// CancelOthers cancels the remaining attempts when one succeeds.
+	CancelOthers bool `yaml:"cancel_others,omitempty" json:"cancel_others,omitempty"`
+	// Force hedges non-idempotent writes too (duplicates will show).
+	Force bool `yaml:"force,omitempty" json:"force,omitempty"`
+}
+
+// ThrottleConfig is Google SRE client-side adaptive throttling: a request is
+// rejected locally with probability max(0, (requests − K·accepts)/(requests+1))
+// over the last Window. Defaults: K 2, Window 2m.
+type ThrottleConfig struct {
+	K      float64       `yaml:"k,omitempty" json:"k,omitempty"`
+	Window time.Duration `yaml:"window,omitempty" json:"window,omitempty"`
+}
+
+// OverloadConfig is a service's own protection against overload.
+type OverloadConfig struct {
+	// ConcurrencyLimit caps requests admitted (in service plus queued);
+	// 0 means no limit beyond workers and queue.
+	ConcurrencyLimit int `yaml:"concurrency_limit,omitempty" json:"concurrency_limit,omitempty"`
+	// Discipline orders the queue: fifo (default), lifo or adaptive_lifo
+	// (LIFO while a standing queue exists).
+	Discipline string `yaml:"discipline,omitempty" json:"discipline,omitempty"`
+	// CoDel drops queued work whose queue time stays above Target for an Interval.
+	CoDel *CoDelConfig `yaml:"codel,omitempty" json:"codel,omitempty"`
+	// MaxQueueTime sheds requests that waited in the queue longer than this.
+	MaxQueueTime time.Duration `yaml:"max_queue_time,omitempty" json:"max_queue_time,omitempty"`
+	// Pushback makes rejections carry a retry-after hint.
+	Pushback *PushbackConfig `yaml:"pushback,omitempty" json:"pushback,omitempty"`
+}
+
+// CoDelConfig is controlled delay on queue time. Defaults: Target 5ms, Interval 100ms.
+type CoDelConfig struct {
+	Target   time.Duration `yaml:"target,omitempty" json:"target,omitempty"`
+	Interval time.Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
+}
+
+// PushbackConfig is the retry-after a service sends with an overload rejection:
+// RetryAfter + PerQueued × queue length, capped at Max. DontRetry sends
+// "do not retry" instead of a delay.
+type PushbackConfig struct {
+	RetryAfter time.Duration `yaml:"retry_after,omitempty" json:"retry_after,omitempty"`
+	PerQueued  time.Duration `yaml:"per_queued,omitempty" json:"per_queued,omitempty"`
+	Max        time.Duration `yaml:"max,omitempty" json:"max,omitempty"`
+	DontRetry  bool          `yaml:"dont_retry,omitempty" json:"dont_retry,omitempty"`
+}

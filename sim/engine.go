@@ -1,0 +1,191 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+)
+
+// Handler is the code an event runs. It is a plain function, not a closure,
+// so scheduling allocates nothing: per-event data travels in arg (a pointer
+// stored in an interface does not allocate).
+type Handler func(e *Engine, arg any)
+
+// event is one scheduled callback. Records are recycled through a free list;
+// gen changes on every reuse so a stale Timer cannot cancel a later event.
+type event struct {
+	at  time.Duration
+	seq uint64
+	idx int // position in the heap, -1 when not queued
+	gen uint64
+	fn  Handler
+	arg any
+}
+
+// Timer is a handle to a scheduled event, used to cancel it. The zero Timer
+// refers to nothing; Stop on it is a no-op.
+type Timer struct {
+	ev  *event
+	gen uint64
+}
+
+// Engine is a discrete-event engine: a virtual clock and a queue of events
+// ordered by (time, sequence number), so events at the same instant run in
+// the order they were scheduled. It is not safe for concurrent use; one run
+// owns one engine.
+type Engine struct {
+	now    time.Duration
+	seq    uint64
+	heap   []*event
+	free   []*event
+	events uint64
+	stop   bool
+}
+
+// NewEngine returns an engine whose clock reads 0.
+func NewEngine() *Engine { return &Engine{} }
+
+// Now returns the virtual time: the offset since the run began.
+func (e *Engine) Now() time.Duration { return e.now }
+
+// Events returns how many events have run.
+func (e *Engine) Events() uint64 { return e.events }
+
+// Pending returns how many events are scheduled.
+func (e *Engine) Pending() int { return len(e.heap) }
+
+// At schedules fn(e, arg) at time t. Scheduling in the past is a programming
+// error and panics.
+func (e *Engine) At(t time.Duration, fn Handler, arg any) Timer {
+	if t < e.now {
+		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", t, e.now))
+	}
+	var ev *event
+	if n := len(e.free); n > 0 {
+		ev = e.free[n-1]
+		e.free = e.free[:n-1]
+	} else {
+		ev = &event{}
+	}
+	ev.at, ev.seq, ev.fn, ev.arg = t, e.seq, fn, arg
+	e.seq++
+	ev.idx = len(e.heap)
+	e.heap = append(e.heap, ev)
+	e.up(ev.idx)
+	return Timer{ev: ev, gen: ev.gen}
+}
+
+// After schedules fn(e, arg) d after now; d < 0 panics like At.
+func (e *Engine) After(d time.Duration, fn Handler, arg any) Timer {
+	return e.At(e.now+d, fn, arg)
+}
+
+// Stop cancels the timer's event if it has not run yet, in O(log n), and
+// reports whether it did.
+func (e *Engine) Stop(t Timer) bool {
+	ev := t.ev
+	if ev == nil || ev.gen != t.gen || ev.idx < 0 {
+		return false
+	}
+	i := ev.idx
+	last := len(e.heap) - 1
+	if i != last {
+		e.swap(i, last)
+	}
+	e.heap[last] = nil
+	e.heap = e.heap[:last]
+	if i != last {
+		if !e.down(i) {
+			e.up(i)
+		}
+	}
+	e.recycle(ev)
+	return true
+}
+
+// Halt makes Run or RunUntil return after the current event.
+func (e *Engine) Halt() { e.stop = true }
+
+// Run runs events until none is left or Halt is called.
+func (e *Engine) Run() { e.RunUntil(1<<63 - 1) }
+
+// RunUntil runs events whose time is ≤ end, then sets the clock to end if
+// the queue ran dry earlier or later events remain. It returns early on Halt.
+func (e *Engine) RunUntil(end time.Duration) {
+	e.stop = false
+	for len(e.heap) > 0 && !e.stop {
+		ev := e.heap[0]
+		if ev.at > end {
+			break
+		}
+		e.popMin()
+		e.now = ev.at
+		fn, arg := ev.fn, ev.arg
+		e.recycle(ev)
+		e.events++
+		fn(e, arg)
+	}
+	if !e.stop && end > e.now && end != 1<<63-1 {
+		e.now = end
+	}
+}
+
+func (e *Engine) recycle(ev *event) {
+	ev.idx = -1
+	ev.gen++
+	ev.fn, ev.arg = nil, nil
+	e.free = append(e.free, ev)
+}
+
+func (e *Engine) popMin() {
+	last := len(e.heap) - 1
+	e.swap(0, last)
+	e.heap[last] = nil
+	e.heap = e.heap[:last]
+	if last > 0 {
+		e.down(0)
+	}
+}
+
+func (e *Engine) less(i, j int) bool {
+	a, b := e.heap[i], e.heap[j]
+	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
+}
+
+func (e *Engine) swap(i, j int) {
+	h := e.heap
+	h[i], h[j] = h[j], h[i]
+	h[i].idx = i
+	h[j].idx = j
+}
+
+func (e *Engine) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !e.less(j, i) {
+			break
+		}
+		e.swap(i, j)
+		j = i
+	}
+}
+
+func (e *Engine) down(i0 int) bool {
+	n := len(e.heap)
+	i := i0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		j := l
+		if r := l + 1; r < n && e.less(r, l) {
+			j = r
+		}
+		if !e.less(j, i) {
+			break
+		}
+		e.swap(i, j)
+		i = j
+	}
+	return i > i0
+}

@@ -1,0 +1,218 @@
+package topology
+
+import (
+	"time"
+
+	"github.com/stormsim/stormsim/policies"
+)
+
+// Scenario is a validated, typed scenario: the services of a call graph, the
+// workload offered at its entry, and the faults injected into it. It is pure
+// data; package sim and package load give it behaviour.
+type Scenario struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description,omitempty"`
+	// Seed drives every random stream of a run. Default 1.
+	Seed uint64 `yaml:"seed,omitempty"`
+	// Duration is the arrival window. Every logical request offered in it is
+	// followed to its outcome (bounded by its deadline).
+	Duration time.Duration `yaml:"duration"`
+	// Warmup: requests arriving before it are excluded from the summary.
+	Warmup time.Duration `yaml:"warmup,omitempty"`
+	// Interval is the time-series bucket width. Default 1s.
+	Interval time.Duration `yaml:"interval,omitempty"`
+	Workload Workload      `yaml:"workload"`
+	Services []Service     `yaml:"services"`
+	Faults   []Fault       `yaml:"faults,omitempty"`
+	// Variants are named sets of overrides for `stormsim compare`.
+	Variants []Variant `yaml:"variants,omitempty"`
+	// Limits guard the simulator against runaway storms.
+	Limits Limits `yaml:"limits,omitempty"`
+
+	// File is the path the scenario was read from ("" if built in code).
+	File string `yaml:"-"`
+}
+
+// Workload is the traffic offered at the entry service.
+type Workload struct {
+	// Entry names the service the external client calls.
+	Entry string `yaml:"entry"`
+	// Arrival is poisson (default), constant, or closed (Clients users each
+	// sending one request after the previous one ended plus ThinkTime).
+	Arrival string `yaml:"arrival,omitempty"`
+	// Rate is logical requests per second (open loop).
+	Rate float64 `yaml:"rate,omitempty"`
+	// Schedule makes the rate piecewise constant: from each step's At on,
+	// the rate is that step's Rate.
+	Schedule  []RateStep    `yaml:"schedule,omitempty"`
+	Clients   int           `yaml:"clients,omitempty"`
+	ThinkTime time.Duration `yaml:"think_time,omitempty"`
+	// Deadline is the end-to-end deadline of a logical request: the user
+	// gives up after it. 0 means none (then every call needs a timeout).
+	Deadline time.Duration `yaml:"deadline,omitempty"`
+	// WriteFraction is the share of logical requests that are
+	// non-idempotent writes.
+	WriteFraction float64 `yaml:"write_fraction,omitempty"`
+	// IdempotencyKeys makes writes carry a key the committing service dedupes on.
+	IdempotencyKeys bool `yaml:"idempotency_keys,omitempty"`
+	// Client is the external client's call policy toward Entry (its To is ignored).
+	Client Call `yaml:"client,omitempty"`
+}
+
+// RateStep is one step of a piecewise-constant rate schedule.
+type RateStep struct {
+	At   time.Duration `yaml:"at"`
+	Rate float64       `yaml:"rate"`
+}
+
+// Service is one service of the call graph.
+type Service struct {
+	Name string `yaml:"name"`
+	// Workers is the number of requests served at once (threads).
+	Workers int `yaml:"workers"`
+	// Queue is the waiting room beyond the workers; a full queue rejects
+	// with Unavailable. nil means unbounded; 0 means no waiting room.
+	Queue *int `yaml:"queue,omitempty"`
+	// ServiceTime is the work an attempt does holding a worker, before its
+	// downstream calls.
+	ServiceTime Dist `yaml:"service_time"`
+	// SlowdownPerInflight is added to each service time for every other
+	// request in flight at the service when the work starts (contention).
+	SlowdownPerInflight time.Duration `yaml:"slowdown_per_inflight,omitempty"`
+	// ErrorRate is the probability an attempt ends in ErrorClass after doing its work.
+	ErrorRate float64 `yaml:"error_rate,omitempty"`
+	// ErrorClass is the class of injected errors: error (default) or unavailable.
+	ErrorClass string `yaml:"error_class,omitempty"`
+	// DownstreamFailure is what this service answers when a downstream call
+	// finally fails: propagate (default: the downstream call's class, a
+	// local timeout answered as timeout, a breaker or throttle fast-fail as
+	// unavailable), unavailable, error or timeout.
+	DownstreamFailure string `yaml:"downstream_failure,omitempty"`
+	// CancelOnTimeout stops an attempt's work when its caller gives up.
+	// Default false: the server keeps working for nobody.
+	CancelOnTimeout bool `yaml:"cancel_on_timeout,omitempty"`
+	// RejectExpired drops work whose propagated deadline passed before it starts.
+	RejectExpired bool `yaml:"reject_expired,omitempty"`
+	// Commits marks the service that executes a write's side effect.
+	// Default: the last service reached from the entry.
+	Commits bool `yaml:"commits,omitempty"`
+	// Idempotency configures the committing service's idempotency store.
+	Idempotency *Idempotency `yaml:"idempotency,omitempty"`
+	// Overload is the service's own protection: limits, queue discipline,
+	// CoDel, shedding, pushback.
+	Overload policies.OverloadConfig `yaml:"overload,omitempty"`
+	// Calls are made in order after the service time, holding the worker.
+	Calls []Call `yaml:"calls,omitempty"`
+}
+
+// Call is one downstream call made by a service (or by the external client),
+// or a fan-out group of calls made in parallel.
+type Call struct {
+	// To names the callee. Empty for a Parallel group.
+	To string `yaml:"to,omitempty"`
+	// Fanout makes N identical calls to To in parallel (default 1).
+	Fanout int `yaml:"fanout,omitempty"`
+	// Parallel is a group of calls made at once instead of a single call.
+	Parallel []Call `yaml:"parallel,omitempty"`
+	// WaitFor is the quorum of a Fanout or Parallel group: the group
+	// succeeds when this many calls succeeded; 0 means all.
+	WaitFor int `yaml:"wait_for,omitempty"`
+
+	// Timeout bounds each attempt; 0 means none (the deadline still applies).
+	Timeout time.Duration `yaml:"timeout,omitempty"`
+	// PropagateDeadline gives the callee the remaining end-to-end budget.
+	PropagateDeadline bool `yaml:"propagate_deadline,omitempty"`
+	// Network is the one-way delay of the edge, applied each way.
+	Network *Dist `yaml:"network,omitempty"`
+
+	Retry         policies.RetryConfig     `yaml:"retry,omitempty"`
+	Budget        *policies.BudgetConfig   `yaml:"budget,omitempty"`
+	Breaker       *policies.BreakerConfig  `yaml:"breaker,omitempty"`
+	Hedge         *policies.HedgeConfig    `yaml:"hedge,omitempty"`
+	Throttle      *policies.ThrottleConfig `yaml:"throttle,omitempty"`
+	HonorPushback bool                     `yaml:"honor_pushback,omitempty"`
+	// MaxPushback caps an honoured retry-after (default 30s).
+	MaxPushback time.Duration `yaml:"max_pushback,omitempty"`
+}
+
+// Dist is a distribution of durations.
+//
+//	constant     value
+//	exponential  mean
+//	uniform      min, max
+//	normal       mean, stddev (truncated at 0)
+//	lognormal    p50, p99 (or mean, stddev)
+//	mixture      modes: [{weight, <dist>}...] (bimodal and beyond)
+//	empirical    file (one sample per line, in unit; default ms), resampled
+type Dist struct {
+	Dist   string        `yaml:"dist"`
+	Value  time.Duration `yaml:"value,omitempty"`
+	Mean   time.Duration `yaml:"mean,omitempty"`
+	Stddev time.Duration `yaml:"stddev,omitempty"`
+	Min    time.Duration `yaml:"min,omitempty"`
+	Max    time.Duration `yaml:"max,omitempty"`
+	P50    time.Duration `yaml:"p50,omitempty"`
+	P99    time.Duration `yaml:"p99,omitempty"`
+	Modes  []Mode        `yaml:"modes,omitempty"`
+	File   string        `yaml:"file,omitempty"`
+	Unit   string        `yaml:"unit,omitempty"`
+
+	// Samples holds an empirical distribution's samples, loaded from File
+	// (relative to the scenario's directory) at load time.
+	Samples []time.Duration `yaml:"-"`
+}
+
+// Mode is one weighted component of a mixture.
+type Mode struct {
+	Weight float64 `yaml:"weight"`
+	Dist   `yaml:",inline"`
+}
+
+// Fault changes a service during a window [At, At+For).
+type Fault struct {
+	Service string        `yaml:"service"`
+	At      time.Duration `yaml:"at"`
+	For     time.Duration `yaml:"for"`
+	// Capacity multiplies the service's workers (0.5 halves them, 0 stops it).
+	Capacity *float64 `yaml:"capacity,omitempty"`
+	// LatencyAdd is added to every service time.
+	LatencyAdd time.Duration `yaml:"latency_add,omitempty"`
+	// ErrorRate replaces the service's error rate.
+	ErrorRate *float64 `yaml:"error_rate,omitempty"`
+	// DropResponse is the probability that a reply is lost after the work is done.
+	DropResponse float64 `yaml:"drop_response,omitempty"`
+}
+
+// Idempotency configures a committing service's idempotency store.
+type Idempotency struct {
+	// Retention is how long a completed key is remembered (default 24h).
+	Retention time.Duration `yaml:"retention,omitempty"`
+	// Lease is how long an owner may hold a key in PROCESSING (default 10s).
+	Lease time.Duration `yaml:"lease,omitempty"`
+	// InProgressRetryAfter is the retry-after sent with "in progress" (default 100ms).
+	InProgressRetryAfter time.Duration `yaml:"in_progress_retry_after,omitempty"`
+}
+
+// Variant is a named set of --set overrides for comparison.
+type Variant struct {
+	Name string   `yaml:"name"`
+	Set  []string `yaml:"set"`
+}
+
+// Limits stop a run that grows without bound (reported as diverged).
+type Limits struct {
+	// MaxInflight: attempts alive at once across all services (default 1,000,000).
+	MaxInflight int `yaml:"max_inflight,omitempty"`
+	// MaxEvents: events processed in one run (default 2e9).
+	MaxEvents int64 `yaml:"max_events,omitempty"`
+}
+
+// Service returns the service with that name, or nil.
+func (s *Scenario) Service(name string) *Service {
+	for i := range s.Services {
+		if s.Services[i].Name == name {
+			return &s.Services[i]
+		}
+	}
+	return nil
+}
