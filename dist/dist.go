@@ -1,0 +1,176 @@
+// Package dist turns a scenario's distribution of durations (topology.Dist)
+// into a sampler. The simulator and the emulated HTTP services both draw
+// service times and network delays through it, so a scenario means the same
+// thing in both modes.
+//
+// A Sampler holds no random state: the caller passes its own stream, so each
+// component of a run draws from its own seeded stream.
+package dist
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/stormsim/stormsim/topology"
+)
+
+// z99 is the standard normal quantile at 0.99, used to fit a lognormal to
+// its p50 and p99: ln p99 = ln p50 + z99·σ.
+const z99 = 2.3263478740408408
+
+// Sampler draws durations from one distribution.
+type Sampler struct {
+	kind    kind
+	a, b    float64 // parameters in ns (or log-space for lognormal)
+	modes   []Sampler
+	cum     []float64 // cumulative weights of modes
+	samples []time.Duration
+}
+
+type kind uint8
+
+const (
+	kConstant kind = iota
+	kExponential
+	kUniform
+	kNormal
+	kLognormal
+	kMixture
+	kEmpirical
+)
+
+// New builds a sampler, checking the parameters.
+func New(d topology.Dist) (Sampler, error) {
+	switch d.Dist {
+	case "constant":
+		if d.Value < 0 {
+			return Sampler{}, fmt.Errorf("constant: value must be ≥ 0, got %v", d.Value)
+		}
+		return Sampler{kind: kConstant, a: float64(d.Value)}, nil
+	case "exponential":
+		if d.Mean <= 0 {
+			return Sampler{}, fmt.Errorf("exponential: mean must be > 0, got %v", d.Mean)
+		}
+		return Sampler{kind: kExponential, a: float64(d.Mean)}, nil
+	case "uniform":
+		if d.Min < 0 || d.Max < d.Min {
+			return Sampler{}, fmt.Errorf("uniform: need 0 ≤ min ≤ max, got min %v max %v", d.Min, d.Max)
+		}
+		return Sampler{kind: kUniform, a: float64(d.Min), b: float64(d.Max)}, nil
+	case "normal":
+		if d.Mean <= 0 || d.Stddev < 0 {
+			return Sampler{}, fmt.Errorf("normal: need mean > 0 and stddev ≥ 0, got mean %v stddev %v", d.Mean, d.Stddev)
+		}
+		return Sampler{kind: kNormal, a: float64(d.Mean), b: float64(d.Stddev)}, nil
+	case "lognormal":
+		switch {
+		case d.P50 > 0 || d.P99 > 0:
+			if d.P50 <= 0 || d.P99 <= d.P50 {
+				return Sampler{}, fmt.Errorf("lognormal: need 0 < p50 < p99, got p50 %v p99 %v", d.P50, d.P99)
+			}
+			mu := math.Log(float64(d.P50))
+			sigma := (math.Log(float64(d.P99)) - mu) / z99
+			return Sampler{kind: kLognormal, a: mu, b: sigma}, nil
+		case d.Mean > 0:
+			if d.Stddev < 0 {
+				return Sampler{}, fmt.Errorf("lognormal: stddev must be ≥ 0, got %v", d.Stddev)
+			}
+			m, s := float64(d.Mean), float64(d.Stddev)
+			sigma2 := math.Log1p(s * s / (m * m))
+			return Sampler{kind: kLognormal, a: math.Log(m) - sigma2/2, b: math.Sqrt(sigma2)}, nil
+		}
+		return Sampler{}, fmt.Errorf("lognormal: give p50 and p99, or mean and stddev")
+	case "mixture", "bimodal":
+		if len(d.Modes) == 0 {
+			return Sampler{}, fmt.Errorf("%s: needs modes", d.Dist)
+		}
+		s := Sampler{kind: kMixture}
+		total := 0.0
+		for i, m := range d.Modes {
+			if !(m.Weight > 0) || math.IsInf(m.Weight, 0) {
+				return Sampler{}, fmt.Errorf("%s: modes[%d].weight must be > 0, got %v", d.Dist, i, m.Weight)
+			}
+			ms, err := New(m.Dist)
+			if err != nil {
+				return Sampler{}, fmt.Errorf("%s: modes[%d]: %w", d.Dist, i, err)
+			}
+			total += m.Weight
+			s.modes = append(s.modes, ms)
+			s.cum = append(s.cum, total)
+		}
+		for i := range s.cum {
+			s.cum[i] /= total
+		}
+		return s, nil
+	case "empirical":
+		if len(d.Samples) == 0 {
+			return Sampler{}, fmt.Errorf("empirical: no samples loaded (file %q)", d.File)
+		}
+		return Sampler{kind: kEmpirical, samples: d.Samples}, nil
+	case "":
+		return Sampler{}, fmt.Errorf("dist: missing (want constant, exponential, uniform, normal, lognormal, mixture or empirical)")
+	}
+	return Sampler{}, fmt.Errorf("dist: unknown %q (want constant, exponential, uniform, normal, lognormal, mixture or empirical)", d.Dist)
+}
+
+// Sample draws one duration (never negative).
+func (s *Sampler) Sample(r *rand.Rand) time.Duration {
+	var v float64
+	switch s.kind {
+	case kConstant:
+		return time.Duration(s.a)
+	case kExponential:
+		v = r.ExpFloat64() * s.a
+	case kUniform:
+		v = s.a + r.Float64()*(s.b-s.a)
+	case kNormal:
+		v = s.a + r.NormFloat64()*s.b
+	case kLognormal:
+		v = math.Exp(s.a + r.NormFloat64()*s.b)
+	case kMixture:
+		u := r.Float64()
+		i := sort.SearchFloat64s(s.cum, u)
+		if i >= len(s.modes) {
+			i = len(s.modes) - 1
+		}
+		return s.modes[i].Sample(r)
+	case kEmpirical:
+		return s.samples[r.IntN(len(s.samples))]
+	}
+	if v < 0 || math.IsNaN(v) {
+		return 0
+	}
+	if v > math.MaxInt64/2 {
+		return math.MaxInt64 / 2
+	}
+	return time.Duration(v)
+}
+
+// Mean returns the distribution's mean.
+func (s *Sampler) Mean() time.Duration {
+	switch s.kind {
+	case kConstant, kExponential, kNormal:
+		return time.Duration(s.a)
+	case kUniform:
+		return time.Duration((s.a + s.b) / 2)
+	case kLognormal:
+		return time.Duration(math.Exp(s.a + s.b*s.b/2))
+	case kMixture:
+		m, prev := 0.0, 0.0
+		for i := range s.modes {
+			m += (s.cum[i] - prev) * float64(s.modes[i].Mean())
+			prev = s.cum[i]
+		}
+		return time.Duration(m)
+	case kEmpirical:
+		var sum float64
+		for _, x := range s.samples {
+			sum += float64(x)
+		}
+		return time.Duration(sum / float64(len(s.samples)))
+	}
+	return 0
+}

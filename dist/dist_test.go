@@ -1,0 +1,119 @@
+package dist
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stormsim/stormsim/topology"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSampleMoments checks each distribution's sample mean against its
+// theoretical mean within 5 standard errors.
+func TestSampleMoments(t *testing.T) {
+	ms := time.Millisecond
+	cases := []struct {
+		name string
+		d    topology.Dist
+		sd   float64 // theoretical standard deviation in ns
+	}{
+		{"constant", topology.Dist{Dist: "constant", Value: 3 * ms}, 0},
+		{"exponential", topology.Dist{Dist: "exponential", Mean: 2 * ms}, float64(2 * ms)},
+		{"uniform", topology.Dist{Dist: "uniform", Min: ms, Max: 3 * ms}, float64(2*ms) / math.Sqrt(12)},
+		{"lognormal-p", topology.Dist{Dist: "lognormal", P50: 4 * ms, P99: 40 * ms}, 0},
+		{"lognormal-m", topology.Dist{Dist: "lognormal", Mean: 5 * ms, Stddev: 2 * ms}, float64(2 * ms)},
+		{"mixture", topology.Dist{Dist: "mixture", Modes: []topology.Mode{
+			{Weight: 9, Dist: topology.Dist{Dist: "constant", Value: ms}},
+			{Weight: 1, Dist: topology.Dist{Dist: "constant", Value: 11 * ms}}}}, float64(3 * ms)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := New(c.d)
+			require.NoError(t, err)
+			r := rand.New(rand.NewPCG(1, 2))
+			const n = 200000
+			var sum, sum2 float64
+			for i := 0; i < n; i++ {
+				x := float64(s.Sample(r))
+				sum += x
+				sum2 += x * x
+			}
+			mean := sum / n
+			sd := c.sd
+			if sd == 0 {
+				sd = math.Sqrt(math.Max(sum2/n-mean*mean, 0))
+			}
+			tol := 5*sd/math.Sqrt(n) + 1
+			require.InDelta(t, float64(s.Mean()), mean, tol)
+		})
+	}
+}
+
+// TestLognormalQuantiles checks the p50/p99 fit: empirical quantiles of a
+// large sample lie within the binomial order-statistic interval.
+func TestLognormalQuantiles(t *testing.T) {
+	s, err := New(topology.Dist{Dist: "lognormal", P50: 4 * time.Millisecond, P99: 40 * time.Millisecond})
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(3, 4))
+	const n = 100000
+	xs := make([]time.Duration, n)
+	for i := range xs {
+		xs[i] = s.Sample(r)
+	}
+	slices.Sort(xs)
+	for _, q := range []struct {
+		p    float64
+		want time.Duration
+	}{{0.5, 4 * time.Millisecond}, {0.99, 40 * time.Millisecond}} {
+		// 4-sigma binomial interval on the rank of the true quantile.
+		half := 4 * math.Sqrt(n*q.p*(1-q.p))
+		lo, hi := xs[int(n*q.p-half)], xs[int(n*q.p+half)]
+		require.True(t, lo <= q.want && q.want <= hi, "p%v: true %v not in [%v, %v]", q.p*100, q.want, lo, hi)
+	}
+}
+
+func TestNewRejectsBadParameters(t *testing.T) {
+	bad := []topology.Dist{
+		{},
+		{Dist: "weibull"},
+		{Dist: "exponential"},
+		{Dist: "uniform", Min: 2, Max: 1},
+		{Dist: "lognormal", P50: 10, P99: 5},
+		{Dist: "lognormal"},
+		{Dist: "mixture"},
+		{Dist: "mixture", Modes: []topology.Mode{{Weight: 0, Dist: topology.Dist{Dist: "constant"}}}},
+		{Dist: "empirical", File: "x.txt"},
+		{Dist: "constant", Value: -1},
+	}
+	for _, d := range bad {
+		_, err := New(d)
+		require.Error(t, err, "%+v", d)
+	}
+}
+
+func TestEmpiricalResamples(t *testing.T) {
+	samples := []time.Duration{1, 2, 3}
+	s, err := New(topology.Dist{Dist: "empirical", Samples: samples})
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(1, 1))
+	seen := map[time.Duration]int{}
+	for i := 0; i < 3000; i++ {
+		seen[s.Sample(r)]++
+	}
+	require.Len(t, seen, 3)
+	for _, v := range samples {
+		require.InDelta(t, 1000, seen[v], 5*math.Sqrt(3000*(1.0/3)*(2.0/3)))
+	}
+}
+
+func BenchmarkSampleLognormal(b *testing.B) {
+	s, _ := New(topology.Dist{Dist: "lognormal", P50: 4 * time.Millisecond, P99: 40 * time.Millisecond})
+	r := rand.New(rand.NewPCG(1, 1))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		_ = s.Sample(r)
+	}
+}
