@@ -1,0 +1,100 @@
+package idempotency
+
+import "fmt"
+
+// CallerView is how the caller saw a logical request end.
+type CallerView uint8
+
+const (
+	// Succeeded: the caller received a success.
+	Succeeded CallerView = iota
+	// Failed: the caller received a definite failure.
+	Failed
+	// Unknown: the caller gave up or timed out; the effect may or may not
+	// have happened.
+	Unknown
+)
+
+// String returns the view's lower-case name.
+func (v CallerView) String() string {
+	switch v {
+	case Succeeded:
+		return "succeeded"
+	case Failed:
+		return "failed"
+	case Unknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("caller_view(%d)", v)
+}
+
+// Totals are the ledger's counts over finished logical requests.
+type Totals struct {
+	// Requests counts finished logical requests, by the caller's view.
+	Requests, Succeeded, Failed, Unknown int64
+	// Executions counts side-effect executions; Duplicates counts those
+	// beyond the first of each request: Σ max(0, n−1).
+	Executions, Duplicates int64
+	// UnknownCommitted and UnknownNotCommitted split the Unknown requests by
+	// whether the effect executed at least once.
+	UnknownCommitted, UnknownNotCommitted int64
+	// FailedCommitted counts requests the caller saw fail although the
+	// effect executed.
+	FailedCommitted int64
+}
+
+// Ledger is the server side's truth about side effects: it counts how many
+// times each live logical request's effect executed, and folds the count
+// into Totals when the request finishes. Memory is proportional to the
+// requests alive at once: a request's entry is deleted on Finish.
+//
+// The zero Ledger is ready to use. It is not safe for concurrent use.
+type Ledger struct {
+	live map[uint64]uint32
+	t    Totals
+}
+
+// Executed records one execution of request req's side effect.
+func (l *Ledger) Executed(req uint64) {
+	if l.live == nil {
+		l.live = make(map[uint64]uint32)
+	}
+	l.live[req]++
+}
+
+// Finish folds request req into the totals, as its caller saw it end. Call
+// it once, after the last attempt of req has ended: an execution recorded
+// after Finish starts a new entry. A view outside the three constants is
+// counted as Unknown.
+func (l *Ledger) Finish(req uint64, v CallerView) {
+	n := int64(l.live[req])
+	delete(l.live, req)
+	t := &l.t
+	t.Requests++
+	t.Executions += n
+	if n > 1 {
+		t.Duplicates += n - 1
+	}
+	switch v {
+	case Succeeded:
+		t.Succeeded++
+	case Failed:
+		t.Failed++
+		if n > 0 {
+			t.FailedCommitted++
+		}
+	default:
+		t.Unknown++
+		if n > 0 {
+			t.UnknownCommitted++
+		} else {
+			t.UnknownNotCommitted++
+		}
+	}
+}
+
+// Live returns the number of requests with executions not yet finished.
+func (l *Ledger) Live() int { return len(l.live) }
+
+// Totals returns the counts over finished requests.
+func (l *Ledger) Totals() Totals { return l.t }
