@@ -26,6 +26,7 @@ const (
 
 var jitterNames = [...]string{"none", "full", "equal", "decorrelated", "proportional"}
 
+// String returns the jitter's name as used in scenario files.
 func (j Jitter) String() string {
 	if int(j) < len(jitterNames) {
 		return jitterNames[j]
@@ -62,7 +63,7 @@ type Backoff struct {
 func NewBackoff(c BackoffConfig) (Backoff, error) {
 	j, err := ParseJitter(c.Jitter)
 	if err != nil {
-		return Backoff{}, err
+		return Backoff{}, fmt.Errorf("backoff.jitter: %w", err)
 	}
 	b := Backoff{Initial: c.Initial, Multiplier: c.Multiplier, Max: c.Max, Jitter: j, Spread: c.Spread}
 	if b.Multiplier == 0 {
@@ -82,6 +83,8 @@ func (b Backoff) Validate() error {
 		return fmt.Errorf("backoff.multiplier: must be ≥ 1, got %v", b.Multiplier)
 	case b.Spread < 0 || b.Spread > 1:
 		return fmt.Errorf("backoff.spread: must be in [0, 1], got %v", b.Spread)
+	case b.Max > 0 && b.Max < b.Initial:
+		return fmt.Errorf("backoff.max: must be ≥ backoff.initial (%v), got %v", b.Initial, b.Max)
 	}
 	return nil
 }
@@ -116,7 +119,7 @@ func (b Backoff) Delay(n int, prev time.Duration, r *rand.Rand) time.Duration {
 		if prev < b.Initial {
 			prev = b.Initial
 		}
-		lo, hi := float64(b.Initial), 3*float64(prev)
+		lo, hi := float64(b.Initial), min(3*float64(prev), math.MaxInt64/2)
 		d := time.Duration(lo + r.Float64()*(hi-lo))
 		if b.Max > 0 && d > b.Max {
 			d = b.Max

@@ -65,9 +65,13 @@ type BudgetConfig struct {
 	// aws_quota (AWS SDK standard mode): a retry costs RetryCost (TimeoutCost
 	// after a timeout) out of Capacity; a first-try success refunds
 	// NoRetryIncrement, a success after retries refunds that retry's cost.
-	Capacity         int `yaml:"capacity,omitempty" json:"capacity,omitempty"`
-	RetryCost        int `yaml:"retry_cost,omitempty" json:"retry_cost,omitempty"`
-	TimeoutCost      int `yaml:"timeout_cost,omitempty" json:"timeout_cost,omitempty"`
+	Capacity    int `yaml:"capacity,omitempty" json:"capacity,omitempty"`
+	RetryCost   int `yaml:"retry_cost,omitempty" json:"retry_cost,omitempty"`
+	TimeoutCost int `yaml:"timeout_cost,omitempty" json:"timeout_cost,omitempty"`
+	// ThrottleCost is the cost of a retry after Unavailable (AWS's
+	// throttling errors); 0 means RetryCost. The 2026 SDKs charge 5 here
+	// and 14 for other transient errors.
+	ThrottleCost     int `yaml:"throttle_cost,omitempty" json:"throttle_cost,omitempty"`
 	NoRetryIncrement int `yaml:"no_retry_increment,omitempty" json:"no_retry_increment,omitempty"`
 
 	// concurrency (Envoy retry_budget): active retries ≤

@@ -7,6 +7,11 @@ import "time"
 //
 // The caller reports every first attempt (OnRequest), asks before every
 // retry or hedge (TryRetry), and reports every attempt's result (OnResult).
+// Every attempt started by OnRequest or an admitted TryRetry must be
+// reported exactly once: one failed locally as BreakerOpen or Throttled, and
+// one the caller abandoned as Timeout. The concurrency budget counts
+// attempts in flight and the AWS quota settles charges from these reports;
+// a missing one leaks an in-flight slot or a charge.
 type Budget interface {
 	// OnRequest records the first attempt of a logical call on the edge.
 	OnRequest(now time.Duration)
@@ -26,12 +31,15 @@ type Budget interface {
 // BreakerState is a circuit breaker's state.
 type BreakerState uint8
 
+// The breaker states: Closed admits every attempt, Open fails them locally,
+// HalfOpen admits a limited number of probes.
 const (
 	Closed BreakerState = iota
 	Open
 	HalfOpen
 )
 
+// String returns the state's name for output and plots.
 func (s BreakerState) String() string {
 	switch s {
 	case Closed:
@@ -46,7 +54,9 @@ func (s BreakerState) String() string {
 
 // Breaker is a circuit breaker in the two-step shape that suits an
 // event-driven caller: Allow before an attempt, Done with its result. Each
-// attempt goes through the breaker.
+// attempt goes through the breaker. Every admitted attempt must be reported
+// by Done exactly once (an abandoned one as Timeout): a half-open breaker
+// waits for all its probes' results before it closes or reopens.
 type Breaker interface {
 	// Allow asks to send an attempt now. ok false means fail fast with
 	// BreakerOpen. The ticket identifies the breaker generation, so a result

@@ -1,0 +1,413 @@
+package policies
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Breaker kinds and rate-window types accepted in BreakerConfig.
+const (
+	BreakerConsecutive = "consecutive"
+	BreakerRate        = "rate"
+	WindowCount        = "count"
+	WindowTime         = "time"
+)
+
+// withDefaults fills zero fields with the defaults of the kind's reference
+// library: gobreaker for consecutive (trips on the 6th failure in a row,
+// open 60 s, 1 probe), resilience4j for rate (see BreakerPreset).
+func (c BreakerConfig) withDefaults() BreakerConfig {
+	if c.Kind == "" {
+		c.Kind = BreakerConsecutive
+	}
+	var d BreakerConfig
+	switch c.Kind {
+	case BreakerConsecutive:
+		d = breakerPresets["gobreaker"]
+	case BreakerRate:
+		d = breakerPresets["resilience4j"]
+		if c.WindowType == WindowTime && c.WindowSize == 0 {
+			c.WindowSize = 10 // resilience4j's documented example; 100 s would be odd
+		}
+	default:
+		return c
+	}
+	if c.Failures == 0 {
+		c.Failures = d.Failures
+	}
+	if c.OpenFor == 0 {
+		c.OpenFor = d.OpenFor
+	}
+	if c.HalfOpenCalls == 0 {
+		c.HalfOpenCalls = d.HalfOpenCalls
+	}
+	if c.WindowType == "" {
+		c.WindowType = d.WindowType
+	}
+	if c.WindowSize == 0 {
+		c.WindowSize = d.WindowSize
+	}
+	if c.MinCalls == 0 {
+		c.MinCalls = d.MinCalls
+	}
+	if c.FailureRate == 0 {
+		c.FailureRate = d.FailureRate
+	}
+	if c.SlowCallRate == 0 {
+		c.SlowCallRate = d.SlowCallRate
+	}
+	if c.SlowCallDuration == 0 {
+		c.SlowCallDuration = d.SlowCallDuration
+	}
+	return c
+}
+
+// Validate reports the first field that cannot describe a breaker, naming
+// it. Zero fields are valid: they take their kind's default.
+func (c BreakerConfig) Validate() error {
+	c = c.withDefaults()
+	switch c.Kind {
+	case BreakerConsecutive, BreakerRate:
+	default:
+		return fmt.Errorf("breaker.kind: unknown kind %q (want consecutive or rate)", c.Kind)
+	}
+	switch {
+	case c.Failures < 0:
+		return fmt.Errorf("breaker.failures: must be > 0, got %d", c.Failures)
+	case c.OpenFor < 0:
+		return fmt.Errorf("breaker.open_for: must be ≥ 0, got %v", c.OpenFor)
+	case c.HalfOpenCalls < 0:
+		return fmt.Errorf("breaker.half_open_calls: must be > 0, got %d", c.HalfOpenCalls)
+	}
+	if c.Kind != BreakerRate {
+		return nil
+	}
+	switch {
+	case c.WindowType != WindowCount && c.WindowType != WindowTime:
+		return fmt.Errorf("breaker.window_type: must be count or time, got %q", c.WindowType)
+	case c.WindowSize < 0 || c.WindowSize > 1_000_000:
+		return fmt.Errorf("breaker.window_size: must be in [1, 1000000], got %d", c.WindowSize)
+	case c.MinCalls < 0:
+		return fmt.Errorf("breaker.min_calls: must be ≥ 1, got %d", c.MinCalls)
+	case !(c.FailureRate >= 0 && c.FailureRate <= 100):
+		return fmt.Errorf("breaker.failure_rate: must be a percentage in (0, 100], got %v", c.FailureRate)
+	case !(c.SlowCallRate >= 0 && c.SlowCallRate <= 100):
+		return fmt.Errorf("breaker.slow_call_rate: must be a percentage in (0, 100], got %v", c.SlowCallRate)
+	case c.SlowCallDuration < 0:
+		return fmt.Errorf("breaker.slow_call_duration: must be ≥ 0, got %v", c.SlowCallDuration)
+	}
+	return nil
+}
+
+// NewBreaker builds the circuit breaker a config describes, after applying
+// its preset and defaults. A breaker is not safe for concurrent use.
+func NewBreaker(c BreakerConfig) (Breaker, error) {
+	c, err := c.WithPreset()
+	if err != nil {
+		return nil, err
+	}
+	c = c.withDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if c.Kind == BreakerConsecutive {
+		return &ConsecutiveBreaker{breakerCore: breakerCore{openFor: c.OpenFor, probes: c.HalfOpenCalls}, failures: c.Failures}, nil
+	}
+	b := &RateBreaker{
+		breakerCore: breakerCore{openFor: c.OpenFor, probes: c.HalfOpenCalls}, minCalls: c.MinCalls,
+		failureRate: c.FailureRate, slowRate: c.SlowCallRate, slowAfter: c.SlowCallDuration,
+	}
+	if c.WindowType == WindowCount {
+		b.win = newCountWindow(c.WindowSize)
+		b.minCalls = min(b.minCalls, c.WindowSize)
+	} else {
+		b.win = newTimeWindow(c.WindowSize)
+	}
+	b.probe = newCountWindow(c.HalfOpenCalls)
+	return b, nil
+}
+
+// breakerCore is the state machine both breakers share: the state, the
+// generation that tickets carry, when the breaker opened, and half-open
+// admission. Every transition starts a new generation, so results of
+// attempts admitted before it are discarded.
+type breakerCore struct {
+	state    BreakerState
+	gen      uint64
+	openedAt time.Duration
+	openFor  time.Duration
+	probes   int // admitted per half-open generation
+	admitted int // probes admitted in this half-open generation
+	opens    int64
+}
+
+// refresh applies the lazy open → half-open transition.
+func (b *breakerCore) refresh(now time.Duration) {
+	if b.state == Open && now-b.openedAt >= b.openFor {
+		b.state = HalfOpen
+		b.gen++
+		b.admitted = 0
+	}
+}
+
+func (b *breakerCore) allow(now time.Duration) (uint64, bool) {
+	b.refresh(now)
+	switch b.state {
+	case Closed:
+		return b.gen, true
+	case HalfOpen:
+		if b.admitted < b.probes {
+			b.admitted++
+			return b.gen, true
+		}
+	}
+	return b.gen, false
+}
+
+func (b *breakerCore) open(now time.Duration) {
+	b.state = Open
+	b.openedAt = now
+	b.gen++
+	b.opens++
+}
+
+func (b *breakerCore) close() {
+	b.state = Closed
+	b.gen++
+}
+
+// current reports whether a result with ticket belongs to the current
+// generation and should count.
+func (b *breakerCore) current(now time.Duration, ticket uint64, o Outcome) bool {
+	b.refresh(now)
+	return ticket == b.gen && o != BreakerOpen && o != Throttled
+}
+
+// ConsecutiveBreaker is sony/gobreaker's breaker: it opens when Failures
+// failures in a row are reported while closed; after OpenFor it turns
+// half-open and admits HalfOpenCalls probes; any failed probe reopens it and
+// HalfOpenCalls successes close it. Failures are CountsAsFailure outcomes;
+// every other reported outcome is a success.
+type ConsecutiveBreaker struct {
+	breakerCore
+	failures  int
+	consec    int // failures in a row while closed
+	successes int // successful probes while half-open
+}
+
+// Allow admits an attempt unless the breaker is open, or half-open with all
+// its probes already admitted.
+func (b *ConsecutiveBreaker) Allow(now time.Duration) (uint64, bool) { return b.allow(now) }
+
+// Done records an admitted attempt's result; a stale ticket is ignored.
+func (b *ConsecutiveBreaker) Done(now time.Duration, ticket uint64, o Outcome, _ time.Duration) {
+	if !b.current(now, ticket, o) {
+		return
+	}
+	fail := CountsAsFailure(o)
+	switch b.state {
+	case Closed:
+		if !fail {
+			b.consec = 0
+			return
+		}
+		b.consec++
+		if b.consec >= b.failures {
+			b.consec = 0
+			b.open(now)
+		}
+	case HalfOpen:
+		if fail {
+			b.successes = 0
+			b.open(now)
+			return
+		}
+		b.successes++
+		if b.successes >= b.probes {
+			b.successes = 0
+			b.close()
+		}
+	}
+}
+
+// State returns the state at now.
+func (b *ConsecutiveBreaker) State(now time.Duration) BreakerState {
+	b.refresh(now)
+	return b.state
+}
+
+// Opens counts transitions to open.
+func (b *ConsecutiveBreaker) Opens() int64 { return b.opens }
+
+// RateBreaker is resilience4j's breaker: while closed it records calls in a
+// sliding window (the last WindowSize calls, or the last WindowSize seconds
+// in one-second buckets) and opens when, with at least MinCalls calls
+// recorded, the failure rate or the slow-call rate (latency >
+// SlowCallDuration, failed or not) reaches its threshold. After OpenFor it
+// turns half-open, admits HalfOpenCalls calls and judges them as one batch
+// once all have reported: a rate at or above a threshold reopens it,
+// otherwise it closes with an empty window.
+type RateBreaker struct {
+	breakerCore
+	minCalls              int
+	failureRate, slowRate float64
+	slowAfter             time.Duration
+	win                   callWindow
+	probe                 callWindow
+}
+
+// Allow admits an attempt unless the breaker is open, or half-open with all
+// its probes already admitted.
+func (b *RateBreaker) Allow(now time.Duration) (uint64, bool) { return b.allow(now) }
+
+// Done records an admitted attempt's result; a stale ticket is ignored.
+func (b *RateBreaker) Done(now time.Duration, ticket uint64, o Outcome, latency time.Duration) {
+	if !b.current(now, ticket, o) {
+		return
+	}
+	fail, slow := CountsAsFailure(o), latency > b.slowAfter
+	switch b.state {
+	case Closed:
+		b.win.record(now, fail, slow)
+		if b.tripped(b.win, now, b.minCalls) {
+			b.win.reset()
+			b.open(now)
+		}
+	case HalfOpen:
+		b.probe.record(now, fail, slow)
+		calls, _, _ := b.probe.totals(now)
+		if calls < b.probes {
+			return
+		}
+		tripped := b.tripped(b.probe, now, b.probes)
+		b.probe.reset()
+		if tripped {
+			b.open(now)
+		} else {
+			b.win.reset()
+			b.close()
+		}
+	}
+}
+
+func (b *RateBreaker) tripped(w callWindow, now time.Duration, minCalls int) bool {
+	calls, fails, slows := w.totals(now)
+	if calls == 0 || calls < minCalls {
+		return false
+	}
+	return 100*float64(fails)/float64(calls) >= b.failureRate ||
+		100*float64(slows)/float64(calls) >= b.slowRate
+}
+
+// State returns the state at now.
+func (b *RateBreaker) State(now time.Duration) BreakerState {
+	b.refresh(now)
+	return b.state
+}
+
+// Opens counts transitions to open.
+func (b *RateBreaker) Opens() int64 { return b.opens }
+
+// callWindow counts calls, failures and slow calls over a sliding window.
+type callWindow interface {
+	record(now time.Duration, fail, slow bool)
+	totals(now time.Duration) (calls, fails, slows int)
+	reset()
+}
+
+// countWindow is a ring of the last len(ring) calls.
+type countWindow struct {
+	ring               []uint8 // bit 0: recorded, bit 1: failed, bit 2: slow
+	pos                int
+	calls, fails, slow int
+}
+
+func newCountWindow(n int) *countWindow { return &countWindow{ring: make([]uint8, max(n, 1))} }
+
+func (w *countWindow) record(_ time.Duration, fail, slow bool) {
+	old := w.ring[w.pos]
+	if old&1 != 0 {
+		w.calls--
+		w.fails -= int(old >> 1 & 1)
+		w.slow -= int(old >> 2 & 1)
+	}
+	v := uint8(1)
+	if fail {
+		v |= 2
+		w.fails++
+	}
+	if slow {
+		v |= 4
+		w.slow++
+	}
+	w.calls++
+	w.ring[w.pos] = v
+	w.pos = (w.pos + 1) % len(w.ring)
+}
+
+func (w *countWindow) totals(time.Duration) (int, int, int) { return w.calls, w.fails, w.slow }
+
+func (w *countWindow) reset() {
+	clear(w.ring)
+	w.pos, w.calls, w.fails, w.slow = 0, 0, 0, 0
+}
+
+// timeWindow holds the last len(buckets) seconds in one-second buckets, as
+// resilience4j's TIME_BASED window does.
+type timeWindow struct {
+	buckets []timeBucket
+	head    int64 // newest second
+	sum     timeBucket
+}
+
+type timeBucket struct{ calls, fails, slow int }
+
+func newTimeWindow(seconds int) *timeWindow {
+	return &timeWindow{buckets: make([]timeBucket, max(seconds, 1)), head: math.MinInt64}
+}
+
+func (w *timeWindow) advance(now time.Duration) {
+	s := int64(now / time.Second)
+	if s <= w.head {
+		return
+	}
+	n := int64(len(w.buckets))
+	if w.head == math.MinInt64 || s-w.head >= n {
+		w.reset()
+	} else {
+		for i := w.head + 1; i <= s; i++ {
+			b := &w.buckets[i%n]
+			w.sum.calls -= b.calls
+			w.sum.fails -= b.fails
+			w.sum.slow -= b.slow
+			*b = timeBucket{}
+		}
+	}
+	w.head = s
+}
+
+func (w *timeWindow) record(now time.Duration, fail, slow bool) {
+	w.advance(now)
+	b := &w.buckets[w.head%int64(len(w.buckets))]
+	b.calls++
+	w.sum.calls++
+	if fail {
+		b.fails++
+		w.sum.fails++
+	}
+	if slow {
+		b.slow++
+		w.sum.slow++
+	}
+}
+
+func (w *timeWindow) totals(now time.Duration) (int, int, int) {
+	w.advance(now)
+	return w.sum.calls, w.sum.fails, w.sum.slow
+}
+
+func (w *timeWindow) reset() {
+	clear(w.buckets)
+	w.sum = timeBucket{}
+}

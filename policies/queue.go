@@ -1,0 +1,228 @@
+package policies
+
+import (
+	"fmt"
+	"time"
+)
+
+// Queue disciplines accepted in OverloadConfig.Discipline.
+const (
+	FIFO         = "fifo"
+	LIFO         = "lifo"
+	AdaptiveLIFO = "adaptive_lifo"
+)
+
+// CoDel defaults ("Fail at Scale": M = 5 ms, N = 100 ms).
+const (
+	DefaultCoDelTarget   = 5 * time.Millisecond
+	DefaultCoDelInterval = 100 * time.Millisecond
+)
+
+// Validate reports a field that cannot describe overload protection.
+func (c OverloadConfig) Validate() error {
+	switch c.Discipline {
+	case "", FIFO, LIFO, AdaptiveLIFO:
+	default:
+		return fmt.Errorf("overload.discipline: must be fifo, lifo or adaptive_lifo, got %q", c.Discipline)
+	}
+	if c.ConcurrencyLimit < 0 {
+		return fmt.Errorf("overload.concurrency_limit: must be ≥ 0, got %d", c.ConcurrencyLimit)
+	}
+	if c.MaxQueueTime < 0 {
+		return fmt.Errorf("overload.max_queue_time: must be ≥ 0, got %v", c.MaxQueueTime)
+	}
+	if c.CoDel != nil {
+		if err := c.CoDel.Validate(); err != nil {
+			return fmt.Errorf("overload.%w", err)
+		}
+	}
+	if c.Pushback != nil {
+		if err := c.Pushback.Validate(); err != nil {
+			return fmt.Errorf("overload.%w", err)
+		}
+	}
+	return nil
+}
+
+// Validate reports a field that cannot describe CoDel.
+func (c CoDelConfig) Validate() error {
+	t, i := c.withDefaults()
+	switch {
+	case c.Target < 0:
+		return fmt.Errorf("codel.target: must be > 0, got %v", c.Target)
+	case c.Interval < 0:
+		return fmt.Errorf("codel.interval: must be > 0, got %v", c.Interval)
+	case t >= i:
+		return fmt.Errorf("codel.target: must be below codel.interval (%v), got %v", i, t)
+	}
+	return nil
+}
+
+func (c *CoDelConfig) withDefaults() (target, interval time.Duration) {
+	target, interval = DefaultCoDelTarget, DefaultCoDelInterval
+	if c != nil && c.Target > 0 {
+		target = c.Target
+	}
+	if c != nil && c.Interval > 0 {
+		interval = c.Interval
+	}
+	return target, interval
+}
+
+// Queue is a service's waiting room: a ring buffer of items with their
+// enqueue times, served by a discipline and shedding stale work.
+//
+//   - fifo serves the oldest item, lifo the newest; adaptive_lifo serves the
+//     newest while a standing queue exists and the oldest otherwise.
+//   - A standing queue exists when the queue has not been empty within the
+//     last Interval (CoDel's Interval, default 100 ms).
+//   - With CoDel set, Next sheds items that waited longer than Target while
+//     a standing queue exists, and longer than Interval otherwise. This is
+//     the controlled delay of Facebook's "Fail at Scale", not the classic
+//     CoDel control law (no 1/√count drop schedule): it suits a request
+//     queue where each dropped item is a whole request.
+//   - With MaxQueueTime set, Next sheds items that waited longer than it.
+//
+// Shed items are always the oldest (the queue is in arrival order), so each
+// Next passes a prefix of the queue to shed, then serves one item. Offer and
+// Next must be called with non-decreasing times.
+//
+// The ring grows by doubling up to the limit and is then reused, so a queue
+// in steady state does not allocate. A Queue is not safe for concurrent use:
+// an HTTP server wraps it in a mutex; the simulator is single-threaded.
+type Queue[T any] struct {
+	items     []queued[T]
+	head, n   int
+	limit     int // < 0 unbounded
+	concLimit int
+	lifo      bool
+	adaptive  bool
+	codel     bool
+	target    time.Duration
+	interval  time.Duration
+	maxWait   time.Duration
+	lastEmpty time.Duration // last instant the queue was empty
+}
+
+type queued[T any] struct {
+	v  T
+	at time.Duration
+}
+
+// NewQueue returns an empty queue holding at most limit items (limit < 0:
+// unbounded; 0: no waiting room, so every Offer is refused).
+func NewQueue[T any](limit int, c OverloadConfig) (*Queue[T], error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	q := &Queue[T]{limit: limit, concLimit: c.ConcurrencyLimit, maxWait: c.MaxQueueTime}
+	q.target, q.interval = c.CoDel.withDefaults()
+	q.codel = c.CoDel != nil
+	q.lifo = c.Discipline == LIFO
+	q.adaptive = c.Discipline == AdaptiveLIFO
+	size := 16
+	if limit >= 0 {
+		size = min(size, limit)
+	}
+	q.items = make([]queued[T], size)
+	return q, nil
+}
+
+// Len returns the number of queued items.
+func (q *Queue[T]) Len() int { return q.n }
+
+// Admits reports whether the concurrency limit leaves room for one more
+// request when inService are being served and Len are queued. A server
+// checks it before starting a request directly on a free worker.
+func (q *Queue[T]) Admits(inService int) bool {
+	return q.concLimit <= 0 || inService+q.n < q.concLimit
+}
+
+// Offer queues v at now. It returns false, leaving the queue unchanged, when
+// the queue is full or the concurrency limit (inService + queued) is reached:
+// the caller rejects the request.
+func (q *Queue[T]) Offer(now time.Duration, v T, inService int) bool {
+	if !q.Admits(inService) || (q.limit >= 0 && q.n >= q.limit) {
+		return false
+	}
+	if q.n == 0 {
+		q.lastEmpty = now
+	}
+	if q.n == len(q.items) {
+		q.grow()
+	}
+	q.items[(q.head+q.n)%len(q.items)] = queued[T]{v: v, at: now}
+	q.n++
+	return true
+}
+
+func (q *Queue[T]) grow() {
+	size := max(2*len(q.items), 1)
+	if q.limit >= 0 {
+		size = min(size, q.limit)
+	}
+	items := make([]queued[T], size)
+	for i := range q.n {
+		items[i] = q.items[(q.head+i)%len(q.items)]
+	}
+	q.items, q.head = items, 0
+}
+
+// Standing reports whether a standing queue exists at now: the queue is not
+// empty and has not been empty within the last Interval.
+func (q *Queue[T]) Standing(now time.Duration) bool {
+	return q.n > 0 && now-q.lastEmpty > q.interval
+}
+
+// Next removes and returns the item to serve at now. Items that waited too
+// long are removed first and passed to shed (which may be nil). ok is false
+// when nothing is left to serve.
+func (q *Queue[T]) Next(now time.Duration, shed func(T)) (v T, ok bool) {
+	standing := q.Standing(now)
+	limit := time.Duration(-1)
+	if q.codel {
+		limit = q.interval
+		if standing {
+			limit = q.target
+		}
+	}
+	if q.maxWait > 0 && (limit < 0 || q.maxWait < limit) {
+		limit = q.maxWait
+	}
+	for limit >= 0 && q.n > 0 && now-q.items[q.head].at > limit {
+		it := q.popHead()
+		if shed != nil {
+			shed(it)
+		}
+	}
+	if q.n == 0 {
+		q.lastEmpty = now
+		return v, false
+	}
+	if q.lifo || (q.adaptive && standing) {
+		v = q.popTail()
+	} else {
+		v = q.popHead()
+	}
+	if q.n == 0 {
+		q.lastEmpty = now
+	}
+	return v, true
+}
+
+func (q *Queue[T]) popHead() T {
+	it := &q.items[q.head]
+	v := it.v
+	*it = queued[T]{}
+	q.head = (q.head + 1) % len(q.items)
+	q.n--
+	return v
+}
+
+func (q *Queue[T]) popTail() T {
+	it := &q.items[(q.head+q.n-1)%len(q.items)]
+	v := it.v
+	*it = queued[T]{}
+	q.n--
+	return v
+}

@@ -1,0 +1,247 @@
+package policies
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// queueOp is one step of a queue time script: offer v at at (want admitted),
+// or next at at (want served value, or -1 for none, and the shed values).
+type queueOp struct {
+	at      time.Duration
+	offer   bool
+	v       int
+	inServ  int
+	want    int
+	wantShd []int
+}
+
+func offer(at time.Duration, v int) queueOp { return queueOp{at: at, offer: true, v: v, want: 1} }
+func refuse(at time.Duration, v, inService int) queueOp {
+	return queueOp{at: at, offer: true, v: v, inServ: inService, want: 0}
+}
+func next(at time.Duration, want int, shed ...int) queueOp {
+	return queueOp{at: at, want: want, wantShd: shed}
+}
+
+func runQueueScript(t *testing.T, q *Queue[int], ops []queueOp) {
+	t.Helper()
+	for i, op := range ops {
+		if op.offer {
+			got := q.Offer(op.at, op.v, op.inServ)
+			if got != (op.want == 1) {
+				t.Fatalf("op %d (t=%v): Offer(%d) = %v, want %v", i, op.at, op.v, got, op.want == 1)
+			}
+			continue
+		}
+		var shed []int
+		v, ok := q.Next(op.at, func(x int) { shed = append(shed, x) })
+		if !ok {
+			v = -1
+		}
+		if v != op.want || !slices.Equal(shed, op.wantShd) {
+			t.Fatalf("op %d (t=%v): Next = %d shedding %v, want %d shedding %v", i, op.at, v, shed, op.want, op.wantShd)
+		}
+	}
+}
+
+func TestQueueScripts(t *testing.T) {
+	tests := []struct {
+		name  string
+		limit int
+		cfg   OverloadConfig
+		ops   []queueOp
+	}{
+		{"fifo", -1, OverloadConfig{}, []queueOp{
+			offer(0, 1), offer(0, 2), offer(0, 3), next(0, 1), offer(0, 4), next(0, 2), next(0, 3), next(0, 4), next(0, -1)}},
+		{"lifo", -1, OverloadConfig{Discipline: "lifo"}, []queueOp{
+			offer(0, 1), offer(0, 2), offer(0, 3), next(0, 3), offer(0, 4), next(0, 4), next(0, 2), next(0, 1), next(0, -1)}},
+		{"adaptive lifo: fifo while transient", -1, OverloadConfig{Discipline: "adaptive_lifo"}, []queueOp{
+			offer(0, 1), offer(10*milli, 2), offer(20*milli, 3), next(100*milli, 1), next(100*milli, 2)}},
+		{"adaptive lifo: lifo under a standing queue", -1, OverloadConfig{Discipline: "adaptive_lifo"}, []queueOp{
+			offer(0, 1), offer(10*milli, 2), offer(20*milli, 3), offer(30*milli, 4),
+			next(101*milli, 4), next(102*milli, 3),
+			// Emptied: the next burst is transient again, served in order.
+			next(103*milli, 2), next(104*milli, 1), next(104*milli, -1),
+			offer(110*milli, 5), offer(111*milli, 6), next(120*milli, 5)}},
+		{"codel: no drops under a transient queue", -1, OverloadConfig{CoDel: &CoDelConfig{}}, []queueOp{
+			offer(0, 1), offer(0, 2), offer(0, 3), next(60*milli, 1), next(90*milli, 2), next(100*milli, 3)}},
+		{"codel: drops under a standing queue", -1, OverloadConfig{CoDel: &CoDelConfig{Target: 5 * milli, Interval: 100 * milli}}, []queueOp{
+			offer(0, 1), offer(50*milli, 2), offer(97*milli, 3), offer(99*milli, 4),
+			// At 101 ms the queue has not been empty for > 100 ms: items that
+			// waited over 5 ms go (1, 2, 3 waited 101, 51, 4 ms: 3 stays).
+			next(101*milli, 3, 1, 2), next(102*milli, 4)}},
+		{"codel: interval bounds the wait when not standing", -1, OverloadConfig{CoDel: &CoDelConfig{Target: time.Millisecond, Interval: 50 * milli}}, []queueOp{
+			offer(0, 1), next(10*milli, 1), offer(20*milli, 2), offer(40*milli, 3), next(60*milli, 2), next(61*milli, 3)}},
+		{"max queue time", -1, OverloadConfig{MaxQueueTime: 30 * milli}, []queueOp{
+			offer(0, 1), offer(10*milli, 2), offer(20*milli, 3),
+			next(30*milli, 1), next(41*milli, 3, 2), next(41*milli, -1)}},
+		{"max queue time with lifo sheds the old first", -1, OverloadConfig{Discipline: "lifo", MaxQueueTime: 30 * milli}, []queueOp{
+			offer(0, 1), offer(10*milli, 2), offer(35*milli, 3), next(40*milli, 3, 1), next(50*milli, -1, 2)}},
+		{"bounded: full queue refuses", 2, OverloadConfig{}, []queueOp{
+			offer(0, 1), offer(0, 2), refuse(0, 3, 0), next(0, 1), offer(0, 3), next(0, 2), next(0, 3)}},
+		{"no waiting room", 0, OverloadConfig{}, []queueOp{refuse(0, 1, 0), next(0, -1)}},
+		{"concurrency limit counts in service plus queued", -1, OverloadConfig{ConcurrencyLimit: 4}, []queueOp{
+			{offer: true, v: 1, inServ: 2, want: 1}, refuse(0, 2, 3), {offer: true, v: 3, inServ: 2, want: 1},
+			refuse(0, 4, 2), refuse(0, 4, 0+3)}},
+		{"ring wraps and grows", -1, OverloadConfig{}, wrapOps()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q, err := NewQueue[int](tt.limit, tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runQueueScript(t, q, tt.ops)
+		})
+	}
+}
+
+// wrapOps interleaves offers and nexts so the ring's head wraps, then grows
+// the ring past its initial size with items in flight.
+func wrapOps() []queueOp {
+	var ops []queueOp
+	for k := range 10 {
+		ops = append(ops, offer(0, 2*k), offer(0, 2*k+1), next(0, k))
+	}
+	// The queue holds 10..19; 40 more outgrow the initial ring.
+	for i := range 40 {
+		ops = append(ops, offer(0, 100+i))
+	}
+	for i := 10; i < 20; i++ {
+		ops = append(ops, next(0, i))
+	}
+	for i := range 40 {
+		ops = append(ops, next(0, 100+i))
+	}
+	return append(ops, next(0, -1))
+}
+
+func TestQueueLenAndAdmits(t *testing.T) {
+	q, err := NewQueue[string](3, OverloadConfig{ConcurrencyLimit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []string{"a", "b"} {
+		if !q.Offer(0, s, 0) {
+			t.Fatalf("offer %d refused", i)
+		}
+	}
+	if q.Len() != 2 || !q.Admits(2) || q.Admits(3) {
+		t.Fatalf("Len %d, Admits(2) %v, Admits(3) %v; want 2, true, false", q.Len(), q.Admits(2), q.Admits(3))
+	}
+}
+
+func TestQueueValidate(t *testing.T) {
+	tests := []struct {
+		cfg  OverloadConfig
+		want string
+	}{
+		{OverloadConfig{Discipline: "random"}, "overload.discipline"},
+		{OverloadConfig{ConcurrencyLimit: -1}, "overload.concurrency_limit"},
+		{OverloadConfig{MaxQueueTime: -1}, "overload.max_queue_time"},
+		{OverloadConfig{CoDel: &CoDelConfig{Target: -1}}, "overload.codel.target"},
+		{OverloadConfig{CoDel: &CoDelConfig{Target: time.Second}}, "codel.target: must be below codel.interval"},
+		{OverloadConfig{Pushback: &PushbackConfig{PerQueued: -1}}, "overload.pushback.per_queued"},
+	}
+	for _, tt := range tests {
+		_, err := NewQueue[int](-1, tt.cfg)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: error %v, want it to contain %q", tt.cfg, err, tt.want)
+		}
+	}
+}
+
+// FuzzQueue drives a queue without shedding with arbitrary operations and
+// compares it with a slice.
+func FuzzQueue(f *testing.F) {
+	f.Add([]byte{0, 0, 1, 0, 1, 1}, uint8(0), int8(3))
+	f.Add([]byte{0, 0, 0, 0, 1, 1, 1, 1, 0}, uint8(1), int8(-1))
+	f.Fuzz(func(t *testing.T, ops []byte, disc uint8, limit int8) {
+		lifo := disc%2 == 1
+		cfg := OverloadConfig{Discipline: map[bool]string{false: "fifo", true: "lifo"}[lifo]}
+		q, err := NewQueue[int](int(limit), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var model []int
+		for i, op := range ops {
+			if op%2 == 0 {
+				ok := q.Offer(0, i, 0)
+				want := limit < 0 || len(model) < int(limit)
+				if ok != want {
+					t.Fatalf("op %d: Offer = %v, want %v", i, ok, want)
+				}
+				if ok {
+					model = append(model, i)
+				}
+			} else {
+				v, ok := q.Next(0, nil)
+				if len(model) == 0 {
+					if ok {
+						t.Fatalf("op %d: Next served %d from an empty queue", i, v)
+					}
+					continue
+				}
+				var want int
+				if lifo {
+					want, model = model[len(model)-1], model[:len(model)-1]
+				} else {
+					want, model = model[0], model[1:]
+				}
+				if !ok || v != want {
+					t.Fatalf("op %d: Next = %d, %v, want %d", i, v, ok, want)
+				}
+			}
+			if q.Len() != len(model) {
+				t.Fatalf("op %d: Len = %d, want %d", i, q.Len(), len(model))
+			}
+		}
+	})
+}
+
+func BenchmarkQueue(b *testing.B) {
+	for _, d := range []string{"fifo", "lifo", "adaptive_lifo"} {
+		b.Run(d, func(b *testing.B) {
+			q, err := NewQueue[int](1000, OverloadConfig{Discipline: d, CoDel: &CoDelConfig{}, MaxQueueTime: time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			shed := func(int) {}
+			// Warm the ring to its working size.
+			for i := range 64 {
+				q.Offer(0, i, 0)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				now := time.Duration(i) * time.Microsecond
+				q.Offer(now, i, 0)
+				if i%2 == 0 {
+					q.Offer(now, i, 0)
+				}
+				q.Next(now, shed)
+				if q.Len() > 32 {
+					q.Next(now, shed)
+				}
+			}
+		})
+	}
+}
+
+func ExampleQueue() {
+	q, _ := NewQueue[string](-1, OverloadConfig{Discipline: "adaptive_lifo", CoDel: &CoDelConfig{}})
+	for i, name := range []string{"a", "b", "c", "d"} {
+		q.Offer(time.Duration(i)*time.Millisecond, name, 0)
+	}
+	// 150 ms later the queue has been standing for over 100 ms: requests that
+	// waited over 5 ms are shed, and what is left is served newest first.
+	q.Offer(148*time.Millisecond, "e", 0)
+	q.Offer(149*time.Millisecond, "f", 0)
+	v, _ := q.Next(150*time.Millisecond, func(s string) { fmt.Print("shed ", s, "; ") })
+	fmt.Println("serve", v)
+	// Output: shed a; shed b; shed c; shed d; serve f
+}
