@@ -7,6 +7,10 @@ type Summary struct {
 	Seed     uint64  `json:"seed"`
 	Version  string  `json:"version,omitempty"`
 	SimTimeS float64 `json:"sim_time_s"`
+	// WindowS is the measurement window goodput is computed over, in
+	// seconds (duration − warm-up). Merge recomputes goodput from it; when
+	// zero it is inferred from succeeded / goodput_rps.
+	WindowS float64 `json:"window_s,omitempty"`
 	// Status is complete, diverged or interrupted.
 	Status string `json:"status"`
 	// Diverged says where a runaway run was stopped (nil when complete).
@@ -25,6 +29,9 @@ type Summary struct {
 
 	Services []ServiceSummary `json:"services"`
 	Edges    []EdgeSummary    `json:"edges,omitempty"`
+	// Load is what the HTTP load driver saw (load mode only): the schedule
+	// it kept, and attempts by transport failure kind.
+	Load *LoadReport `json:"load,omitempty"`
 }
 
 // Requests counts logical requests offered at the entry after warm-up, by

@@ -1,0 +1,454 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// ColumnKind says how Merge combines one time-series column across parts
+// that cover the same interval.
+type ColumnKind uint8
+
+const (
+	// SumColumn columns are additive over disjoint sets of requests: counts
+	// (offered, succeeded, attempts/S, rejected/S, retries/A->B, ...), rates
+	// (goodput) and occupancy (queue/S, inflight/S, utilization/S: each
+	// part's requests hold their own share of the queue and workers).
+	SumColumn ColumnKind = iota
+	// MaxColumn columns (queue_max/S and any metric ending in "_max") keep the
+	// largest value: each part saw the same peak or a lower one.
+	MaxColumn
+	// MeanColumn columns are per-caller state (breaker_state/A->B,
+	// budget_level/A->B, budget_tokens/A->B): the mean over the parts that
+	// have the row.
+	MeanColumn
+	// LatencyColumn columns (latency_p50_ms, latency_p99_ms, ...) are combined
+	// as a mean weighted by each part's "succeeded" in that row. This is an
+	// approximation when two parts share a row (percentiles do not add);
+	// it is exact when only one part has the row.
+	LatencyColumn
+)
+
+// String returns the kind's name.
+func (k ColumnKind) String() string {
+	switch k {
+	case SumColumn:
+		return "sum"
+	case MaxColumn:
+		return "max"
+	case MeanColumn:
+		return "mean"
+	case LatencyColumn:
+		return "latency"
+	}
+	return fmt.Sprintf("ColumnKind(%d)", uint8(k))
+}
+
+// KindOf returns how a column merges, from its metric name (the part
+// before any "/").
+func KindOf(column string) ColumnKind {
+	metric, _, _ := strings.Cut(column, "/")
+	switch {
+	case strings.HasPrefix(metric, "latency_"):
+		return LatencyColumn
+	case metric == "max" || strings.HasSuffix(metric, "_max"):
+		return MaxColumn
+	case metric == "breaker_state" || strings.HasPrefix(metric, "budget_"):
+		return MeanColumn
+	}
+	return SumColumn
+}
+
+// Merge combines parts of one run that partition its logical requests: the
+// shards of a load run, or of a simulation split by request, all sharing one
+// clock that starts at 0. The result is what a single run doing all the
+// parts' work reports:
+//
+//   - counters (requests, per-service and per-edge counts, duplicates) are
+//     summed; histograms are summed bucket by bucket, losslessly;
+//   - latency summaries, amplification (attempts / offered) and goodput
+//     (succeeded / window_s) are recomputed from the merged counters and
+//     histograms, with the same formulas the producers use, so they match an
+//     unsharded run exactly;
+//   - sim_time_s and window_s are the largest of the parts';
+//   - utilization and queue_mean are occupancy averaged over the run, so
+//     they add across parts after weighting each by its own sim_time_s:
+//     Σ xᵢ·Tᵢ / max Tᵢ (exact up to float rounding); queue_max is the
+//     largest part's (a lower bound when parts overlap in time);
+//   - series rows are aligned on absolute time (all parts need the same
+//     interval, with starts on a common grid) and combined column by column
+//     according to KindOf; a part without a row or column contributes
+//     nothing to it;
+//   - the load driver's report (Summary.Load) adds counts, rates, pool
+//     sizes and status counts, since each shard drove its own share of the
+//     schedule with its own senders; max_in_flight is summed too, an upper
+//     bound of the true peak;
+//   - faults are the union of distinct windows; status is the worst of the
+//     parts' (diverged > interrupted > complete).
+//
+// Merging independent replications of a run is not a partition: their
+// occupancies would add. Merge does not modify its parts.
+func Merge(parts ...*Result) (*Result, error) {
+	if len(parts) == 0 {
+		return nil, errors.New("metrics: merge: no parts")
+	}
+	for i, p := range parts {
+		if p == nil {
+			return nil, fmt.Errorf("metrics: merge: part %d is nil", i)
+		}
+		if p.Summary.Scenario != parts[0].Summary.Scenario {
+			return nil, fmt.Errorf("metrics: merge: part %d is scenario %q, part 0 is %q", i, p.Summary.Scenario, parts[0].Summary.Scenario)
+		}
+	}
+	out := &Result{}
+	var err error
+	if out.Latency, err = mergeHist(parts, func(r *Result) *hdrhistogram.Histogram { return r.Latency }); err != nil {
+		return nil, fmt.Errorf("metrics: merge: latency: %w", err)
+	}
+	for _, p := range parts {
+		for name := range p.ServiceLatency {
+			if out.ServiceLatency == nil {
+				out.ServiceLatency = map[string]*hdrhistogram.Histogram{}
+			}
+			if _, done := out.ServiceLatency[name]; done {
+				continue
+			}
+			h, err := mergeHist(parts, func(r *Result) *hdrhistogram.Histogram { return r.ServiceLatency[name] })
+			if err != nil {
+				return nil, fmt.Errorf("metrics: merge: service %s latency: %w", name, err)
+			}
+			out.ServiceLatency[name] = h
+		}
+	}
+	if out.Series, err = mergeSeries(parts); err != nil {
+		return nil, fmt.Errorf("metrics: merge: series: %w", err)
+	}
+	out.Faults = mergeFaults(parts)
+	out.Summary = mergeSummary(parts, out)
+	return out, nil
+}
+
+// mergeHist sums the histograms get returns for each part (nil if none has
+// one). Equal geometries add count by count; others go through
+// Histogram.Merge, and any value it cannot hold is an error.
+func mergeHist(parts []*Result, get func(*Result) *hdrhistogram.Histogram) (*hdrhistogram.Histogram, error) {
+	var acc *hdrhistogram.Snapshot
+	for _, p := range parts {
+		h := get(p)
+		if h == nil {
+			continue
+		}
+		if acc == nil {
+			acc = h.Export()
+			continue
+		}
+		s := h.Export()
+		if s.LowestTrackableValue == acc.LowestTrackableValue && s.HighestTrackableValue == acc.HighestTrackableValue &&
+			s.SignificantFigures == acc.SignificantFigures && len(s.Counts) == len(acc.Counts) {
+			for i, c := range s.Counts {
+				acc.Counts[i] += c
+			}
+			continue
+		}
+		m := hdrhistogram.Import(acc)
+		if dropped := m.Merge(h); dropped > 0 {
+			return nil, fmt.Errorf("%d values out of range of the first part's histogram", dropped)
+		}
+		acc = m.Export()
+	}
+	if acc == nil {
+		return nil, nil
+	}
+	return hdrhistogram.Import(acc), nil
+}
+
+func mergeSeries(parts []*Result) (*TimeSeries, error) {
+	var ref *TimeSeries
+	for _, p := range parts {
+		if p.Series != nil {
+			ref = p.Series
+			break
+		}
+	}
+	if ref == nil {
+		return nil, nil
+	}
+	if ref.Interval <= 0 {
+		return nil, fmt.Errorf("interval %v must be > 0", ref.Interval)
+	}
+	start, end := ref.Start, ref.Start
+	var cols []string
+	colIdx := map[string]int{}
+	for i, p := range parts {
+		s := p.Series
+		if s == nil {
+			continue
+		}
+		if s.Interval != ref.Interval {
+			return nil, fmt.Errorf("part %d has interval %v, another %v", i, s.Interval, ref.Interval)
+		}
+		if (s.Start-ref.Start)%ref.Interval != 0 {
+			return nil, fmt.Errorf("part %d starts at %v, off the %v grid of another part starting at %v", i, s.Start, ref.Interval, ref.Start)
+		}
+		start = min(start, s.Start)
+		end = max(end, s.Start+time.Duration(len(s.Rows))*s.Interval)
+		for _, c := range s.Columns {
+			if _, ok := colIdx[c]; !ok {
+				colIdx[c] = len(cols)
+				cols = append(cols, c)
+			}
+		}
+	}
+	n := int((end - start) / ref.Interval)
+	out := &TimeSeries{Start: start, Interval: ref.Interval, Columns: cols, Rows: make([][]float64, n)}
+	// Per cell: the value so far and, for means, the weight behind it
+	// (parts for MeanColumn, succeeded requests for LatencyColumn).
+	val := make([][]float64, n)
+	wt := make([][]float64, n)
+	seen := make([][]bool, n)
+	for r := range n {
+		out.Rows[r] = make([]float64, len(cols))
+		val[r] = make([]float64, len(cols))
+		wt[r] = make([]float64, len(cols))
+		seen[r] = make([]bool, len(cols))
+	}
+	kinds := make([]ColumnKind, len(cols))
+	for i, c := range cols {
+		kinds[i] = KindOf(c)
+	}
+	for _, p := range parts {
+		s := p.Series
+		if s == nil {
+			continue
+		}
+		off := int((s.Start - start) / ref.Interval)
+		succ := s.Column("succeeded")
+		for r, row := range s.Rows {
+			if len(row) != len(s.Columns) {
+				return nil, fmt.Errorf("row %d has %d values for %d columns", r, len(row), len(s.Columns))
+			}
+			o := off + r
+			for ci, c := range s.Columns {
+				j := colIdx[c]
+				v := row[ci]
+				switch kinds[j] {
+				case SumColumn:
+					val[o][j] += v
+				case MaxColumn:
+					if !seen[o][j] || v > val[o][j] {
+						val[o][j] = v
+					}
+				case MeanColumn, LatencyColumn:
+					// A running mean keeps equal inputs exactly equal.
+					w := 1.0
+					if kinds[j] == LatencyColumn && succ >= 0 {
+						w = row[succ]
+					}
+					if w > 0 {
+						wt[o][j] += w
+						val[o][j] += (v - val[o][j]) * (w / wt[o][j])
+					}
+				}
+				seen[o][j] = true
+			}
+		}
+	}
+	for r := range n {
+		copy(out.Rows[r], val[r])
+	}
+	return out, nil
+}
+
+func mergeFaults(parts []*Result) []FaultWindow {
+	var out []FaultWindow
+	seen := map[FaultWindow]bool{}
+	for _, p := range parts {
+		for _, f := range p.Faults {
+			if !seen[f] {
+				seen[f] = true
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+var statusRank = map[string]int{"": 0, "complete": 1, "interrupted": 2, "diverged": 3}
+
+func mergeSummary(parts []*Result, out *Result) Summary {
+	first := parts[0].Summary
+	s := Summary{Scenario: first.Scenario, Seed: first.Seed, Version: first.Version}
+	var goodputSum float64
+	for _, p := range parts {
+		ps := &p.Summary
+		s.SimTimeS = max(s.SimTimeS, ps.SimTimeS)
+		s.WindowS = max(s.WindowS, ps.WindowS)
+		if statusRank[ps.Status] > statusRank[s.Status] {
+			s.Status = ps.Status
+		}
+		if ps.Diverged != nil && (s.Diverged == nil || ps.Diverged.AtS < s.Diverged.AtS) {
+			d := *ps.Diverged
+			s.Diverged = &d
+		}
+		s.Requests.Offered += ps.Requests.Offered
+		s.Requests.Succeeded += ps.Requests.Succeeded
+		s.Requests.Failed += ps.Requests.Failed
+		s.Requests.Unknown += ps.Requests.Unknown
+		s.Duplicates += ps.Duplicates
+		s.UnknownCommitted += ps.UnknownCommitted
+		s.UnknownNotCommitted += ps.UnknownNotCommitted
+		if ps.GoodputRPS > 0 {
+			goodputSum += ps.GoodputRPS
+		}
+	}
+	if s.WindowS == 0 && goodputSum > 0 {
+		// Infer the shared window from a part that reported goodput,
+		// rounded to the nanosecond it was measured in.
+		for _, p := range parts {
+			if g := p.Summary.GoodputRPS; g > 0 {
+				w := time.Duration(math.Round(float64(p.Summary.Requests.Succeeded) / g * 1e9))
+				s.WindowS = max(s.WindowS, w.Seconds())
+			}
+		}
+	}
+	if s.WindowS > 0 {
+		s.GoodputRPS = float64(s.Requests.Succeeded) / s.WindowS
+	}
+
+	if out.Latency != nil {
+		s.LatencyMs = LatencyOf(out.Latency)
+	} else {
+		s.LatencyMs = largestPart(parts).Summary.LatencyMs
+	}
+
+	// Services and edges in order of first appearance.
+	svcIdx := map[string]int{}
+	busiest := map[string]int64{} // most attempts seen in one part, per service
+	for _, p := range parts {
+		for _, ps := range p.Summary.Services {
+			i, ok := svcIdx[ps.Name]
+			if !ok {
+				i = len(s.Services)
+				svcIdx[ps.Name] = i
+				s.Services = append(s.Services, ServiceSummary{Name: ps.Name, LatencyMs: ps.LatencyMs})
+			}
+			m := &s.Services[i]
+			m.Attempts += ps.Attempts
+			m.Succeeded += ps.Succeeded
+			m.Failed += ps.Failed
+			m.Rejected += ps.Rejected
+			m.TimedOut += ps.TimedOut
+			m.Wasted += ps.Wasted
+			m.Shed += ps.Shed
+			m.Duplicates += ps.Duplicates
+			m.Executions += ps.Executions
+			m.QueueMax = max(m.QueueMax, ps.QueueMax)
+			m.Utilization += ps.Utilization * p.Summary.SimTimeS
+			m.QueueMean += ps.QueueMean * p.Summary.SimTimeS
+			if ps.Attempts > busiest[ps.Name] {
+				busiest[ps.Name] = ps.Attempts
+				m.LatencyMs = ps.LatencyMs // replaced below when a histogram exists
+			}
+		}
+	}
+	for i := range s.Services {
+		m := &s.Services[i]
+		if s.SimTimeS > 0 {
+			m.Utilization /= s.SimTimeS
+			m.QueueMean /= s.SimTimeS
+		}
+		if s.Requests.Offered > 0 {
+			m.Amplification = float64(m.Attempts) / float64(s.Requests.Offered)
+		}
+		s.Amplification = max(s.Amplification, m.Amplification)
+		if h := out.ServiceLatency[m.Name]; h != nil {
+			m.LatencyMs = LatencyOf(h)
+		}
+	}
+
+	s.Load = mergeLoad(parts)
+
+	edgeIdx := map[[2]string]int{}
+	for _, p := range parts {
+		for _, pe := range p.Summary.Edges {
+			k := [2]string{pe.From, pe.To}
+			i, ok := edgeIdx[k]
+			if !ok {
+				i = len(s.Edges)
+				edgeIdx[k] = i
+				s.Edges = append(s.Edges, EdgeSummary{From: pe.From, To: pe.To})
+			}
+			e := &s.Edges[i]
+			e.Calls += pe.Calls
+			e.Attempts += pe.Attempts
+			e.Retries += pe.Retries
+			e.RetriesDenied += pe.RetriesDenied
+			e.RetriesDeadline += pe.RetriesDeadline
+			e.BreakerFastFail += pe.BreakerFastFail
+			e.BreakerOpens += pe.BreakerOpens
+			e.HedgesSent += pe.HedgesSent
+			e.HedgesWon += pe.HedgesWon
+			e.PushbackWaits += pe.PushbackWaits
+			e.Throttled += pe.Throttled
+			e.Succeeded += pe.Succeeded
+			e.Failed += pe.Failed
+			e.Unknown += pe.Unknown
+		}
+	}
+	return s
+}
+
+// largestPart returns the part with the most succeeded requests (the first
+// on ties), whose latency summary stands in when no histogram exists.
+func largestPart(parts []*Result) *Result {
+	best := parts[0]
+	for _, p := range parts[1:] {
+		if p.Summary.Requests.Succeeded > best.Summary.Requests.Succeeded {
+			best = p
+		}
+	}
+	return best
+}
+
+// mergeLoad adds the load reports of shards that each drove a share of
+// one schedule over the same window (nil when no part has one).
+func mergeLoad(parts []*Result) *LoadReport {
+	var out *LoadReport
+	for _, p := range parts {
+		l := p.Summary.Load
+		if l == nil {
+			continue
+		}
+		if out == nil {
+			out = &LoadReport{Target: l.Target}
+		}
+		out.TargetRPS += l.TargetRPS
+		out.OfferedRPS += l.OfferedRPS
+		out.Scheduled += l.Scheduled
+		out.Sent += l.Sent
+		out.Late += l.Late
+		out.LateThresholdMs = max(out.LateThresholdMs, l.LateThresholdMs)
+		out.Unsent += l.Unsent
+		out.Workers += l.Workers
+		out.Connections += l.Connections
+		out.MaxInFlight += l.MaxInFlight
+		out.Attempts += l.Attempts
+		out.ConnectFailures += l.ConnectFailures
+		out.Timeouts += l.Timeouts
+		out.Resets += l.Resets
+		out.Canceled += l.Canceled
+		out.OtherErrors += l.OtherErrors
+		for code, n := range l.Statuses {
+			if out.Statuses == nil {
+				out.Statuses = map[string]int64{}
+			}
+			out.Statuses[code] += n
+		}
+	}
+	return out
+}

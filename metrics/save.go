@@ -1,0 +1,234 @@
+package metrics
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// The files Save writes into a results directory.
+const (
+	SummaryFile    = "summary.json"
+	SeriesFile     = "timeseries.csv"
+	HistogramsFile = "histograms.json"
+	FaultsFile     = "faults.json"
+)
+
+// HistogramJSON is the lossless JSON form of an HDR histogram: its geometry
+// and the non-zero bucket counts as [index, count] pairs in index order
+// (the index is the histogram's own counts index, see Snapshot). Sparse
+// pairs keep a 20,000-bucket latency histogram a few hundred bytes long
+// while restoring every count exactly.
+type HistogramJSON struct {
+	Lowest             int64      `json:"lowest"`
+	Highest            int64      `json:"highest"`
+	SignificantFigures int64      `json:"significant_figures"`
+	TotalCount         int64      `json:"total_count"`
+	Counts             [][2]int64 `json:"counts"`
+}
+
+// Histograms is the content of histograms.json.
+type Histograms struct {
+	// Latency is the end-to-end latency of succeeded requests, in µs.
+	Latency *HistogramJSON `json:"latency,omitempty"`
+	// Services maps a service name to its attempt latency, in µs.
+	Services map[string]*HistogramJSON `json:"services,omitempty"`
+}
+
+// EncodeHistogram returns the lossless JSON form of h (nil for nil).
+func EncodeHistogram(h *hdrhistogram.Histogram) *HistogramJSON {
+	if h == nil {
+		return nil
+	}
+	s := h.Export()
+	out := &HistogramJSON{
+		Lowest:             s.LowestTrackableValue,
+		Highest:            s.HighestTrackableValue,
+		SignificantFigures: s.SignificantFigures,
+		TotalCount:         h.TotalCount(),
+		Counts:             [][2]int64{},
+	}
+	for i, c := range s.Counts {
+		if c != 0 {
+			out.Counts = append(out.Counts, [2]int64{int64(i), c})
+		}
+	}
+	return out
+}
+
+// Decode rebuilds the histogram, checking geometry, indices and the total.
+func (hj *HistogramJSON) Decode() (*hdrhistogram.Histogram, error) {
+	if hj.Lowest < 1 || hj.Highest < 2*hj.Lowest || hj.SignificantFigures < 1 || hj.SignificantFigures > 5 {
+		return nil, fmt.Errorf("bad geometry lowest=%d highest=%d significant_figures=%d", hj.Lowest, hj.Highest, hj.SignificantFigures)
+	}
+	// The counts length follows from the geometry; New computes it.
+	n := len(hdrhistogram.New(hj.Lowest, hj.Highest, int(hj.SignificantFigures)).Export().Counts)
+	counts := make([]int64, n)
+	prev, total := int64(-1), int64(0)
+	for k, p := range hj.Counts {
+		i, c := p[0], p[1]
+		if i <= prev || i >= int64(n) {
+			return nil, fmt.Errorf("counts[%d]: index %d out of order or beyond %d buckets", k, i, n)
+		}
+		if c <= 0 {
+			return nil, fmt.Errorf("counts[%d]: count must be > 0, got %d", k, c)
+		}
+		counts[i] = c
+		total += c
+		prev = i
+	}
+	if total != hj.TotalCount {
+		return nil, fmt.Errorf("counts sum to %d, total_count says %d", total, hj.TotalCount)
+	}
+	s := &hdrhistogram.Snapshot{
+		LowestTrackableValue:  hj.Lowest,
+		HighestTrackableValue: hj.Highest,
+		SignificantFigures:    hj.SignificantFigures,
+		Counts:                counts,
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return hdrhistogram.Import(s), nil
+}
+
+// Save writes r into dir (created if needed) as summary.json,
+// timeseries.csv (when r has a series), histograms.json and faults.json,
+// each atomically. The output is a deterministic function of r.
+func Save(dir string, r *Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("metrics: save: %w", err)
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, SummaryFile), func(w io.Writer) error {
+		return WriteJSON(w, &r.Summary)
+	}); err != nil {
+		return err
+	}
+	if r.Series != nil {
+		if err := WriteFileAtomic(filepath.Join(dir, SeriesFile), r.Series.WriteCSV); err != nil {
+			return err
+		}
+	}
+	h := Histograms{Latency: EncodeHistogram(r.Latency)}
+	if len(r.ServiceLatency) > 0 {
+		h.Services = make(map[string]*HistogramJSON, len(r.ServiceLatency))
+		for name, sh := range r.ServiceLatency {
+			h.Services[name] = EncodeHistogram(sh)
+		}
+	}
+	if err := writeJSONFile(filepath.Join(dir, HistogramsFile), h); err != nil {
+		return err
+	}
+	faults := r.Faults
+	if faults == nil {
+		faults = []FaultWindow{}
+	}
+	return writeJSONFile(filepath.Join(dir, FaultsFile), faults)
+}
+
+func writeJSONFile(path string, v any) error {
+	return WriteFileAtomic(path, func(w io.Writer) error {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	})
+}
+
+// Load reads a results directory written by Save. summary.json is
+// required; a missing timeseries.csv, histograms.json or faults.json
+// leaves the matching field nil. Errors name the file at fault.
+func Load(dir string) (*Result, error) {
+	r := &Result{}
+	sp := filepath.Join(dir, SummaryFile)
+	b, err := os.ReadFile(sp)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: load: %w", err)
+	}
+	// Lenient about unknown fields: the summary is a contract that grows,
+	// and a newer stormsim's results should still load.
+	if err := decodeJSON(b, &r.Summary, false); err != nil {
+		return nil, fmt.Errorf("metrics: load %s: %w", sp, err)
+	}
+
+	cp := filepath.Join(dir, SeriesFile)
+	if f, err := os.Open(cp); err == nil {
+		ts, err := ReadCSV(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("metrics: load %s: %w", cp, err)
+		}
+		r.Series = ts
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("metrics: load: %w", err)
+	}
+
+	hp := filepath.Join(dir, HistogramsFile)
+	if b, err := os.ReadFile(hp); err == nil {
+		var h Histograms
+		if err := decodeJSON(b, &h, true); err != nil {
+			return nil, fmt.Errorf("metrics: load %s: %w", hp, err)
+		}
+		if h.Latency != nil {
+			if r.Latency, err = h.Latency.Decode(); err != nil {
+				return nil, fmt.Errorf("metrics: load %s: latency: %w", hp, err)
+			}
+		}
+		if len(h.Services) > 0 {
+			r.ServiceLatency = make(map[string]*hdrhistogram.Histogram, len(h.Services))
+			for name, hj := range h.Services {
+				if hj == nil {
+					continue
+				}
+				if r.ServiceLatency[name], err = hj.Decode(); err != nil {
+					return nil, fmt.Errorf("metrics: load %s: services.%s: %w", hp, name, err)
+				}
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("metrics: load: %w", err)
+	}
+
+	fp := filepath.Join(dir, FaultsFile)
+	if b, err := os.ReadFile(fp); err == nil {
+		if err := decodeJSON(b, &r.Faults, true); err != nil {
+			return nil, fmt.Errorf("metrics: load %s: %w", fp, err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("metrics: load: %w", err)
+	}
+	return r, nil
+}
+
+// decodeJSON decodes one JSON value, rejecting trailing data and, when
+// strict, unknown fields; errors carry their line.
+func decodeJSON(b []byte, v any, strict bool) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	if strict {
+		d.DisallowUnknownFields()
+	}
+	if err := d.Decode(v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return fmt.Errorf("line %d: %w", 1+bytes.Count(b[:se.Offset], []byte("\n")), err)
+		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("line %d: field %s: %w", 1+bytes.Count(b[:te.Offset], []byte("\n")), te.Field, err)
+		}
+		return err
+	}
+	if d.More() {
+		return errors.New("trailing data after the JSON value")
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package metrics
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"unicode/utf8"
+)
+
+// FormatText writes the short human summary printed by `stormsim run`: the
+// outcome of the logical requests, goodput, end-to-end latency,
+// amplification, then one line per service.
+func FormatText(w io.Writer, s *Summary) error {
+	ew := &errWriter{w: w}
+	p := func(format string, a ...any) { fmt.Fprintf(ew, format, a...) }
+	p("scenario %s  seed %d  simulated %.1fs  status %s\n", s.Scenario, s.Seed, s.SimTimeS, orDash(s.Status))
+	if d := s.Diverged; d != nil {
+		p("DIVERGED at %.1fs: %s", d.AtS, d.Reason)
+		if d.Service != "" {
+			p(" (%s queue %d)", d.Service, d.Queue)
+		}
+		p("\n")
+	}
+	rq := s.Requests
+	p("requests   offered %d  succeeded %d (%s)  failed %d (%s)  unknown %d (%s)\n",
+		rq.Offered, rq.Succeeded, pct(rq.Succeeded, rq.Offered), rq.Failed, pct(rq.Failed, rq.Offered), rq.Unknown, pct(rq.Unknown, rq.Offered))
+	p("goodput    %s req/s\n", num(s.GoodputRPS))
+	l := s.LatencyMs
+	p("latency    mean %s  p50 %s  p90 %s  p99 %s  p99.9 %s  max %s (ms, succeeded requests)\n",
+		num(l.Mean), num(l.P50), num(l.P90), num(l.P99), num(l.P999), num(l.Max))
+	p("amplify    %s× (busiest service)", num(s.Amplification))
+	if s.Duplicates > 0 {
+		p("  duplicates %d", s.Duplicates)
+	}
+	p("\n")
+	if ew.err != nil {
+		return ew.err
+	}
+	if len(s.Services) == 0 {
+		return nil
+	}
+	p("\n")
+	table := [][]string{{"service", "attempts", "amp", "ok", "rejected", "timed out", "util", "queue mean", "queue max", "p99 ms"}}
+	for _, v := range s.Services {
+		table = append(table, []string{v.Name, itoa(v.Attempts), num(v.Amplification), itoa(v.Succeeded),
+			itoa(v.Rejected), itoa(v.TimedOut), strconv.FormatFloat(100*v.Utilization, 'f', 1, 64) + "%",
+			num(v.QueueMean), itoa(v.QueueMax), num(v.LatencyMs.P99)})
+	}
+	widths := make([]int, len(table[0]))
+	for _, row := range table {
+		for i, c := range row {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	// Names left-aligned, numbers right-aligned, two spaces apart.
+	for _, row := range table {
+		p("%-*s", widths[0], row[0])
+		for i, c := range row[1:] {
+			p("  %*s", widths[i+1], c)
+		}
+		p("\n")
+	}
+	return ew.err
+}
+
+// errWriter remembers the first write error so formatting code can stay
+// linear.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+// num prints a float with 3 significant digits, or more for whole values,
+// never in exponent form: readable at a glance.
+func num(x float64) string {
+	switch ax := max(x, -x); {
+	case ax >= 100:
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	case ax >= 10:
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	case ax >= 1 || ax == 0:
+		return strconv.FormatFloat(x, 'f', 2, 64)
+	default:
+		return strconv.FormatFloat(x, 'f', 3, 64)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func pct(n, of int64) string {
+	if of == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(100*float64(n)/float64(of), 'f', 1, 64) + "%"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,65 @@
+package plots
+
+import (
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/stormsim/stormsim/metrics"
+)
+
+// Latency plots the end-to-end latency percentiles of the requests that
+// succeeded in each interval (p50 and p99, and p90/p999 when recorded) on
+// a log axis, since a storm moves the tail by orders of magnitude.
+// Intervals without successes are skipped. Needs latency_p50_ms or
+// latency_p99_ms.
+func Latency(r *metrics.Result) (*plot.Plot, error) {
+	ts, err := series(r)
+	if err != nil {
+		return nil, err
+	}
+	f := newFigure("End-to-end latency of succeeded requests", "time (s)", "latency (ms, log scale)")
+	f.timeAxis(r)
+	lines := []struct {
+		col, name string
+		width     vg.Length
+		dashed    bool
+	}{
+		{"latency_p50_ms", "p50", 2, false},
+		{"latency_p90_ms", "p90", 1.5, true},
+		{"latency_p99_ms", "p99", 2, false},
+		{"latency_p999_ms", "p99.9", 1.5, true},
+	}
+	for i, l := range lines {
+		v := ts.Values(l.col)
+		if v == nil {
+			continue
+		}
+		xys := timeXYs(ts, v, func(_ int, y float64) bool { return y > 0 })
+		if err := f.line(xys, l.name, palette[i], vg.Points(float64(l.width)), l.dashed); err != nil {
+			return nil, err
+		}
+	}
+	if f.empty() {
+		return nil, ErrNoData
+	}
+	logY(f)
+	return f.Plot, nil
+}
+
+// logY puts the y axis on a log scale spanning the data, with a decade of
+// headroom split above (for the legend) and below.
+func logY(f *figure) {
+	lo, hi := f.ymin, f.ymax
+	if lo <= 0 || math.IsInf(lo, 0) {
+		lo = 1e-3
+	}
+	if hi <= lo {
+		hi = lo * 10
+	}
+	f.Y.Scale = plot.LogScale{}
+	f.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	f.Y.Min = lo / 1.5
+	f.Y.Max = hi * math.Pow(hi/lo, 0.1+0.08*float64(f.entries)) * 1.5
+}

@@ -1,0 +1,118 @@
+package plots
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot/vg"
+
+	"github.com/stormsim/stormsim/metrics"
+)
+
+// OverlayOption adjusts an overlay plot.
+type OverlayOption func(*overlayConfig)
+
+type overlayConfig struct {
+	title, yLabel string
+	logY          bool
+	order         []string
+}
+
+// WithTitle sets the overlay's title (default: the column name).
+func WithTitle(t string) OverlayOption { return func(c *overlayConfig) { c.title = t } }
+
+// WithYLabel sets the y axis label, which should carry the unit.
+func WithYLabel(l string) OverlayOption { return func(c *overlayConfig) { c.yLabel = l } }
+
+// WithLogY puts the y axis on a log scale (points ≤ 0 are dropped).
+func WithLogY() OverlayOption { return func(c *overlayConfig) { c.logY = true } }
+
+// WithOrder fixes the variants' order (and so their colours); variants it
+// does not name follow in name order.
+func WithOrder(names ...string) OverlayOption { return func(c *overlayConfig) { c.order = names } }
+
+// Overlay draws one line per variant of the same series column, to compare
+// policy variants of a scenario (stormsim compare), and writes
+// dir/name.png and dir/name.svg. column is a series column such as
+// "queue/orders" or "goodput", or "amplification/S" for attempts/S divided
+// by offered. Variants are drawn in name order unless WithOrder says
+// otherwise; the fault windows of the first variant are shaded. A variant
+// without the column is an error naming it.
+func Overlay(dir, name string, results map[string]*metrics.Result, column string, opts ...OverlayOption) ([]string, error) {
+	cfg := overlayConfig{title: column, yLabel: column}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if len(results) == 0 {
+		return nil, fmt.Errorf("plots: overlay %s: no results", name)
+	}
+	var names []string
+	for _, n := range cfg.order {
+		if _, ok := results[n]; ok && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	var rest []string
+	for n := range results {
+		if !slices.Contains(names, n) {
+			rest = append(rest, n)
+		}
+	}
+	slices.Sort(rest)
+	names = append(names, rest...)
+
+	f := newFigure(cfg.title, "time (s)", cfg.yLabel)
+	var span *metrics.Result
+	for i, n := range names {
+		r := results[n]
+		ts, err := series(r)
+		if err != nil {
+			return nil, fmt.Errorf("plots: overlay %s: variant %q has no time series", name, n)
+		}
+		ys, err := columnValues(ts, column)
+		if err != nil {
+			return nil, fmt.Errorf("plots: overlay %s: variant %q: %w", name, n, err)
+		}
+		xys := timeXYs(ts, ys, func(_ int, y float64) bool { return !cfg.logY || y > 0 })
+		if err := f.line(xys, n, palette[i%len(palette)], vg.Points(2), i >= len(palette)); err != nil {
+			return nil, err
+		}
+		if span == nil || len(ts.Rows) > len(span.Series.Rows) {
+			span = r
+		}
+	}
+	f.timeAxis(&metrics.Result{Series: span.Series, Faults: results[names[0]].Faults})
+	if f.empty() {
+		return nil, fmt.Errorf("plots: overlay %s: %w", name, ErrNoData)
+	}
+	if cfg.logY {
+		logY(f)
+	} else {
+		f.headroom()
+	}
+	return Write(dir, name, f.Plot)
+}
+
+// columnValues returns a column, computing "amplification/S" from
+// attempts/S and offered.
+func columnValues(ts *metrics.TimeSeries, column string) ([]float64, error) {
+	if svc, ok := strings.CutPrefix(column, "amplification/"); ok && ts.Column(column) < 0 {
+		att, off := ts.Values("attempts/"+svc), ts.Values("offered")
+		if att == nil || off == nil {
+			return nil, fmt.Errorf("no attempts/%s or offered column", svc)
+		}
+		out := make([]float64, len(att))
+		for i := range att {
+			if off[i] > 0 {
+				out[i] = att[i] / off[i]
+			}
+		}
+		return out, nil
+	}
+	v := ts.Values(column)
+	if v == nil {
+		return nil, fmt.Errorf("no column %q", column)
+	}
+	return v, nil
+}

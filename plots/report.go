@@ -1,0 +1,191 @@
+package plots
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/stormsim/stormsim/metrics"
+)
+
+// ReportFile is the name of the report WriteReport writes.
+const ReportFile = "report.html"
+
+// WriteReport writes dir/report.html (atomically): a self-contained page
+// with the run's summary tables and the given plots inlined. SVG files are
+// embedded as markup, PNG files without an SVG twin as data URIs; nothing
+// refers to the network or to other files, so the page opens anywhere,
+// offline. plotFiles is typically what WriteAll returned.
+func WriteReport(dir string, r *metrics.Result, plotFiles []string) error {
+	figs, err := reportFigures(plotFiles)
+	if err != nil {
+		return err
+	}
+	data := reportData{Result: r, S: &r.Summary, Figures: figs}
+	var buf bytes.Buffer
+	if err := reportTmpl.Execute(&buf, data); err != nil {
+		return fmt.Errorf("plots: report: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("plots: report: %w", err)
+	}
+	return metrics.WriteFileAtomic(filepath.Join(dir, ReportFile), func(w io.Writer) error {
+		_, err := w.Write(buf.Bytes())
+		return err
+	})
+}
+
+type reportData struct {
+	Result  *metrics.Result
+	S       *metrics.Summary
+	Figures []figureData
+}
+
+type figureData struct {
+	Name string
+	SVG  template.HTML
+	PNG  template.URL
+}
+
+// xmlProlog matches what precedes the <svg> element in a standalone SVG
+// file (XML declaration, comments), which is not allowed inside HTML.
+var xmlProlog = regexp.MustCompile(`(?s)^.*?(<svg[\s>])`)
+
+func reportFigures(files []string) ([]figureData, error) {
+	hasSVG := map[string]bool{}
+	for _, f := range files {
+		if strings.EqualFold(filepath.Ext(f), ".svg") {
+			hasSVG[strings.TrimSuffix(f, filepath.Ext(f))] = true
+		}
+	}
+	var out []figureData
+	for _, f := range files {
+		ext := strings.ToLower(filepath.Ext(f))
+		base := strings.TrimSuffix(f, filepath.Ext(f))
+		if ext != ".svg" && (ext != ".png" || hasSVG[base]) {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("plots: report: %w", err)
+		}
+		fd := figureData{Name: filepath.Base(base)}
+		if ext == ".svg" {
+			loc := xmlProlog.FindSubmatchIndex(b)
+			if loc == nil {
+				return nil, fmt.Errorf("plots: report: %s: no <svg> element", f)
+			}
+			// The SVG is our own gonum output, so it is trusted markup.
+			fd.SVG = template.HTML(b[loc[2]:])
+		} else {
+			fd.PNG = template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b))
+		}
+		out = append(out, fd)
+	}
+	return out, nil
+}
+
+var reportFuncs = template.FuncMap{
+	"num": func(x float64) string {
+		switch ax := max(x, -x); {
+		case ax >= 100:
+			return strconv.FormatFloat(x, 'f', 0, 64)
+		case ax >= 10:
+			return strconv.FormatFloat(x, 'f', 1, 64)
+		case ax >= 1 || ax == 0:
+			return strconv.FormatFloat(x, 'f', 2, 64)
+		}
+		return strconv.FormatFloat(x, 'f', 3, 64)
+	},
+	"pct": func(x float64) string { return strconv.FormatFloat(100*x, 'f', 1, 64) + "%" },
+	"share": func(n, of int64) string {
+		if of == 0 {
+			return "–"
+		}
+		return strconv.FormatFloat(100*float64(n)/float64(of), 'f', 1, 64) + "%"
+	},
+	"secs": func(d interface{ Seconds() float64 }) string {
+		return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
+	},
+	"title": func(name string) string {
+		return strings.ReplaceAll(name, "_", " ")
+	},
+}
+
+var reportTmpl = template.Must(template.New("report").Funcs(reportFuncs).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>stormsim report: {{.S.Scenario}}</title>
+<style>
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sans", sans-serif; color: #222; margin: 2em auto; max-width: 1100px; padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+.meta { color: #666; }
+.warn { background: #fdecea; border-left: 4px solid #d62728; padding: 0.6em 1em; }
+table { border-collapse: collapse; margin: 0.5em 0; }
+th, td { padding: 0.25em 0.8em; border-bottom: 1px solid #eee; text-align: right; }
+th { background: #f5f5f5; font-weight: 600; }
+td:first-child, th:first-child, .text { text-align: left; }
+figure { margin: 1.5em 0; }
+figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }
+</style>
+</head>
+<body>
+<h1>{{.S.Scenario}}</h1>
+<p class="meta">seed {{.S.Seed}}{{with .S.Version}} · stormsim {{.}}{{end}} · simulated {{num .S.SimTimeS}} s · status {{or .S.Status "–"}}</p>
+{{with .S.Diverged}}<p class="warn">The run diverged at {{num .AtS}} s: {{.Reason}}{{with .Service}} ({{.}} queue {{$.S.Diverged.Queue}}){{end}}. Figures after that point are incomplete.</p>{{end}}
+
+<h2>Summary</h2>
+<table>
+<tr><th>logical requests</th><th>count</th><th>share</th></tr>
+<tr><td>offered</td><td>{{.S.Requests.Offered}}</td><td></td></tr>
+<tr><td>succeeded</td><td>{{.S.Requests.Succeeded}}</td><td>{{share .S.Requests.Succeeded .S.Requests.Offered}}</td></tr>
+<tr><td>failed</td><td>{{.S.Requests.Failed}}</td><td>{{share .S.Requests.Failed .S.Requests.Offered}}</td></tr>
+<tr><td>unknown</td><td>{{.S.Requests.Unknown}}</td><td>{{share .S.Requests.Unknown .S.Requests.Offered}}</td></tr>
+</table>
+<table>
+<tr><th>figure</th><th>value</th></tr>
+<tr><td>goodput</td><td>{{num .S.GoodputRPS}} req/s</td></tr>
+<tr><td>amplification (busiest service)</td><td>{{num .S.Amplification}}×</td></tr>
+<tr><td>duplicate executions</td><td>{{.S.Duplicates}}</td></tr>
+</table>
+<table>
+<tr><th>end-to-end latency (ms)</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>
+<tr><td>succeeded requests</td><td>{{num .S.LatencyMs.Mean}}</td><td>{{num .S.LatencyMs.P50}}</td><td>{{num .S.LatencyMs.P90}}</td><td>{{num .S.LatencyMs.P99}}</td><td>{{num .S.LatencyMs.P999}}</td><td>{{num .S.LatencyMs.Max}}</td></tr>
+</table>
+
+{{if .S.Services}}<h2>Services</h2>
+<table>
+<tr><th>service</th><th>attempts</th><th>amp</th><th>ok</th><th>failed</th><th>rejected</th><th>timed out</th><th>wasted</th><th>util</th><th>queue mean</th><th>queue max</th><th>p50 ms</th><th>p99 ms</th></tr>
+{{range .S.Services}}<tr><td>{{.Name}}</td><td>{{.Attempts}}</td><td>{{num .Amplification}}</td><td>{{.Succeeded}}</td><td>{{.Failed}}</td><td>{{.Rejected}}</td><td>{{.TimedOut}}</td><td>{{.Wasted}}</td><td>{{pct .Utilization}}</td><td>{{num .QueueMean}}</td><td>{{.QueueMax}}</td><td>{{num .LatencyMs.P50}}</td><td>{{num .LatencyMs.P99}}</td></tr>
+{{end}}</table>{{end}}
+
+{{if .S.Edges}}<h2>Calls</h2>
+<table>
+<tr><th>edge</th><th>calls</th><th>attempts</th><th>retries</th><th>denied (budget)</th><th>denied (deadline)</th><th>breaker fast-fails</th><th>hedges sent / won</th><th>ok</th><th>failed</th><th>unknown</th></tr>
+{{range .S.Edges}}<tr><td>{{.From}} → {{.To}}</td><td>{{.Calls}}</td><td>{{.Attempts}}</td><td>{{.Retries}}</td><td>{{.RetriesDenied}}</td><td>{{.RetriesDeadline}}</td><td>{{.BreakerFastFail}}</td><td>{{.HedgesSent}} / {{.HedgesWon}}</td><td>{{.Succeeded}}</td><td>{{.Failed}}</td><td>{{.Unknown}}</td></tr>
+{{end}}</table>{{end}}
+
+{{if .Result.Faults}}<h2>Faults</h2>
+<table>
+<tr><th>service</th><th>from</th><th>for</th><th class="text">what</th></tr>
+{{range .Result.Faults}}<tr><td>{{.Service}}</td><td>{{secs .At}}</td><td>{{secs .For}}</td><td class="text">{{.Label}}</td></tr>
+{{end}}</table>{{end}}
+
+{{if .Figures}}<h2>Plots</h2>
+{{range .Figures}}<figure id="fig-{{.Name}}">
+{{if .SVG}}{{.SVG}}{{else}}<img alt="{{title .Name}}" src="{{.PNG}}">{{end}}
+</figure>
+{{end}}{{end}}
+</body>
+</html>
+`))

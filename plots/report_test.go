@@ -1,0 +1,215 @@
+package plots_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"image"
+	"image/png"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stormsim/stormsim/metrics/metricstest"
+	"github.com/stormsim/stormsim/plots"
+)
+
+// writeReport draws the storm's plots and its report into a directory.
+func writeReport(t *testing.T) (dir string, files []string) {
+	t.Helper()
+	dir = outDir(t)
+	r := metricstest.Storm()
+	r.Summary.Status = "diverged"
+	r.Summary.Diverged = nil
+	files, err := plots.WriteAll(dir, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plots.WriteReport(dir, r, files); err != nil {
+		t.Fatal(err)
+	}
+	return dir, files
+}
+
+func TestReportSelfContained(t *testing.T) {
+	dir, files := writeReport(t)
+	b, err := os.ReadFile(filepath.Join(dir, plots.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(b))
+	d.Strict = false
+	d.AutoClose = xml.HTMLAutoClose
+	d.Entity = xml.HTMLEntity
+	svgs, tables := 0, 0
+	var text strings.Builder
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("report.html does not parse: %v", err)
+		}
+		switch tk := tok.(type) {
+		case xml.StartElement:
+			switch strings.ToLower(tk.Name.Local) {
+			case "svg":
+				svgs++
+			case "table":
+				tables++
+			case "link", "script", "iframe", "object", "embed":
+				t.Errorf("report has a <%s> element", tk.Name.Local)
+			}
+			for _, a := range tk.Attr {
+				switch strings.ToLower(a.Name.Local) {
+				case "src", "href", "action", "data", "poster", "srcset":
+					if !strings.HasPrefix(a.Value, "#") && !strings.HasPrefix(a.Value, "data:") {
+						t.Errorf("<%s %s=%q> refers outside the page", tk.Name.Local, a.Name.Local, a.Value)
+					}
+				}
+			}
+		case xml.CharData:
+			text.Write(tk)
+		}
+	}
+	for _, bad := range []string{"@import", "url(http", "url(//", "@font-face"} {
+		if bytes.Contains(b, []byte(bad)) {
+			t.Errorf("report contains %q", bad)
+		}
+	}
+	if want := len(files) / 2; svgs != want {
+		t.Errorf("%d inline SVGs, want %d", svgs, want)
+	}
+	if tables < 4 {
+		t.Errorf("%d tables, want summary, latency, services, calls, faults", tables)
+	}
+	for _, want := range []string{"synthetic-storm", "orders", "gateway → orders", "orders capacity ×0.5", "Amplification per service", "goodput"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("report text lacks %q", want)
+		}
+	}
+}
+
+func TestReportPNGFallback(t *testing.T) {
+	dir := t.TempDir()
+	r := metricstest.Storm()
+	p, err := plots.Queue(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := plots.Write(dir, "queue", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plots.WriteReport(dir, r, files[:1]); err != nil { // the PNG only
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, plots.ReportFile))
+	if !bytes.Contains(b, []byte(`src="data:image/png;base64,iVBOR`)) {
+		t.Error("PNG not embedded as a data URI")
+	}
+	if err := plots.WriteReport(dir, r, []string{filepath.Join(dir, "missing.svg")}); err == nil || !strings.Contains(err.Error(), "missing.svg") {
+		t.Errorf("missing plot file: err = %v", err)
+	}
+}
+
+// chromium returns the headless browser, skipping the test when it is not
+// installed, except under CI=true where it must be.
+func chromium(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but chromium is not on PATH: install it (apt-get install -y chromium)")
+		}
+		t.Skip("chromium not on PATH")
+	}
+	return bin
+}
+
+// render loads page in headless Chromium (no network services, a fresh
+// profile), and returns its console messages and a screenshot.
+func render(t *testing.T, bin, page string) (console []string, shot image.Image) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "shot.png")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+t.TempDir(), "--enable-logging=stderr", "--v=0",
+		"--screenshot="+out, "--window-size=1200,2000", "file://"+page)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Stdout = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.Bytes())
+	}
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		// Page console output is logged as ...:CONSOLE(line)] "message".
+		if strings.Contains(line, ":CONSOLE") || strings.Contains(line, "Uncaught") {
+			console = append(console, line)
+		}
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatalf("no screenshot: %v\n%s", err, stderr.Bytes())
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return console, img
+}
+
+// TestReportInBrowser renders report.html in headless Chromium, when it is
+// installed (and always under CI=true, where a missing browser fails), and
+// checks the page shows without console errors and is not blank. A broken
+// page rendered first proves the console check can fire.
+func TestReportInBrowser(t *testing.T) {
+	bin := chromium(t)
+	bad := filepath.Join(t.TempDir(), "bad.html")
+	if err := os.WriteFile(bad, []byte("<!DOCTYPE html><p>x</p><script>notDefined()</script>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if console, _ := render(t, bin, bad); len(console) == 0 {
+		t.Fatal("a page with a script error logged nothing: the console check is blind")
+	}
+
+	dir, _ := writeReport(t)
+	console, img := render(t, bin, filepath.Join(dir, plots.ReportFile))
+	if len(console) > 0 {
+		t.Errorf("console output while rendering the report:\n%s", strings.Join(console, "\n"))
+	}
+	b := img.Bounds()
+	ink, colored := 0, 0
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			r, g, bl = r>>8, g>>8, bl>>8
+			if r < 0xf0 || g < 0xf0 || bl < 0xf0 {
+				ink++
+			}
+			if max(r, g, bl)-min(r, g, bl) > 60 {
+				colored++
+			}
+		}
+	}
+	total := b.Dx() * b.Dy() / 4
+	if ink < total/50 || colored < 200 {
+		t.Errorf("screenshot looks blank: %d of %d sampled pixels inked, %d coloured", ink, total, colored)
+	}
+	if *keep != "" {
+		f, err := os.Create(filepath.Join(*keep, "report-screenshot.png"))
+		if err == nil {
+			png.Encode(f, img)
+			f.Close()
+		}
+	}
+}
