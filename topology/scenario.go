@@ -31,6 +31,11 @@ type Scenario struct {
 
 	// File is the path the scenario was read from ("" if built in code).
 	File string `yaml:"-"`
+
+	// src and sets are what the scenario was loaded from, kept so that
+	// WithSets can derive variants that are validated like the original.
+	src  []byte
+	sets []string
 }
 
 // Workload is the traffic offered at the entry service.

@@ -1,0 +1,202 @@
+package topology
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxBadSampleLines bounds how many bad lines of one sample file are
+// reported individually; the rest are counted.
+const maxBadSampleLines = 3
+
+// distParams lists the parameter keys each distribution kind reads.
+var distParams = map[string][]string{
+	"constant":    {"value"},
+	"exponential": {"mean"},
+	"uniform":     {"min", "max"},
+	"normal":      {"mean", "stddev"},
+	"lognormal":   {"p50", "p99", "mean", "stddev"},
+	"mixture":     {"modes"},
+	"empirical":   {"file", "unit"},
+}
+
+// setParams returns the parameter keys of d that hold a value.
+func setParams(d *Dist) []string {
+	var out []string
+	for _, p := range []struct {
+		key string
+		set bool
+	}{
+		{"value", d.Value != 0}, {"mean", d.Mean != 0}, {"stddev", d.Stddev != 0},
+		{"min", d.Min != 0}, {"max", d.Max != 0}, {"p50", d.P50 != 0}, {"p99", d.P99 != 0},
+		{"modes", len(d.Modes) > 0}, {"file", d.File != ""}, {"unit", d.Unit != ""},
+	} {
+		if p.set {
+			out = append(out, p.key)
+		}
+	}
+	return out
+}
+
+// dist validates a distribution and loads an empirical one's samples.
+func (v *validator) dist(d *Dist, p string) {
+	if d.Dist == "" {
+		v.add(p+".dist", "required (one of %s)", orList(distKinds))
+		return
+	}
+	if !v.oneOf(p+".dist", "distribution", d.Dist, distKinds) {
+		return
+	}
+	for _, k := range setParams(d) {
+		if !slices.Contains(distParams[d.Dist], k) {
+			v.add(p+"."+k, "does not apply to dist %s (it takes %s)", d.Dist, orList(distParams[d.Dist]))
+		}
+	}
+	for _, k := range []struct {
+		key string
+		d   time.Duration
+	}{{"value", d.Value}, {"mean", d.Mean}, {"stddev", d.Stddev}, {"min", d.Min}, {"max", d.Max}, {"p50", d.P50}, {"p99", d.P99}} {
+		v.nonNegative(p+"."+k.key, k.d)
+	}
+	switch d.Dist {
+	case "exponential":
+		v.positive(p+".mean", d.Mean)
+	case "uniform":
+		if d.Min > d.Max {
+			v.add(p+".max", "must be ≥ min (%v), got %v", d.Min, d.Max)
+		}
+	case "normal":
+		v.positive(p+".mean", d.Mean)
+	case "lognormal":
+		switch {
+		case d.P50 == 0 && d.P99 == 0 && (d.Mean != 0 || d.Stddev != 0):
+			if d.Mean <= 0 || d.Stddev <= 0 {
+				v.add(p, "lognormal by mean and stddev needs both > 0, got mean %v, stddev %v", d.Mean, d.Stddev)
+			}
+		case d.Mean != 0 || d.Stddev != 0:
+			v.add(p, "lognormal takes p50 and p99, or mean and stddev, not both")
+		case d.P50 <= 0:
+			v.add(p+".p50", "must be > 0, got %v", d.P50)
+		case d.P99 <= d.P50:
+			v.add(p+".p99", "must be > p50 (%v), got %v", d.P50, d.P99)
+		}
+	case "mixture":
+		if len(d.Modes) == 0 {
+			v.add(p+".modes", "required: at least one {weight, dist, ...}")
+		}
+		for i := range d.Modes {
+			mp := fmt.Sprintf("%s.modes[%d]", p, i)
+			if w := d.Modes[i].Weight; w <= 0 {
+				v.add(mp+".weight", "must be > 0, got %v", w)
+			}
+			v.dist(&d.Modes[i].Dist, mp)
+		}
+	case "empirical":
+		v.loadSamples(d, p)
+	}
+}
+
+// loadSamples reads an empirical distribution's file, one sample per line
+// in d.Unit (default ms); blank lines and lines starting with # are skipped.
+func (v *validator) loadSamples(d *Dist, p string) {
+	unit := time.Millisecond
+	if d.Unit != "" {
+		u, ok := units[d.Unit]
+		if !ok {
+			v.add(p+".unit", "unknown unit %q (want ns, us, ms or s)", d.Unit)
+			return
+		}
+		unit = u
+	}
+	if d.File == "" {
+		v.add(p+".file", "required: a file of samples, one per line")
+		return
+	}
+	path := d.File
+	if !filepath.IsAbs(path) && v.sc.File != "" {
+		path = filepath.Join(filepath.Dir(v.sc.File), path)
+	}
+	data, err := readSampleFile(path)
+	if err != nil {
+		v.add(p+".file", "%v", err)
+		return
+	}
+	var samples []time.Duration
+	bad := 0
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		s := strings.TrimSpace(sc.Text())
+		if s == "" || strings.HasPrefix(s, "#") {
+			continue
+		}
+		x, err := strconv.ParseFloat(s, 64)
+		msg := ""
+		switch {
+		case err != nil:
+			msg = fmt.Sprintf("invalid sample %q: want a number of %s", s, unitName(d.Unit))
+		case x < 0 || math.IsNaN(x) || x*float64(unit) > math.MaxInt64:
+			msg = fmt.Sprintf("sample %q out of range: want a non-negative duration", s)
+		}
+		if msg != "" {
+			if bad++; bad <= maxBadSampleLines {
+				v.probs = append(v.probs, Problem{File: path, Line: line, Path: p + ".file", Msg: msg})
+			}
+			continue
+		}
+		samples = append(samples, time.Duration(x*float64(unit)))
+	}
+	if err := sc.Err(); err != nil {
+		v.add(p+".file", "%s: %v", path, err)
+		return
+	}
+	if bad > maxBadSampleLines {
+		v.add(p+".file", "%s: %d more bad lines", path, bad-maxBadSampleLines)
+	}
+	if bad == 0 && len(samples) == 0 {
+		v.add(p+".file", "%s holds no samples", path)
+	}
+	if bad == 0 {
+		d.Samples = samples
+	}
+}
+
+// maxSampleFile bounds an empirical sample file's size.
+const maxSampleFile = 64 << 20
+
+// readSampleFile reads a regular file of at most maxSampleFile bytes, so
+// that a scenario naming a device or a huge file fails instead of hanging.
+func readSampleFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if st.Size() > maxSampleFile {
+		return nil, fmt.Errorf("%s is larger than %d MiB", path, maxSampleFile>>20)
+	}
+	return io.ReadAll(io.LimitReader(f, maxSampleFile))
+}
+
+func unitName(u string) string {
+	if u == "" {
+		return "ms"
+	}
+	return u
+}

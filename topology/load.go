@@ -1,0 +1,169 @@
+package topology
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Load reads, overrides, decodes, defaults and validates a scenario file.
+// sets are --set overrides ("services.db.workers=4"), applied in order.
+// Problems with the file or the overrides come back together as Problems.
+func Load(path string, sets []string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("topology: %w", err)
+	}
+	return Parse(path, data, sets)
+}
+
+// Parse does what Load does for in-memory YAML; name is used in error
+// positions and its directory anchors relative empirical sample files.
+func Parse(name string, data []byte, sets []string) (*Scenario, error) {
+	file := name
+	if file == "" {
+		file = "scenario" // problems always name a source
+	}
+	root, probs := parseYAML(file, data)
+	if root == nil {
+		return nil, probs
+	}
+	origin := make(map[*yaml.Node]string)
+	for _, s := range sets {
+		if err := applySet(root, s, origin); err != nil {
+			probs = append(probs, Problem{File: "--set " + s, Msg: err.Error()})
+		}
+	}
+	sc := &Scenario{File: name}
+	d := newDecoder(file, origin)
+	d.decode(root, reflect.ValueOf(sc).Elem(), "", 0)
+	probs = append(probs, d.probs...)
+
+	v := &validator{d: d, sc: sc, broken: make(map[string]bool)}
+	for _, p := range d.probs {
+		v.broken[p.Path] = true
+	}
+	v.applyDefaults()
+	v.validate()
+	v.checkVariants(root)
+	probs = append(probs, v.probs...)
+	if len(probs) > 0 {
+		return nil, sortProblems(file, sets, probs)
+	}
+	v.defaultCommits()
+	sc.src = data
+	sc.sets = append([]string(nil), sets...)
+	return sc, nil
+}
+
+// WithSets returns the scenario re-loaded from the same source with more
+// overrides applied after the ones it was loaded with: a variant of
+// `stormsim compare` or a point of a sweep. The receiver is not changed.
+func (s *Scenario) WithSets(sets ...string) (*Scenario, error) {
+	if s.src == nil {
+		return nil, fmt.Errorf("topology: scenario %q was not loaded from YAML", s.Name)
+	}
+	all := append(append([]string(nil), s.sets...), sets...)
+	return Parse(s.File, s.src, all)
+}
+
+// Variant returns the scenario with the overrides of its variant name
+// applied, validated like the original.
+func (s *Scenario) Variant(name string) (*Scenario, error) {
+	for _, v := range s.Variants {
+		if v.Name == name {
+			return s.WithSets(v.Set...)
+		}
+	}
+	names := make([]string, len(s.Variants))
+	for i, v := range s.Variants {
+		names[i] = v.Name
+	}
+	return nil, fmt.Errorf("topology: %s: no variant %q (have %s)", s.File, name, strings.Join(names, ", "))
+}
+
+var (
+	yamlLine   = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	yamlAnchor = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
+)
+
+// parseYAML parses data into a node tree and returns its top-level mapping
+// (an empty one for an empty document). A syntax error is returned as a
+// Problem with the line the parser names, or the line of the first
+// offending byte when it names none.
+func parseYAML(name string, data []byte) (*yaml.Node, Problems) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		msg := err.Error()
+		line := 0
+		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = m[2]
+			if strings.Contains(msg, "tab character") {
+				line = tabLine(data, line)
+			}
+		} else if m := yamlAnchor.FindStringSubmatch(msg); m != nil {
+			line = lineOf(data, "*"+m[1])
+		} else {
+			line = badByteLine(data)
+		}
+		return nil, Problems{{File: name, Line: line, Msg: "invalid YAML: " + trimYAMLPrefix(msg)}}
+	}
+	root := &doc
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		root = doc.Content[0]
+	}
+	switch {
+	case root.Kind == yaml.MappingNode:
+		return root, nil
+	case root.Kind == 0 || root.Kind == yaml.DocumentNode || isNull(root):
+		return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: 1, Column: 1}, nil
+	}
+	return nil, Problems{{File: name, Line: max(root.Line, 1), Msg: "a scenario must be a mapping of keys, got " + kindName(root)}}
+}
+
+func trimYAMLPrefix(s string) string {
+	if len(s) > 6 && s[:6] == "yaml: " {
+		return s[6:]
+	}
+	return s
+}
+
+// tabLine returns the first line from line on that is indented with a tab:
+// the parser reports the line of the enclosing construct instead.
+func tabLine(data []byte, line int) int {
+	for i, l := range strings.Split(string(data), "\n") {
+		if i+1 >= line && strings.Contains(l[:len(l)-len(strings.TrimLeft(l, " \t"))], "\t") {
+			return i + 1
+		}
+	}
+	return line
+}
+
+// lineOf returns the line of the first occurrence of s in data, or 1.
+func lineOf(data []byte, s string) int {
+	if i := bytes.Index(data, []byte(s)); i >= 0 {
+		return bytes.Count(data[:i], []byte("\n")) + 1
+	}
+	return 1
+}
+
+// badByteLine returns the line of the first byte the YAML parser rejects
+// without saying where (invalid UTF-8, control characters), or 1.
+func badByteLine(data []byte) int {
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size <= 1 || r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0x7f {
+			return bytes.Count(data[:i], []byte("\n")) + 1
+		}
+		i += size
+	}
+	return 1
+}
