@@ -1,0 +1,41 @@
+# stormsim — common tasks. Only Go is needed; `make test` is what CI runs.
+GO      ?= go
+BIN     := bin/stormsim
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: all build test test-short bench demo lint fmt vet docs clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/stormsim
+
+# The full suite, including the long statistical and experiment tests.
+test:
+	$(GO) test -count=1 -timeout 15m ./...
+
+# A quick subset for the edit-compile loop.
+test-short:
+	$(GO) test -short ./...
+
+# Benchmarks: engine vs a hand-specialized floor, policies, load driver.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./sim/ ./policies/ ./dist/ ./idempotency/
+
+# Run the canned retry-storm experiment and print its summary.
+demo: build
+	./$(BIN) run experiments/retry-storm.yaml
+
+lint: vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/plots"
+	"github.com/stormsim/stormsim/sim"
+)
+
+func init() {
+	register(&command{
+		name:    "run",
+		summary: "simulate a scenario and print its summary",
+		usage:   "SCENARIO|EXPERIMENT [flags]",
+		example: `  stormsim run experiments/retry-storm.yaml
+  stormsim run five-layer-chain --format json
+  stormsim run retry-storm --set workload.rate=600 --seed 7 --out out/storm`,
+		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
+			var sf scenarioFlags
+			fs.StringArrayVar(&sf.sets, "set", nil, "override a scenario value: `path=value` (repeatable)")
+			fs.Uint64Var(&sf.seed, "seed", 0, "random seed (default: the scenario's)")
+			fs.StringVar(&sf.duration, "duration", "", "arrival window, e.g. 30s (default: the scenario's)")
+			format := fs.String("format", "text", "output format: text or json")
+			out := fs.String("out", "", "write summary.json, timeseries.csv, histograms and plots to `DIR`")
+			progress := fs.Bool("progress", false, "show a progress bar even when stderr is not a terminal")
+			return func(ctx context.Context, args []string, w io.Writer) error {
+				if len(args) != 1 {
+					return &exitError{exitUsage, fmt.Errorf("want one scenario, got %d arguments", len(args))}
+				}
+				if *format != "text" && *format != "json" {
+					return &exitError{exitUsage, fmt.Errorf("--format: want text or json, got %q", *format)}
+				}
+				sc, err := loadScenario(args[0], sf.overrides())
+				if err != nil {
+					return err
+				}
+				bar := newSimProgress(os.Stderr, *progress, sc.Name)
+				res, err := sim.Run(ctx, sc, sim.Options{Version: version, Progress: bar.update})
+				bar.finish()
+				if err != nil {
+					return err
+				}
+				return emitResult(w, res, *format, *out)
+			}
+		},
+	})
+}
+
+// emitResult prints a result and writes its files; it maps a partial run to
+// the matching exit status after everything has been written.
+func emitResult(w io.Writer, res *metrics.Result, format, out string) error {
+	if out != "" {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return err
+		}
+		if err := metrics.Save(out, res); err != nil {
+			return err
+		}
+		files, err := plots.WriteAll(out, res)
+		if err != nil {
+			return fmt.Errorf("plots: %w", err)
+		}
+		if err := plots.WriteReport(out, res, files); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+	}
+	switch format {
+	case "json":
+		if err := metrics.WriteJSON(w, &res.Summary); err != nil {
+			return err
+		}
+	default:
+		metrics.FormatText(w, &res.Summary)
+		if out != "" {
+			fmt.Fprintf(w, "\nwrote %s\n", filepath.Join(out, "report.html"))
+		}
+	}
+	switch res.Summary.Status {
+	case "interrupted":
+		return fmt.Errorf("%w: partial results written", errInterrupted)
+	case "diverged":
+		d := res.Summary.Diverged
+		msg := "the simulated system diverged"
+		if d != nil {
+			msg = fmt.Sprintf("the simulated system diverged at %.1fs: %s", d.AtS, d.Reason)
+		}
+		return &exitError{exitDiverged, fmt.Errorf("%s (results up to then written)", msg)}
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/pflag"
+
+	"github.com/stormsim/stormsim/experiments"
+)
+
+func init() {
+	register(&command{
+		name:    "validate",
+		summary: "check a scenario and report every problem with its line",
+		usage:   "SCENARIO... [--set path=value]...",
+		example: `  stormsim validate experiments/retry-storm.yaml
+  stormsim validate my.yaml --set services.db.workers=4`,
+		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
+			var sets []string
+			fs.StringArrayVar(&sets, "set", nil, "override a scenario value: `path=value` (repeatable)")
+			return func(_ context.Context, args []string, w io.Writer) error {
+				if len(args) == 0 {
+					return &exitError{exitUsage, fmt.Errorf("want at least one scenario")}
+				}
+				bad := 0
+				for _, a := range args {
+					sc, err := loadScenario(a, sets)
+					if err != nil {
+						fmt.Fprintln(w, err)
+						bad++
+						continue
+					}
+					fmt.Fprintf(w, "%s: ok (%s: %d services, %d faults)\n", a, sc.Name, len(sc.Services), len(sc.Faults))
+				}
+				if bad > 0 {
+					return fmt.Errorf("%d of %d scenarios invalid", bad, len(args))
+				}
+				return nil
+			}
+		},
+	})
+	register(&command{
+		name:    "experiments",
+		summary: "list the canned experiments (run one with 'stormsim run NAME')",
+		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
+			return func(_ context.Context, _ []string, w io.Writer) error {
+				for _, n := range experiments.Names() {
+					fmt.Fprintf(w, "  %-26s %s\n", n, experiments.Summary(n))
+				}
+				return nil
+			}
+		},
+	})
+}
