@@ -1,0 +1,171 @@
+package analysis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"sync"
+	"text/tabwriter"
+	"unicode/utf8"
+
+	"github.com/stormsim/stormsim/metrics"
+)
+
+// Comparison is one scenario run under several variants with the same seed.
+type Comparison struct {
+	// Scenario is the baseline scenario's name; Seed the seed every column ran.
+	Scenario string
+	Seed     uint64
+	Columns  []Column
+}
+
+// Column is one variant's run.
+type Column struct {
+	Variant  Variant
+	Result   *metrics.Result
+	Measures Measures
+}
+
+// Compare runs each variant once with the baseline's seed, up to workers at
+// a time (0: GOMAXPROCS), and returns the columns in the variants' order.
+// variants[0] should be the baseline (see Variants). A run that diverged is
+// kept, its status saying so; any other error stops the comparison.
+func Compare(ctx context.Context, run Runner, b Builder, variants []Variant, workers int) (*Comparison, error) {
+	if len(variants) == 0 {
+		return nil, errors.New("compare: no variants")
+	}
+	base, err := b(variants[0], nil)
+	if err != nil {
+		return nil, fmt.Errorf("compare: variant %s: %w", variants[0].Name, err)
+	}
+	c := &Comparison{Scenario: base.Name, Seed: base.Seed, Columns: make([]Column, len(variants))}
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(variants))
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	for i, v := range variants {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			}
+			res, err := runVariant(ctx, run, b, v, c.Seed)
+			if err != nil {
+				errs[i] = fmt.Errorf("compare: variant %s: %w", v.Name, err)
+				cancel()
+				return
+			}
+			c.Columns[i] = Column{Variant: v, Result: res, Measures: MeasuresOf(res)}
+		}()
+	}
+	wg.Wait()
+	// Report the first failure in column order, not in finishing order.
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func runVariant(ctx context.Context, run Runner, b Builder, v Variant, seed uint64) (*metrics.Result, error) {
+	sc, err := b(v, nil)
+	if err != nil {
+		return nil, err
+	}
+	sc.Seed = seed
+	res, err := run.Run(ctx, sc)
+	if res == nil {
+		if err == nil {
+			err = errors.New("runner returned no result")
+		}
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	return res, nil
+}
+
+// tableRows are the lines of the comparison table.
+var tableRows = []struct {
+	label string
+	cell  func(m *Measures) string
+}{
+	{"goodput (req/s)", func(m *Measures) string { return strconv.FormatFloat(m.GoodputRPS, 'f', 1, 64) }},
+	{"offered", func(m *Measures) string { return strconv.FormatInt(m.Offered, 10) }},
+	{"succeeded", func(m *Measures) string { return strconv.FormatInt(m.Succeeded, 10) }},
+	{"failed", func(m *Measures) string { return strconv.FormatInt(m.Failed, 10) }},
+	{"unknown", func(m *Measures) string { return strconv.FormatInt(m.Unknown, 10) }},
+	{"p99 latency (ms)", func(m *Measures) string { return strconv.FormatFloat(m.P99Ms, 'f', 1, 64) }},
+	{"max amplification", func(m *Measures) string { return strconv.FormatFloat(m.Amplification, 'f', 2, 64) + "x" }},
+	{"peak queue", func(m *Measures) string { return strconv.FormatInt(m.PeakQueue, 10) }},
+	{"duplicates", func(m *Measures) string { return strconv.FormatInt(m.Duplicates, 10) }},
+	{"status", func(m *Measures) string { return m.Status }},
+}
+
+// WriteTable prints the comparison side by side: one column per variant,
+// one line per measure, then what each variant changed.
+func (c *Comparison) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "scenario %s, seed %d (all columns share the seed: same arrivals and service times)\n\n", c.Scenario, c.Seed)
+	// Right-aligned numbers, left-aligned labels: pad the labels by hand.
+	width := 0
+	for _, r := range tableRows {
+		width = max(width, utf8.RuneCountInString(r.label))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%*s\t", -width, "")
+	for _, col := range c.Columns {
+		fmt.Fprintf(tw, "%s\t", col.Variant.Name)
+	}
+	fmt.Fprintln(tw)
+	for _, r := range tableRows {
+		fmt.Fprintf(tw, "%*s\t", -width, r.label)
+		for i := range c.Columns {
+			fmt.Fprintf(tw, "%s\t", r.cell(&c.Columns[i].Measures))
+		}
+		fmt.Fprintln(tw)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, col := range c.Columns {
+		v := col.Variant
+		switch {
+		case v.Name == Baseline:
+			fmt.Fprintf(w, "%s: the scenario as written\n", v.Name)
+		case v.File != "":
+			fmt.Fprintf(w, "%s: %s (seed replaced by %d)", v.Name, v.File, c.Seed)
+			for _, s := range v.Sets {
+				fmt.Fprintf(w, " %s", s)
+			}
+			fmt.Fprintln(w)
+		default:
+			fmt.Fprintf(w, "%s:", v.Name)
+			for _, s := range v.Sets {
+				fmt.Fprintf(w, " %s", s)
+			}
+			_, err := fmt.Fprintln(w)
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,323 @@
+package analysis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stormsim/stormsim/metrics"
+)
+
+// Sweep is a parameter sweep: one scenario path varied over values, under
+// several variants, with replicas per point.
+type Sweep struct {
+	// Param is the swept path in --set syntax, e.g. workload.rate.
+	Param string
+	// Values are the parameter's values as --set takes them.
+	Values []string
+	// Variants are the columns of the experiment; Variants[0] is usually
+	// the baseline (see Variants).
+	Variants []Variant
+	// Replicas per (point, variant); 0 means 1.
+	Replicas int
+}
+
+// Unit is one run of a sweep: a point, a variant and a replica. Units are
+// numbered point-major (then variant, then replica), and that numbering is
+// the order of every output.
+type Unit struct {
+	Index   int
+	Point   int
+	Variant int
+	Replica int
+}
+
+func (s *Sweep) replicas() int { return max(s.Replicas, 1) }
+
+// Units returns every work unit of the sweep in index order. It is a pure
+// function of the sweep's shape, so that shards of one sweep agree on it.
+func (s *Sweep) Units() []Unit {
+	nr := s.replicas()
+	units := make([]Unit, 0, len(s.Values)*len(s.Variants)*nr)
+	for p := range s.Values {
+		for v := range s.Variants {
+			for r := range nr {
+				units = append(units, Unit{Index: len(units), Point: p, Variant: v, Replica: r})
+			}
+		}
+	}
+	return units
+}
+
+// Validate reports a sweep that cannot run.
+func (s *Sweep) Validate() error {
+	switch {
+	case strings.TrimSpace(s.Param) == "" || strings.Contains(s.Param, "="):
+		return fmt.Errorf("sweep: param %q: want a scenario path such as workload.rate", s.Param)
+	case len(s.Values) == 0:
+		return errors.New("sweep: no values (use --values or --range)")
+	case len(s.Variants) == 0:
+		return errors.New("sweep: no variants")
+	case s.Replicas < 0:
+		return fmt.Errorf("sweep: replicas must be ≥ 1, got %d", s.Replicas)
+	}
+	for i, v := range s.Values {
+		if strings.TrimSpace(v) == "" || strings.ContainsAny(v, ",\n\"") {
+			return fmt.Errorf("sweep: values[%d] %q: must be non-empty without commas or quotes", i, v)
+		}
+	}
+	return nil
+}
+
+// Shard selects the units whose index is ≡ I (mod N), so that N machines
+// can split one sweep and MergeRows can join their CSV files. The zero
+// Shard (N = 0) selects every unit.
+type Shard struct {
+	I, N int
+}
+
+// ParseShard parses "I/N" with 0 ≤ I < N.
+func ParseShard(s string) (Shard, error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return Shard{}, fmt.Errorf("shard %q: want I/N with 0 ≤ I < N, e.g. 0/4", s)
+	}
+	return Shard{I: i, N: n}, nil
+}
+
+// Contains reports whether the shard runs unit u.
+func (sh Shard) Contains(u Unit) bool { return sh.N <= 1 || u.Index%sh.N == sh.I }
+
+// String returns "I/N", or "all" for the zero Shard.
+func (sh Shard) String() string {
+	if sh.N <= 1 {
+		return "all"
+	}
+	return fmt.Sprintf("%d/%d", sh.I, sh.N)
+}
+
+// ParseValues parses a --values list: comma-separated, kept as written.
+func ParseValues(s string) ([]string, error) {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			return nil, fmt.Errorf("values %q: empty value", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// maxRangePoints bounds a --range so that a typo in the step cannot queue
+// millions of runs.
+const maxRangePoints = 10000
+
+// ParseRange expands a --range from:to:step into values from, from+step, …
+// up to and including to (within a rounding error). The three parts are
+// numbers, or Go durations (then all three must be). Numbers are rounded to
+// 12 significant digits so that 0.1 steps print as 0.3, not
+// 0.30000000000000004.
+func ParseRange(s string) ([]string, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) != 3 {
+		return nil, fmt.Errorf("range %q: want from:to:step", s)
+	}
+	var f [3]float64
+	isDur := true
+	var d [3]time.Duration
+	for i, p := range parts {
+		v, err := time.ParseDuration(strings.TrimSpace(p))
+		if err != nil || strings.TrimSpace(p) == "0" {
+			isDur = false
+			break
+		}
+		d[i] = v
+	}
+	if !isDur {
+		for i, p := range parts {
+			v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("range %q: part %d %q is neither a number nor a duration (all three must be the same kind)", s, i+1, p)
+			}
+			f[i] = v
+		}
+	} else {
+		for i := range d {
+			f[i] = float64(d[i])
+		}
+	}
+	from, to, step := f[0], f[1], f[2]
+	if step <= 0 || to < from {
+		return nil, fmt.Errorf("range %q: want from ≤ to and step > 0", s)
+	}
+	count := math.Floor((to-from)/step+1e-9) + 1
+	if !(count <= maxRangePoints) { // also catches an infinite span
+		return nil, fmt.Errorf("range %q: %g points, more than %d", s, count, maxRangePoints)
+	}
+	n := int(count)
+	out := make([]string, n)
+	for i := range n {
+		x := from + float64(i)*step
+		if isDur {
+			out[i] = time.Duration(math.Round(x)).String()
+		} else {
+			out[i] = strconv.FormatFloat(roundSig(x, 12), 'g', -1, 64)
+		}
+	}
+	return out, nil
+}
+
+// roundSig rounds x to sig significant decimal digits.
+func roundSig(x float64, sig int) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', sig, 64), 64)
+	return v
+}
+
+// Row is the outcome of one unit of a sweep: one line of sweep.csv.
+type Row struct {
+	Unit
+	Param       string
+	Value       string
+	VariantName string
+	Seed        uint64
+	Measures
+}
+
+// SweepOptions control how a sweep runs; none changes its results.
+type SweepOptions struct {
+	// Workers run units in parallel; 0 means runtime.GOMAXPROCS(0).
+	Workers int
+	// Shard selects a subset of units (zero: all).
+	Shard Shard
+	// Progress, if not nil, is called after each unit with the units done
+	// and the units this shard runs. Calls are serialized.
+	Progress func(done, total int)
+	// Keep, if not nil, is given every unit's full result (from the worker
+	// that ran it, serialized), e.g. to keep time series for plots.
+	Keep func(u Unit, r *metrics.Result)
+}
+
+// RunSweep runs the sweep's units in this shard on opt.Workers goroutines
+// and returns their rows in unit order. Each unit's scenario is built from
+// its variant with Param=Value laid over it, and its seed is
+// ReplicaSeed(baseline seed, replica): the rows depend on the inputs only,
+// never on the number of workers or the order in which units finish.
+//
+// On the first error (or when ctx is done) no further units start; the rows
+// of the units that completed are returned with the error.
+func RunSweep(ctx context.Context, run Runner, b Builder, s *Sweep, opt SweepOptions) ([]Row, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	base, err := b(s.Variants[0], nil)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: variant %s: %w", s.Variants[0].Name, err)
+	}
+	baseSeed := base.Seed
+	var units []Unit
+	for _, u := range s.Units() {
+		if opt.Shard.Contains(u) {
+			units = append(units, u)
+		}
+	}
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, max(len(units), 1))
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rows := make([]Row, len(units))
+	done := make([]bool, len(units))
+	var (
+		mu       sync.Mutex
+		firstErr error
+		finished int
+	)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				u := units[i]
+				row, res, err := runUnit(ctx, run, b, s, u, baseSeed)
+				mu.Lock()
+				if err != nil {
+					if firstErr == nil {
+						firstErr = err
+						cancel()
+					}
+				} else {
+					rows[i], done[i] = row, true
+					finished++
+					if opt.Keep != nil {
+						opt.Keep(u, res)
+					}
+					if opt.Progress != nil {
+						opt.Progress(finished, len(units))
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for i := range units {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+
+	out := rows[:0]
+	for i := range rows {
+		if done[i] {
+			out = append(out, rows[i])
+		}
+	}
+	if firstErr == nil && len(out) < len(units) {
+		firstErr = fmt.Errorf("sweep: stopped after %d of %d units: %w", len(out), len(units), context.Cause(ctx))
+	}
+	return out, firstErr
+}
+
+func runUnit(ctx context.Context, run Runner, b Builder, s *Sweep, u Unit, baseSeed uint64) (Row, *metrics.Result, error) {
+	v := s.Variants[u.Variant]
+	val := s.Values[u.Point]
+	where := fmt.Sprintf("sweep: unit %d (%s=%s, variant %s, replica %d)", u.Index, s.Param, val, v.Name, u.Replica)
+	sc, err := build(b, v, []string{s.Param + "=" + val}, baseSeed, u.Replica)
+	if err != nil {
+		return Row{}, nil, fmt.Errorf("%s: %w", where, err)
+	}
+	res, err := run.Run(ctx, sc)
+	if res == nil {
+		if err == nil {
+			err = errors.New("runner returned no result")
+		}
+		return Row{}, nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if ctx.Err() != nil {
+		// An interrupted run is partial: it is not a unit's result.
+		return Row{}, nil, fmt.Errorf("%s: %w", where, context.Cause(ctx))
+	}
+	// A run that diverged still produced a result: its status says so.
+	return Row{
+		Unit: u, Param: s.Param, Value: val, VariantName: v.Name,
+		Seed: sc.Seed, Measures: MeasuresOf(res),
+	}, res, nil
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+
+	"github.com/stormsim/stormsim/analysis"
+	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/plots"
+)
+
+func init() {
+	register(&command{
+		name:    "sweep",
+		summary: "vary one scenario path over values, under variants, with replicas, in parallel",
+		usage:   "SCENARIO --param PATH (--values a,b,c | --range from:to:step) [flags]\n       stormsim sweep --merge SHARD.csv... --out DIR",
+		example: `  stormsim sweep retry-storm --param workload.rate --range 100:800:100 --replicas 5 --out out/sweep
+  stormsim sweep retry-storm --param services.db.workers --values 4,8,16 --variant no-db-retry:services.orders.calls.db.retry.max_attempts=1
+  stormsim sweep retry-storm --param workload.rate --range 100:800:100 --shard 0/2 --out shard0
+  stormsim sweep --merge shard0/sweep.csv shard1/sweep.csv --out out/sweep`,
+		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
+			var ef experimentFlags
+			param := fs.String("param", "", "the scenario `PATH` to vary, as --set spells it (e.g. workload.rate)")
+			values := fs.String("values", "", "the values, comma-separated (`a,b,c`)")
+			rng := fs.String("range", "", "the values `from:to:step` (numbers or durations)")
+			replicas := fs.Int("replicas", 1, "runs per point and variant, with seeds derived from the scenario's")
+			ef.declare(fs)
+			out := fs.String("out", ".", "write sweep.csv, sweep-aggregate.csv and plots to `DIR`")
+			shard := fs.String("shard", "", "run only units with index ≡ I mod N (`I/N`); merge the shards' sweep.csv with --merge")
+			merge := fs.Bool("merge", false, "merge the sweep.csv files given as arguments (shards of one sweep) instead of running")
+			progress := fs.Bool("progress", false, "show the progress bar even when stderr is not a terminal")
+			return func(ctx context.Context, args []string, w io.Writer) error {
+				if *merge {
+					return mergeSweep(args, *out, w)
+				}
+				if len(args) != 1 {
+					return &exitError{exitUsage, fmt.Errorf("want one scenario, got %d arguments", len(args))}
+				}
+				if (*values == "") == (*rng == "") {
+					return &exitError{exitUsage, errors.New("give exactly one of --values and --range")}
+				}
+				s := &analysis.Sweep{Param: *param, Replicas: *replicas}
+				var err error
+				if *values != "" {
+					s.Values, err = analysis.ParseValues(*values)
+				} else {
+					s.Values, err = analysis.ParseRange(*rng)
+				}
+				if err != nil {
+					return &exitError{exitUsage, err}
+				}
+				if *replicas < 1 {
+					return &exitError{exitUsage, fmt.Errorf("--replicas must be ≥ 1, got %d", *replicas)}
+				}
+				opt := analysis.SweepOptions{Workers: ef.workers}
+				if *shard != "" {
+					if opt.Shard, err = analysis.ParseShard(*shard); err != nil {
+						return &exitError{exitUsage, fmt.Errorf("--shard: %w", err)}
+					}
+				}
+				b, base, err := ef.builder(args[0])
+				if err != nil {
+					return err
+				}
+				if s.Variants, err = ef.variants(base, true); err != nil {
+					return &exitError{exitUsage, err}
+				}
+				if err := s.Validate(); err != nil {
+					return &exitError{exitUsage, err}
+				}
+				// Check every point's overrides before spending minutes on runs.
+				for _, v := range s.Values {
+					for _, vr := range s.Variants {
+						if _, err := b(vr, []string{s.Param + "=" + v}); err != nil {
+							return fmt.Errorf("variant %s, --param %s=%s: %w", vr.Name, s.Param, v, err)
+						}
+					}
+				}
+				label := "sweep"
+				if opt.Shard.N > 1 {
+					label += " shard " + opt.Shard.String()
+				}
+				bar := newCountProgress(os.Stderr, *progress, label)
+				opt.Progress = bar.update
+				rows, runErr := analysis.RunSweep(ctx, simRunner(), b, s, opt)
+				bar.finish()
+				// A stopped sweep keeps its finished rows but gets no aggregates.
+				if err := writeSweep(*out, rows, s.Values, opt.Shard.N <= 1 && runErr == nil, w); err != nil {
+					return err
+				}
+				if runErr != nil {
+					if ctx.Err() != nil {
+						return fmt.Errorf("%w: %d units written to %s", errInterrupted, len(rows), *out)
+					}
+					return runErr
+				}
+				return nil
+			}
+		},
+	})
+}
+
+// writeSweep writes sweep.csv and, for a whole sweep, the aggregates, their
+// table and the curves.
+func writeSweep(dir string, rows []analysis.Row, values []string, whole bool, w io.Writer) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := metrics.WriteFileAtomic(filepath.Join(dir, "sweep.csv"), func(f io.Writer) error {
+		return analysis.WriteRows(f, rows)
+	}); err != nil {
+		return err
+	}
+	if !whole {
+		fmt.Fprintf(w, "wrote %d units to %s (partial: merge shards with 'stormsim sweep --merge')\n", len(rows), filepath.Join(dir, "sweep.csv"))
+		return nil
+	}
+	aggs := analysis.AggregateRows(rows)
+	if err := metrics.WriteFileAtomic(filepath.Join(dir, "sweep-aggregate.csv"), func(f io.Writer) error {
+		return analysis.WriteAggregates(f, aggs)
+	}); err != nil {
+		return err
+	}
+	printAggregates(w, aggs)
+	if len(aggs) == 0 {
+		return nil
+	}
+	for _, m := range []string{"goodput_rps", "amplification", "p99_ms", "peak_queue"} {
+		p, err := analysis.SweepPlot(aggs, m, values)
+		if err != nil {
+			return err
+		}
+		if _, err := plots.Write(dir, "sweep_"+m, p); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "\nwrote %s\n", dir)
+	return nil
+}
+
+// printAggregates prints goodput and amplification per point and variant,
+// with the half-width of their 95 % intervals when there were replicas.
+func printAggregates(w io.Writer, aggs []analysis.Aggregate) {
+	if len(aggs) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "%s\tvariant\treplicas\tgoodput (req/s)\tp99 (ms)\tamplification\tincomplete\t\n", aggs[0].Param)
+	cell := func(s analysis.Stat, prec int) string {
+		if s.Hi != s.Hi { // NaN: one replica
+			return fmt.Sprintf("%.*f", prec, s.Mean)
+		}
+		return fmt.Sprintf("%.*f ± %.*f", prec, s.Mean, prec, (s.Hi-s.Lo)/2)
+	}
+	for _, a := range aggs {
+		g, _ := a.Stat("goodput_rps")
+		p, _ := a.Stat("p99_ms")
+		m, _ := a.Stat("amplification")
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\t\n", a.Value, a.VariantName, a.Replicas, cell(g, 1), cell(p, 1), cell(m, 2), a.Incomplete)
+	}
+	tw.Flush()
+}
+
+// mergeSweep joins the sweep.csv files of a sharded sweep.
+func mergeSweep(files []string, dir string, w io.Writer) error {
+	if len(files) == 0 {
+		return &exitError{exitUsage, errors.New("--merge: give the shards' sweep.csv files")}
+	}
+	var parts [][]analysis.Row
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		rows, err := analysis.ReadRows(name, f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		parts = append(parts, rows)
+	}
+	rows, err := analysis.MergeRows(parts...)
+	if err != nil {
+		return err
+	}
+	var values []string
+	seen := map[int]bool{}
+	for _, r := range rows {
+		if !seen[r.Point] {
+			seen[r.Point] = true
+			for len(values) <= r.Point {
+				values = append(values, "")
+			}
+			values[r.Point] = r.Value
+		}
+	}
+	return writeSweep(dir, rows, values, true, w)
+}
+
+// countProgress is a progress bar over a count of runs. It is a no-op when
+// the output is not a terminal (unless forced).
+type countProgress struct {
+	p   *mpb.Progress
+	bar *mpb.Bar
+}
+
+func newCountProgress(w io.Writer, force bool, name string) *countProgress {
+	if !force && !isTerminal(w) {
+		return &countProgress{}
+	}
+	// mpb draws nothing on a non-terminal unless told to refresh anyway.
+	p := mpb.New(mpb.WithOutput(w), mpb.WithWidth(100), mpb.WithRefreshRate(200*time.Millisecond),
+		mpb.ContainerOptional(mpb.WithAutoRefresh(), force))
+	bar := p.AddBar(0,
+		mpb.BarWidth(30),
+		mpb.PrependDecorators(decor.Name(name+" ", decor.WCSyncSpaceR), decor.CountersNoUnit("%d/%d runs", decor.WCSyncSpace)),
+		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.Name(" ETA "), decor.AverageETA(decor.ET_STYLE_GO)),
+	)
+	return &countProgress{p: p, bar: bar}
+}
+
+// update is an analysis.SweepOptions.Progress callback.
+func (c *countProgress) update(done, total int) {
+	if c.bar == nil {
+		return
+	}
+	c.bar.SetTotal(int64(total), false)
+	c.bar.SetCurrent(int64(done))
+}
+
+func (c *countProgress) finish() {
+	if c.bar == nil {
+		return
+	}
+	c.bar.SetTotal(-1, true)
+	c.p.Wait()
+}
