@@ -38,6 +38,7 @@ type Engine struct {
 	heap   []*event
 	free   []*event
 	events uint64
+	last   time.Duration
 	stop   bool
 }
 
@@ -49,6 +50,19 @@ func (e *Engine) Now() time.Duration { return e.now }
 
 // Events returns how many events have run.
 func (e *Engine) Events() uint64 { return e.events }
+
+// NextAt returns the time of the next scheduled event; ok is false when
+// none is scheduled.
+func (e *Engine) NextAt() (t time.Duration, ok bool) {
+	if len(e.heap) == 0 {
+		return 0, false
+	}
+	return e.heap[0].at, true
+}
+
+// LastAt returns the time at which the most recent event ran (0 before any).
+// Unlike Now it is not moved by RunUntil's end.
+func (e *Engine) LastAt() time.Duration { return e.last }
 
 // Pending returns how many events are scheduled.
 func (e *Engine) Pending() int { return len(e.heap) }
@@ -118,7 +132,7 @@ func (e *Engine) RunUntil(end time.Duration) {
 			break
 		}
 		e.popMin()
-		e.now = ev.at
+		e.now, e.last = ev.at, ev.at
 		fn, arg := ev.fn, ev.arg
 		e.recycle(ev)
 		e.events++

@@ -1,0 +1,598 @@
+package policies
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// DefaultMaxPushback caps an honoured retry-after when an edge names no cap.
+const DefaultMaxPushback = 30 * time.Second
+
+// EdgeConfig is the call policy of one call edge (caller → callee) as a
+// scenario states it. Nil policy pointers mean the policy is absent.
+type EdgeConfig struct {
+	// Timeout bounds each attempt; 0 means none (a deadline still applies).
+	Timeout time.Duration
+	Retry   RetryConfig
+	Budget  *BudgetConfig
+	Breaker *BreakerConfig
+	Hedge   *HedgeConfig
+	// Throttle enables client-side adaptive throttling.
+	Throttle *ThrottleConfig
+	// HonorPushback makes the caller obey a rejection's retry-after and
+	// don't-retry hints.
+	HonorPushback bool
+	// MaxPushback caps an honoured retry-after; 0 means DefaultMaxPushback.
+	MaxPushback time.Duration
+}
+
+// EdgeStats counts what one edge's policies did. The fields mirror
+// metrics.EdgeSummary; a Call adds to them only when started with
+// CallOptions.Counted.
+type EdgeStats struct {
+	// Calls counts logical calls started on the edge.
+	Calls int64
+	// Attempts counts attempts actually sent (fast fails excluded).
+	Attempts int64
+	// Retries counts attempts sent after a failed one (hedges excluded).
+	Retries int64
+	// RetriesDenied counts retries and hedges the budget refused.
+	RetriesDenied int64
+	// RetriesDeadline counts retries not scheduled because they could not
+	// start before the call's deadline.
+	RetriesDeadline int64
+	// BreakerFastFail counts attempts the breaker failed locally.
+	BreakerFastFail int64
+	HedgesSent      int64
+	// HedgesWon counts calls whose OK came from a hedge, not the first attempt.
+	HedgesWon int64
+	// PushbackWaits counts retries delayed by an honoured retry-after.
+	PushbackWaits int64
+	// Throttled counts attempts the adaptive throttle rejected locally.
+	Throttled int64
+	Succeeded int64
+	Failed    int64
+	Unknown   int64
+}
+
+// Edge holds the policy state shared by every call on one call edge: the
+// resolved retry settings, the budget, breaker, throttle and hedge-delay
+// tracker, the random stream they draw from, and the edge's counters.
+// Policies that are absent are nil. A budget with Scope "service" is shared
+// by several edges: build it once and assign it to each Edge's Budget.
+//
+// An Edge is not safe for concurrent use; load mode serializes access per edge.
+type Edge struct {
+	// Timeout bounds each attempt; 0 means none.
+	Timeout time.Duration
+	// MaxAttempts counts every attempt, the first included (≥ 1).
+	MaxAttempts int
+	// RetryOn is the set of outcome classes that may be retried.
+	RetryOn OutcomeSet
+	Backoff Backoff
+	// HonorPushback obeys retry-after and don't-retry hints, waiting at
+	// most MaxPushback.
+	HonorPushback bool
+	MaxPushback   time.Duration
+
+	Budget   Budget
+	Breaker  Breaker
+	Throttle *Throttle
+	Hedger   *Hedger
+	// HedgeMax is the number of attempts a hedged call may have in flight
+	// at once, the first included; hedging needs ≥ 2.
+	HedgeMax int
+	// HedgeForce hedges non-idempotent writes too.
+	HedgeForce bool
+	// HedgeCancelOthers asks the driver to cancel the losing attempts when
+	// a hedged call succeeds.
+	HedgeCancelOthers bool
+
+	// Rand is the edge's random stream (jitter, throttle draws).
+	Rand  *rand.Rand
+	Stats EdgeStats
+}
+
+// NewEdge resolves c into an Edge drawing from r. It builds the budget,
+// breaker, throttle and hedger c asks for. Errors name the offending key
+// relative to the call ("retry.on: ...", "budget.ratio: ...").
+func NewEdge(c EdgeConfig, r *rand.Rand) (*Edge, error) {
+	if r == nil {
+		return nil, fmt.Errorf("policies: NewEdge needs a random stream")
+	}
+	if c.Timeout < 0 {
+		return nil, fmt.Errorf("timeout: must be ≥ 0, got %v", c.Timeout)
+	}
+	if c.MaxPushback < 0 {
+		return nil, fmt.Errorf("max_pushback: must be ≥ 0, got %v", c.MaxPushback)
+	}
+	e := &Edge{Timeout: c.Timeout, MaxAttempts: c.Retry.MaxAttempts, HonorPushback: c.HonorPushback, MaxPushback: c.MaxPushback, Rand: r}
+	if e.MaxAttempts == 0 {
+		e.MaxAttempts = 1
+	}
+	if e.MaxAttempts < 0 {
+		return nil, fmt.Errorf("retry.max_attempts: must be ≥ 1, got %d", c.Retry.MaxAttempts)
+	}
+	if e.MaxPushback == 0 {
+		e.MaxPushback = DefaultMaxPushback
+	}
+	var err error
+	if e.RetryOn, err = ParseOutcomeSet(c.Retry.On, DefaultRetryOn); err != nil {
+		return nil, fmt.Errorf("retry.on: %w", err)
+	}
+	if e.Backoff, err = NewBackoff(c.Retry.Backoff); err != nil {
+		return nil, fmt.Errorf("retry.%w", err)
+	}
+	if c.Budget != nil {
+		if e.Budget, err = NewBudget(*c.Budget, r); err != nil {
+			return nil, err
+		}
+	}
+	if c.Breaker != nil {
+		if e.Breaker, err = NewBreaker(*c.Breaker); err != nil {
+			return nil, err
+		}
+	}
+	if c.Throttle != nil {
+		if e.Throttle, err = NewThrottle(*c.Throttle); err != nil {
+			return nil, err
+		}
+	}
+	if h := c.Hedge; h != nil {
+		if e.Hedger, err = NewHedger(*h); err != nil {
+			return nil, err
+		}
+		e.HedgeMax, e.HedgeForce, e.HedgeCancelOthers = e.Hedger.MaxAttempts(), h.Force, h.CancelOthers
+	}
+	return e, nil
+}
+
+// CallResult is what the caller of a logical call learnt.
+type CallResult uint8
+
+const (
+	// Pending: the call has not finished.
+	Pending CallResult = iota
+	// Succeeded: an attempt answered OK.
+	Succeeded
+	// Failed: a definite failure; no attempt can have done the work
+	// (every attempt sent was answered, none OK and none timed out).
+	Failed
+	// Unknown: the call ended without OK while some attempt timed out or
+	// was abandoned unanswered, so the work may have been done.
+	Unknown
+)
+
+var callResultNames = [...]string{"pending", "succeeded", "failed", "unknown"}
+
+func (r CallResult) String() string {
+	if int(r) < len(callResultNames) {
+		return callResultNames[r]
+	}
+	return fmt.Sprintf("result(%d)", r)
+}
+
+// ActionKind says what a Call wants its driver to do next.
+type ActionKind uint8
+
+const (
+	// Wait: nothing to do now; call Wake at WakeAt if Wake is set, and
+	// report answers and timeouts as they happen.
+	Wait ActionKind = iota
+	// Send: send attempt Attempt now with per-attempt timeout Timeout.
+	Send
+	// Finish: the call is over with Outcome and Result; abandon every
+	// attempt still in flight (cancelling it if CancelOthers).
+	Finish
+)
+
+var actionNames = [...]string{"wait", "send", "finish"}
+
+func (k ActionKind) String() string {
+	if int(k) < len(actionNames) {
+		return actionNames[k]
+	}
+	return fmt.Sprintf("action(%d)", k)
+}
+
+// Action is a Call's answer to each step: the one thing to do now, and
+// when to wake it next. At most one wake-up is pending per call: each Action
+// restates it, so a driver that holds one timer per call re-arms it when
+// WakeAt changes and stops it when Wake is false.
+type Action struct {
+	Kind ActionKind
+	// Attempt is the 1-based number of the attempt to send (Send).
+	Attempt int
+	// Timeout bounds the attempt (Send): min(edge timeout, time left to
+	// the deadline); 0 means none.
+	Timeout time.Duration
+	// Hedge marks an attempt sent beside others still in flight (Send).
+	Hedge bool
+	// Wake and WakeAt ask to be woken (Wait and Send).
+	Wake   bool
+	WakeAt time.Duration
+	// Outcome is the class the call ended with (Finish): OK, or the last
+	// failure (a local Timeout when the deadline or the attempts ran out).
+	Outcome Outcome
+	Result  CallResult
+	// CancelOthers asks that attempts still in flight be cancelled at their
+	// callee, not merely ignored (Finish, hedged calls with cancel_others).
+	CancelOthers bool
+}
+
+// CallOptions describes one logical call.
+type CallOptions struct {
+	// Write marks a non-idempotent call: it is never hedged unless the
+	// edge forces hedging.
+	Write bool
+	// Deadline is the absolute time after which no attempt may run, if
+	// HasDeadline.
+	Deadline    time.Duration
+	HasDeadline bool
+	// Counted makes the call add to its edge's Stats.
+	Counted bool
+}
+
+type wakeKind uint8
+
+const (
+	wakeNone wakeKind = iota
+	wakeRetry
+	wakeHedge
+)
+
+type attemptState struct {
+	sentAt time.Duration
+	ticket uint64
+	live   bool // sent and neither answered nor timed out
+	retry  bool // admitted by the budget as a retry or hedge
+	hedge  bool
+}
+
+// Call is the state machine of one logical call over one edge: all its
+// attempts, retries and hedges. It never reads a clock or sleeps: the driver
+// (the simulator, or load mode's HTTP client) reports what happened with
+// the time it happened — Start, Answered, TimedOut, Wake, Abort — and each
+// step returns the Action to take. The same Call serves both drivers, so
+// there is one retry implementation.
+//
+// Rules, in order of precedence after an attempt fails with class o:
+//   - Conflict is never retried; with an honoured don't-retry hint nothing is.
+//   - o must be in the edge's RetryOn (InProgress always qualifies: the
+//     idempotency store asked for a later retry), and fewer than the limit of
+//     attempts may have been made: MaxAttempts, or max(MaxAttempts,
+//     HedgeMax) for a hedged call.
+//   - The wait is the honoured retry-after (capped at MaxPushback; it resets
+//     the backoff count, as gRPC does), else Backoff.Delay(n) for the n-th
+//     retry since the last pushback; a hedged call retries at once.
+//   - A retry that could not start before the deadline is not scheduled
+//     (counted in RetriesDeadline).
+//   - When the wait ends the budget is asked (TryRetry); refused, the call
+//     ends (RetriesDenied).
+//
+// Each attempt first passes the throttle (refused: a local Throttled
+// failure) and the breaker (open: a local BreakerOpen failure); these are
+// attempts in the numbering but are not sent. A hedged call sends a further
+// attempt each Hedger.Delay() after the last one while fewer than HedgeMax
+// are in flight; hedges need the budget. The first OK wins.
+//
+// The zero Call is ready for Start. A Call is reusable: Start resets it and
+// keeps its storage, so a pooled Call does not allocate in steady state. It
+// is not safe for concurrent use.
+type Call struct {
+	e      *Edge
+	opt    CallOptions
+	att    []attemptState
+	sent   int // attempts numbered so far (1..sent)
+	live   int // attempts in flight
+	limit  int
+	hedged bool
+
+	retryN    int // retries since the last pushback (backoff exponent)
+	prevDelay time.Duration
+	wake      wakeKind
+	wakeAt    time.Duration
+	last      Outcome
+	maybeDone bool // an attempt timed out or was abandoned: work may have happened
+	result    CallResult
+	outcome   Outcome
+}
+
+// Start begins a logical call on e at now and returns the first Action
+// (normally Send attempt 1).
+func (c *Call) Start(now time.Duration, e *Edge, opt CallOptions) Action {
+	c.e, c.opt = e, opt
+	c.sent, c.live, c.retryN, c.prevDelay = 0, 0, 0, 0
+	c.wake, c.wakeAt, c.last, c.maybeDone = wakeNone, 0, OK, false
+	c.result, c.outcome = Pending, OK
+	c.limit = e.MaxAttempts
+	c.hedged = e.Hedger != nil && e.HedgeMax >= 2 && (!opt.Write || e.HedgeForce)
+	if c.hedged && e.HedgeMax > c.limit {
+		c.limit = e.HedgeMax
+	}
+	if opt.Counted {
+		e.Stats.Calls++
+	}
+	if e.Budget != nil {
+		e.Budget.OnRequest(now)
+	}
+	return c.launch(now, false, false)
+}
+
+// Result returns how the call ended (Pending while it runs).
+func (c *Call) Result() CallResult { return c.result }
+
+// Outcome returns the class the call ended with; meaningful once finished.
+func (c *Call) Outcome() Outcome { return c.outcome }
+
+// Attempts returns how many attempts have been numbered, fast fails included.
+func (c *Call) Attempts() int { return c.sent }
+
+// InFlight returns how many attempts are sent and unanswered.
+func (c *Call) InFlight() int { return c.live }
+
+// Live reports whether attempt k is in flight.
+func (c *Call) Live(k int) bool { return k >= 1 && k <= len(c.att) && c.att[k-1].live }
+
+// Answered reports attempt k's answer at now: its class and, for a
+// rejection, the callee's retry-after and don't-retry hints. Answers for
+// attempts no longer in flight are ignored.
+func (c *Call) Answered(now time.Duration, k int, o Outcome, retryAfter time.Duration, dontRetry bool) Action {
+	if c.result != Pending || !c.Live(k) {
+		return c.waiting()
+	}
+	st := &c.att[k-1]
+	st.live = false
+	c.live--
+	latency := now - st.sentAt
+	e := c.e
+	if e.Breaker != nil {
+		e.Breaker.Done(now, st.ticket, o, latency)
+	}
+	if e.Budget != nil {
+		e.Budget.OnResult(now, o, st.retry)
+	}
+	if e.Throttle != nil {
+		e.Throttle.Record(now, o != Unavailable && o != Timeout)
+	}
+	if o == Timeout {
+		c.maybeDone = true
+	}
+	if o == OK {
+		if e.Hedger != nil {
+			e.Hedger.Observe(latency)
+		}
+		if st.hedge && c.opt.Counted {
+			e.Stats.HedgesWon++
+		}
+		return c.finish(now, OK, c.hedged && e.HedgeCancelOthers)
+	}
+	return c.failed(now, o, retryAfter, dontRetry)
+}
+
+// TimedOut reports that attempt k's timeout expired at now. The driver
+// abandons the attempt (its callee may still do the work).
+func (c *Call) TimedOut(now time.Duration, k int) Action {
+	return c.Answered(now, k, Timeout, 0, false)
+}
+
+// Wake is called at or after the WakeAt of the last Action; early or
+// unexpected wake-ups are ignored.
+func (c *Call) Wake(now time.Duration) Action {
+	if c.result != Pending || c.wake == wakeNone || now < c.wakeAt {
+		return c.waiting()
+	}
+	kind := c.wake
+	c.wake = wakeNone
+	if c.sent >= c.limit {
+		return c.settle(now)
+	}
+	cause := c.last
+	if kind == wakeHedge {
+		cause = OK
+	}
+	if c.e.Budget != nil && !c.e.Budget.TryRetry(now, cause) {
+		if c.opt.Counted {
+			c.e.Stats.RetriesDenied++
+		}
+		if kind == wakeHedge {
+			c.limit = c.sent // no further hedges or retries for this call
+		}
+		return c.settle(now)
+	}
+	return c.launch(now, true, kind == wakeHedge)
+}
+
+// Abort ends the call at now because its caller gave up (its own timeout,
+// deadline or cancellation). Attempts in flight are abandoned: they are not
+// answered (they may still be working), are reported to the breaker and
+// budget as timed out, and make the result Unknown. The
+// returned Action is a Finish (or a Wait if the call had already finished).
+func (c *Call) Abort(now time.Duration) Action {
+	if c.result != Pending {
+		return c.waiting()
+	}
+	o := c.last
+	if c.live > 0 || c.sent == 0 {
+		o = Timeout
+	}
+	return c.finish(now, o, false)
+}
+
+// launch numbers the next attempt and either sends it or fails it locally.
+func (c *Call) launch(now time.Duration, retry, hedge bool) Action {
+	e := c.e
+	if c.opt.HasDeadline && now >= c.opt.Deadline {
+		c.last = Timeout
+		return c.settle(now)
+	}
+	c.sent++
+	if len(c.att) < c.sent {
+		c.att = append(c.att, attemptState{})
+	}
+	st := &c.att[c.sent-1]
+	*st = attemptState{sentAt: now, retry: retry, hedge: hedge}
+	if e.Throttle != nil && !e.Throttle.Allow(now, e.Rand) {
+		if c.opt.Counted {
+			e.Stats.Throttled++
+		}
+		if e.Budget != nil {
+			e.Budget.OnResult(now, Throttled, retry)
+		}
+		return c.failed(now, Throttled, 0, false)
+	}
+	if e.Breaker != nil {
+		t, ok := e.Breaker.Allow(now)
+		if !ok {
+			if c.opt.Counted {
+				e.Stats.BreakerFastFail++
+			}
+			if e.Budget != nil {
+				e.Budget.OnResult(now, BreakerOpen, retry)
+			}
+			return c.failed(now, BreakerOpen, 0, false)
+		}
+		st.ticket = t
+	}
+	st.live = true
+	c.live++
+	if c.opt.Counted {
+		e.Stats.Attempts++
+		if hedge {
+			e.Stats.HedgesSent++
+		} else if retry {
+			e.Stats.Retries++
+		}
+	}
+	timeout := e.Timeout
+	if c.opt.HasDeadline {
+		if rem := c.opt.Deadline - now; timeout == 0 || rem < timeout {
+			timeout = rem
+		}
+	}
+	c.armHedge(now)
+	a := c.waiting()
+	a.Kind, a.Attempt, a.Timeout, a.Hedge = Send, c.sent, timeout, hedge
+	return a
+}
+
+// armHedge schedules the next hedge if the call may still send one.
+func (c *Call) armHedge(now time.Duration) {
+	if !c.hedged || c.wake != wakeNone || c.sent >= c.limit || c.live >= c.e.HedgeMax || c.live == 0 {
+		return
+	}
+	at := now + c.e.Hedger.Delay()
+	if c.opt.HasDeadline && at >= c.opt.Deadline {
+		return
+	}
+	c.wake, c.wakeAt = wakeHedge, at
+}
+
+// failed decides what follows an attempt that ended with class o.
+func (c *Call) failed(now time.Duration, o Outcome, retryAfter time.Duration, dontRetry bool) Action {
+	c.last = o
+	e := c.e
+	retryable := (e.RetryOn.Has(o) || o == InProgress) && o != Conflict
+	if e.HonorPushback && dontRetry {
+		retryable = false
+	}
+	if !retryable {
+		if c.hedged && c.live > 0 && o != Conflict && !dontRetry {
+			return c.waiting() // let the other hedges answer
+		}
+		return c.finish(now, o, c.hedged && e.HedgeCancelOthers)
+	}
+	if c.sent >= c.limit {
+		return c.settle(now)
+	}
+	var wait time.Duration
+	pushback := retryAfter > 0 && (e.HonorPushback || o == InProgress)
+	switch {
+	case pushback:
+		wait = min(retryAfter, e.MaxPushback)
+		c.retryN, c.prevDelay = 0, 0
+		if c.opt.Counted {
+			c.e.Stats.PushbackWaits++
+		}
+	case c.hedged:
+		wait = 0
+	default:
+		c.retryN++
+		wait = e.Backoff.Delay(c.retryN, c.prevDelay, e.Rand)
+		c.prevDelay = wait
+	}
+	if c.opt.HasDeadline && now+wait >= c.opt.Deadline {
+		if c.opt.Counted {
+			e.Stats.RetriesDeadline++
+		}
+		c.limit = c.sent
+		return c.settle(now)
+	}
+	c.wake, c.wakeAt = wakeRetry, now+wait
+	if wait == 0 {
+		return c.Wake(now)
+	}
+	return c.waiting()
+}
+
+// settle finishes the call if nothing is in flight, else keeps waiting for
+// the attempts that are.
+func (c *Call) settle(now time.Duration) Action {
+	if c.live > 0 {
+		c.armHedge(now)
+		return c.waiting()
+	}
+	return c.finish(now, c.last, false)
+}
+
+func (c *Call) waiting() Action {
+	if c.wake == wakeNone || c.result != Pending {
+		return Action{Kind: Wait}
+	}
+	return Action{Kind: Wait, Wake: true, WakeAt: c.wakeAt}
+}
+
+func (c *Call) finish(now time.Duration, o Outcome, cancelOthers bool) Action {
+	switch {
+	case o == OK:
+		c.result = Succeeded
+	case c.maybeDone || c.live > 0:
+		c.result = Unknown
+	default:
+		c.result = Failed
+	}
+	c.outcome = o
+	c.wake = wakeNone
+	e := c.e
+	// Attempts still in flight are abandoned: to the breaker and budget,
+	// which must hear of every attempt once, they timed out.
+	for i := range c.att[:c.sent] {
+		st := &c.att[i]
+		if !st.live {
+			continue
+		}
+		st.live = false
+		c.live--
+		if e.Breaker != nil {
+			e.Breaker.Done(now, st.ticket, Timeout, now-st.sentAt)
+		}
+		if e.Budget != nil {
+			e.Budget.OnResult(now, Timeout, st.retry)
+		}
+	}
+	if c.opt.Counted {
+		switch c.result {
+		case Succeeded:
+			e.Stats.Succeeded++
+		case Failed:
+			e.Stats.Failed++
+		default:
+			e.Stats.Unknown++
+		}
+	}
+	if e.Budget != nil {
+		e.Budget.OnRequestDone(now)
+	}
+	return Action{Kind: Finish, Outcome: o, Result: c.result, CancelOthers: cancelOthers}
+}

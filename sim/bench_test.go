@@ -1,0 +1,200 @@
+package sim
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stormsim/stormsim/policies"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// benchMM1 is the M/M/1 queue the benchmarks compare: λ = 900/s, μ = 1000/s.
+func benchMM1(d time.Duration) *topology.Scenario {
+	return &topology.Scenario{
+		Name: "bench-mm1", Seed: 1, Duration: d, Interval: time.Second,
+		Workload: topology.Workload{Entry: "s", Arrival: "poisson", Rate: 900},
+		Services: []topology.Service{{Name: "s", Workers: 1, ServiceTime: exp(time.Millisecond)}},
+	}
+}
+
+// BenchmarkMM1 runs the full model (engine, call state machine, metrics)
+// on an M/M/1 queue and reports simulated customers per second of CPU.
+func BenchmarkMM1(b *testing.B) {
+	sc := benchMM1(100 * time.Second)
+	b.ReportAllocs()
+	var customers int64
+	for b.Loop() {
+		res, err := Run(context.Background(), sc, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		customers += res.Summary.Requests.Succeeded
+	}
+	b.ReportMetric(float64(customers)/b.Elapsed().Seconds(), "customers/s")
+}
+
+// BenchmarkFiveHopChain runs a five-service chain where every hop retries
+// timeouts, with network delays: a storm-shaped workload.
+func BenchmarkFiveHopChain(b *testing.B) {
+	retry := policies.RetryConfig{MaxAttempts: 3, Backoff: policies.BackoffConfig{Initial: time.Millisecond, Jitter: "full"}}
+	net := exp(100 * time.Microsecond)
+	sc := &topology.Scenario{
+		Name: "bench-chain", Seed: 1, Duration: 20 * time.Second, Interval: time.Second,
+		Workload: topology.Workload{Entry: "s1", Rate: 500, Deadline: time.Second, Client: topology.Call{Timeout: 200 * time.Millisecond, Retry: retry}},
+	}
+	names := []string{"s1", "s2", "s3", "s4", "s5"}
+	for i, n := range names {
+		s := topology.Service{Name: n, Workers: 16, Queue: intp(100), ServiceTime: exp(time.Millisecond), ErrorRate: 0.01}
+		if i+1 < len(names) {
+			s.Calls = []topology.Call{{To: names[i+1], Timeout: 50 * time.Millisecond, Retry: retry, Network: &net, PropagateDeadline: true}}
+		}
+		sc.Services = append(sc.Services, s)
+	}
+	b.ReportAllocs()
+	var customers uint64
+	for b.Loop() {
+		res, err := Run(context.Background(), sc, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		customers += uint64(res.Summary.Requests.Offered)
+	}
+	b.ReportMetric(float64(customers)/b.Elapsed().Seconds(), "requests/s")
+}
+
+// floorEvent is the hand-specialized M/M/1 loop's event: an arrival or a
+// departure. floorHeap is a binary min-heap of them by value, written out
+// (no container/heap interface boxing), so the floor allocates nothing.
+type floorEvent struct {
+	at     float64
+	arrive bool
+}
+
+type floorHeap []floorEvent
+
+func (h *floorHeap) push(ev floorEvent) {
+	*h = append(*h, ev)
+	a := *h
+	for j := len(a) - 1; j > 0; {
+		i := (j - 1) / 2
+		if a[i].at <= a[j].at {
+			break
+		}
+		a[i], a[j] = a[j], a[i]
+		j = i
+	}
+}
+
+func (h *floorHeap) pop() floorEvent {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		j := l
+		if r := l + 1; r < n && a[r].at < a[l].at {
+			j = r
+		}
+		if a[i].at <= a[j].at {
+			break
+		}
+		a[i], a[j] = a[j], a[i]
+		i = j
+	}
+	*h = a
+	return top
+}
+
+// floorMM1 simulates an M/M/1 queue for d seconds with no engine and no
+// policies — a heap of typed events and a switch — and returns the number
+// of customers served and their mean sojourn time.
+func floorMM1(lambda, mu, d float64, r *rand.Rand, h *floorHeap, fifo []float64) (int, float64) {
+	*h = (*h)[:0]
+	fifo = fifo[:0]
+	head := 0
+	h.push(floorEvent{at: r.ExpFloat64() / lambda, arrive: true})
+	served, sum, busy := 0, 0.0, false
+	for len(*h) > 0 {
+		ev := h.pop()
+		switch {
+		case ev.arrive:
+			if next := ev.at + r.ExpFloat64()/lambda; next < d {
+				h.push(floorEvent{at: next, arrive: true})
+			}
+			fifo = append(fifo, ev.at)
+			if !busy {
+				busy = true
+				h.push(floorEvent{at: ev.at + r.ExpFloat64()/mu})
+			}
+		default:
+			sum += ev.at - fifo[head]
+			head++
+			if head == len(fifo) {
+				fifo, head = fifo[:0], 0
+			}
+			served++
+			if head < len(fifo) {
+				h.push(floorEvent{at: ev.at + r.ExpFloat64()/mu})
+			} else {
+				busy = false
+			}
+		}
+	}
+	return served, sum / float64(served)
+}
+
+// BenchmarkFloorMM1 is the speed limit BenchmarkMM1 is measured against.
+func BenchmarkFloorMM1(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	h := &floorHeap{}
+	fifo := make([]float64, 0, 1024)
+	b.ReportAllocs()
+	var customers int
+	for b.Loop() {
+		n, _ := floorMM1(900, 1000, 100, r, h, fifo)
+		customers += n
+	}
+	b.ReportMetric(float64(customers)/b.Elapsed().Seconds(), "customers/s")
+}
+
+func TestFloorMM1MatchesTheory(t *testing.T) {
+	_, w := floorMM1(500, 1000, 200, rand.New(rand.NewPCG(1, 1)), &floorHeap{}, nil)
+	require.InDelta(t, 0.002, w, 0.0002) // W = 1/(μ−λ); a sanity check of the floor, not of the model
+}
+
+// TestMemoryIsFlatInDuration runs the same scenario for 10s and 100s of
+// simulated time: the allocations made while simulating must not grow with
+// the number of requests (pools are reused, results are streamed), only
+// the per-interval rows of the time series do.
+func TestMemoryIsFlatInDuration(t *testing.T) {
+	measure := func(d time.Duration) (mallocs, bytes uint64, events uint64) {
+		sc := benchMM1(d)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		res, err := Run(context.Background(), sc, Options{})
+		require.NoError(t, err)
+		runtime.ReadMemStats(&after)
+		require.Positive(t, res.Summary.Requests.Succeeded)
+		return after.Mallocs - before.Mallocs, after.TotalAlloc - before.TotalAlloc, uint64(res.Summary.Requests.Succeeded)
+	}
+	m10, b10, n10 := measure(10 * time.Second)
+	m100, b100, n100 := measure(100 * time.Second)
+	t.Logf("10s: %d requests, %d mallocs, %d bytes; 100s: %d requests, %d mallocs, %d bytes", n10, m10, b10, n100, m100, b100)
+	require.Greater(t, n100, 9*n10)
+	// 90 more intervals add one row each (a few allocations); per request
+	// there must be none.
+	perReq := float64(m100-m10) / float64(n100-n10)
+	require.Less(t, perReq, 0.01, "allocations per extra request")
+	require.Less(t, float64(b100), 1.5*float64(b10), "bytes allocated must not grow with duration")
+}

@@ -1,0 +1,400 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/policies"
+)
+
+// group is one step of downstream calls made by an attempt (or the external
+// client's call of a logical request): its members run at once and the step
+// succeeds when need of them succeeded, failing as soon as that becomes
+// impossible.
+type group struct {
+	owner    *attempt // nil for a request's root call
+	req      *request
+	members  []*callRun
+	need     int
+	total    int
+	succ     int
+	fail     int
+	starting bool
+	done     bool
+	last     policies.Outcome
+	result   policies.CallResult // of the last member to finish (root calls)
+}
+
+// callRun is one logical call over one edge, driven by a policies.Call.
+type callRun struct {
+	pc          policies.Call
+	edge        *edge
+	grp         *group
+	req         *request
+	slots       []*attempt // attempt k's record at slots[k-1] while the caller waits on it
+	wake        Timer
+	wakeSet     bool
+	wakeAt      time.Duration
+	deadline    time.Duration
+	hasDeadline bool
+	done        bool
+}
+
+func (m *model) newGroup(owner *attempt, req *request, need, total int) *group {
+	var g *group
+	if n := len(m.freeGroup); n > 0 {
+		g = m.freeGroup[n-1]
+		m.freeGroup = m.freeGroup[:n-1]
+	} else {
+		g = &group{}
+	}
+	members := g.members[:0]
+	*g = group{owner: owner, req: req, need: need, total: total, members: members}
+	return g
+}
+
+func (m *model) freeGroupAndMembers(g *group) {
+	// startCall sets every field of a reused callRun; its Call keeps its storage.
+	for i, cr := range g.members {
+		m.freeCall = append(m.freeCall, cr)
+		g.members[i] = nil
+	}
+	members := g.members[:0]
+	*g = group{members: members}
+	m.freeGroup = append(m.freeGroup, g)
+}
+
+// startCall starts one member call of g over e.
+func (m *model) startCall(g *group, e *edge) {
+	var cr *callRun
+	if n := len(m.freeCall); n > 0 {
+		cr = m.freeCall[n-1]
+		m.freeCall = m.freeCall[:n-1]
+	} else {
+		cr = &callRun{}
+	}
+	cr.edge, cr.grp, cr.req = e, g, g.req
+	cr.slots = cr.slots[:0]
+	cr.wakeSet, cr.done = false, false
+	if g.owner == nil {
+		cr.hasDeadline, cr.deadline = g.req.hasDeadline, g.req.deadline
+	} else {
+		cr.hasDeadline, cr.deadline = g.owner.hasDeadline, g.owner.deadline
+	}
+	g.members = append(g.members, cr)
+	a := cr.pc.Start(m.eng.Now(), e.pe, policies.CallOptions{
+		Write: g.req.write, Deadline: cr.deadline, HasDeadline: cr.hasDeadline, Counted: g.req.counted,
+	})
+	m.apply(cr, a)
+}
+
+// apply carries out a Call's Action. Sending is done last: with no
+// network delay the callee may answer at once, re-entering apply.
+func (m *model) apply(cr *callRun, a policies.Action) {
+	switch a.Kind {
+	case policies.Send:
+		m.setWake(cr, a)
+		m.send(cr, a.Attempt, a.Timeout)
+	case policies.Wait:
+		m.setWake(cr, a)
+	case policies.Finish:
+		m.setWake(cr, a)
+		m.abandonAll(cr, a.CancelOthers)
+		cr.done = true
+		m.memberDone(cr, a.Outcome, a.Result)
+	}
+}
+
+func (m *model) setWake(cr *callRun, a policies.Action) {
+	if a.Wake && a.Kind != policies.Finish {
+		if cr.wakeSet && cr.wakeAt == a.WakeAt {
+			return
+		}
+		if cr.wakeSet {
+			m.eng.Stop(cr.wake)
+		}
+		cr.wake, cr.wakeSet, cr.wakeAt = m.eng.At(a.WakeAt, m.hWake, cr), true, a.WakeAt
+		return
+	}
+	if cr.wakeSet {
+		m.eng.Stop(cr.wake)
+		cr.wakeSet = false
+	}
+}
+
+func (m *model) wake(cr *callRun) {
+	cr.wakeSet = false
+	m.apply(cr, cr.pc.Wake(m.eng.Now()))
+}
+
+// send creates attempt k of cr and puts it on the network.
+func (m *model) send(cr *callRun, k int, timeout time.Duration) {
+	e := cr.edge
+	a := m.newAttempt()
+	a.svc, a.req, a.edge, a.caller, a.k = e.callee, cr.req, e, cr, k
+	a.serverHeld, a.counted, a.state = true, cr.req.counted, attSending
+	cr.req.refs++
+	if e.propagate && cr.hasDeadline {
+		a.hasDeadline, a.deadline = true, cr.deadline
+	}
+	for len(cr.slots) < k {
+		cr.slots = append(cr.slots, nil)
+	}
+	cr.slots[k-1] = a
+	if timeout > 0 {
+		a.tmo = m.eng.After(timeout, m.hTimeout, a)
+	}
+	if e.hasNet {
+		a.ev = m.eng.After(e.net.sample(e.pe.Rand), m.hAttArrive, a)
+		return
+	}
+	m.arrive(a)
+}
+
+// deliver hands a's answer to its caller, if it still waits.
+func (m *model) deliver(a *attempt) {
+	a.ev = Timer{}
+	cr, k := a.caller, a.k
+	o, ra, dr := a.answer, a.retryAfter, a.dontRetry
+	if cr != nil {
+		m.eng.Stop(a.tmo)
+		cr.slots[k-1] = nil
+		a.caller = nil
+	}
+	m.releaseServer(a)
+	if cr != nil {
+		m.apply(cr, cr.pc.Answered(m.eng.Now(), k, o, ra, dr))
+	}
+}
+
+// attemptTimedOut runs when the caller's per-attempt timeout of a fires.
+func (m *model) attemptTimedOut(a *attempt) {
+	a.tmo = Timer{}
+	cr, k := a.caller, a.k
+	m.abandon(a, true)
+	m.apply(cr, cr.pc.TimedOut(m.eng.Now(), k))
+}
+
+// abandon makes a's caller stop waiting for it. The callee cancels the
+// attempt if asked to and it honours cancellation; otherwise it keeps
+// working for nobody.
+func (m *model) abandon(a *attempt, cancel bool) {
+	cr := a.caller
+	cr.slots[a.k-1] = nil
+	a.caller = nil
+	m.eng.Stop(a.tmo)
+	if a.state != attSending {
+		m.countTimedOut(a)
+	}
+	switch {
+	case !a.serverHeld:
+		m.freeAttempt(a)
+	case cancel && a.svc.cancel:
+		m.cancel(a)
+	}
+	// Otherwise the callee keeps working; answer sees a.caller == nil.
+}
+
+func (m *model) countTimedOut(a *attempt) {
+	if a.counted && !a.lost {
+		a.lost = true // counted once
+		a.svc.c.timedOut++
+	}
+}
+
+func (m *model) abandonAll(cr *callRun, cancel bool) {
+	for _, a := range cr.slots {
+		if a != nil {
+			m.abandon(a, cancel)
+		}
+	}
+}
+
+// memberDone records that member cr of its group finished.
+func (m *model) memberDone(cr *callRun, o policies.Outcome, r policies.CallResult) {
+	g := cr.grp
+	if r == policies.Succeeded {
+		g.succ++
+	} else {
+		g.fail++
+		g.last = o
+	}
+	g.result = r
+	if !g.starting {
+		m.evaluate(g)
+	}
+}
+
+// evaluate completes g once its quorum is met or can no longer be.
+func (m *model) evaluate(g *group) {
+	switch {
+	case g.done:
+	case g.succ >= g.need:
+		m.complete(g, true, policies.OK)
+	case g.fail > g.total-g.need:
+		m.complete(g, false, g.last)
+	}
+}
+
+func (m *model) complete(g *group, ok bool, o policies.Outcome) {
+	g.done = true
+	for _, cr := range g.members {
+		if !cr.done {
+			m.abortCall(cr)
+		}
+	}
+	owner, req, result := g.owner, g.req, g.result
+	m.freeGroupAndMembers(g)
+	if owner == nil {
+		m.requestDone(req, result)
+		return
+	}
+	m.stepDone(owner, ok, o)
+}
+
+// abortGroup tears g down without continuing its owner (the owner was cancelled).
+func (m *model) abortGroup(g *group) {
+	g.done = true
+	for _, cr := range g.members {
+		if !cr.done {
+			m.abortCall(cr)
+		}
+	}
+	m.freeGroupAndMembers(g)
+}
+
+func (m *model) abortCall(cr *callRun) {
+	a := cr.pc.Abort(m.eng.Now())
+	m.setWake(cr, a)
+	cr.done = true
+	m.abandonAll(cr, true)
+}
+
+// runStep starts step i of a's downstream calls.
+func (m *model) runStep(a *attempt, i int) {
+	st := &a.svc.steps[i]
+	a.stepIdx = i
+	g := m.newGroup(a, a.req, st.need, len(st.members))
+	a.grp = g
+	g.starting = true
+	gen := a.gen
+	for _, e := range st.members {
+		if g.fail > g.total-g.need {
+			break // already impossible: do not start the rest
+		}
+		m.startCall(g, e)
+		if a.gen != gen {
+			// Defensive: answers reach the callers above only through g
+			// while it is starting, so a cannot have been cancelled.
+			panic("sim: attempt cancelled while starting its calls")
+		}
+	}
+	g.starting = false
+	m.evaluate(g)
+}
+
+// startRequest creates a logical request arriving now; client is the
+// closed-loop client sending it (-1 for open loop).
+func (m *model) startRequest(client int) {
+	now := m.eng.Now()
+	req := m.newRequest()
+	m.nextID++
+	req.id, req.arrived, req.client, req.refs = m.nextID, now, client, 1
+	req.counted = now >= m.warmup
+	// Always draw, so write_fraction does not shift the other draws.
+	req.write = m.arrivals.Float64() < m.writeFraction
+	if m.deadline > 0 {
+		req.hasDeadline, req.deadline = true, now+m.deadline
+	}
+	m.iv.offered++
+	if req.counted {
+		m.totals.offered++
+	}
+	g := m.newGroup(nil, req, 1, 1)
+	req.root = g
+	g.starting = true
+	m.startCall(g, m.client)
+	g.starting = false
+	m.evaluate(g)
+}
+
+func (m *model) newRequest() *request {
+	var r *request
+	if n := len(m.freeReq); n > 0 {
+		r = m.freeReq[n-1]
+		m.freeReq = m.freeReq[:n-1]
+	} else {
+		r = &request{}
+	}
+	*r = request{liveIdx: len(m.live)}
+	m.live = append(m.live, r)
+	return r
+}
+
+// requestDone records a logical request's outcome.
+func (m *model) requestDone(req *request, r policies.CallResult) {
+	now := m.eng.Now()
+	req.result = r
+	req.root = nil
+	switch r {
+	case policies.Succeeded:
+		lat := now - req.arrived
+		m.iv.succeeded++
+		m.iv.latSum += float64(lat)
+		metrics.RecordLatency(m.ivLat, lat)
+		if req.counted {
+			m.totals.succeeded++
+			metrics.RecordLatency(m.lat, lat)
+		}
+	case policies.Failed:
+		m.iv.failed++
+		if req.counted {
+			m.totals.failed++
+		}
+	default:
+		m.iv.unknown++
+		if req.counted {
+			m.totals.unknown++
+		}
+	}
+	if req.client >= 0 {
+		if next := now + m.think; next < m.duration {
+			m.eng.At(next, m.hClient, &m.clients[req.client])
+		}
+	}
+	m.unref(req)
+}
+
+// unref drops one hold on req; the last one folds its side-effect
+// executions into the totals and frees it.
+func (m *model) unref(req *request) {
+	req.refs--
+	if req.refs > 0 {
+		return
+	}
+	m.fold(req)
+	last := m.live[len(m.live)-1]
+	m.live[req.liveIdx] = last
+	last.liveIdx = req.liveIdx
+	m.live[len(m.live)-1] = nil
+	m.live = m.live[:len(m.live)-1]
+	*req = request{}
+	m.freeReq = append(m.freeReq, req)
+}
+
+// fold adds req's side-effect executions to the totals.
+func (m *model) fold(req *request) {
+	if !req.counted || !req.write {
+		return
+	}
+	if req.executions > 1 {
+		m.totals.duplicates += int64(req.executions - 1)
+	}
+	if req.result == policies.Unknown || req.result == policies.Pending {
+		if req.executions > 0 {
+			m.totals.unknownCommitted++
+		} else {
+			m.totals.unknownNotCommitted++
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stormsim/stormsim/policies"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// fuzzScenario builds a small scenario from bytes: a chain or fan-out of up
+// to four services with arbitrary mixes of retries, timeouts, deadlines,
+// cancellation, queues, hedging, breakers, budgets, pushback, writes with
+// keys and faults. Every request has a deadline, so every run must drain.
+func fuzzScenario(b []byte) *topology.Scenario {
+	at := 0
+	next := func() int {
+		if at >= len(b) {
+			return 0
+		}
+		at++
+		return int(b[at-1])
+	}
+	flag := func() bool { return next()%2 == 1 }
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	call := func(to string) topology.Call {
+		c := topology.Call{To: to, Timeout: ms(next() % 50), PropagateDeadline: flag(), HonorPushback: flag()}
+		c.Retry = policies.RetryConfig{MaxAttempts: next()%4 + 1, Backoff: policies.BackoffConfig{Initial: ms(next() % 5), Jitter: "full"}}
+		if flag() {
+			c.Retry.On = []string{"error", "timeout", "unavailable"}
+		}
+		if flag() {
+			net := exp(ms(next()%3 + 1))
+			c.Network = &net
+		}
+		switch next() % 6 {
+		case 1:
+			c.Hedge = &policies.HedgeConfig{Delay: ms(next() % 10), MaxAttempts: next()%3 + 2, CancelOthers: flag()}
+		case 2:
+			c.Breaker = &policies.BreakerConfig{Kind: "consecutive", Failures: next()%5 + 1, OpenFor: ms(next()%100 + 1)}
+		case 3:
+			c.Budget = &policies.BudgetConfig{Kind: "ratio", Ratio: 0.1}
+		case 4:
+			c.Throttle = &policies.ThrottleConfig{K: 1.5, Window: time.Second}
+		}
+		return c
+	}
+	n := next()%4 + 1
+	sc := &topology.Scenario{
+		Name: "fuzz", Seed: uint64(next() + 1), Duration: 300 * time.Millisecond, Warmup: ms(next() % 100), Interval: 50 * time.Millisecond,
+		Workload: topology.Workload{Entry: "s0", Rate: float64(next()%200 + 20), Deadline: ms(next()%200 + 1),
+			WriteFraction: float64(next()%3) / 2, IdempotencyKeys: flag(), Client: call("")},
+	}
+	for i := range n {
+		s := topology.Service{
+			Name: fmt.Sprintf("s%d", i), Workers: next()%4 + 1, ServiceTime: exp(ms(next()%5 + 1)),
+			ErrorRate: float64(next()%3) / 4, CancelOnTimeout: flag(), RejectExpired: flag(),
+			SlowdownPerInflight: time.Duration(next()%3) * 100 * time.Microsecond,
+		}
+		switch next() % 4 {
+		case 1:
+			s.Queue = intp(next() % 5)
+		case 2:
+			s.Overload = policies.OverloadConfig{MaxQueueTime: ms(next()%20 + 1), Discipline: []string{"fifo", "lifo", "adaptive_lifo"}[next()%3],
+				Pushback: &policies.PushbackConfig{RetryAfter: ms(next() % 20)}}
+		case 3:
+			s.DownstreamFailure = []string{"propagate", "unavailable", "error", "timeout"}[next()%4]
+		}
+		if i+1 < n {
+			if flag() && i+2 < n {
+				s.Calls = []topology.Call{{WaitFor: next() % 3, Parallel: []topology.Call{call(fmt.Sprintf("s%d", i+1)), call(fmt.Sprintf("s%d", i+2))}}}
+			} else {
+				c := call(fmt.Sprintf("s%d", i+1))
+				c.Fanout = next()%3 + 1
+				c.WaitFor = next() % (c.Fanout + 1)
+				s.Calls = []topology.Call{c}
+			}
+		}
+		sc.Services = append(sc.Services, s)
+	}
+	if flag() {
+		f := topology.Fault{Service: fmt.Sprintf("s%d", next()%n), At: ms(next() % 200), For: ms(next()%200 + 1), LatencyAdd: ms(next() % 10),
+			DropResponse: float64(next()%3) / 4}
+		if flag() {
+			f.Capacity = fp(float64(next()%3) / 2)
+		}
+		sc.Faults = []topology.Fault{f}
+	}
+	return sc
+}
+
+// FuzzRun checks invariants that hold for every scenario: the run
+// completes, every logical request gets exactly one outcome, and once it
+// has drained no attempt, request, worker or queue slot is left held.
+func FuzzRun(f *testing.F) {
+	for _, seed := range [][]byte{
+		{}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+		{255, 254, 253, 7, 7, 7, 7, 0, 1, 0, 1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7},
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sc := fuzzScenario(b)
+		m, err := build(sc)
+		if err != nil {
+			t.Skipf("scenario rejected: %v", err) // an invalid mix, not a model failure
+		}
+		res := m.run(context.Background(), Options{})
+		sum := res.Summary
+		if sum.Status != StatusComplete {
+			t.Fatalf("status %s", sum.Status)
+		}
+		r := sum.Requests
+		if r.Offered != r.Succeeded+r.Failed+r.Unknown {
+			t.Fatalf("outcomes do not add up: %+v", r)
+		}
+		if m.alive != 0 || len(m.live) != 0 {
+			t.Fatalf("left alive: %d attempts, %d requests", m.alive, len(m.live))
+		}
+		for _, s := range m.services {
+			if s.busy != 0 || s.qlen() != 0 || s.qDead != 0 || s.inflt != 0 {
+				t.Fatalf("%s not drained: busy %d queue %d dead %d inflight %d", s.name, s.busy, s.qlen(), s.qDead, s.inflt)
+			}
+		}
+		for _, s := range sum.Services {
+			if s.Attempts < s.Succeeded+s.Failed+s.Rejected {
+				t.Fatalf("%s answered more than it received: %+v", s.Name, s)
+			}
+			if s.Utilization < 0 || s.Utilization > 1+1e-9 {
+				t.Fatalf("%s utilization %v", s.Name, s.Utilization)
+			}
+		}
+		ts := res.Series
+		for i, name := range ts.Columns {
+			for r, row := range ts.Rows {
+				v := row[i]
+				if v < -1e-9 || (strings.HasPrefix(name, "utilization/") && v > 1+1e-9) {
+					t.Fatalf("row %d: %s = %v", r, name, v)
+				}
+			}
+		}
+		if sum.Amplification < 0 || sum.SimTimeS < sc.Duration.Seconds() {
+			t.Fatalf("bad summary %+v", sum)
+		}
+	})
+}

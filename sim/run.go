@@ -1,0 +1,432 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/policies"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// Run statuses, as written to Summary.Status.
+const (
+	StatusComplete    = "complete"
+	StatusDiverged    = "diverged"
+	StatusInterrupted = "interrupted"
+)
+
+// Options tune a run without changing what is simulated.
+type Options struct {
+	// Version is written into the summary.
+	Version string
+	// Progress, if set, is called at the end of every series interval with
+	// the simulated time reached and the end of the arrival window. simNow
+	// passes simEnd while the run drains the work still in flight.
+	Progress func(simNow, simEnd time.Duration)
+}
+
+// Run simulates sc and returns its result. sc must be validated with
+// defaults applied (package topology does both).
+//
+// A run stopped early still returns its result with a nil error: Status
+// "diverged" when a limit of sc.Limits was exceeded (Summary.Diverged says
+// where), "interrupted" when ctx was cancelled. Errors are reserved for
+// scenarios that cannot be simulated.
+func Run(ctx context.Context, sc *topology.Scenario, opt Options) (*metrics.Result, error) {
+	if sc == nil {
+		return nil, errors.New("sim: nil scenario")
+	}
+	m, err := build(sc)
+	if err != nil {
+		return nil, err
+	}
+	return m.run(ctx, opt), nil
+}
+
+// run simulates the built model to its end.
+func (m *model) run(ctx context.Context, opt Options) *metrics.Result {
+	sc := m.sc
+	if ctx.Done() != nil {
+		m.checkCtx = func() bool { return ctx.Err() != nil }
+	}
+	m.status = StatusComplete
+	m.startArrivals()
+	interval := sc.Interval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	ser := newSeries(m, interval)
+	ivStart := time.Duration(0)
+	warmDone := m.warmup <= 0
+	if warmDone {
+		m.snapshotWarmup(0)
+	}
+	for !m.halted {
+		if m.checkCtx != nil && m.checkCtx() {
+			m.interrupt()
+			break
+		}
+		if m.eng.Events() > m.maxEvents {
+			m.diverge(fmt.Sprintf("more than %d events (limits.max_events)", m.maxEvents))
+			break
+		}
+		next, ok := m.eng.NextAt()
+		if !ok {
+			break
+		}
+		// Nothing happens before next: bring the interval rows and the
+		// warm-up snapshot up to it, in time order.
+		for {
+			if !warmDone && next >= m.warmup && m.warmup <= ivStart+interval {
+				m.snapshotWarmup(m.warmup)
+				warmDone = true
+				continue
+			}
+			if next < ivStart+interval {
+				break
+			}
+			ser.flush(ivStart, ivStart+interval)
+			ivStart += interval
+			if opt.Progress != nil {
+				opt.Progress(ivStart, sc.Duration)
+			}
+		}
+		end := ivStart + interval - 1
+		if !warmDone && m.warmup <= end {
+			end = m.warmup - 1
+		}
+		m.eng.RunUntil(end)
+	}
+	simEnd := max(m.eng.LastAt(), sc.Duration)
+	if m.halted {
+		simEnd = m.eng.LastAt()
+	}
+	for ivStart < simEnd || !warmDone {
+		e := min(ivStart+interval, simEnd)
+		if !warmDone && (m.warmup <= e || ivStart >= simEnd) {
+			m.snapshotWarmup(min(m.warmup, simEnd))
+			warmDone = true
+			continue
+		}
+		ser.flush(ivStart, e)
+		ivStart = e
+	}
+	return m.result(sc, opt, simEnd, ser)
+}
+
+func (m *model) diverge(reason string) {
+	if m.halted {
+		return
+	}
+	m.halted = true
+	m.status = StatusDiverged
+	m.diverged = &divergence{at: m.eng.Now(), reason: reason}
+	m.eng.Halt()
+}
+
+func (m *model) interrupt() {
+	if m.halted {
+		return
+	}
+	m.halted = true
+	m.status = StatusInterrupted
+	m.eng.Halt()
+}
+
+func (m *model) snapshotWarmup(at time.Duration) {
+	for _, s := range m.services {
+		s.advance(at)
+		s.warmBusy, s.warmQueue = s.busyArea, s.queueArea
+		s.queueMax = s.qlen()
+	}
+}
+
+// startArrivals schedules the first arrival of the open-loop process, or
+// each closed-loop client's first request at U(0, think_time).
+func (m *model) startArrivals() {
+	if m.closed {
+		m.clients = make([]closedClient, m.sc.Workload.Clients)
+		for i := range m.clients {
+			m.clients[i].idx = i
+			at := time.Duration(m.arrivals.Float64() * float64(m.think))
+			if at < m.duration {
+				m.eng.At(at, m.hClient, &m.clients[i])
+			}
+		}
+		return
+	}
+	if t, ok := m.nextArrival(0, true); ok {
+		m.eng.At(t, m.hArrival, nil)
+	}
+}
+
+func (m *model) openArrival() {
+	m.startRequest(-1)
+	if t, ok := m.nextArrival(m.eng.Now(), false); ok {
+		m.eng.At(t, m.hArrival, nil)
+	}
+}
+
+func (m *model) closedArrival(c *closedClient) { m.startRequest(c.idx) }
+
+// rateAt returns the offered rate at t and when it next changes.
+func (m *model) rateAt(t time.Duration) (rate float64, until time.Duration) {
+	w := &m.sc.Workload
+	rate, until = w.Rate, m.duration
+	for _, s := range w.Schedule {
+		if s.At <= t {
+			rate = s.Rate
+		} else if s.At < until {
+			until = s.At
+			break
+		}
+	}
+	return rate, until
+}
+
+// nextArrival returns the first arrival after t (at t itself for a
+// constant process's first arrival). A rate change restarts the process at
+// the change: exact for Poisson (memoryless), a phase reset for constant,
+// whose arrivals fall at phase start + n/rate (no rounding drift).
+func (m *model) nextArrival(t time.Duration, first bool) (time.Duration, bool) {
+	constant := m.sc.Workload.Arrival == "constant"
+	for t < m.duration {
+		rate, until := m.rateAt(t)
+		if !(rate > 0) {
+			t, first = until, true
+			continue
+		}
+		var next time.Duration
+		switch {
+		case constant && first:
+			m.phase, m.phaseN, next = t, 0, t
+		case constant:
+			m.phaseN++
+			next = m.phase + time.Duration(math.Round(float64(m.phaseN)*float64(time.Second)/rate))
+		default:
+			next = t + time.Duration(math.Round(m.arrivals.ExpFloat64()*float64(time.Second)/rate))
+		}
+		if next < until {
+			return next, true
+		}
+		t, first = until, true
+	}
+	return 0, false
+}
+
+// series accumulates the per-interval time series.
+type series struct {
+	m     *model
+	ts    *metrics.TimeSeries
+	edges []outEdge
+}
+
+// outEdge is one caller→callee pair of the output; several call entries
+// between the same services merge into it.
+type outEdge struct {
+	name        string
+	from, to    string
+	members     []*edge
+	breaker     policies.Breaker
+	budget      policies.Budget
+	prevRetries int64
+}
+
+func newSeries(m *model, interval time.Duration) *series {
+	s := &series{m: m, ts: &metrics.TimeSeries{Interval: interval}}
+	for _, e := range m.edges {
+		for len(s.edges) <= e.out {
+			s.edges = append(s.edges, outEdge{})
+		}
+		o := &s.edges[e.out]
+		o.name, o.from, o.to = e.from+"->"+e.to, e.from, e.to
+		o.members = append(o.members, e)
+		if o.breaker == nil {
+			o.breaker = e.pe.Breaker
+		}
+		if o.budget == nil {
+			o.budget = e.pe.Budget
+		}
+	}
+	cols := []string{"offered", "succeeded", "failed", "unknown", "goodput", "latency_p50_ms", "latency_p99_ms", "latency_mean_ms"}
+	for _, sv := range m.services {
+		for _, c := range []string{"attempts", "queue", "queue_max", "inflight", "utilization", "rejected", "shed"} {
+			cols = append(cols, c+"/"+sv.name)
+		}
+	}
+	for _, o := range s.edges {
+		cols = append(cols, "retries/"+o.name)
+		if o.breaker != nil {
+			cols = append(cols, "breaker_state/"+o.name)
+		}
+		if o.budget != nil {
+			cols = append(cols, "budget_level/"+o.name)
+		}
+	}
+	s.ts.Columns = cols
+	return s
+}
+
+// flush closes the interval [from, to) into one row and resets the
+// interval accumulators.
+func (s *series) flush(from, to time.Duration) {
+	m := s.m
+	width := (to - from).Seconds()
+	row := make([]float64, 0, len(s.ts.Columns))
+	iv := &m.iv
+	mean := 0.0
+	if iv.succeeded > 0 {
+		mean = iv.latSum / float64(iv.succeeded) / 1e6
+	}
+	p50, p99 := 0.0, 0.0
+	if m.ivLat.TotalCount() > 0 {
+		p50 = float64(m.ivLat.ValueAtQuantile(50)) / 1000
+		p99 = float64(m.ivLat.ValueAtQuantile(99)) / 1000
+	}
+	row = append(row, float64(iv.offered), float64(iv.succeeded), float64(iv.failed), float64(iv.unknown),
+		float64(iv.succeeded)/width, p50, p99, mean)
+	*iv = intervalTotals{}
+	m.ivLat.Reset()
+	for _, sv := range m.services {
+		sv.advance(to)
+		wns := float64(to - from)
+		row = append(row, float64(sv.ivAttempts), (sv.queueArea-sv.ivQueue)/wns, float64(sv.ivQMax),
+			float64(sv.inflt), (sv.busyArea-sv.ivBusy)/(wns*float64(sv.workers)), float64(sv.ivRejected), float64(sv.ivShed))
+		sv.ivBusy, sv.ivQueue = sv.busyArea, sv.queueArea
+		sv.ivQMax = sv.qlen()
+		sv.ivAttempts, sv.ivRejected, sv.ivShed = 0, 0, 0
+	}
+	for i := range s.edges {
+		o := &s.edges[i]
+		var r int64
+		for _, e := range o.members {
+			r += e.pe.Stats.Retries
+		}
+		row = append(row, float64(r-o.prevRetries))
+		o.prevRetries = r
+		if o.breaker != nil {
+			row = append(row, float64(o.breaker.State(to)))
+		}
+		if o.budget != nil {
+			row = append(row, o.budget.Level(to))
+		}
+	}
+	s.ts.Rows = append(s.ts.Rows, row)
+}
+
+// result assembles the run's Result.
+func (m *model) result(sc *topology.Scenario, opt Options, simEnd time.Duration, ser *series) *metrics.Result {
+	// Requests still open when the run ended never learnt their outcome.
+	for _, req := range m.live {
+		if req.result == policies.Pending && req.root != nil {
+			req.result = policies.Unknown
+			if req.counted {
+				m.totals.unknown++
+			}
+		}
+		m.fold(req)
+	}
+	t := &m.totals
+	sum := metrics.Summary{
+		Scenario: sc.Name, Seed: sc.Seed, Version: opt.Version, SimTimeS: simEnd.Seconds(), Status: m.status,
+		Requests:            metrics.Requests{Offered: t.offered, Succeeded: t.succeeded, Failed: t.failed, Unknown: t.unknown},
+		LatencyMs:           metrics.LatencyOf(m.lat),
+		Duplicates:          t.duplicates,
+		UnknownCommitted:    t.unknownCommitted,
+		UnknownNotCommitted: t.unknownNotCommitted,
+	}
+	if w := (sc.Duration - sc.Warmup).Seconds(); w > 0 {
+		sum.WindowS = w
+		sum.GoodputRPS = float64(t.succeeded) / w
+	}
+	res := &metrics.Result{Latency: m.lat, ServiceLatency: map[string]*hdrhistogram.Histogram{}, Series: ser.ts}
+	span := float64(simEnd - m.warmup)
+	var biggest *service
+	for _, s := range m.services {
+		s.advance(simEnd)
+		ss := metrics.ServiceSummary{
+			Name: s.name, Attempts: s.c.attempts, Succeeded: s.c.succeeded, Failed: s.c.failed,
+			Rejected: s.c.rejected, TimedOut: s.c.timedOut, Wasted: s.c.wasted, QueueMax: int64(s.queueMax),
+			LatencyMs: metrics.LatencyOf(s.hist), Shed: s.c.shed, Executions: s.c.executions,
+		}
+		if s.commits {
+			ss.Duplicates = t.duplicates
+		}
+		if t.offered > 0 {
+			ss.Amplification = float64(s.c.attempts) / float64(t.offered)
+		}
+		if span > 0 {
+			ss.Utilization = (s.busyArea - s.warmBusy) / (span * float64(s.workers))
+			ss.QueueMean = (s.queueArea - s.warmQueue) / span
+		}
+		sum.Amplification = max(sum.Amplification, ss.Amplification)
+		sum.Services = append(sum.Services, ss)
+		res.ServiceLatency[s.name] = s.hist
+		if biggest == nil || s.qlen() > biggest.qlen() {
+			biggest = s
+		}
+	}
+	for i := range ser.edges {
+		o := &ser.edges[i]
+		es := metrics.EdgeSummary{From: o.from, To: o.to}
+		for _, e := range o.members {
+			st := &e.pe.Stats
+			es.Calls += st.Calls
+			es.Attempts += st.Attempts
+			es.Retries += st.Retries
+			es.RetriesDenied += st.RetriesDenied
+			es.RetriesDeadline += st.RetriesDeadline
+			es.BreakerFastFail += st.BreakerFastFail
+			es.HedgesSent += st.HedgesSent
+			es.HedgesWon += st.HedgesWon
+			es.PushbackWaits += st.PushbackWaits
+			es.Throttled += st.Throttled
+			es.Succeeded += st.Succeeded
+			es.Failed += st.Failed
+			es.Unknown += st.Unknown
+			if e.pe.Breaker != nil {
+				es.BreakerOpens += e.pe.Breaker.Opens()
+			}
+		}
+		sum.Edges = append(sum.Edges, es)
+	}
+	if m.diverged != nil {
+		d := &metrics.Divergence{AtS: m.diverged.at.Seconds(), Reason: m.diverged.reason}
+		if biggest != nil {
+			d.Service, d.Queue = biggest.name, int64(biggest.qlen())
+		}
+		sum.Diverged = d
+	}
+	for _, f := range sc.Faults {
+		res.Faults = append(res.Faults, metrics.FaultWindow{Service: f.Service, At: f.At, For: f.For, Label: faultLabel(&f)})
+	}
+	res.Summary = sum
+	return res
+}
+
+func faultLabel(f *topology.Fault) string {
+	var parts []string
+	if f.Capacity != nil {
+		parts = append(parts, fmt.Sprintf("capacity ×%g", *f.Capacity))
+	}
+	if f.LatencyAdd > 0 {
+		parts = append(parts, fmt.Sprintf("latency +%v", f.LatencyAdd))
+	}
+	if f.ErrorRate != nil {
+		parts = append(parts, fmt.Sprintf("error rate %g", *f.ErrorRate))
+	}
+	if f.DropResponse > 0 {
+		parts = append(parts, fmt.Sprintf("drop %g", f.DropResponse))
+	}
+	if len(parts) == 0 {
+		return "fault"
+	}
+	return strings.Join(parts, ", ")
+}
