@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/stormsim/stormsim/experiments"
+	"github.com/stormsim/stormsim/k8s"
+)
+
+func init() {
+	register(&command{
+		name:    "k8s",
+		summary: "render Kubernetes manifests that run a sharded sweep, capacity search or load test",
+		usage:   "render --mode sweep|capacity|load --scenario FILE --shards N --image IMG [flags] [-- ARGS...]",
+		example: `  stormsim k8s render --mode sweep --scenario retry-storm.yaml --shards 8 --image ghcr.io/me/stormsim:v1 \
+      -- --param workload.rate --range 100:2000:50 --replicas 5 | kubectl apply -f -
+  stormsim k8s render --mode load --scenario chain.yaml --shards 4 --image ghcr.io/me/stormsim:v1 \
+      --start-at 2026-12-01T10:00:00Z -- --target http://gateway.shop:8080 --allow-remote`,
+		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
+			var o k8s.Options
+			scenario := fs.String("scenario", "", "the scenario `FILE` (or canned experiment name) stored in the ConfigMap")
+			fs.StringVar(&o.Mode, "mode", "", "the command each pod runs: "+strings.Join(k8s.Modes, ", "))
+			fs.IntVar(&o.Shards, "shards", 0, "number of shards: the Indexed Job's completions")
+			fs.IntVar(&o.Parallelism, "parallelism", 0, "shards running at once (default: all; load always runs all)")
+			fs.StringVar(&o.Image, "image", "", "container `IMAGE` built from the Dockerfile")
+			fs.StringArrayVar(&o.Args, "args", nil, "an `ARG` for the command, after the ones the manifest sets (repeatable; or put them all after --)")
+			fs.StringVar(&o.Name, "name", "", "name of the Jobs and of the results directory (default stormsim-MODE-SCENARIO)")
+			fs.StringVar(&o.Namespace, "namespace", "", "namespace written into every object (default: kubectl's)")
+			fs.StringVar(&o.StartAt, "start-at", "", "load: the shared start `time` (RFC 3339), a few minutes after you apply")
+			fs.StringVar(&o.PVC, "pvc", "", "results PersistentVolumeClaim `NAME` (default stormsim-results)")
+			fs.StringVar(&o.PVCSize, "pvc-size", "", "also render the claim, ReadWriteMany, of this `SIZE` (e.g. 10Gi); omit to use an existing one")
+			fs.StringVar(&o.StorageClass, "storage-class", "", "storage class of a rendered claim")
+			fs.StringVar(&o.Resources.CPU, "cpu", "", "CPU request per pod (default: measured per mode, see docs/scale-out.md)")
+			fs.StringVar(&o.Resources.Memory, "memory", "", "memory request and limit per pod")
+			fs.IntVar(&o.BackoffLimitPerIndex, "retries", 1, "retries of one failed shard before the Job fails")
+			fs.DurationVar(&o.MergeWait, "merge-wait", 6*time.Hour, "how long the merge Job waits for the shards")
+			return func(_ context.Context, args []string, w io.Writer) error {
+				if len(args) == 0 || args[0] != "render" {
+					return &exitError{exitUsage, errors.New("want 'stormsim k8s render ...'")}
+				}
+				if dash := fs.ArgsLenAtDash(); dash >= 0 {
+					if dash != 1 {
+						return &exitError{exitUsage, fmt.Errorf("unexpected arguments before --: %q", args[1:dash])}
+					}
+					o.Args = append(o.Args, args[dash:]...)
+				} else if len(args) > 1 {
+					return &exitError{exitUsage, fmt.Errorf("unexpected arguments %q (put the command's own arguments after --)", args[1:])}
+				}
+				if *scenario == "" {
+					return &exitError{exitUsage, errors.New("--scenario FILE is required")}
+				}
+				if o.Mode == "" || o.Shards == 0 || o.Image == "" {
+					return &exitError{exitUsage, errors.New("--mode, --shards and --image are required")}
+				}
+				if o.BackoffLimitPerIndex < 0 {
+					return &exitError{exitUsage, fmt.Errorf("--retries must be ≥ 0, got %d", o.BackoffLimitPerIndex)}
+				}
+				if o.BackoffLimitPerIndex == 0 {
+					o.BackoffLimitPerIndex = -1 // k8s.Options: -1 means no retries
+				}
+				data, err := scenarioBytes(*scenario)
+				if err != nil {
+					return err
+				}
+				// Validate here, where the error can name the file and line,
+				// rather than in N pods on the cluster.
+				sc, err := loadScenario(*scenario, nil)
+				if err != nil {
+					return err
+				}
+				o.Scenario, o.ScenarioName = data, sc.Name
+				return k8s.Render(w, o)
+			}
+		},
+	})
+}
+
+// scenarioBytes returns a scenario file's content, or a canned
+// experiment's when no such file exists (as loadScenario resolves it).
+func scenarioBytes(arg string) ([]byte, error) {
+	b, err := os.ReadFile(arg)
+	if err == nil {
+		return b, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if data, ok := experiments.Lookup(arg); ok {
+		return data, nil
+	}
+	return nil, fmt.Errorf("%s: no such file, and no canned experiment of that name", arg)
+}

@@ -1,0 +1,347 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/stormsim/stormsim/analysis"
+	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/shard"
+)
+
+func init() {
+	register(&command{
+		name:    "merge",
+		summary: "merge the output directories of a sharded run into the output of a single run",
+		usage:   "DIR... --out DIR [flags]\n       stormsim merge --shards N PARENT --out DIR [--wait DURATION]",
+		example: `  stormsim sweep retry-storm --param workload.rate --range 100:800:100 --shard 0/2 --out run/shard-0
+  stormsim sweep retry-storm --param workload.rate --range 100:800:100 --shard 1/2 --out run/shard-1
+  stormsim merge run/shard-0 run/shard-1 --out run/merged
+  stormsim merge --shards 2 run --out run/merged     # the same, as the Kubernetes merge Job runs it
+  stormsim merge --shards 8 --wait 2h /results/my-run --out /results/my-run/merged`,
+		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
+			out := fs.String("out", "", "write the merged output to `DIR` (required)")
+			shards := fs.Int("shards", 0, "read the `N` shard directories PARENT/shard-0 … PARENT/shard-(N−1)")
+			wait := fs.Duration("wait", 0, "wait up to this long for every shard directory to be complete (e.g. 2h); 0: they must be complete now")
+			format := fs.String("format", "text", "output format of a merged run's summary: text or json")
+			return func(ctx context.Context, args []string, w io.Writer) error {
+				if *out == "" {
+					return &exitError{exitUsage, errors.New("--out DIR is required")}
+				}
+				if *format != "text" && *format != "json" {
+					return &exitError{exitUsage, fmt.Errorf("--format: want text or json, got %q", *format)}
+				}
+				if *wait < 0 {
+					return &exitError{exitUsage, fmt.Errorf("--wait must be ≥ 0, got %v", *wait)}
+				}
+				dirs, err := shardDirs(args, *shards)
+				if err != nil {
+					return &exitError{exitUsage, err}
+				}
+				if err := checkMergeOut(dirs, *out); err != nil {
+					return &exitError{exitUsage, err}
+				}
+				if *wait > 0 {
+					if err := waitComplete(ctx, dirs, *shards, *wait, mergePoll); err != nil {
+						return err
+					}
+				}
+				return mergeDirs(dirs, *shards, *out, *format, w)
+			}
+		},
+	})
+}
+
+// mergePoll is how often --wait looks at the shard directories again: often
+// enough that the merge starts soon after the last shard, rarely enough that
+// hours of waiting do not load a shared file system. Tests shorten it.
+var mergePoll = 2 * time.Second
+
+// shardDirs returns the directories to merge: the arguments, or with
+// --shards N the N shard directories of the one PARENT argument.
+func shardDirs(args []string, n int) ([]string, error) {
+	if n != 0 {
+		if n < 1 || n > shard.MaxCount {
+			return nil, fmt.Errorf("--shards must be in [1, %d], got %d", shard.MaxCount, n)
+		}
+		if len(args) != 1 {
+			return nil, fmt.Errorf("with --shards give one PARENT directory, got %d arguments", len(args))
+		}
+		dirs := make([]string, n)
+		for i := range dirs {
+			dirs[i] = shard.Dir(args[0], i)
+		}
+		return dirs, nil
+	}
+	if len(args) == 0 {
+		return nil, errors.New("give the shards' output directories (or --shards N PARENT)")
+	}
+	return args, nil
+}
+
+// checkMergeOut rejects merging a directory twice (its counts would be
+// doubled) or writing the merge over one of its inputs.
+func checkMergeOut(dirs []string, out string) error {
+	seen := map[string]string{}
+	abs := func(p string) string {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return filepath.Clean(p)
+		}
+		return a
+	}
+	for _, d := range dirs {
+		a := abs(d)
+		if prev, dup := seen[a]; dup {
+			return fmt.Errorf("%s and %s are the same directory: merging it twice would double its counts", prev, d)
+		}
+		seen[a] = d
+	}
+	if d, ok := seen[abs(out)]; ok {
+		return fmt.Errorf("--out %s is one of the inputs (%s)", out, d)
+	}
+	return nil
+}
+
+// outputKind is what a shard directory holds.
+type outputKind int
+
+const (
+	kindNone   outputKind = iota // nothing complete yet
+	kindSweep                    // sweep.csv from 'stormsim sweep --shard'
+	kindResult                   // a metrics.Save directory (run, load)
+)
+
+func (k outputKind) String() string {
+	return [...]string{"incomplete", "sweep", "result"}[k]
+}
+
+// kindOf says what dir holds once it is complete. Every file is written
+// atomically; metrics.Save writes faults.json last, so a result directory
+// with it is complete, and a sweep shard writes its one sweep.csv at the
+// end.
+func kindOf(dir string) (outputKind, error) {
+	exists := func(name string) (bool, error) {
+		_, err := os.Stat(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	for _, c := range []struct {
+		kind  outputKind
+		files []string
+	}{
+		{kindSweep, []string{"sweep.csv"}},
+		{kindResult, []string{metrics.SummaryFile, metrics.FaultsFile}},
+	} {
+		all := true
+		for _, f := range c.files {
+			ok, err := exists(f)
+			if err != nil {
+				return kindNone, err
+			}
+			all = all && ok
+		}
+		if all {
+			return c.kind, nil
+		}
+	}
+	return kindNone, nil
+}
+
+// waitComplete polls until the shards are ready to merge (see ready),
+// ctx is done, or timeout passes; the error says what is still missing.
+func waitComplete(ctx context.Context, dirs []string, shards int, timeout, poll time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		why, err := notReady(dirs, shards)
+		if err != nil {
+			return err
+		}
+		if why == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waited %v and the shards are not ready: %s (merge without --wait to see what they hold)", timeout, why)
+		case <-t.C:
+		}
+	}
+}
+
+// notReady returns why dirs cannot be merged into a whole run yet, or ""
+// when they can: a directory without finished output, a sweep whose units
+// do not add up to a whole sweep, or a result shard that was interrupted
+// (its pod is likely being retried).
+func notReady(dirs []string, shards int) (string, error) {
+	var missing []string
+	for _, d := range dirs {
+		k, err := kindOf(d)
+		if err != nil {
+			return "", err
+		}
+		if k == kindNone {
+			missing = append(missing, d)
+		}
+	}
+	if len(missing) > 0 {
+		n := len(missing)
+		if n > 5 {
+			missing = append(missing[:5], fmt.Sprintf("and %d more", n-5))
+		}
+		return fmt.Sprintf("%d of %d shard directories are not complete: %s", n, len(dirs), strings.Join(missing, ", ")), nil
+	}
+	kind, err := commonKind(dirs)
+	if err != nil {
+		return "", err
+	}
+	if kind == kindSweep {
+		_, err := readSweepShards(dirs, shards)
+		var inc *incompleteSweepError
+		if errors.As(err, &inc) {
+			return inc.Error(), nil
+		}
+		return "", err
+	}
+	for _, d := range dirs {
+		name := filepath.Join(d, metrics.SummaryFile)
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return "", err
+		}
+		var s struct{ Status string }
+		if err := json.Unmarshal(b, &s); err != nil {
+			return "", fmt.Errorf("%s: %w", name, err)
+		}
+		if s.Status == "interrupted" {
+			return d + " was interrupted", nil
+		}
+	}
+	return "", nil
+}
+
+// commonKind returns the kind of output every dir holds, or an error when
+// one is unfinished or they differ.
+func commonKind(dirs []string) (outputKind, error) {
+	var kind outputKind
+	for i, d := range dirs {
+		k, err := kindOf(d)
+		if err != nil {
+			return kindNone, err
+		}
+		if k == kindNone {
+			return kindNone, fmt.Errorf("%s: holds neither sweep.csv nor a complete result (summary.json … faults.json): not a finished shard", d)
+		}
+		if i > 0 && k != kind {
+			return kindNone, fmt.Errorf("%s holds %s output, %s holds %s output: shards of different commands", dirs[0], kind, d, k)
+		}
+		kind = k
+	}
+	return kind, nil
+}
+
+// incompleteSweepError says that shards' rows do not make a whole sweep.
+type incompleteSweepError struct{ have, want, first int }
+
+func (e *incompleteSweepError) Error() string {
+	return fmt.Sprintf("the shards hold %d of the sweep's %d units (unit %d is missing): a shard is unfinished or missing", e.have, e.want, e.first)
+}
+
+// readSweepShards reads the shards' sweep.csv files and checks that their
+// units make one whole sweep: every unit 0 … P·V·R−1 exactly once (P points,
+// V variants, R replicas, as the rows show them), and, with shards = N,
+// that directory I holds only units ≡ I (mod N). A shard interrupted
+// before its last unit, or left out, shows up as a missing unit.
+func readSweepShards(dirs []string, shards int) ([]analysis.Row, error) {
+	parts := make([][]analysis.Row, len(dirs))
+	for i, d := range dirs {
+		name := filepath.Join(d, "sweep.csv")
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := analysis.ReadRows(name, f)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		if shards > 0 {
+			sp := shard.Spec{Index: i, Count: shards}
+			for _, r := range rows {
+				if !sp.Owns(r.Index) {
+					return nil, fmt.Errorf("%s holds unit %d, which belongs to shard %d/%d, not %v: shards of a different split", name, r.Index, r.Index%shards, shards, sp)
+				}
+			}
+		}
+		parts[i] = rows
+	}
+	rows, err := analysis.MergeRows(parts...)
+	if err != nil {
+		return nil, err
+	}
+	points, replicas := 0, 0
+	variants := map[string]bool{}
+	for _, r := range rows {
+		points = max(points, r.Point+1)
+		replicas = max(replicas, r.Replica+1)
+		variants[r.VariantName] = true
+	}
+	want := points * len(variants) * replicas
+	for i, r := range rows {
+		if r.Index != i {
+			return nil, &incompleteSweepError{have: len(rows), want: max(want, r.Index+1), first: i}
+		}
+	}
+	if len(rows) != want {
+		return nil, &incompleteSweepError{have: len(rows), want: want, first: len(rows)}
+	}
+	return rows, nil
+}
+
+// mergeDirs merges complete shard directories of one kind into out.
+func mergeDirs(dirs []string, shards int, out, format string, w io.Writer) error {
+	kind, err := commonKind(dirs)
+	if err != nil {
+		return err
+	}
+	if kind == kindSweep {
+		if _, err := readSweepShards(dirs, shards); err != nil {
+			return err
+		}
+		files := make([]string, len(dirs))
+		for i, d := range dirs {
+			files[i] = filepath.Join(d, "sweep.csv")
+		}
+		return mergeSweep(files, out, w)
+	}
+	parts := make([]*metrics.Result, len(dirs))
+	for i, d := range dirs {
+		r, err := metrics.Load(d)
+		if err != nil {
+			return err
+		}
+		if i > 0 && r.Summary.Seed != parts[0].Summary.Seed {
+			return fmt.Errorf("%s has seed %d, %s seed %d: shards of one run share its seed", d, r.Summary.Seed, dirs[0], parts[0].Summary.Seed)
+		}
+		parts[i] = r
+	}
+	merged, err := metrics.Merge(parts...)
+	if err != nil {
+		return err
+	}
+	return emitResult(w, merged, format, out)
+}
