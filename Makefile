@@ -39,3 +39,5 @@ fmt:
 
 clean:
 	rm -rf bin
+
+include docs/docs.mk

@@ -2,6 +2,7 @@ package plots
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -74,7 +75,7 @@ func Overlay(dir, name string, results map[string]*metrics.Result, column string
 		if err != nil {
 			return nil, fmt.Errorf("plots: overlay %s: variant %q: %w", name, n, err)
 		}
-		xys := timeXYs(ts, ys, func(_ int, y float64) bool { return !cfg.logY || y > 0 })
+		xys := timeXYs(ts, ys, func(_ int, y float64) bool { return !math.IsNaN(y) && (!cfg.logY || y > 0) })
 		if err := f.line(xys, n, palette[i%len(palette)], vg.Points(2), i >= len(palette)); err != nil {
 			return nil, err
 		}
@@ -104,6 +105,8 @@ func columnValues(ts *metrics.TimeSeries, column string) ([]float64, error) {
 		}
 		out := make([]float64, len(att))
 		for i := range att {
+			// Nothing offered: the ratio is undefined, not 0; NaN rows are skipped.
+			out[i] = math.NaN()
 			if off[i] > 0 {
 				out[i] = att[i] / off[i]
 			}
