@@ -1,0 +1,391 @@
+package capacity
+
+import (
+	"errors"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/stormsim/stormsim/metrics"
+)
+
+// Plot names, as written by WritePlots (with .png).
+const (
+	PlotSLO         = "capacity-slo"
+	PlotUtilization = "capacity-utilization"
+	PlotRecovery    = "capacity-recovery"
+)
+
+// ErrNoRecovery is returned by RecoveryPlot for a search without faults.
+var ErrNoRecovery = errors.New("capacity: no recovery runs to plot (the scenario has no faults)")
+
+var (
+	thresholdColor = color.NRGBA{0xd6, 0x27, 0x28, 0xff}
+	boundaryColor  = color.NRGBA{0x2c, 0xa0, 0x2c, 0xff}
+	faultFill      = color.NRGBA{0xd6, 0x27, 0x28, 0x26}
+	dataColor      = color.NRGBA{0x1f, 0x77, 0xb4, 0xff}
+)
+
+// zoom sets the y axis around the threshold, so that the crossing is
+// visible even when the load beyond capacity sends the metric far off:
+// up to three times an upper threshold, or three times the gap between a
+// lower threshold and the best value. Points beyond are clipped.
+func zoom(p *plot.Plot, xys plotter.XYs, threshold float64, upper bool) {
+	if len(xys) == 0 {
+		return
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, xy := range xys {
+		lo, hi = math.Min(lo, xy.Y), math.Max(hi, xy.Y)
+	}
+	if upper {
+		p.Y.Min = 0
+		top := math.Max(threshold, math.Min(hi, 3*threshold))
+		if top <= 0 {
+			top = 1
+		}
+		p.Y.Max = top * 1.35 // room for the legend
+		return
+	}
+	gap := math.Max(hi-threshold, math.Abs(threshold)*0.01)
+	p.Y.Min = math.Max(math.Min(lo, threshold-gap), threshold-3*gap)
+	p.Y.Min = math.Max(p.Y.Min, 0)
+	p.Y.Max = hi + gap
+}
+
+// vline draws a labelled vertical line across the plot area at X.
+type vline struct {
+	X     float64
+	Label string
+	Color color.Color
+	Dash  bool
+	// LabelAt is the label's height as a fraction of the plot area's
+	// (0 means 0.8).
+	LabelAt float64
+}
+
+// Plot implements plot.Plotter.
+func (v vline) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	x := trX(v.X)
+	if x < c.Min.X || x > c.Max.X {
+		return
+	}
+	ls := draw.LineStyle{Color: v.Color, Width: vg.Points(1.5)}
+	if v.Dash {
+		ls.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+	}
+	c.StrokeLine2(ls, x, c.Min.Y, x, c.Max.Y)
+	at := v.LabelAt
+	if at == 0 {
+		at = 0.8
+	}
+	sty := draw.TextStyle{Color: v.Color, Font: font.From(p.X.Tick.Label.Font, vg.Points(10)),
+		Handler: p.X.Tick.Label.Handler, XAlign: draw.XLeft, YAlign: draw.YCenter}
+	c.FillText(sty, vg.Point{X: x + vg.Points(3), Y: c.Min.Y + vg.Length(at)*(c.Max.Y-c.Min.Y)}, v.Label)
+}
+
+// DataRange implements plot.DataRanger, so the line's X is inside the
+// axis; the infinite y extent leaves the y axis to the data.
+func (v vline) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return v.X, v.X, math.Inf(1), math.Inf(-1)
+}
+
+// band shades [From, To) across the plot area, labelled at its top.
+type band struct {
+	From, To float64
+	Label    string
+}
+
+// Plot implements plot.Plotter.
+func (b band) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	x0, x1 := max(trX(b.From), c.Min.X), min(trX(b.To), c.Max.X)
+	if x1 <= x0 {
+		return
+	}
+	c.FillPolygon(faultFill, []vg.Point{{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y}})
+	sty := draw.TextStyle{Color: thresholdColor, Font: font.From(p.X.Tick.Label.Font, vg.Points(9)),
+		Handler: p.X.Tick.Label.Handler, XAlign: draw.XLeft, YAlign: draw.YBottom}
+	c.FillText(sty, vg.Point{X: x0 + vg.Points(3), Y: c.Min.Y + vg.Points(3)}, b.Label)
+}
+
+// errXY is a line with asymmetric Y error bars.
+type errXY struct {
+	plotter.XYs
+	lo, hi []float64
+}
+
+func (e errXY) YError(i int) (float64, float64) { return e.lo[i], e.hi[i] }
+
+func (o *Outcome) boundaryLine() (vline, bool) {
+	p := o.PassPoint()
+	if p == nil {
+		return vline{}, false
+	}
+	label := "capacity " + o.Search.valueFormat()(p.Value)
+	if b := o.Bound(); b != "" {
+		label += " (bound by " + b + ")"
+	}
+	return vline{X: p.Value, Label: label, Color: boundaryColor}, true
+}
+
+// SLOPlots draws one panel per SLO term: the term's metric (mean over the
+// replicas, with its one-sided confidence bound as an error bar) against
+// the parameter, the threshold as a red dashed line and the capacity as a
+// green vertical line.
+func (o *Outcome) SLOPlots() ([]*plot.Plot, error) {
+	s := o.Search
+	var out []*plot.Plot
+	for i, t := range s.SLO {
+		p := plot.New()
+		p.Title.Text = fmt.Sprintf("steady-state SLO term %s against %s", t.String(), s.Param)
+		p.X.Label.Text = s.Param
+		p.Y.Label.Text = t.Name() + unitLabel(t.unit())
+		scale := 1.0
+		if t.unit() == unitFraction {
+			scale = 100
+		}
+		var xy errXY
+		for _, pt := range o.Points {
+			ts := pt.Terms[i]
+			if math.IsInf(ts.Mean, 0) || math.IsNaN(ts.Mean) {
+				continue // nothing succeeded there: no latency to draw
+			}
+			xy.XYs = append(xy.XYs, plotter.XY{X: pt.Value, Y: ts.Mean * scale})
+			xy.lo = append(xy.lo, (ts.Mean-ts.Lower)*scale)
+			xy.hi = append(xy.hi, (ts.Upper-ts.Mean)*scale)
+		}
+		if len(xy.XYs) > 0 {
+			line, pts, err := plotter.NewLinePoints(xy.XYs)
+			if err != nil {
+				return nil, fmt.Errorf("capacity: slo plot: %w", err)
+			}
+			line.Color, pts.Color = dataColor, dataColor
+			bars, err := plotter.NewYErrorBars(xy)
+			if err != nil {
+				return nil, fmt.Errorf("capacity: slo plot: %w", err)
+			}
+			bars.Color = dataColor
+			p.Add(line, pts, bars)
+			p.Legend.Add(t.Name()+" (mean, confidence bound)", line, pts)
+		}
+		lo, hi := o.Search.withDefaults().Lo, o.Search.withDefaults().Hi
+		th, err := plotter.NewLine(plotter.XYs{{X: lo, Y: t.Threshold * scale}, {X: hi, Y: t.Threshold * scale}})
+		if err != nil {
+			return nil, fmt.Errorf("capacity: slo plot: %w", err)
+		}
+		th.Color = thresholdColor
+		th.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		p.Add(th)
+		p.Legend.Add("threshold "+t.Op.String()+" "+t.Format(t.Threshold), th)
+		if b, ok := o.boundaryLine(); ok {
+			// Clear of the passing values (low for an upper limit, high
+			// for a lower one) and of the legend in the other corner.
+			b.LabelAt = 0.8
+			if !t.Upper() {
+				b.LabelAt = 0.35
+			}
+			p.Add(b)
+		}
+		// Passing values sit at the left: low for upper limits, high
+		// for lower ones. The legend goes in the opposite corner.
+		p.Legend.Top, p.Legend.Left = t.Upper(), true
+		zoom(p, xy.XYs, t.Threshold*scale, t.Upper())
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func unitLabel(u unit) string {
+	switch u {
+	case unitMs:
+		return " (ms)"
+	case unitFraction:
+		return " (%)"
+	case unitRate:
+		return " (req/s)"
+	}
+	return ""
+}
+
+// UtilizationPlot draws each service's mean utilization against the
+// parameter, with the capacity marked.
+func (o *Outcome) UtilizationPlot() (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("utilization per service against %s (steady state)", o.Search.Param)
+	p.X.Label.Text = o.Search.Param
+	p.Y.Label.Text = "utilization (%)"
+	var names []string
+	lines := map[string]plotter.XYs{}
+	for _, pt := range o.Points {
+		for _, s := range pt.Services {
+			if _, ok := lines[s.Name]; !ok {
+				names = append(names, s.Name)
+			}
+			lines[s.Name] = append(lines[s.Name], plotter.XY{X: pt.Value, Y: 100 * s.Utilization})
+		}
+	}
+	if len(names) == 0 {
+		return nil, errors.New("capacity: utilization plot: no service figures")
+	}
+	for i, n := range names {
+		line, pts, err := plotter.NewLinePoints(lines[n])
+		if err != nil {
+			return nil, fmt.Errorf("capacity: utilization plot: %w", err)
+		}
+		line.Color, pts.Color = plotutil.Color(i), plotutil.Color(i)
+		pts.Shape = plotutil.Shape(i)
+		p.Add(line, pts)
+		p.Legend.Add(n, line, pts)
+	}
+	if b, ok := o.boundaryLine(); ok {
+		p.Add(b)
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Y.Min, p.Y.Max = 0, 100/(1-min(0.6, 0.1+0.065*float64(len(names))))
+	return p, nil
+}
+
+// RecoveryPlot draws goodput over time in a recovery run at the capacity
+// (replica 0) and at the point beyond it (the first replica that did not
+// recover), with the fault window shaded and the end of the recovery bound
+// marked.
+func (o *Outcome) RecoveryPlot() (*plot.Plot, error) {
+	if !o.HasFaults {
+		return nil, ErrNoRecovery
+	}
+	f := o.Search.valueFormat()
+	p := plot.New()
+	p.Title.Text = "recovery at the boundary: goodput over time, with the faults"
+	p.X.Label.Text = "time (s)"
+	p.Y.Label.Text = "goodput (req/s)"
+	p.Add(band{From: o.Trigger.Start.Seconds(), To: o.Trigger.End.Seconds(), Label: "fault: " + o.Trigger.Label})
+	p.Add(vline{X: (o.Trigger.End + o.Search.withDefaults().Detector.RecoveryBound).Seconds(), Label: "recovery bound", Color: thresholdColor, Dash: true})
+	drawn := 0
+	for i, pt := range []*Point{o.PassPoint(), o.FailPoint()} {
+		if pt == nil || len(pt.Replicas) == 0 {
+			continue
+		}
+		// Beyond the boundary, show a replica that did not recover, if
+		// any: the one that made the verdict.
+		rep := &pt.Replicas[0]
+		for j := range pt.Replicas {
+			if i == 1 && !pt.Replicas[j].Recovered {
+				rep = &pt.Replicas[j]
+				break
+			}
+		}
+		ser := rep.series
+		if ser == nil {
+			continue
+		}
+		per := 1 / ser.Interval.Seconds()
+		var xys plotter.XYs
+		for j, g := range ser.Goodput {
+			st := ser.Start + ser.Interval*time.Duration(j)
+			if ser.End > 0 && st+ser.Interval > ser.End {
+				break
+			}
+			xys = append(xys, plotter.XY{X: (st + ser.Interval/2).Seconds(), Y: g * per})
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		line, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, fmt.Errorf("capacity: recovery plot: %w", err)
+		}
+		line.Color = []color.Color{boundaryColor, thresholdColor}[i]
+		line.Width = vg.Points(1.5)
+		what := "holds"
+		if i == 1 {
+			what = "beyond"
+		}
+		rec := "does not recover"
+		if rep.Recovered {
+			rec = "recovers"
+		}
+		p.Add(line)
+		p.Legend.Add(fmt.Sprintf("%s=%s (%s; replica %d %s, %d of %d recover)", o.Search.Param, f(pt.Value), what, rep.Replica, rec, pt.Recovered, len(pt.Replicas)), line)
+		drawn++
+	}
+	if drawn == 0 {
+		return nil, errors.New("capacity: recovery plot: no recovery series at the boundary")
+	}
+	p.Legend.Top = true
+	p.Y.Min = 0
+	p.Y.Max *= 1.4
+	return p, nil
+}
+
+// WritePlots writes the capacity plots as PNG files in dir (created if
+// needed), atomically, and returns their paths.
+func (o *Outcome) WritePlots(dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("capacity: %w", err)
+	}
+	var files []string
+	slo, err := o.SLOPlots()
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, PlotSLO+".png")
+	if err := writeTiles(path, slo); err != nil {
+		return files, err
+	}
+	files = append(files, path)
+	u, err := o.UtilizationPlot()
+	if err != nil {
+		return files, err
+	}
+	path = filepath.Join(dir, PlotUtilization+".png")
+	if err := writeTiles(path, []*plot.Plot{u}); err != nil {
+		return files, err
+	}
+	files = append(files, path)
+	if o.HasFaults {
+		r, err := o.RecoveryPlot()
+		if err != nil {
+			return files, err
+		}
+		path = filepath.Join(dir, PlotRecovery+".png")
+		if err := writeTiles(path, []*plot.Plot{r}); err != nil {
+			return files, err
+		}
+		files = append(files, path)
+	}
+	return files, nil
+}
+
+// writeTiles draws plots stacked vertically into one PNG, 960 pixels wide
+// and 400 high per panel, written atomically.
+func writeTiles(path string, ps []*plot.Plot) error {
+	const w, h = 10 * vg.Inch, 4.2 * vg.Inch
+	img := vgimg.NewWith(vgimg.UseWH(w, h*vg.Length(len(ps))), vgimg.UseDPI(96))
+	dc := draw.New(img)
+	grid := make([][]*plot.Plot, len(ps))
+	for i, p := range ps {
+		grid[i] = []*plot.Plot{p}
+	}
+	canvases := plot.Align(grid, draw.Tiles{Rows: len(ps), Cols: 1, PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8), PadY: vg.Points(10)}, dc)
+	for i, p := range ps {
+		p.Draw(canvases[i][0])
+	}
+	return metrics.WriteFileAtomic(path, func(wr io.Writer) error {
+		_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(wr)
+		return err
+	})
+}

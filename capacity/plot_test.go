@@ -1,0 +1,61 @@
+package capacity
+
+import (
+	"context"
+	"errors"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stormsim/stormsim/analysis"
+)
+
+func TestWritePlots(t *testing.T) {
+	s := Search{Param: "workload.rate", Lo: 100, Hi: 900, Resolution: 20, Replicas: 2, SLO: fakeSLO(), Orientation: HoldsBelow,
+		Detector: analysis.DetectorConfig{RecoveryBound: 5 * time.Second}}
+	for _, faults := range []bool{false, true} {
+		out, err := Run(context.Background(), fakeRunner(0.05, nil), fakeBuilder(faults, 300), s, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		files, err := out.WritePlots(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{PlotSLO, PlotUtilization}
+		if faults {
+			want = append(want, PlotRecovery)
+		}
+		if len(files) != len(want) {
+			t.Fatalf("faults %v: wrote %v, want %v", faults, files, want)
+		}
+		for i, name := range want {
+			if files[i] != filepath.Join(dir, name+".png") {
+				t.Errorf("file %d: %s, want %s.png", i, files[i], name)
+			}
+			f, err := os.Open(files[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			img, err := png.Decode(f)
+			f.Close()
+			if err != nil {
+				t.Fatalf("%s: %v", files[i], err)
+			}
+			// 960 pixels wide; the SLO plot has one 403-pixel panel per term.
+			b := img.Bounds()
+			if b.Dx() != 960 || (name == PlotSLO && b.Dy() != 2*int(math.Round(4.2*96))) {
+				t.Errorf("%s: %v", name, b)
+			}
+		}
+		if !faults {
+			if _, err := out.RecoveryPlot(); !errors.Is(err, ErrNoRecovery) {
+				t.Errorf("RecoveryPlot without faults: %v, want ErrNoRecovery", err)
+			}
+		}
+	}
+}

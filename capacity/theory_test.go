@@ -1,0 +1,210 @@
+package capacity
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/sim"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// These tests run the real simulator on queues whose sojourn-time
+// distribution is known in closed form, and check the search's confidence
+// statements against the theory.
+
+func simRun(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
+	return sim.Run(ctx, sc, sim.Options{})
+}
+
+func loadBuilder(t *testing.T, path string, sets ...string) (*topology.Scenario, Builder) {
+	t.Helper()
+	base, err := topology.Load(path, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base, func(sets []string) (*topology.Scenario, error) { return base.WithSets(sets...) }
+}
+
+// erlangC is the probability that an arrival waits in an M/M/c queue with
+// offered load a = λ/μ < c.
+func erlangC(c int, a float64) float64 {
+	// Erlang B by its stable recursion, then C = B / (1 − ρ(1 − B)).
+	b := 1.0
+	for k := 1; k <= c; k++ {
+		b = a * b / (float64(k) + a*b)
+	}
+	rho := a / float64(c)
+	return b / (1 - rho*(1-b))
+}
+
+// sojournTail is P(W > t) for the sojourn time W (wait plus service) of an
+// M/M/c queue: the wait is 0 with probability 1 − C and otherwise
+// exponential with rate θ = cμ − λ, and the service is exponential with
+// rate μ, independent of it.
+func sojournTail(c int, mu, lambda, t float64) float64 {
+	C := erlangC(c, lambda/mu)
+	theta := float64(c)*mu - lambda
+	var both float64 // P(Exp(θ) + Exp(μ) > t)
+	if math.Abs(theta-mu) < 1e-9*mu {
+		both = (1 + mu*t) * math.Exp(-mu*t)
+	} else {
+		both = (theta*math.Exp(-mu*t) - mu*math.Exp(-theta*t)) / (theta - mu)
+	}
+	return (1-C)*math.Exp(-mu*t) + C*both
+}
+
+// sojournP99 solves P(W > t) = 0.01 for t, in milliseconds.
+func sojournP99(c int, mu, lambda float64) float64 {
+	lo, hi := 0.0, 1000.0
+	for range 200 {
+		m := (lo + hi) / 2
+		if sojournTail(c, mu, lambda, m) > 0.01 {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return lo * 1000
+}
+
+// capacityFor solves sojournP99(c, μ, λ) = limit for λ.
+func capacityFor(c int, mu, limitMs float64) float64 {
+	lo, hi := 0.0, float64(c)*mu*(1-1e-9)
+	for range 200 {
+		m := (lo + hi) / 2
+		if sojournP99(c, mu, m) < limitMs {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+func TestTheoryHelpers(t *testing.T) {
+	// M/M/1: P(W > t) = e^{−(μ−λ)t}, so p99 = ln(100)/(μ − λ).
+	if got, want := sojournP99(1, 1000, 700), 1000*math.Log(100)/300; math.Abs(got-want) > 1e-6 {
+		t.Errorf("M/M/1 p99 %g, want %g", got, want)
+	}
+	if got, want := capacityFor(1, 1000, 20), 1000-1000*math.Log(100)/20; math.Abs(got-want) > 1e-3 {
+		t.Errorf("M/M/1 capacity %g, want %g", got, want)
+	}
+	// Erlang C for c = 2, a = 1: 1/3.
+	if got := erlangC(2, 1); math.Abs(got-1.0/3) > 1e-12 {
+		t.Errorf("C(2, 1) = %g, want 1/3", got)
+	}
+}
+
+// checkAgainstTheory checks a capacity search on an M/M/c queue:
+//   - the holding point's theoretical p99 is below the limit and the
+//     failing point's above it (each statement is made at 95 %
+//     confidence, less the histogram's 0.1 % quantization);
+//   - at every evaluated point in the stable region the mean simulated p99
+//     agrees with theory within t(0.9995, n−1)·sd/√n (a 99.9 % two-sided
+//     check of the simulator, the figures the search's confidence rests on);
+//   - the bracket is no wider than the unsure zone its own half-widths
+//     imply: 2·(h_holds + h_fails)/slope, plus the resolution.
+func checkAgainstTheory(t *testing.T, out *Outcome, c int, mu, limitMs float64) {
+	t.Helper()
+	lambdaStar := capacityFor(c, mu, limitMs)
+	a := out.Answer()
+	t.Logf("theory λ* = %.1f; holds at %.1f, not shown at %.1f, fails at %.1f; %d runs",
+		lambdaStar, a.HoldsAt, a.NotShownAt, a.FailsAt, out.Runs)
+	if a.Status != "bracketed" || math.IsNaN(a.FailsAt) {
+		t.Fatalf("answer %+v: want a bracket with a failing point", a)
+	}
+	const quant = 1.001 // hdrhistogram: 3 significant digits
+	if p := sojournP99(c, mu, a.HoldsAt); p > limitMs*quant {
+		t.Errorf("holds at %.1f, where theory's p99 is %.2fms > %gms", a.HoldsAt, p, limitMs)
+	}
+	if p := sojournP99(c, mu, a.FailsAt); p < limitMs/quant {
+		t.Errorf("fails at %.1f, where theory's p99 is %.2fms < %gms", a.FailsAt, p, limitMs)
+	}
+	n := len(out.Points[0].Replicas)
+	tq := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(0.9995)
+	for _, p := range out.Points {
+		if p.Value/(float64(c)*mu) > 0.9 {
+			continue // near saturation a short run has not reached steady state
+		}
+		ts := p.Terms[0]
+		theory := sojournP99(c, mu, p.Value)
+		if d := math.Abs(ts.Mean - theory); d > tq*ts.SD/math.Sqrt(float64(n))+theory*(quant-1) {
+			t.Errorf("λ=%.1f: simulated p99 %.2f ± %.2f (sd %.2f, n %d), theory %.2f", p.Value, ts.Mean, tq*ts.SD/math.Sqrt(float64(n)), ts.SD, n, theory)
+		}
+	}
+	slope := (sojournP99(c, mu, lambdaStar+0.5) - sojournP99(c, mu, lambdaStar-0.5)) // ms per req/s
+	var hp, hf float64
+	for _, p := range out.Points {
+		if p.Value == a.HoldsAt {
+			hp = p.Terms[0].Upper - p.Terms[0].Mean
+		}
+		if p.Value == a.FailsAt {
+			hf = p.Terms[0].Upper - p.Terms[0].Mean
+		}
+	}
+	width := 2*(hp+hf)/slope + out.Search.withDefaults().Resolution
+	if a.FailsAt-a.HoldsAt > width {
+		t.Errorf("bracket %.1f..%.1f is wider than the %.1f its half-widths (%.2f, %.2f ms) imply", a.HoldsAt, a.FailsAt, width, hp, hf)
+	}
+}
+
+func TestCapacityMM1(t *testing.T) {
+	// μ = 1000/s, SLO p99 < 20ms: λ* = 1000 − 1000·ln(100)/20 ≈ 769.7/s.
+	_, build := loadBuilder(t, "testdata/mm1.yaml", "duration=40s")
+	slo, _ := ParseSLO("p99<20ms")
+	s := Search{Param: "workload.rate", Lo: 600, Hi: 950, Resolution: 3, Replicas: 5, SLO: slo, Orientation: HoldsBelow}
+	out, err := Run(context.Background(), simRun, build, s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAgainstTheory(t, out, 1, 1000, 20)
+}
+
+func TestCapacityMMc(t *testing.T) {
+	// Four servers at μ = 250/s, SLO p99 < 30ms: λ* ≈ 822.3/s from Erlang C.
+	_, build := loadBuilder(t, "testdata/mmc.yaml")
+	slo, _ := ParseSLO("p99<30ms")
+	s := Search{Param: "workload.rate", Lo: 600, Hi: 980, Resolution: 3, Replicas: 5, SLO: slo, Orientation: HoldsBelow}
+	out, err := Run(context.Background(), simRun, build, s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAgainstTheory(t, out, 4, 250, 30)
+}
+
+func TestSolveWorkersSim(t *testing.T) {
+	// At λ = 900/s with μ = 250/s per worker, theory gives p99 = 48.8ms
+	// with 4 workers and 21.0ms with 5: the smallest count meeting p99 <
+	// 30ms is 5. The search must say so, and evaluating 5 and 4 directly
+	// must show 5 holding and 4 not.
+	base, build := loadBuilder(t, "testdata/mmc.yaml", "duration=20s")
+	if p4, p5 := sojournP99(4, 250, 900), sojournP99(5, 250, 900); !(p4 > 30 && p5 < 30) {
+		t.Fatalf("theory: p99 %g with 4 workers, %g with 5", p4, p5)
+	}
+	slo, _ := ParseSLO("p99<30ms")
+	plan := &Plan{Base: base, Build: build, SkipCapacity: true, Target: 900,
+		Search: Search{Param: "workload.rate", Replicas: 3, SLO: slo},
+		Solves: []SolveSpec{{Path: "services.srv.workers", Lo: 1, Hi: 12}}}
+	rep, err := plan.Run(context.Background(), simRun, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Solves) != 1 || rep.Capacity != nil {
+		t.Fatalf("report: %d solves, capacity %v", len(rep.Solves), rep.Capacity)
+	}
+	sv := rep.Solves[0]
+	if got := sv.Short(); got != "≥ 5" {
+		t.Fatalf("solve says %q, want ≥ 5", got)
+	}
+	pts, err := Evaluate(context.Background(), simRun, build, sv.Outcome.Search, Options{}, 5, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pts[0].Verdict != Holds || pts[1].Verdict == Holds {
+		t.Errorf("5 workers: %v, 4 workers: %v; want holds and not", pts[0].Verdict, pts[1].Verdict)
+	}
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// capacityArgs search the tiny chain: a few thousand requests per run, 2
+// replicas, a 10 req/s resolution.
+var capacityArgs = []string{"capacity", "testdata/capacity/tiny.yaml", "--slo", "p99<100ms,success>=99%",
+	"--range", "50:400", "--replicas", "2", "--recovery-bound", "8s", "--resolution", "10"}
+
+func TestCapacityGolden(t *testing.T) {
+	out, errOut, code := runCLI(t, capacityArgs...)
+	require.Equal(t, 0, code, errOut)
+	golden(t, "capacity/tiny.golden", out)
+}
+
+func TestCapacityJSONAndPlots(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, code := runCLI(t, append(capacityArgs, "--format", "json", "--out", dir)...)
+	require.Equal(t, 0, code, errOut)
+	var rep struct {
+		Capacity struct {
+			Answer struct {
+				Status  string   `json:"status"`
+				HoldsAt *float64 `json:"holds_at"`
+			} `json:"answer"`
+			Bound      string `json:"bound"`
+			Runs       int    `json:"runs"`
+			Bottleneck struct {
+				Service string `json:"service"`
+			} `json:"bottleneck"`
+		} `json:"capacity"`
+		Recovery struct {
+			RecoveryBoundS float64 `json:"recovery_bound_s"`
+		} `json:"recovery"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Equal(t, "bracketed", rep.Capacity.Answer.Status)
+	require.NotNil(t, rep.Capacity.Answer.HoldsAt)
+	require.Equal(t, "recovery", rep.Capacity.Bound)
+	require.Equal(t, "db", rep.Capacity.Bottleneck.Service)
+	require.Equal(t, 8.0, rep.Recovery.RecoveryBoundS)
+	require.Positive(t, rep.Capacity.Runs)
+	// The text report in DIR says what stdout's JSON says, and the plots
+	// are PNG files.
+	txt, err := os.ReadFile(filepath.Join(dir, "capacity.txt"))
+	require.NoError(t, err)
+	require.Contains(t, string(txt), "bound by: recovery")
+	for _, name := range []string{"capacity-slo.png", "capacity-utilization.png", "capacity-recovery.png"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err, name)
+		require.True(t, strings.HasPrefix(string(b), "\x89PNG"), name)
+	}
+}
+
+func TestCapacitySolve(t *testing.T) {
+	out, errOut, code := runCLI(t, "capacity", "testdata/capacity/tiny.yaml", "--slo", "p99<100ms,success>=99%",
+		"--solve", "services.db.workers=1:16", "--solve", "services.api.calls.db.timeout=10ms:200ms", "--target", "300",
+		"--replicas", "2", "--recovery-bound", "8s")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "what-if at workload.rate=300")
+	require.Contains(t, out, "services.db.workers ≥ ")
+	require.Contains(t, out, "or services.api.calls.db.timeout ")
+	require.NotContains(t, out, "capacity: holds at", "no --range: only the what-if is asked")
+}
+
+func TestCapacityBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--slo", "p99<100ms,sucess>=99%"}, `term 2 "sucess>=99%": unknown metric "sucess"`},
+		{[]string{"--slo", "cache.utilization<0.5"}, `no service "cache"`},
+		{[]string{}, "--slo is required"},
+		{[]string{"--slo", "p99<1s", "--solve", "services.db.workers"}, "--solve needs --target"},
+		{[]string{"--slo", "p99<1s", "--range", "400:50"}, "--range"},
+		{[]string{"--slo", "p99<1s", "--param", "workload.entry"}, "not a number"},
+		{[]string{"--slo", "p99<1s", "--solve", "services.db.bogus", "--target", "100"}, `no key "bogus"`},
+		{[]string{"--slo", "p99<1s", "--format", "xml"}, "--format"},
+	} {
+		_, errOut, code := runCLI(t, append([]string{"capacity", "testdata/capacity/tiny.yaml"}, tc.args...)...)
+		require.Equal(t, exitUsage, code, "%v: %s", tc.args, errOut)
+		require.Contains(t, errOut, tc.want, "%v", tc.args)
+	}
+}
+
+func TestCapacitySharded(t *testing.T) {
+	// Two shards exchanging results through their parent directory write
+	// the same report as one unsharded run.
+	dir := t.TempDir()
+	solo := filepath.Join(dir, "solo")
+	_, errOut, code := runCLI(t, append(capacityArgs, "--out", solo)...)
+	require.Equal(t, 0, code, errOut)
+	want, err := os.ReadFile(filepath.Join(solo, "capacity.txt"))
+	require.NoError(t, err)
+
+	parent := filepath.Join(dir, "sharded")
+	codes := make([]int, 2)
+	errs := make([]string, 2)
+	done := make(chan int)
+	for i := range 2 {
+		go func() {
+			_, errs[i], codes[i] = runCLI(t, append(capacityArgs, "--shard", []string{"0/2", "1/2"}[i], "--shard-wait", "1m",
+				"--out", filepath.Join(parent, []string{"shard-0", "shard-1"}[i]))...)
+			done <- i
+		}()
+	}
+	<-done
+	<-done
+	for i := range 2 {
+		require.Equal(t, 0, codes[i], errs[i])
+		got, err := os.ReadFile(filepath.Join(parent, []string{"shard-0", "shard-1"}[i], "capacity.txt"))
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), "shard %d", i)
+	}
+	_, errOut, code = runCLI(t, append(capacityArgs, "--shard", "0/2", "--out", filepath.Join(dir, "elsewhere"))...)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "needs --out PARENT/shard-0")
+}
