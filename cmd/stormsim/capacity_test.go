@@ -120,6 +120,13 @@ func TestCapacitySharded(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(got), "shard %d", i)
 	}
+	// stormsim merge recognises the capacity shards and writes the one report.
+	merged := filepath.Join(dir, "merged")
+	_, errOut, code = runCLI(t, "merge", filepath.Join(parent, "shard-0"), filepath.Join(parent, "shard-1"), "--out", merged)
+	require.Equal(t, 0, code, errOut)
+	got, err := os.ReadFile(filepath.Join(merged, "capacity.txt"))
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(got))
 	_, errOut, code = runCLI(t, append(capacityArgs, "--shard", "0/2", "--out", filepath.Join(dir, "elsewhere"))...)
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "needs --out PARENT/shard-0")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stormsim/stormsim/capacity"
 	"io"
 	"io/fs"
 	"os"
@@ -117,13 +118,14 @@ func checkMergeOut(dirs []string, out string) error {
 type outputKind int
 
 const (
-	kindNone   outputKind = iota // nothing complete yet
-	kindSweep                    // sweep.csv from 'stormsim sweep --shard'
-	kindResult                   // a metrics.Save directory (run, load)
+	kindNone     outputKind = iota // nothing complete yet
+	kindSweep                      // sweep.csv from 'stormsim sweep --shard'
+	kindResult                     // a metrics.Save directory (run, load)
+	kindCapacity                   // capacity.json from 'stormsim capacity --shard'
 )
 
 func (k outputKind) String() string {
-	return [...]string{"incomplete", "sweep", "result"}[k]
+	return [...]string{"incomplete", "sweep", "result", "capacity"}[k]
 }
 
 // kindOf says what dir holds once it is complete. Every file is written
@@ -143,6 +145,7 @@ func kindOf(dir string) (outputKind, error) {
 		files []string
 	}{
 		{kindSweep, []string{"sweep.csv"}},
+		{kindCapacity, []string{"capacity.json"}},
 		{kindResult, []string{metrics.SummaryFile, metrics.FaultsFile}},
 	} {
 		all := true
@@ -244,7 +247,7 @@ func commonKind(dirs []string) (outputKind, error) {
 			return kindNone, err
 		}
 		if k == kindNone {
-			return kindNone, fmt.Errorf("%s: holds neither sweep.csv nor a complete result (summary.json … faults.json): not a finished shard", d)
+			return kindNone, fmt.Errorf("%s: holds neither sweep.csv, capacity.json nor a complete result (summary.json … faults.json): not a finished shard", d)
 		}
 		if i > 0 && k != kind {
 			return kindNone, fmt.Errorf("%s holds %s output, %s holds %s output: shards of different commands", dirs[0], kind, d, k)
@@ -327,6 +330,16 @@ func mergeDirs(dirs []string, shards int, out, format string, w io.Writer) error
 			files[i] = filepath.Join(d, "sweep.csv")
 		}
 		return mergeSweep(files, out, w)
+	}
+	if kind == kindCapacity {
+		files, err := capacity.MergeShards(dirs, out)
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			fmt.Fprintln(w, f)
+		}
+		return nil
 	}
 	parts := make([]*metrics.Result, len(dirs))
 	for i, d := range dirs {
