@@ -2,6 +2,7 @@ package analysis_test
 
 import (
 	"fmt"
+	"github.com/stormsim/stormsim/shard"
 	"time"
 
 	"github.com/stormsim/stormsim/analysis"
@@ -32,9 +33,9 @@ func ExampleSweep_Units() {
 		Variants: []analysis.Variant{{Name: analysis.Baseline}, {Name: "budget"}},
 		Replicas: 2,
 	}
-	shard := analysis.Shard{I: 1, N: 3}
+	sh := shard.Spec{Index: 1, Count: 3}
 	for _, u := range s.Units() {
-		if shard.Contains(u) {
+		if sh.Owns(u.Index) {
 			fmt.Printf("unit %d: %s=%s %s replica %d\n", u.Index, s.Param, s.Values[u.Point], s.Variants[u.Variant].Name, u.Replica)
 		}
 	}

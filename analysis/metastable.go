@@ -3,6 +3,7 @@ package analysis
 import (
 	"context"
 	"fmt"
+	"github.com/stormsim/stormsim/shard"
 	"io"
 	"strconv"
 	"strings"
@@ -90,7 +91,7 @@ func RunMetastable(ctx context.Context, run Runner, b Builder, m *Metastable, op
 	}
 	results := make([]*metrics.Result, len(s.Units()))
 	opt.Keep = func(u Unit, r *metrics.Result) { results[u.Index] = r }
-	opt.Shard = Shard{}
+	opt.Shard = shard.Spec{}
 	rows, err := RunSweep(ctx, run, jb, s, opt)
 	if err != nil {
 		return nil, fmt.Errorf("metastable: %w", err)

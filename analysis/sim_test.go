@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"github.com/stormsim/stormsim/shard"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,8 +81,8 @@ func TestSweepSim(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &analysis.Sweep{Param: "workload.rate", Values: []string{"100", "300"}, Variants: vs, Replicas: 2}
-	csvOf := func(workers int, shard analysis.Shard) []byte {
-		rows, err := analysis.RunSweep(context.Background(), simRunner, b, s, analysis.SweepOptions{Workers: workers, Shard: shard})
+	csvOf := func(workers int, sh shard.Spec) []byte {
+		rows, err := analysis.RunSweep(context.Background(), simRunner, b, s, analysis.SweepOptions{Workers: workers, Shard: sh})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,14 +92,14 @@ func TestSweepSim(t *testing.T) {
 		}
 		return buf.Bytes()
 	}
-	one := csvOf(1, analysis.Shard{})
+	one := csvOf(1, shard.Spec{})
 	goldenFile(t, "sweep-sim.csv", one)
-	if all := csvOf(0, analysis.Shard{}); !bytes.Equal(one, all) {
+	if all := csvOf(0, shard.Spec{}); !bytes.Equal(one, all) {
 		t.Errorf("1 worker and all cores differ:\n%s\nvs\n%s", one, all)
 	}
 	var parts [][]analysis.Row
 	for i := range 3 {
-		rows, err := analysis.ReadRows("shard", bytes.NewReader(csvOf(2, analysis.Shard{I: i, N: 3})))
+		rows, err := analysis.ReadRows("shard", bytes.NewReader(csvOf(2, shard.Spec{Index: i, Count: 3})))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/stormsim/stormsim/shard"
 	"math"
 	"runtime"
 	"strconv"
@@ -73,35 +74,6 @@ func (s *Sweep) Validate() error {
 		}
 	}
 	return nil
-}
-
-// Shard selects the units whose index is ≡ I (mod N), so that N machines
-// can split one sweep and MergeRows can join their CSV files. The zero
-// Shard (N = 0) selects every unit.
-type Shard struct {
-	I, N int
-}
-
-// ParseShard parses "I/N" with 0 ≤ I < N.
-func ParseShard(s string) (Shard, error) {
-	a, b, ok := strings.Cut(s, "/")
-	i, err1 := strconv.Atoi(a)
-	n, err2 := strconv.Atoi(b)
-	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
-		return Shard{}, fmt.Errorf("shard %q: want I/N with 0 ≤ I < N, e.g. 0/4", s)
-	}
-	return Shard{I: i, N: n}, nil
-}
-
-// Contains reports whether the shard runs unit u.
-func (sh Shard) Contains(u Unit) bool { return sh.N <= 1 || u.Index%sh.N == sh.I }
-
-// String returns "I/N", or "all" for the zero Shard.
-func (sh Shard) String() string {
-	if sh.N <= 1 {
-		return "all"
-	}
-	return fmt.Sprintf("%d/%d", sh.I, sh.N)
 }
 
 // ParseValues parses a --values list: comma-separated, kept as written.
@@ -196,8 +168,10 @@ type Row struct {
 type SweepOptions struct {
 	// Workers run units in parallel; 0 means runtime.GOMAXPROCS(0).
 	Workers int
-	// Shard selects a subset of units (zero: all).
-	Shard Shard
+	// Shard selects the units whose index is ≡ I (mod N), so that N
+	// machines can split one sweep and MergeRows can join their CSV files
+	// (zero: all units).
+	Shard shard.Spec
 	// Progress, if not nil, is called after each unit with the units done
 	// and the units this shard runs. Calls are serialized.
 	Progress func(done, total int)
@@ -225,7 +199,7 @@ func RunSweep(ctx context.Context, run Runner, b Builder, s *Sweep, opt SweepOpt
 	baseSeed := base.Seed
 	var units []Unit
 	for _, u := range s.Units() {
-		if opt.Shard.Contains(u) {
+		if opt.Shard.Owns(u.Index) {
 			units = append(units, u)
 		}
 	}

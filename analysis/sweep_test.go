@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/stormsim/stormsim/shard"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -54,16 +55,6 @@ func TestParseValuesAndShard(t *testing.T) {
 	}
 	if _, err := ParseValues("1,,2"); err == nil {
 		t.Error("ParseValues(1,,2): want an error for the empty value")
-	}
-	for _, in := range []string{"1/4", "0/1", "3/4"} {
-		if _, err := ParseShard(in); err != nil {
-			t.Errorf("ParseShard(%q): %v", in, err)
-		}
-	}
-	for _, in := range []string{"4/4", "-1/2", "1", "a/b", "0/0"} {
-		if _, err := ParseShard(in); err == nil {
-			t.Errorf("ParseShard(%q): want an error", in)
-		}
 	}
 }
 
@@ -158,7 +149,7 @@ func TestShardUnionEqualsWhole(t *testing.T) {
 		var parts [][]Row
 		total := 0
 		for i := range n {
-			rows, err := RunSweep(context.Background(), fakeRunner, fakeBuild, s, SweepOptions{Shard: Shard{I: i, N: n}})
+			rows, err := RunSweep(context.Background(), fakeRunner, fakeBuild, s, SweepOptions{Shard: shard.Spec{Index: i, Count: n}})
 			if err != nil {
 				t.Fatal(err)
 			}

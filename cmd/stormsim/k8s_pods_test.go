@@ -49,10 +49,7 @@ func podArgs(t *testing.T, stream []byte) map[string][]string {
 // the kubelet does, and the pod's paths mapped to temporary directories),
 // then the merge Job's arguments, and requires the merged sweep.csv to be
 // the unsharded sweep's, byte for byte.
-//
-// 'stormsim sweep' does not accept --shard-from-env yet, so the one flag is
-// replaced by the --shard I/N that shard.FromEnv would give the pod
-// (JOB_COMPLETION_INDEX=I, STORMSIM_SHARDS=N).
+// Each pod's --shard-from-env reads the environment the Job gives it.
 func TestRenderedJobsRunHere(t *testing.T) {
 	const n = 3
 	scenarioFile := filepath.Join("testdata", "k8s", "chain.yaml")
@@ -77,13 +74,11 @@ func TestRenderedJobsRunHere(t *testing.T) {
 	for i := range n {
 		var args []string
 		for _, a := range work {
-			a = strings.ReplaceAll(local(a), "$("+shard.IndexEnv+")", fmt.Sprint(i))
-			if a == "--shard-from-env" {
-				args = append(args, "--shard", fmt.Sprintf("%d/%d", i, n))
-				continue
-			}
-			args = append(args, a)
+			args = append(args, strings.ReplaceAll(local(a), "$("+shard.IndexEnv+")", fmt.Sprint(i)))
 		}
+		require.Contains(t, args, "--shard-from-env")
+		t.Setenv(shard.IndexEnv, fmt.Sprint(i))
+		t.Setenv(shard.CountEnv, fmt.Sprint(n))
 		_, errOut, code := runCLI(t, args...)
 		require.Equal(t, 0, code, "pod %d: stormsim %s: %s", i, strings.Join(args, " "), errOut)
 	}

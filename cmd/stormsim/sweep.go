@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/stormsim/stormsim/shard"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -36,7 +38,8 @@ func init() {
 			replicas := fs.Int("replicas", 1, "runs per point and variant, with seeds derived from the scenario's")
 			ef.declare(fs)
 			out := fs.String("out", ".", "write sweep.csv, sweep-aggregate.csv and plots to `DIR`")
-			shard := fs.String("shard", "", "run only units with index ≡ I mod N (`I/N`); merge the shards' sweep.csv with --merge")
+			var sh shard.Flags
+			sh.Register(fs)
 			merge := fs.Bool("merge", false, "merge the sweep.csv files given as arguments (shards of one sweep) instead of running")
 			progress := fs.Bool("progress", false, "show the progress bar even when stderr is not a terminal")
 			return func(ctx context.Context, args []string, w io.Writer) error {
@@ -63,10 +66,8 @@ func init() {
 					return &exitError{exitUsage, fmt.Errorf("--replicas must be ≥ 1, got %d", *replicas)}
 				}
 				opt := analysis.SweepOptions{Workers: ef.workers}
-				if *shard != "" {
-					if opt.Shard, err = analysis.ParseShard(*shard); err != nil {
-						return &exitError{exitUsage, fmt.Errorf("--shard: %w", err)}
-					}
+				if opt.Shard, err = sh.Spec(os.LookupEnv); err != nil {
+					return &exitError{exitUsage, err}
 				}
 				b, base, err := ef.builder(args[0])
 				if err != nil {
@@ -87,19 +88,24 @@ func init() {
 					}
 				}
 				label := "sweep"
-				if opt.Shard.N > 1 {
+				if opt.Shard.Sharded() {
 					label += " shard " + opt.Shard.String()
 				}
 				bar := newCountProgress(os.Stderr, *progress, label)
 				opt.Progress = bar.update
 				rows, runErr := analysis.RunSweep(ctx, simRunner(), b, s, opt)
 				bar.finish()
-				// A stopped sweep keeps its finished rows but gets no aggregates.
-				if err := writeSweep(*out, rows, s.Values, opt.Shard.N <= 1 && runErr == nil, w); err != nil {
+				// A stopped sweep keeps its finished rows but gets no
+				// aggregates; an interrupted one says so in sweep.partial.
+				partial := ""
+				if runErr != nil && ctx.Err() != nil {
+					partial = fmt.Sprintf("interrupted: %v", runErr)
+				}
+				if err := writeSweep(*out, rows, s.Values, !opt.Shard.Sharded() && runErr == nil, partial, w); err != nil {
 					return err
 				}
 				if runErr != nil {
-					if ctx.Err() != nil {
+					if partial != "" {
 						return fmt.Errorf("%w: %d units written to %s", errInterrupted, len(rows), *out)
 					}
 					return runErr
@@ -110,16 +116,37 @@ func init() {
 	})
 }
 
+// partialFile marks a sweep directory whose sweep.csv holds only the units
+// completed before an interruption; it says why.
+const partialFile = "sweep.partial"
+
 // writeSweep writes sweep.csv and, for a whole sweep, the aggregates, their
-// table and the curves.
-func writeSweep(dir string, rows []analysis.Row, values []string, whole bool, w io.Writer) error {
+// table and the curves. A non-empty partial (why the sweep stopped) is
+// written to sweep.partial; otherwise a stale sweep.partial is removed.
+func writeSweep(dir string, rows []analysis.Row, values []string, whole bool, partial string, w io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	marker := filepath.Join(dir, partialFile)
+	if partial == "" {
+		if err := os.Remove(marker); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	}
 	if err := metrics.WriteFileAtomic(filepath.Join(dir, "sweep.csv"), func(f io.Writer) error {
 		return analysis.WriteRows(f, rows)
 	}); err != nil {
 		return err
+	}
+	if partial != "" {
+		if err := metrics.WriteFileAtomic(marker, func(f io.Writer) error {
+			_, err := fmt.Fprintf(f, "partial: %s\n%d units completed and written to sweep.csv; no aggregates\n", partial, len(rows))
+			return err
+		}); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "partial: wrote the %d completed units to %s (%s)\n", len(rows), filepath.Join(dir, "sweep.csv"), marker)
+		return nil
 	}
 	if !whole {
 		fmt.Fprintf(w, "wrote %d units to %s (partial: merge shards with 'stormsim sweep --merge')\n", len(rows), filepath.Join(dir, "sweep.csv"))
@@ -204,7 +231,7 @@ func mergeSweep(files []string, dir string, w io.Writer) error {
 			values[r.Point] = r.Value
 		}
 	}
-	return writeSweep(dir, rows, values, true, w)
+	return writeSweep(dir, rows, values, true, "", w)
 }
 
 // countProgress is a progress bar over a count of runs. It is a no-op when
