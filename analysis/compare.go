@@ -41,7 +41,17 @@ func Compare(ctx context.Context, run Runner, b Builder, variants []Variant, wor
 	if err != nil {
 		return nil, fmt.Errorf("compare: variant %s: %w", variants[0].Name, err)
 	}
-	c := &Comparison{Scenario: base.Name, Seed: base.Seed, Columns: make([]Column, len(variants))}
+	return CompareSeeded(ctx, run, b, variants, base.Name, base.Seed, workers)
+}
+
+// CompareSeeded is Compare with the comparison's scenario name and seed
+// given rather than taken from the first variant: a shard of a comparison
+// runs only some variants, each with the whole comparison's seed.
+func CompareSeeded(ctx context.Context, run Runner, b Builder, variants []Variant, scenario string, seed uint64, workers int) (*Comparison, error) {
+	if len(variants) == 0 {
+		return nil, errors.New("compare: no variants")
+	}
+	c := &Comparison{Scenario: scenario, Seed: seed, Columns: make([]Column, len(variants))}
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}

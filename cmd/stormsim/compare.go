@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/stormsim/stormsim/shard"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/pflag"
 
@@ -28,6 +32,8 @@ func init() {
 			var ef experimentFlags
 			ef.declare(fs)
 			out := fs.String("out", "", "write compare.txt, each variant's summary and series, and overlay plots to `DIR`")
+			var sh shard.Flags
+			sh.Register(fs)
 			return func(ctx context.Context, args []string, w io.Writer) error {
 				if len(args) != 1 {
 					return &exitError{exitUsage, fmt.Errorf("want one scenario, got %d arguments", len(args))}
@@ -40,33 +46,164 @@ func init() {
 				if err != nil {
 					return &exitError{exitUsage, err}
 				}
-				c, err := analysis.Compare(ctx, simRunner(), b, variants, ef.workers)
+				spec, err := sh.Spec(os.LookupEnv)
+				if err != nil {
+					return &exitError{exitUsage, err}
+				}
+				if spec.Sharded() {
+					if *out == "" {
+						return &exitError{exitUsage, errors.New("--shard needs --out DIR: the shard's variants are merged with 'stormsim merge'")}
+					}
+					return compareShard(ctx, b, base, variants, spec, ef.workers, *out, w)
+				}
+				// The comparison itself outlives a signal; only the runs see
+				// it, and each returns what it simulated so far (status
+				// interrupted), so an interrupted comparison still has every
+				// column to show and write.
+				c, err := analysis.Compare(context.WithoutCancel(ctx), signalledRunner(ctx), b, variants, ef.workers)
 				if err != nil {
 					return err
+				}
+				partial := false
+				for _, col := range c.Columns {
+					partial = partial || col.Result.Summary.Status == sim.StatusInterrupted
+				}
+				if partial {
+					fmt.Fprintln(w, partialNote)
 				}
 				if err := c.WriteTable(w); err != nil {
 					return err
 				}
-				if *out == "" {
-					return nil
+				if *out != "" {
+					if err := writeComparison(*out, c, partial); err != nil {
+						return err
+					}
+					fmt.Fprintf(w, "\nwrote %s\n", *out)
 				}
-				if err := writeComparison(*out, c); err != nil {
-					return err
+				if partial {
+					return fmt.Errorf("%w: partial comparison written", errInterrupted)
 				}
-				fmt.Fprintf(w, "\nwrote %s\n", *out)
 				return nil
 			}
 		},
 	})
 }
 
+// compareShardFile marks a compare shard's output directory and says which
+// variants the whole comparison has, so 'stormsim merge' can reassemble it.
+const compareShardFile = "compare-shard.json"
+
+// compareShardInfo is the content of compareShardFile.
+type compareShardInfo struct {
+	Scenario string             `json:"scenario"`
+	Seed     uint64             `json:"seed"`
+	Shard    string             `json:"shard"`
+	Variants []analysis.Variant `json:"variants"`
+	Owned    []string           `json:"owned"`
+}
+
+// compareShard runs the variants whose index the shard owns and saves each
+// one's result under dir/VARIANT; compareShardFile is written last, so its
+// presence marks a finished shard.
+func compareShard(ctx context.Context, b analysis.Builder, base *topology.Scenario, variants []analysis.Variant, spec shard.Spec, workers int, dir string, w io.Writer) error {
+	var owned []analysis.Variant
+	for i, v := range variants {
+		if spec.Owns(i) {
+			owned = append(owned, v)
+		}
+	}
+	info := compareShardInfo{Scenario: base.Name, Seed: base.Seed, Shard: spec.String(), Variants: variants}
+	if len(owned) > 0 {
+		c, err := analysis.CompareSeeded(context.WithoutCancel(ctx), signalledRunner(ctx), b, owned, base.Name, base.Seed, workers)
+		if err != nil {
+			return err
+		}
+		for _, col := range c.Columns {
+			if col.Result.Summary.Status == sim.StatusInterrupted {
+				return fmt.Errorf("%w: shard %s not finished", errInterrupted, spec)
+			}
+			sub := filepath.Join(dir, col.Variant.Name)
+			if err := os.MkdirAll(sub, 0o755); err != nil {
+				return err
+			}
+			if err := metrics.Save(sub, col.Result); err != nil {
+				return fmt.Errorf("variant %s: %w", col.Variant.Name, err)
+			}
+			info.Owned = append(info.Owned, col.Variant.Name)
+		}
+	}
+	if err := metrics.WriteFileAtomic(filepath.Join(dir, compareShardFile), func(f io.Writer) error {
+		enc := json.NewEncoder(f)
+		enc.SetIndent("", "  ")
+		return enc.Encode(info)
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "shard %s: ran %d of %d variants %v into %s (merge the shards with 'stormsim merge')\n", spec, len(info.Owned), len(variants), info.Owned, dir)
+	return nil
+}
+
+// mergeCompareShards reassembles a sharded comparison from its shards'
+// directories and writes it as one unsharded 'stormsim compare --out' would.
+func mergeCompareShards(dirs []string, out string, w io.Writer) error {
+	var first compareShardInfo
+	where := map[string]string{}
+	for i, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, compareShardFile))
+		if err != nil {
+			return err
+		}
+		var info compareShardInfo
+		if err := json.Unmarshal(b, &info); err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(d, compareShardFile), err)
+		}
+		if i == 0 {
+			first = info
+		} else if info.Scenario != first.Scenario || info.Seed != first.Seed || !slices.EqualFunc(info.Variants, first.Variants, func(a, b analysis.Variant) bool {
+			return a.Name == b.Name && a.File == b.File && slices.Equal(a.Sets, b.Sets)
+		}) {
+			return fmt.Errorf("%s and %s are shards of different comparisons", dirs[0], d)
+		}
+		for _, n := range info.Owned {
+			if prev, ok := where[n]; ok {
+				return fmt.Errorf("variant %s is in both %s and %s", n, prev, d)
+			}
+			where[n] = d
+		}
+	}
+	c := &analysis.Comparison{Scenario: first.Scenario, Seed: first.Seed}
+	for _, v := range first.Variants {
+		d, ok := where[v.Name]
+		if !ok {
+			return fmt.Errorf("no shard holds variant %s: a shard is missing", v.Name)
+		}
+		res, err := metrics.Load(filepath.Join(d, v.Name))
+		if err != nil {
+			return err
+		}
+		c.Columns = append(c.Columns, analysis.Column{Variant: v, Result: res, Measures: analysis.MeasuresOf(res)})
+	}
+	if err := c.WriteTable(w); err != nil {
+		return err
+	}
+	return writeComparison(out, c, false)
+}
+
 // writeComparison writes the table, each variant's result in a
 // subdirectory, and overlays of goodput, amplification and queues.
-func writeComparison(dir string, c *analysis.Comparison) error {
+// A partial comparison's compare.txt starts with partialNote.
+func writeComparison(dir string, c *analysis.Comparison, partial bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := metrics.WriteFileAtomic(filepath.Join(dir, "compare.txt"), c.WriteTable); err != nil {
+	if err := metrics.WriteFileAtomic(filepath.Join(dir, "compare.txt"), func(f io.Writer) error {
+		if partial {
+			if _, err := fmt.Fprintln(f, partialNote); err != nil {
+				return err
+			}
+		}
+		return c.WriteTable(f)
+	}); err != nil {
 		return err
 	}
 	results := map[string]*metrics.Result{}
@@ -114,6 +251,7 @@ func (f *experimentFlags) declare(fs *pflag.FlagSet) {
 	fs.Uint64Var(&f.seed, "seed", 0, "random seed (default: the scenario's)")
 	fs.StringVar(&f.duration, "duration", "", "arrival window, e.g. 30s (default: the scenario's)")
 	fs.IntVar(&f.workers, "workers", 0, "runs in parallel (default: all cores)")
+	f.declareLimits(fs)
 }
 
 // builder loads the scenario once and returns a Builder that lays a
@@ -150,6 +288,21 @@ func (f *experimentFlags) variants(base *topology.Scenario, declared bool) ([]an
 		return nil, fmt.Errorf("%s: %w", base.File, err)
 	}
 	return vs, nil
+}
+
+// partialNote heads the table of an interrupted comparison.
+const partialNote = "partial: interrupted; each column covers only the simulated time it reached (status interrupted in its summary.json)"
+
+// signalledRunner runs scenarios on the simulator, stopping each run when
+// either its own context or sig is done. A run stopped by sig returns its
+// partial result without error, so callers that ignore sig keep it.
+func signalledRunner(sig context.Context) analysis.Runner {
+	return analysis.RunnerFunc(func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(sig, cancel)()
+		return sim.Run(ctx, sc, sim.Options{Version: version})
+	})
 }
 
 // simRunner runs scenarios on the simulator.

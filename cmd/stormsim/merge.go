@@ -122,10 +122,11 @@ const (
 	kindSweep                      // sweep.csv from 'stormsim sweep --shard'
 	kindResult                     // a metrics.Save directory (run, load)
 	kindCapacity                   // capacity.json from 'stormsim capacity --shard'
+	kindCompare                    // compare-shard.json from 'stormsim compare --shard'
 )
 
 func (k outputKind) String() string {
-	return [...]string{"incomplete", "sweep", "result", "capacity"}[k]
+	return [...]string{"incomplete", "sweep", "result", "capacity", "compare"}[k]
 }
 
 // kindOf says what dir holds once it is complete. Every file is written
@@ -146,6 +147,7 @@ func kindOf(dir string) (outputKind, error) {
 	}{
 		{kindSweep, []string{"sweep.csv"}},
 		{kindCapacity, []string{"capacity.json"}},
+		{kindCompare, []string{compareShardFile}},
 		{kindResult, []string{metrics.SummaryFile, metrics.FaultsFile}},
 	} {
 		all := true
@@ -247,7 +249,7 @@ func commonKind(dirs []string) (outputKind, error) {
 			return kindNone, err
 		}
 		if k == kindNone {
-			return kindNone, fmt.Errorf("%s: holds neither sweep.csv, capacity.json nor a complete result (summary.json … faults.json): not a finished shard", d)
+			return kindNone, fmt.Errorf("%s: holds neither sweep.csv, capacity.json, compare-shard.json nor a complete result (summary.json … faults.json): not a finished shard", d)
 		}
 		if i > 0 && k != kind {
 			return kindNone, fmt.Errorf("%s holds %s output, %s holds %s output: shards of different commands", dirs[0], kind, d, k)
@@ -330,6 +332,9 @@ func mergeDirs(dirs []string, shards int, out, format string, w io.Writer) error
 			files[i] = filepath.Join(d, "sweep.csv")
 		}
 		return mergeSweep(files, out, w)
+	}
+	if kind == kindCompare {
+		return mergeCompareShards(dirs, out, w)
 	}
 	if kind == kindCapacity {
 		files, err := capacity.MergeShards(dirs, out)

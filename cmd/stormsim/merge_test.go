@@ -320,3 +320,37 @@ func TestMergeWaitsOutInterruptedShards(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "interrupted", s.Summary.Status)
 }
+
+// TestCompareShardsMergeToTheWhole: a comparison split over shards, each
+// running some of the variants, merges into the unsharded comparison's
+// table and variant results, byte for byte.
+func TestCompareShardsMergeToTheWhole(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"compare", "retry-storm", "--duration", "8s", "--set", "faults.0.at=3s", "--set", "faults.0.for=2s"}
+	whole := filepath.Join(dir, "whole")
+	_, errOut, code := runCLI(t, append(args, "--out", whole)...)
+	require.Equal(t, 0, code, errOut)
+
+	const n = 2
+	var shards []string
+	for i := range n {
+		d := filepath.Join(dir, "parent", fmt.Sprintf("shard-%d", i))
+		_, errOut, code := runCLI(t, append(args, "--shard", fmt.Sprintf("%d/%d", i, n), "--out", d)...)
+		require.Equal(t, 0, code, errOut)
+		shards = append(shards, d)
+	}
+	merged := filepath.Join(dir, "merged")
+	_, errOut, code = runCLI(t, append([]string{"merge"}, append(shards, "--out", merged)...)...)
+	require.Equal(t, 0, code, errOut)
+	for _, f := range []string{"compare.txt", "baseline/summary.json", "budget-10pct/summary.json", "edge-only-backoff/histograms.json"} {
+		want, err := os.ReadFile(filepath.Join(whole, f))
+		require.NoError(t, err)
+		got, err := os.ReadFile(filepath.Join(merged, f))
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), f)
+	}
+	// A missing shard is an error, not a short table.
+	_, errOut, code = runCLI(t, "merge", shards[0], "--out", filepath.Join(dir, "short"))
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "no shard holds variant")
+}
