@@ -1,10 +1,3 @@
-// Package dist turns a scenario's distribution of durations (topology.Dist)
-// into a sampler. The simulator and the emulated HTTP services both draw
-// service times and network delays through it, so a scenario means the same
-// thing in both modes.
-//
-// A Sampler holds no random state: the caller passes its own stream, so each
-// component of a run draws from its own seeded stream.
 package dist
 
 import (
@@ -61,8 +54,8 @@ func New(d topology.Dist) (Sampler, error) {
 		}
 		return Sampler{kind: kUniform, a: float64(d.Min), b: float64(d.Max)}, nil
 	case "normal":
-		if d.Mean <= 0 || d.Stddev < 0 {
-			return Sampler{}, fmt.Errorf("normal: need mean > 0 and stddev ≥ 0, got mean %v stddev %v", d.Mean, d.Stddev)
+		if d.Mean < 0 || d.Stddev < 0 {
+			return Sampler{}, fmt.Errorf("normal: need mean ≥ 0 and stddev ≥ 0, got mean %v stddev %v", d.Mean, d.Stddev)
 		}
 		return Sampler{kind: kNormal, a: float64(d.Mean), b: float64(d.Stddev)}, nil
 	case "lognormal":
@@ -116,7 +109,15 @@ func New(d topology.Dist) (Sampler, error) {
 	return Sampler{}, fmt.Errorf("dist: unknown %q (want constant, exponential, uniform, normal, lognormal, mixture or empirical)", d.Dist)
 }
 
-// Sample draws one duration (never negative).
+// maxSample caps a draw, leaving headroom to add it to a clock.
+const maxSample = math.MaxInt64 / 4
+
+// normalTries bounds the rejection sampling of a truncated normal; with a
+// mean ≥ 0 each try is accepted with probability ≥ 1/2.
+const normalTries = 64
+
+// Sample draws one duration (never negative, at most MaxInt64/4). A
+// constant draws nothing from r; every other kind draws at least once.
 func (s *Sampler) Sample(r *rand.Rand) time.Duration {
 	var v float64
 	switch s.kind {
@@ -127,24 +128,32 @@ func (s *Sampler) Sample(r *rand.Rand) time.Duration {
 	case kUniform:
 		v = s.a + r.Float64()*(s.b-s.a)
 	case kNormal:
-		v = s.a + r.NormFloat64()*s.b
+		// Truncated at 0 by rejection: the draw is normal conditioned on
+		// being ≥ 0, not a normal with its negative part piled up at 0.
+		for range normalTries {
+			if v = s.a + r.NormFloat64()*s.b; v >= 0 {
+				return time.Duration(min(v, maxSample))
+			}
+		}
+		return 0
 	case kLognormal:
 		v = math.Exp(s.a + r.NormFloat64()*s.b)
 	case kMixture:
+		// Mode i covers [cum[i-1], cum[i]) of the unit interval.
 		u := r.Float64()
-		i := sort.SearchFloat64s(s.cum, u)
+		i := sort.Search(len(s.cum), func(i int) bool { return u < s.cum[i] })
 		if i >= len(s.modes) {
 			i = len(s.modes) - 1
 		}
 		return s.modes[i].Sample(r)
 	case kEmpirical:
-		return s.samples[r.IntN(len(s.samples))]
+		return max(s.samples[r.IntN(len(s.samples))], 0)
 	}
 	if v < 0 || math.IsNaN(v) {
 		return 0
 	}
-	if v > math.MaxInt64/2 {
-		return math.MaxInt64 / 2
+	if v > maxSample {
+		return maxSample
 	}
 	return time.Duration(v)
 }
@@ -152,8 +161,18 @@ func (s *Sampler) Sample(r *rand.Rand) time.Duration {
 // Mean returns the distribution's mean.
 func (s *Sampler) Mean() time.Duration {
 	switch s.kind {
-	case kConstant, kExponential, kNormal:
+	case kConstant, kExponential:
 		return time.Duration(s.a)
+	case kNormal:
+		// The mean of a normal truncated at 0: μ + σ·φ(α)/(1 − Φ(α)),
+		// α = −μ/σ.
+		if s.b == 0 {
+			return time.Duration(s.a)
+		}
+		alpha := -s.a / s.b
+		pdf := math.Exp(-alpha*alpha/2) / math.Sqrt(2*math.Pi)
+		tail := math.Erfc(alpha/math.Sqrt2) / 2
+		return time.Duration(s.a + s.b*pdf/tail)
 	case kUniform:
 		return time.Duration((s.a + s.b) / 2)
 	case kLognormal:

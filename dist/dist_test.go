@@ -23,6 +23,10 @@ func TestSampleMoments(t *testing.T) {
 		{"constant", topology.Dist{Dist: "constant", Value: 3 * ms}, 0},
 		{"exponential", topology.Dist{Dist: "exponential", Mean: 2 * ms}, float64(2 * ms)},
 		{"uniform", topology.Dist{Dist: "uniform", Min: ms, Max: 3 * ms}, float64(2*ms) / math.Sqrt(12)},
+		{"normal", topology.Dist{Dist: "normal", Mean: 10 * ms, Stddev: ms}, float64(ms)},
+		// Truncated, not clamped, at 0: the mean is the conditional one.
+		{"normal-truncated", topology.Dist{Dist: "normal", Mean: ms, Stddev: 2 * ms}, 0},
+		{"half-normal", topology.Dist{Dist: "normal", Stddev: ms}, 0},
 		{"lognormal-p", topology.Dist{Dist: "lognormal", P50: 4 * ms, P99: 40 * ms}, 0},
 		{"lognormal-m", topology.Dist{Dist: "lognormal", Mean: 5 * ms, Stddev: 2 * ms}, float64(2 * ms)},
 		{"mixture", topology.Dist{Dist: "mixture", Modes: []topology.Mode{
@@ -87,11 +91,50 @@ func TestNewRejectsBadParameters(t *testing.T) {
 		{Dist: "mixture", Modes: []topology.Mode{{Weight: 0, Dist: topology.Dist{Dist: "constant"}}}},
 		{Dist: "empirical", File: "x.txt"},
 		{Dist: "constant", Value: -1},
+		{Dist: "normal", Mean: -1, Stddev: 1},
+		{Dist: "normal", Mean: 1, Stddev: -1},
 	}
 	for _, d := range bad {
 		_, err := New(d)
 		require.Error(t, err, "%+v", d)
 	}
+}
+
+// TestNormalTruncationDrawsNoZeros: clamping N(1ms, 2ms) at 0 would return
+// exactly 0 for about 31% of draws; truncation by rejection never does.
+func TestNormalTruncationDrawsNoZeros(t *testing.T) {
+	s, err := New(topology.Dist{Dist: "normal", Mean: time.Millisecond, Stddev: 2 * time.Millisecond})
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(5, 6))
+	zeros := 0
+	for range 10000 {
+		x := s.Sample(r)
+		require.GreaterOrEqual(t, x, time.Duration(0))
+		if x == 0 {
+			zeros++
+		}
+	}
+	require.Zero(t, zeros)
+}
+
+func TestEmpiricalNeverNegative(t *testing.T) {
+	s, err := New(topology.Dist{Dist: "empirical", Samples: []time.Duration{-5, 3}})
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(1, 1))
+	seen := map[time.Duration]bool{}
+	for range 200 {
+		seen[s.Sample(r)] = true
+	}
+	require.Equal(t, map[time.Duration]bool{0: true, 3: true}, seen)
+}
+
+// TestZeroSamplerIsConstantZero: the zero Sampler draws nothing.
+func TestZeroSamplerIsConstantZero(t *testing.T) {
+	var s Sampler
+	r := rand.New(rand.NewPCG(1, 1))
+	require.Zero(t, s.Sample(r))
+	require.Zero(t, s.Mean())
+	require.Equal(t, rand.New(rand.NewPCG(1, 1)).Uint64(), r.Uint64(), "a constant must not draw")
 }
 
 func TestEmpiricalResamples(t *testing.T) {

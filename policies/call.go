@@ -301,7 +301,7 @@ type Call struct {
 
 // Start begins a logical call on e at now and returns the first Action
 // (normally Send attempt 1).
-func (c *Call) Start(now time.Duration, e *Edge, opt CallOptions) Action {
+func (c *Call) Start(now time.Duration, e *Edge, opt CallOptions) (a Action) {
 	c.e, c.opt = e, opt
 	c.sent, c.live, c.retryN, c.prevDelay = 0, 0, 0, 0
 	c.wake, c.wakeAt, c.last, c.maybeDone = wakeNone, 0, OK, false
@@ -317,7 +317,8 @@ func (c *Call) Start(now time.Duration, e *Edge, opt CallOptions) Action {
 	if e.Budget != nil {
 		e.Budget.OnRequest(now)
 	}
-	return c.launch(now, false, false)
+	c.launch(now, false, false, &a)
+	return a
 }
 
 // Result returns how the call ended (Pending while it runs).
@@ -338,9 +339,19 @@ func (c *Call) Live(k int) bool { return k >= 1 && k <= len(c.att) && c.att[k-1]
 // Answered reports attempt k's answer at now: its class and, for a
 // rejection, the callee's retry-after and don't-retry hints. Answers for
 // attempts no longer in flight are ignored.
-func (c *Call) Answered(now time.Duration, k int, o Outcome, retryAfter time.Duration, dontRetry bool) Action {
+func (c *Call) Answered(now time.Duration, k int, o Outcome, retryAfter time.Duration, dontRetry bool) (a Action) {
+	c.answered(now, k, o, retryAfter, dontRetry, &a)
+	return a
+}
+
+// The unexported steps write their Action through a pointer: returning the
+// nine-field struct by value from one step to the next costs a copy at each
+// level.
+
+func (c *Call) answered(now time.Duration, k int, o Outcome, retryAfter time.Duration, dontRetry bool, a *Action) {
 	if c.result != Pending || !c.Live(k) {
-		return c.waiting()
+		c.waiting(a)
+		return
 	}
 	st := &c.att[k-1]
 	st.live = false
@@ -366,27 +377,36 @@ func (c *Call) Answered(now time.Duration, k int, o Outcome, retryAfter time.Dur
 		if st.hedge && c.opt.Counted {
 			e.Stats.HedgesWon++
 		}
-		return c.finish(now, OK, c.hedged && e.HedgeCancelOthers)
+		c.finish(now, OK, c.hedged && e.HedgeCancelOthers, a)
+		return
 	}
-	return c.failed(now, o, retryAfter, dontRetry)
+	c.failed(now, o, retryAfter, dontRetry, a)
 }
 
 // TimedOut reports that attempt k's timeout expired at now. The driver
 // abandons the attempt (its callee may still do the work).
-func (c *Call) TimedOut(now time.Duration, k int) Action {
-	return c.Answered(now, k, Timeout, 0, false)
+func (c *Call) TimedOut(now time.Duration, k int) (a Action) {
+	c.answered(now, k, Timeout, 0, false, &a)
+	return a
 }
 
 // Wake is called at or after the WakeAt of the last Action; early or
 // unexpected wake-ups are ignored.
-func (c *Call) Wake(now time.Duration) Action {
+func (c *Call) Wake(now time.Duration) (a Action) {
+	c.wakeUp(now, &a)
+	return a
+}
+
+func (c *Call) wakeUp(now time.Duration, a *Action) {
 	if c.result != Pending || c.wake == wakeNone || now < c.wakeAt {
-		return c.waiting()
+		c.waiting(a)
+		return
 	}
 	kind := c.wake
 	c.wake = wakeNone
 	if c.sent >= c.limit {
-		return c.settle(now)
+		c.settle(now, a)
+		return
 	}
 	cause := c.last
 	if kind == wakeHedge {
@@ -399,9 +419,10 @@ func (c *Call) Wake(now time.Duration) Action {
 		if kind == wakeHedge {
 			c.limit = c.sent // no further hedges or retries for this call
 		}
-		return c.settle(now)
+		c.settle(now, a)
+		return
 	}
-	return c.launch(now, true, kind == wakeHedge)
+	c.launch(now, true, kind == wakeHedge, a)
 }
 
 // Abort ends the call at now because its caller gave up (its own timeout,
@@ -409,23 +430,26 @@ func (c *Call) Wake(now time.Duration) Action {
 // answered (they may still be working), are reported to the breaker and
 // budget as timed out, and make the result Unknown. The
 // returned Action is a Finish (or a Wait if the call had already finished).
-func (c *Call) Abort(now time.Duration) Action {
+func (c *Call) Abort(now time.Duration) (a Action) {
 	if c.result != Pending {
-		return c.waiting()
+		c.waiting(&a)
+		return a
 	}
 	o := c.last
 	if c.live > 0 || c.sent == 0 {
 		o = Timeout
 	}
-	return c.finish(now, o, false)
+	c.finish(now, o, false, &a)
+	return a
 }
 
 // launch numbers the next attempt and either sends it or fails it locally.
-func (c *Call) launch(now time.Duration, retry, hedge bool) Action {
+func (c *Call) launch(now time.Duration, retry, hedge bool, a *Action) {
 	e := c.e
 	if c.opt.HasDeadline && now >= c.opt.Deadline {
 		c.last = Timeout
-		return c.settle(now)
+		c.settle(now, a)
+		return
 	}
 	c.sent++
 	if len(c.att) < c.sent {
@@ -440,7 +464,8 @@ func (c *Call) launch(now time.Duration, retry, hedge bool) Action {
 		if e.Budget != nil {
 			e.Budget.OnResult(now, Throttled, retry)
 		}
-		return c.failed(now, Throttled, 0, false)
+		c.failed(now, Throttled, 0, false, a)
+		return
 	}
 	if e.Breaker != nil {
 		t, ok := e.Breaker.Allow(now)
@@ -451,7 +476,8 @@ func (c *Call) launch(now time.Duration, retry, hedge bool) Action {
 			if e.Budget != nil {
 				e.Budget.OnResult(now, BreakerOpen, retry)
 			}
-			return c.failed(now, BreakerOpen, 0, false)
+			c.failed(now, BreakerOpen, 0, false, a)
+			return
 		}
 		st.ticket = t
 	}
@@ -471,10 +497,13 @@ func (c *Call) launch(now time.Duration, retry, hedge bool) Action {
 			timeout = rem
 		}
 	}
-	c.armHedge(now)
-	a := c.waiting()
-	a.Kind, a.Attempt, a.Timeout, a.Hedge = Send, c.sent, timeout, hedge
-	return a
+	if c.hedged {
+		c.armHedge(now)
+	}
+	*a = Action{Kind: Send, Attempt: c.sent, Timeout: timeout, Hedge: hedge}
+	if c.wake != wakeNone { // the call is pending: restate its wake-up
+		a.Wake, a.WakeAt = true, c.wakeAt
+	}
 }
 
 // armHedge schedules the next hedge if the call may still send one.
@@ -490,7 +519,7 @@ func (c *Call) armHedge(now time.Duration) {
 }
 
 // failed decides what follows an attempt that ended with class o.
-func (c *Call) failed(now time.Duration, o Outcome, retryAfter time.Duration, dontRetry bool) Action {
+func (c *Call) failed(now time.Duration, o Outcome, retryAfter time.Duration, dontRetry bool, a *Action) {
 	c.last = o
 	e := c.e
 	retryable := (e.RetryOn.Has(o) || o == InProgress) && o != Conflict
@@ -499,12 +528,15 @@ func (c *Call) failed(now time.Duration, o Outcome, retryAfter time.Duration, do
 	}
 	if !retryable {
 		if c.hedged && c.live > 0 && o != Conflict && !dontRetry {
-			return c.waiting() // let the other hedges answer
+			c.waiting(a) // let the other hedges answer
+			return
 		}
-		return c.finish(now, o, c.hedged && e.HedgeCancelOthers)
+		c.finish(now, o, c.hedged && e.HedgeCancelOthers, a)
+		return
 	}
 	if c.sent >= c.limit {
-		return c.settle(now)
+		c.settle(now, a)
+		return
 	}
 	var wait time.Duration
 	pushback := retryAfter > 0 && (e.HonorPushback || o == InProgress)
@@ -527,33 +559,38 @@ func (c *Call) failed(now time.Duration, o Outcome, retryAfter time.Duration, do
 			e.Stats.RetriesDeadline++
 		}
 		c.limit = c.sent
-		return c.settle(now)
+		c.settle(now, a)
+		return
 	}
 	c.wake, c.wakeAt = wakeRetry, now+wait
 	if wait == 0 {
-		return c.Wake(now)
+		c.wakeUp(now, a)
+		return
 	}
-	return c.waiting()
+	c.waiting(a)
 }
 
 // settle finishes the call if nothing is in flight, else keeps waiting for
 // the attempts that are.
-func (c *Call) settle(now time.Duration) Action {
+func (c *Call) settle(now time.Duration, a *Action) {
 	if c.live > 0 {
 		c.armHedge(now)
-		return c.waiting()
+		c.waiting(a)
+		return
 	}
-	return c.finish(now, c.last, false)
+	c.finish(now, c.last, false, a)
 }
 
-func (c *Call) waiting() Action {
+// waiting sets a to a Wait that restates the pending wake-up, if any.
+func (c *Call) waiting(a *Action) {
 	if c.wake == wakeNone || c.result != Pending {
-		return Action{Kind: Wait}
+		*a = Action{Kind: Wait}
+		return
 	}
-	return Action{Kind: Wait, Wake: true, WakeAt: c.wakeAt}
+	*a = Action{Kind: Wait, Wake: true, WakeAt: c.wakeAt}
 }
 
-func (c *Call) finish(now time.Duration, o Outcome, cancelOthers bool) Action {
+func (c *Call) finish(now time.Duration, o Outcome, cancelOthers bool, a *Action) {
 	switch {
 	case o == OK:
 		c.result = Succeeded
@@ -567,7 +604,7 @@ func (c *Call) finish(now time.Duration, o Outcome, cancelOthers bool) Action {
 	e := c.e
 	// Attempts still in flight are abandoned: to the breaker and budget,
 	// which must hear of every attempt once, they timed out.
-	for i := range c.att[:c.sent] {
+	for i := 0; c.live > 0 && i < c.sent; i++ {
 		st := &c.att[i]
 		if !st.live {
 			continue
@@ -594,5 +631,5 @@ func (c *Call) finish(now time.Duration, o Outcome, cancelOthers bool) Action {
 	if e.Budget != nil {
 		e.Budget.OnRequestDone(now)
 	}
-	return Action{Kind: Finish, Outcome: o, Result: c.result, CancelOthers: cancelOthers}
+	*a = Action{Kind: Finish, Outcome: o, Result: c.result, CancelOthers: cancelOthers}
 }

@@ -33,6 +33,12 @@
 //	throttle      P(reject) = max(0, (requests − K·accepts)/(requests + 1))
 //	pushback      min(Max, RetryAfter + PerQueued·queued)
 //
+// A Queue holds at most its limit of live items. An owner that cancels a
+// queued item calls Cancel: the item stops counting at once (in Len, the
+// limit and the concurrency limit) and leaves lazily — when it reaches an
+// end of the ring, or when a full ring is at least half cancelled and is
+// compacted — so Offer, Next and Cancel are O(1) amortized.
+//
 // Failures, for budgets and breakers alike, are the outcomes Unavailable,
 // Timeout and Error (CountsAsFailure); Conflict and InProgress are answers
 // from a healthy callee and count as successes.

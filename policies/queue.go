@@ -87,13 +87,26 @@ func (c *CoDelConfig) withDefaults() (target, interval time.Duration) {
 // Next passes a prefix of the queue to shed, then serves one item. Offer and
 // Next must be called with non-decreasing times.
 //
-// The ring grows by doubling up to the limit and is then reused, so a queue
-// in steady state does not allocate. A Queue is not safe for concurrent use:
-// an HTTP server wraps it in a mutex; the simulator is single-threaded.
+// An owner that gives up on a queued item (its caller cancelled it) reports
+// it with Cancel, after TrackCancelled told the queue how to recognize such
+// items. The item frees its place at once — Len, the limit and the
+// concurrency limit stop counting it — and is removed lazily: it is handed
+// to the drop function when it reaches an end of the queue, or when the ring
+// is full and at least half of it is cancelled (then the ring is compacted
+// in one pass instead of growing). Each cancelled item is thus touched O(1)
+// times amortized, and the ring never holds more than about twice the live
+// items plus the limit.
+//
+// The ring's size is a power of two that grows by doubling, and is then
+// reused, so a queue in steady state does not allocate. A Queue is not safe
+// for concurrent use: an HTTP server wraps it in a mutex; the simulator is
+// single-threaded.
 type Queue[T any] struct {
-	items     []queued[T]
-	head, n   int
-	limit     int // < 0 unbounded
+	items     []queued[T] // len is a power of two
+	mask      int         // len(items) - 1
+	head, n   int         // n counts cancelled items not yet dropped
+	dead      int         // cancelled items still in the ring
+	limit     int         // < 0 unbounded
 	concLimit int
 	lifo      bool
 	adaptive  bool
@@ -102,6 +115,8 @@ type Queue[T any] struct {
 	interval  time.Duration
 	maxWait   time.Duration
 	lastEmpty time.Duration // last instant the queue was empty
+	cancelled func(T) bool  // recognizes cancelled items (TrackCancelled)
+	drop      func(T)       // receives them as they leave the ring
 }
 
 type queued[T any] struct {
@@ -121,62 +136,115 @@ func NewQueue[T any](limit int, c OverloadConfig) (*Queue[T], error) {
 	q.lifo = c.Discipline == LIFO
 	q.adaptive = c.Discipline == AdaptiveLIFO
 	size := 16
-	if limit >= 0 {
-		size = min(size, limit)
+	if limit >= 0 && limit < size {
+		size = 1
+		for size < limit {
+			size *= 2
+		}
 	}
 	q.items = make([]queued[T], size)
+	q.mask = size - 1
 	return q, nil
 }
 
-// Len returns the number of queued items.
-func (q *Queue[T]) Len() int { return q.n }
+// Len returns the number of queued items, cancelled ones excluded.
+func (q *Queue[T]) Len() int { return q.n - q.dead }
+
+// Cancelled returns how many cancelled items the ring still holds (they
+// are not in Len). A drained queue holds none.
+func (q *Queue[T]) Cancelled() int { return q.dead }
 
 // Admits reports whether the concurrency limit leaves room for one more
 // request when inService are being served and Len are queued. A server
 // checks it before starting a request directly on a free worker.
 func (q *Queue[T]) Admits(inService int) bool {
-	return q.concLimit <= 0 || inService+q.n < q.concLimit
+	return q.concLimit <= 0 || inService+q.n-q.dead < q.concLimit
 }
 
 // Offer queues v at now. It returns false, leaving the queue unchanged, when
 // the queue is full or the concurrency limit (inService + queued) is reached:
 // the caller rejects the request.
 func (q *Queue[T]) Offer(now time.Duration, v T, inService int) bool {
-	if !q.Admits(inService) || (q.limit >= 0 && q.n >= q.limit) {
+	live := q.n - q.dead
+	if (q.concLimit > 0 && inService+live >= q.concLimit) || (q.limit >= 0 && live >= q.limit) {
 		return false
 	}
-	if q.n == 0 {
+	if live == 0 {
 		q.lastEmpty = now
 	}
 	if q.n == len(q.items) {
 		q.grow()
 	}
-	q.items[(q.head+q.n)%len(q.items)] = queued[T]{v: v, at: now}
+	q.items[(q.head+q.n)&q.mask] = queued[T]{v: v, at: now}
 	q.n++
 	return true
 }
 
-func (q *Queue[T]) grow() {
-	size := max(2*len(q.items), 1)
-	if q.limit >= 0 {
-		size = min(size, q.limit)
+// TrackCancelled tells the queue how to recognize an item its owner has
+// cancelled (cancelled(v) must hold from the owner's Cancel on), and gives
+// the function that receives each such item when it leaves the ring. Call
+// it once, before the first Cancel.
+func (q *Queue[T]) TrackCancelled(cancelled func(T) bool, drop func(T)) {
+	q.cancelled, q.drop = cancelled, drop
+}
+
+// Cancel records at now that one queued item has just been cancelled by its
+// owner. Its place is free at once; the item itself leaves lazily (see
+// Queue). Cancel without TrackCancelled, or with more cancellations than
+// queued items, is a programming error and panics.
+func (q *Queue[T]) Cancel(now time.Duration) {
+	if q.cancelled == nil || q.dead >= q.n {
+		panic("policies: Queue.Cancel without a tracked queued item")
 	}
+	q.dead++
+	if q.dead == q.n {
+		q.lastEmpty = now
+	}
+}
+
+// grow makes room for one more item in a full ring: it drops the cancelled
+// items when they are at least half of it, and doubles it otherwise.
+func (q *Queue[T]) grow() {
+	if q.dead > 0 && 2*q.dead >= q.n {
+		q.compact()
+		return
+	}
+	size := max(2*len(q.items), 1)
 	items := make([]queued[T], size)
 	for i := range q.n {
-		items[i] = q.items[(q.head+i)%len(q.items)]
+		items[i] = q.items[(q.head+i)&q.mask]
 	}
-	q.items, q.head = items, 0
+	q.items, q.head, q.mask = items, 0, size-1
+}
+
+// compact drops every cancelled item, keeping the others in order.
+func (q *Queue[T]) compact() {
+	w := 0
+	for i := range q.n {
+		it := q.items[(q.head+i)&q.mask]
+		if q.cancelled(it.v) {
+			q.drop(it.v)
+			continue
+		}
+		q.items[(q.head+w)&q.mask] = it
+		w++
+	}
+	for i := w; i < q.n; i++ {
+		q.items[(q.head+i)&q.mask] = queued[T]{}
+	}
+	q.n, q.dead = w, 0
 }
 
 // Standing reports whether a standing queue exists at now: the queue is not
 // empty and has not been empty within the last Interval.
 func (q *Queue[T]) Standing(now time.Duration) bool {
-	return q.n > 0 && now-q.lastEmpty > q.interval
+	return q.n > q.dead && now-q.lastEmpty > q.interval
 }
 
 // Next removes and returns the item to serve at now. Items that waited too
-// long are removed first and passed to shed (which may be nil). ok is false
-// when nothing is left to serve.
+// long are removed first and passed to shed (which may be nil); cancelled
+// items met on the way go to the drop function of TrackCancelled. ok is
+// false when nothing is left to serve.
 func (q *Queue[T]) Next(now time.Duration, shed func(T)) (v T, ok bool) {
 	standing := q.Standing(now)
 	limit := time.Duration(-1)
@@ -191,36 +259,47 @@ func (q *Queue[T]) Next(now time.Duration, shed func(T)) (v T, ok bool) {
 	}
 	for limit >= 0 && q.n > 0 && now-q.items[q.head].at > limit {
 		it := q.popHead()
-		if shed != nil {
+		if q.dead > 0 && q.cancelled(it) {
+			q.dropped(it)
+		} else if shed != nil {
 			shed(it)
 		}
 	}
-	if q.n == 0 {
-		q.lastEmpty = now
-		return v, false
+	for q.n > 0 {
+		if q.lifo || (q.adaptive && standing) {
+			v = q.popTail()
+		} else {
+			v = q.popHead()
+		}
+		if q.dead > 0 && q.cancelled(v) {
+			q.dropped(v)
+			continue
+		}
+		if q.n == q.dead {
+			q.lastEmpty = now
+		}
+		return v, true
 	}
-	if q.lifo || (q.adaptive && standing) {
-		v = q.popTail()
-	} else {
-		v = q.popHead()
-	}
-	if q.n == 0 {
-		q.lastEmpty = now
-	}
-	return v, true
+	q.lastEmpty = now
+	return v, false
+}
+
+func (q *Queue[T]) dropped(v T) {
+	q.dead--
+	q.drop(v)
 }
 
 func (q *Queue[T]) popHead() T {
 	it := &q.items[q.head]
 	v := it.v
 	*it = queued[T]{}
-	q.head = (q.head + 1) % len(q.items)
+	q.head = (q.head + 1) & q.mask
 	q.n--
 	return v
 }
 
 func (q *Queue[T]) popTail() T {
-	it := &q.items[(q.head+q.n-1)%len(q.items)]
+	it := &q.items[(q.head+q.n-1)&q.mask]
 	v := it.v
 	*it = queued[T]{}
 	q.n--

@@ -155,11 +155,114 @@ func TestQueueValidate(t *testing.T) {
 	}
 }
 
-// FuzzQueue drives a queue without shedding with arbitrary operations and
-// compares it with a slice.
+// TestQueueCancelFreesPlaceAtOnce: a cancelled item stops counting against
+// the limit and the concurrency limit immediately, is never served, and
+// reaches the drop function exactly once.
+func TestQueueCancelFreesPlaceAtOnce(t *testing.T) {
+	q, err := NewQueue[int](2, OverloadConfig{ConcurrencyLimit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := map[int]bool{}
+	var dropped []int
+	q.TrackCancelled(func(v int) bool { return dead[v] }, func(v int) { dropped = append(dropped, v) })
+	steps := []struct {
+		name string
+		do   func() bool
+		want bool
+	}{
+		{"offer 1", func() bool { return q.Offer(0, 1, 0) }, true},
+		{"offer 2", func() bool { return q.Offer(0, 2, 0) }, true},
+		{"offer 3 to a full queue", func() bool { return q.Offer(0, 3, 0) }, false},
+		{"cancel 1", func() bool { dead[1] = true; q.Cancel(1); return q.Len() == 1 }, true},
+		{"admits with one in service", func() bool { return q.Admits(1) }, true},
+		{"offer 3 into the freed place", func() bool { return q.Offer(2, 3, 0) }, true},
+		{"offer 4 to a full queue", func() bool { return q.Offer(2, 4, 0) }, false},
+		{"serve 2, dropping 1", func() bool { v, ok := q.Next(3, nil); return ok && v == 2 && slices.Equal(dropped, []int{1}) }, true},
+		{"cancel 3 empties the queue", func() bool { dead[3] = true; q.Cancel(4); return q.Len() == 0 }, true},
+		{"nothing to serve", func() bool { _, ok := q.Next(5, nil); return ok }, false},
+		{"3 dropped once", func() bool { return slices.Equal(dropped, []int{1, 3}) }, true},
+	}
+	for _, st := range steps {
+		if got := st.do(); got != st.want {
+			t.Fatalf("%s: got %v, want %v", st.name, got, st.want)
+		}
+	}
+}
+
+func TestQueueCancelWithoutTrackingPanics(t *testing.T) {
+	q, _ := NewQueue[int](-1, OverloadConfig{})
+	q.Offer(0, 1, 0)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Cancel without TrackCancelled did not panic")
+		}
+	}()
+	q.Cancel(0)
+}
+
+// TestQueueCancelledItemsAreShedSilently: a cancelled item that waited too
+// long goes to drop, not to shed, and does not hold the queue standing.
+func TestQueueCancelledItemsAreShedSilently(t *testing.T) {
+	q, _ := NewQueue[int](-1, OverloadConfig{MaxQueueTime: 10 * milli})
+	dead := map[int]bool{1: true}
+	var dropped, shed []int
+	q.TrackCancelled(func(v int) bool { return dead[v] }, func(v int) { dropped = append(dropped, v) })
+	q.Offer(0, 1, 0)
+	q.Offer(0, 2, 0)
+	q.Offer(15*milli, 3, 0)
+	q.Cancel(1 * milli)
+	v, ok := q.Next(20*milli, func(v int) { shed = append(shed, v) })
+	if !ok || v != 3 || !slices.Equal(dropped, []int{1}) || !slices.Equal(shed, []int{2}) {
+		t.Fatalf("Next = %d, %v; dropped %v, shed %v; want 3, true, [1], [2]", v, ok, dropped, shed)
+	}
+}
+
+// TestQueueCancelKeepsRingBounded: under LIFO the oldest items are never
+// reached, so cancelled ones there leave only by compaction; the ring must
+// stay within a small multiple of the live items.
+func TestQueueCancelKeepsRingBounded(t *testing.T) {
+	q, _ := NewQueue[int](-1, OverloadConfig{Discipline: LIFO})
+	dead := map[int]bool{}
+	drops := map[int]int{}
+	q.TrackCancelled(func(v int) bool { return dead[v] }, func(v int) { drops[v]++ })
+	const live = 100
+	for i := range live {
+		q.Offer(0, i, 0)
+	}
+	// Each round queues a newcomer and cancels the oldest live item.
+	for i := live; i < 100*live; i++ {
+		q.Offer(0, i, 0)
+		dead[i-live] = true
+		q.Cancel(0)
+		if q.Len() != live {
+			t.Fatalf("round %d: Len = %d, want %d", i, q.Len(), live)
+		}
+	}
+	if len(q.items) > 4*live {
+		t.Fatalf("ring holds %d slots for %d live items", len(q.items), live)
+	}
+	for v, n := range drops {
+		if n != 1 || !dead[v] {
+			t.Fatalf("item %d dropped %d times (cancelled: %v)", v, n, dead[v])
+		}
+	}
+	for want := 100*live - 1; want >= 100*live-live; want-- {
+		if v, ok := q.Next(0, nil); !ok || v != want {
+			t.Fatalf("Next = %d, %v; want %d", v, ok, want)
+		}
+	}
+	if _, ok := q.Next(0, nil); ok || len(drops) != 100*live-live {
+		t.Fatalf("after draining: served more, or %d drops, want %d", len(drops), 100*live-live)
+	}
+}
+
+// FuzzQueue drives a queue without shedding with arbitrary operations —
+// offer, serve, cancel the k-th queued item — and compares it with a slice.
 func FuzzQueue(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 0, 1, 1}, uint8(0), int8(3))
 	f.Add([]byte{0, 0, 0, 0, 1, 1, 1, 1, 0}, uint8(1), int8(-1))
+	f.Add([]byte{0, 0, 0, 2, 0, 6, 1, 0, 0, 10, 1, 1}, uint8(0), int8(2))
 	f.Fuzz(func(t *testing.T, ops []byte, disc uint8, limit int8) {
 		lifo := disc%2 == 1
 		cfg := OverloadConfig{Discipline: map[bool]string{false: "fifo", true: "lifo"}[lifo]}
@@ -167,9 +270,13 @@ func FuzzQueue(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		dead := map[int]bool{}
+		dropped := map[int]int{}
+		q.TrackCancelled(func(v int) bool { return dead[v] }, func(v int) { dropped[v]++ })
 		var model []int
 		for i, op := range ops {
-			if op%2 == 0 {
+			switch op % 3 {
+			case 0:
 				ok := q.Offer(0, i, 0)
 				want := limit < 0 || len(model) < int(limit)
 				if ok != want {
@@ -178,7 +285,7 @@ func FuzzQueue(f *testing.F) {
 				if ok {
 					model = append(model, i)
 				}
-			} else {
+			case 1:
 				v, ok := q.Next(0, nil)
 				if len(model) == 0 {
 					if ok {
@@ -195,9 +302,22 @@ func FuzzQueue(f *testing.F) {
 				if !ok || v != want {
 					t.Fatalf("op %d: Next = %d, %v, want %d", i, v, ok, want)
 				}
+			case 2:
+				if len(model) == 0 {
+					continue
+				}
+				k := int(op/3) % len(model)
+				dead[model[k]] = true
+				q.Cancel(0)
+				model = slices.Delete(model, k, k+1)
 			}
 			if q.Len() != len(model) {
 				t.Fatalf("op %d: Len = %d, want %d", i, q.Len(), len(model))
+			}
+		}
+		for v, n := range dropped {
+			if n != 1 || !dead[v] {
+				t.Fatalf("item %d dropped %d times (cancelled: %v)", v, n, dead[v])
 			}
 		}
 	})
@@ -244,4 +364,25 @@ func ExampleQueue() {
 	v, _ := q.Next(150*time.Millisecond, func(s string) { fmt.Print("shed ", s, "; ") })
 	fmt.Println("serve", v)
 	// Output: shed a; shed b; shed c; shed d; serve f
+}
+
+func ExampleQueue_Cancel() {
+	q, _ := NewQueue[string](2, OverloadConfig{})
+	gone := map[string]bool{}
+	q.TrackCancelled(func(s string) bool { return gone[s] }, func(s string) { fmt.Println("dropped", s) })
+	q.Offer(0, "a", 0)
+	q.Offer(0, "b", 0)
+	fmt.Println("c admitted:", q.Offer(0, "c", 0))
+	// a's caller gives up: its place is free at once. (The full ring, half
+	// cancelled, is compacted to make room for c, which drops a.)
+	gone["a"] = true
+	q.Cancel(time.Millisecond)
+	fmt.Println("c admitted:", q.Offer(time.Millisecond, "c", 0), "len", q.Len())
+	v, _ := q.Next(2*time.Millisecond, nil)
+	fmt.Println("serve", v)
+	// Output:
+	// c admitted: false
+	// dropped a
+	// c admitted: true len 2
+	// serve b
 }

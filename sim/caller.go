@@ -3,16 +3,15 @@ package sim
 import (
 	"time"
 
-	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 )
 
-// group is one step of downstream calls made by an attempt (or the external
-// client's call of a logical request): its members run at once and the step
-// succeeds when need of them succeeded, failing as soon as that becomes
-// impossible.
+// group is one step of downstream calls made by an attempt: its members run
+// at once and the step succeeds when need of them succeeded, failing as soon
+// as that becomes impossible. (A logical request's root call, the external
+// client's, is a single call and needs no group.)
 type group struct {
-	owner    *attempt // nil for a request's root call
+	owner    *attempt
 	req      *request
 	members  []*callRun
 	need     int
@@ -22,14 +21,13 @@ type group struct {
 	starting bool
 	done     bool
 	last     policies.Outcome
-	result   policies.CallResult // of the last member to finish (root calls)
 }
 
 // callRun is one logical call over one edge, driven by a policies.Call.
 type callRun struct {
 	pc          policies.Call
 	edge        *edge
-	grp         *group
+	grp         *group // nil for a request's root call
 	req         *request
 	slots       []*attempt // attempt k's record at slots[k-1] while the caller waits on it
 	wake        Timer
@@ -41,13 +39,7 @@ type callRun struct {
 }
 
 func (m *model) newGroup(owner *attempt, req *request, need, total int) *group {
-	var g *group
-	if n := len(m.freeGroup); n > 0 {
-		g = m.freeGroup[n-1]
-		m.freeGroup = m.freeGroup[:n-1]
-	} else {
-		g = &group{}
-	}
+	g := m.groups.get()
 	members := g.members[:0]
 	*g = group{owner: owner, req: req, need: need, total: total, members: members}
 	return g
@@ -56,34 +48,28 @@ func (m *model) newGroup(owner *attempt, req *request, need, total int) *group {
 func (m *model) freeGroupAndMembers(g *group) {
 	// startCall sets every field of a reused callRun; its Call keeps its storage.
 	for i, cr := range g.members {
-		m.freeCall = append(m.freeCall, cr)
+		m.calls.put(cr)
 		g.members[i] = nil
 	}
-	members := g.members[:0]
-	*g = group{members: members}
-	m.freeGroup = append(m.freeGroup, g)
+	g.members = g.members[:0] // newGroup resets the rest
+	m.groups.put(g)
 }
 
-// startCall starts one member call of g over e.
-func (m *model) startCall(g *group, e *edge) {
-	var cr *callRun
-	if n := len(m.freeCall); n > 0 {
-		cr = m.freeCall[n-1]
-		m.freeCall = m.freeCall[:n-1]
-	} else {
-		cr = &callRun{}
-	}
-	cr.edge, cr.grp, cr.req = e, g, g.req
+// startCall starts a call of req over e: a member of g, or req's root call
+// when g is nil.
+func (m *model) startCall(g *group, req *request, e *edge) {
+	cr := m.calls.get()
+	cr.edge, cr.grp, cr.req = e, g, req
 	cr.slots = cr.slots[:0]
 	cr.wakeSet, cr.done = false, false
-	if g.owner == nil {
-		cr.hasDeadline, cr.deadline = g.req.hasDeadline, g.req.deadline
+	if g == nil {
+		cr.hasDeadline, cr.deadline = req.hasDeadline, req.deadline
 	} else {
 		cr.hasDeadline, cr.deadline = g.owner.hasDeadline, g.owner.deadline
+		g.members = append(g.members, cr)
 	}
-	g.members = append(g.members, cr)
 	a := cr.pc.Start(m.eng.Now(), e.pe, policies.CallOptions{
-		Write: g.req.write, Deadline: cr.deadline, HasDeadline: cr.hasDeadline, Counted: g.req.counted,
+		Write: req.write, Deadline: cr.deadline, HasDeadline: cr.hasDeadline, Counted: req.counted,
 	})
 	m.apply(cr, a)
 }
@@ -91,14 +77,13 @@ func (m *model) startCall(g *group, e *edge) {
 // apply carries out a Call's Action. Sending is done last: with no
 // network delay the callee may answer at once, re-entering apply.
 func (m *model) apply(cr *callRun, a policies.Action) {
+	if a.Wake || cr.wakeSet {
+		m.setWake(cr, a)
+	}
 	switch a.Kind {
 	case policies.Send:
-		m.setWake(cr, a)
 		m.send(cr, a.Attempt, a.Timeout)
-	case policies.Wait:
-		m.setWake(cr, a)
 	case policies.Finish:
-		m.setWake(cr, a)
 		m.abandonAll(cr, a.CancelOthers)
 		cr.done = true
 		m.memberDone(cr, a.Outcome, a.Result)
@@ -145,7 +130,7 @@ func (m *model) send(cr *callRun, k int, timeout time.Duration) {
 		a.tmo = m.eng.After(timeout, m.hTimeout, a)
 	}
 	if e.hasNet {
-		a.ev = m.eng.After(e.net.sample(e.pe.Rand), m.hAttArrive, a)
+		a.ev = m.eng.After(e.net.Sample(e.pe.Rand), m.hAttArrive, a)
 		return
 	}
 	m.arrive(a)
@@ -203,6 +188,9 @@ func (m *model) countTimedOut(a *attempt) {
 }
 
 func (m *model) abandonAll(cr *callRun, cancel bool) {
+	if len(cr.slots) == 1 && cr.slots[0] == nil {
+		return // the common case: the single attempt was answered
+	}
 	for _, a := range cr.slots {
 		if a != nil {
 			m.abandon(a, cancel)
@@ -210,16 +198,23 @@ func (m *model) abandonAll(cr *callRun, cancel bool) {
 	}
 }
 
-// memberDone records that member cr of its group finished.
+// memberDone records that call cr finished: a request's root call ends the
+// request, a member of a group counts toward the group's quorum.
 func (m *model) memberDone(cr *callRun, o policies.Outcome, r policies.CallResult) {
 	g := cr.grp
+	if g == nil {
+		// Finish left nothing referring to cr: no attempt, no wake-up.
+		req := cr.req
+		m.calls.put(cr)
+		m.requestDone(req, r)
+		return
+	}
 	if r == policies.Succeeded {
 		g.succ++
 	} else {
 		g.fail++
 		g.last = o
 	}
-	g.result = r
 	if !g.starting {
 		m.evaluate(g)
 	}
@@ -243,12 +238,8 @@ func (m *model) complete(g *group, ok bool, o policies.Outcome) {
 			m.abortCall(cr)
 		}
 	}
-	owner, req, result := g.owner, g.req, g.result
+	owner := g.owner
 	m.freeGroupAndMembers(g)
-	if owner == nil {
-		m.requestDone(req, result)
-		return
-	}
 	m.stepDone(owner, ok, o)
 }
 
@@ -282,7 +273,7 @@ func (m *model) runStep(a *attempt, i int) {
 		if g.fail > g.total-g.need {
 			break // already impossible: do not start the rest
 		}
-		m.startCall(g, e)
+		m.startCall(g, a.req, e)
 		if a.gen != gen {
 			// Defensive: answers reach the callers above only through g
 			// while it is starting, so a cannot have been cancelled.
@@ -310,22 +301,12 @@ func (m *model) startRequest(client int) {
 	if req.counted {
 		m.totals.offered++
 	}
-	g := m.newGroup(nil, req, 1, 1)
-	req.root = g
-	g.starting = true
-	m.startCall(g, m.client)
-	g.starting = false
-	m.evaluate(g)
+	req.open = true
+	m.startCall(nil, req, m.client)
 }
 
 func (m *model) newRequest() *request {
-	var r *request
-	if n := len(m.freeReq); n > 0 {
-		r = m.freeReq[n-1]
-		m.freeReq = m.freeReq[:n-1]
-	} else {
-		r = &request{}
-	}
+	r := m.requests.get()
 	*r = request{liveIdx: len(m.live)}
 	m.live = append(m.live, r)
 	return r
@@ -335,16 +316,17 @@ func (m *model) newRequest() *request {
 func (m *model) requestDone(req *request, r policies.CallResult) {
 	now := m.eng.Now()
 	req.result = r
-	req.root = nil
+	req.open = false
 	switch r {
 	case policies.Succeeded:
 		lat := now - req.arrived
 		m.iv.succeeded++
 		m.iv.latSum += float64(lat)
-		metrics.RecordLatency(m.ivLat, lat)
+		i := latencyIndex(lat)
+		m.ivLat.add(i)
 		if req.counted {
 			m.totals.succeeded++
-			metrics.RecordLatency(m.lat, lat)
+			m.lat.add(i)
 		}
 	case policies.Failed:
 		m.iv.failed++
@@ -378,8 +360,7 @@ func (m *model) unref(req *request) {
 	last.liveIdx = req.liveIdx
 	m.live[len(m.live)-1] = nil
 	m.live = m.live[:len(m.live)-1]
-	*req = request{}
-	m.freeReq = append(m.freeReq, req)
+	m.requests.put(req)
 }
 
 // fold adds req's side-effect executions to the totals.

@@ -7,8 +7,9 @@
 //
 // Engine runs callbacks (Handler) in (time, sequence) order, so events at
 // one instant run in the order they were scheduled. At and After return a
-// Timer that Stop cancels in O(log n); event records are recycled, so a
-// steady-state run allocates nothing per event. Stream derives one random
+// Timer that Stop cancels in O(log n): each event record keeps its heap
+// position. Records are recycled through a free list, so a steady-state run
+// allocates nothing per event. Stream derives one random
 // stream per named component from the run's seed — arrivals (arrival times
 // and write draws), service/NAME (service times, errors, dropped replies),
 // edge/FROM->TO (network delays and the edge's policies) — so the same
@@ -43,7 +44,8 @@
 //     max_queue_time shedding, concurrency limit — policies.Queue). A full
 //     queue rejects with Unavailable and the service's pushback hint; shed
 //     attempts are rejected the same way and counted in Shed;
-//   - holds the worker for sample(service_time) + slowdown_per_inflight ×
+//   - holds the worker for sample(service_time) (package dist, as in load
+//     mode; an absent distribution is no delay) + slowdown_per_inflight ×
 //     (other attempts in flight at the service) + the active faults'
 //     latency_add;
 //   - fails with error_class at error_rate (a fault may replace the rate);
@@ -67,10 +69,10 @@
 // cancelled), a callee with cancel_on_timeout cancels the attempt: it leaves
 // the queue, frees its worker and abandons its own downstream calls, in
 // turn. Otherwise the callee finishes the work for nobody: the attempt is
-// counted wasted and its busy time still shows in utilization. (A cancelled
-// attempt leaves the queue lazily: it no longer counts in the queue length
-// or in-flight figures, but keeps its slot against the queue limit until a
-// worker reaches it, because policies.Queue offers no removal.)
+// counted wasted and its busy time still shows in utilization. A cancelled
+// queued attempt gives its place back at once (policies.Queue.Cancel): it
+// stops counting in the queue length, the queue limit and the in-flight
+// figures, and its record is released when the queue drops it.
 //
 // Faults change a service during [at, at+for): capacity scales the workers
 // that may be busy (floor(workers × Π capacity); running work finishes),
@@ -123,6 +125,12 @@
 // per edge retries (of requests after warm-up, like every edge counter),
 // breaker_state (0 closed, 1 open, 2 half-open, edges with a breaker) and
 // budget_level (edges with a budget).
+//
+// Latencies are counted in the bucket layout of metrics.NewLatencyHistogram
+// (1 µs to 1 h, 3 significant digits) by an index computation and an
+// increment, a request's index once for both the interval's and the run's
+// counts; the Result's histograms are HdrHistograms with the same counts,
+// and the interval quantiles are what HdrHistogram would answer.
 //
 // Memory grows with concurrency, never with the number of requests:
 // requests, attempts, calls and groups are pooled records returned as soon

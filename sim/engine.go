@@ -10,15 +10,21 @@ import (
 // stored in an interface does not allocate).
 type Handler func(e *Engine, arg any)
 
-// event is one scheduled callback. Records are recycled through a free list;
-// gen changes on every reuse so a stale Timer cannot cancel a later event.
+// event is one scheduled callback. Records are recycled through a free list
+// threaded through next; gen changes on every reuse so a stale Timer cannot
+// cancel a later event.
 type event struct {
-	at  time.Duration
-	seq uint64
-	idx int // position in the heap, -1 when not queued
-	gen uint64
-	fn  Handler
-	arg any
+	at   time.Duration
+	seq  uint64
+	idx  int // position in the heap, -1 when not queued
+	gen  uint64
+	fn   Handler
+	arg  any
+	next *event // next free record while on the free list
+}
+
+func (a *event) before(b *event) bool {
+	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
 }
 
 // Timer is a handle to a scheduled event, used to cancel it. The zero Timer
@@ -36,7 +42,7 @@ type Engine struct {
 	now    time.Duration
 	seq    uint64
 	heap   []*event
-	free   []*event
+	free   *event // the free list of records
 	events uint64
 	last   time.Duration
 	stop   bool
@@ -73,18 +79,16 @@ func (e *Engine) At(t time.Duration, fn Handler, arg any) Timer {
 	if t < e.now {
 		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", t, e.now))
 	}
-	var ev *event
-	if n := len(e.free); n > 0 {
-		ev = e.free[n-1]
-		e.free = e.free[:n-1]
+	ev := e.free
+	if ev != nil {
+		e.free = ev.next
 	} else {
 		ev = &event{}
 	}
 	ev.at, ev.seq, ev.fn, ev.arg = t, e.seq, fn, arg
 	e.seq++
-	ev.idx = len(e.heap)
 	e.heap = append(e.heap, ev)
-	e.up(ev.idx)
+	e.up(len(e.heap)-1, ev)
 	return Timer{ev: ev, gen: ev.gen}
 }
 
@@ -96,20 +100,27 @@ func (e *Engine) After(d time.Duration, fn Handler, arg any) Timer {
 // Stop cancels the timer's event if it has not run yet, in O(log n), and
 // reports whether it did.
 func (e *Engine) Stop(t Timer) bool {
+	if t.ev == nil { // the zero Timer: cheap enough to inline at every call
+		return false
+	}
+	return e.stop1(t)
+}
+
+func (e *Engine) stop1(t Timer) bool {
 	ev := t.ev
-	if ev == nil || ev.gen != t.gen || ev.idx < 0 {
+	if ev.gen != t.gen || ev.idx < 0 {
 		return false
 	}
 	i := ev.idx
 	last := len(e.heap) - 1
+	moved := e.heap[last]
+	e.heap = e.heap[:last] // the vacated slot may keep its pointer, as in RunUntil
 	if i != last {
-		e.swap(i, last)
-	}
-	e.heap[last] = nil
-	e.heap = e.heap[:last]
-	if i != last {
-		if !e.down(i) {
-			e.up(i)
+		// Put the last record in the hole: it may belong above or below.
+		if i > 0 && moved.before(e.heap[(i-1)/2]) {
+			e.up(i, moved)
+		} else {
+			e.down(i, moved)
 		}
 	}
 	e.recycle(ev)
@@ -127,14 +138,21 @@ func (e *Engine) Run() { e.RunUntil(1<<63 - 1) }
 func (e *Engine) RunUntil(end time.Duration) {
 	e.stop = false
 	for len(e.heap) > 0 && !e.stop {
-		ev := e.heap[0]
-		if ev.at > end {
+		top := e.heap[0]
+		if top.at > end {
 			break
 		}
-		e.popMin()
-		e.now, e.last = ev.at, ev.at
-		fn, arg := ev.fn, ev.arg
-		e.recycle(ev)
+		last := len(e.heap) - 1
+		moved := e.heap[last]
+		// The vacated slot keeps its pointer: the record is on the free
+		// list or in the heap anyway, so clearing it would free nothing.
+		e.heap = e.heap[:last]
+		if last > 0 {
+			e.down(0, moved)
+		}
+		e.now, e.last = top.at, top.at
+		fn, arg := top.fn, top.arg
+		e.recycle(top)
 		e.events++
 		fn(e, arg)
 	}
@@ -147,59 +165,47 @@ func (e *Engine) recycle(ev *event) {
 	ev.idx = -1
 	ev.gen++
 	ev.fn, ev.arg = nil, nil
-	e.free = append(e.free, ev)
+	ev.next = e.free
+	e.free = ev
 }
 
-func (e *Engine) popMin() {
-	last := len(e.heap) - 1
-	e.swap(0, last)
-	e.heap[last] = nil
-	e.heap = e.heap[:last]
-	if last > 0 {
-		e.down(0)
-	}
-}
-
-func (e *Engine) less(i, j int) bool {
-	a, b := e.heap[i], e.heap[j]
-	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
-}
-
-func (e *Engine) swap(i, j int) {
+// up moves x from the hole at j toward the root to its place.
+func (e *Engine) up(j int, x *event) {
 	h := e.heap
-	h[i], h[j] = h[j], h[i]
-	h[i].idx = i
-	h[j].idx = j
-}
-
-func (e *Engine) up(j int) {
 	for j > 0 {
 		i := (j - 1) / 2
-		if !e.less(j, i) {
+		p := h[i]
+		if !x.before(p) {
 			break
 		}
-		e.swap(i, j)
+		h[j] = p
+		p.idx = j
 		j = i
 	}
+	h[j] = x
+	x.idx = j
 }
 
-func (e *Engine) down(i0 int) bool {
-	n := len(e.heap)
-	i := i0
+// down moves x from the hole at i toward the leaves to its place.
+func (e *Engine) down(i int, x *event) {
+	h := e.heap
+	n := len(h)
 	for {
 		l := 2*i + 1
 		if l >= n {
 			break
 		}
-		j := l
-		if r := l + 1; r < n && e.less(r, l) {
-			j = r
+		c := h[l]
+		if r := l + 1; r < n && h[r].before(c) {
+			l, c = r, h[r]
 		}
-		if !e.less(j, i) {
+		if !c.before(x) {
 			break
 		}
-		e.swap(i, j)
-		i = j
+		h[i] = c
+		c.idx = i
+		i = l
 	}
-	return i > i0
+	h[i] = x
+	x.idx = i
 }

@@ -44,16 +44,29 @@ func goldenScenario() *topology.Scenario {
 // in behaviour, draw order or accounting shows up as a diff. Run with
 // -update after an intended change, and review the diff.
 func TestGoldenSummary(t *testing.T) {
-	res := runScenario(t, goldenScenario())
-	got, err := json.MarshalIndent(res.Summary, "", "  ")
+	checkGolden(t, "golden_summary.json", "  ", runScenario(t, goldenScenario()).Summary)
+}
+
+// TestGoldenSeries pins the time series of the same run — per-interval
+// counts, latency quantiles, queue and utilization integrals, breaker and
+// budget levels — as TestGoldenSummary pins its summary.
+func TestGoldenSeries(t *testing.T) {
+	checkGolden(t, "golden_series.json", " ", runScenario(t, goldenScenario()).Series)
+}
+
+// checkGolden compares v, as indented JSON, with testdata/name, first
+// rewriting the file under -update.
+func checkGolden(t *testing.T, name, indent string, v any) {
+	t.Helper()
+	got, err := json.MarshalIndent(v, "", indent)
 	require.NoError(t, err)
 	got = append(got, '\n')
-	path := filepath.Join("testdata", "golden_summary.json")
+	path := filepath.Join("testdata", name)
 	if *update {
 		require.NoError(t, os.MkdirAll("testdata", 0o755))
 		require.NoError(t, os.WriteFile(path, got, 0o644))
 	}
 	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test ./sim -run TestGoldenSummary -update to create it")
+	require.NoError(t, err, "run go test ./sim -run TestGolden -update to create it")
 	require.Equal(t, string(want), string(got))
 }

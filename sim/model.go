@@ -5,10 +5,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
+	"github.com/stormsim/stormsim/dist"
 	"github.com/stormsim/stormsim/idempotency"
-	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -39,14 +37,19 @@ type model struct {
 	phase            time.Duration // constant arrivals: start of the current phase
 	phaseN           int64         // arrivals since it
 	clients          []closedClient
-	nextID           uint64
+	constant         bool // constant arrivals
+	// the schedule segment [segFrom, segUntil) at segRate, cached by rateAt
+	segOK             bool
+	segFrom, segUntil time.Duration
+	segRate           float64
+	nextID            uint64
 
 	live []*request
 
-	freeReq   []*request
-	freeAtt   []*attempt
-	freeCall  []*callRun
-	freeGroup []*group
+	requests pool[request]
+	attempts pool[attempt]
+	calls    pool[callRun]
+	groups   pool[group]
 
 	alive       int // attempt records alive
 	maxInflight int
@@ -59,12 +62,29 @@ type model struct {
 
 	totals totals
 	iv     intervalTotals
-	lat    *hdrhistogram.Histogram
-	ivLat  *hdrhistogram.Histogram
+	lat    *latencyCounts // of requests after warm-up
+	ivLat  *latencyCounts // of the current series interval
 
 	// handlers bound once, so scheduling allocates nothing
 	hArrival, hClient, hAttArrive, hWorkDone, hReply, hTimeout, hWake, hFault, hDeferred Handler
 }
+
+// pool is a free list of records of one kind: a run takes records from it
+// and gives them back as soon as nothing refers to them, so its memory grows
+// with concurrency and steady state allocates nothing. Whoever takes a record
+// resets the fields it uses.
+type pool[T any] struct{ free []*T }
+
+func (p *pool[T]) get() *T {
+	if n := len(p.free); n > 0 {
+		x := p.free[n-1]
+		p.free = p.free[:n-1]
+		return x
+	}
+	return new(T)
+}
+
+func (p *pool[T]) put(x *T) { p.free = append(p.free, x) }
 
 type divergence struct {
 	at     time.Duration
@@ -102,7 +122,7 @@ type request struct {
 	client      int // closed-loop client, -1 for open loop
 	executions  int
 	key         string // idempotency key, made on first use
-	root        *group
+	open        bool   // its root call has not finished
 }
 
 // edge is one call edge: caller → callee under one topology.Call, with its
@@ -111,7 +131,7 @@ type edge struct {
 	pe        *policies.Edge
 	from, to  string
 	callee    *service
-	net       sampler
+	net       dist.Sampler
 	hasNet    bool
 	propagate bool
 	out       int // index of the merged edge in the output
@@ -148,7 +168,7 @@ func build(sc *topology.Scenario) (*model, error) {
 		deadline: sc.Workload.Deadline, writeFraction: sc.Workload.WriteFraction,
 		arrivals:    Stream(sc.Seed, "arrivals"),
 		maxInflight: sc.Limits.MaxInflight, maxEvents: uint64(sc.Limits.MaxEvents),
-		lat: metrics.NewLatencyHistogram(), ivLat: metrics.NewLatencyHistogram(),
+		lat: newLatencyCounts(), ivLat: newLatencyCounts(),
 	}
 	if m.maxInflight <= 0 {
 		m.maxInflight = DefaultMaxInflight
@@ -162,6 +182,7 @@ func build(sc *topology.Scenario) (*model, error) {
 	w := &sc.Workload
 	switch w.Arrival {
 	case "", "poisson", "constant":
+		m.constant = w.Arrival == "constant"
 		if w.Rate < 0 {
 			return nil, fmt.Errorf("%s: workload.rate: must be ≥ 0, got %v", src, w.Rate)
 		}
@@ -229,11 +250,8 @@ func build(sc *topology.Scenario) (*model, error) {
 			}
 		}
 		e := &edge{pe: pe, from: from, to: c.To, callee: callee, propagate: c.PropagateDeadline}
-		if c.Network != nil {
-			if e.net, err = newSampler(c.Network, field+".network"); err != nil {
-				return nil, err
-			}
-			e.hasNet = e.net.kind != distZero
+		if e.net, e.hasNet, err = newDelay(c.Network, field+".network"); err != nil {
+			return nil, err
 		}
 		idx, ok := outIdx[name]
 		if !ok {

@@ -126,6 +126,34 @@ func TestCancelOnTimeout(t *testing.T) {
 	require.InDelta(t, 5.0/(4*10), stop.Utilization, 1e-3)
 }
 
+// TestCancelledQueuedAttemptFreesItsPlace: b has one worker and a queue of
+// one. Each request of a calls b twice at once: a long call that holds the
+// worker or waits, and a 5ms call that queues behind it and is cancelled.
+// The cancelled attempt must give its queue place back at once, so the next
+// request's long call is admitted instead of being rejected.
+func TestCancelledQueuedAttemptFreesItsPlace(t *testing.T) {
+	sc := &topology.Scenario{
+		Name: "cancel-queued", Seed: 1, Duration: 15 * time.Millisecond, Interval: time.Second,
+		Workload: topology.Workload{Entry: "a", Arrival: "constant", Rate: 100},
+		Services: []topology.Service{
+			{Name: "a", Workers: 4, ServiceTime: constant(0), Calls: []topology.Call{{WaitFor: 1, Parallel: []topology.Call{
+				{To: "b", Timeout: 2 * time.Second},
+				{To: "b", Timeout: 5 * time.Millisecond},
+			}}}},
+			{Name: "b", Workers: 1, Queue: intp(1), ServiceTime: constant(time.Second), CancelOnTimeout: true},
+		},
+	}
+	sum := runScenario(t, sc).Summary
+	b := svcOf(sum, "b")
+	require.EqualValues(t, 4, b.Attempts)
+	// At 10ms: the first request's short call was cancelled at 5ms, so the
+	// second's long call queues; its short call finds the queue full.
+	require.EqualValues(t, 1, b.Rejected)
+	require.EqualValues(t, 2, b.Succeeded, "both long calls are served")
+	require.EqualValues(t, 1, b.QueueMax)
+	require.EqualValues(t, 2, sum.Requests.Succeeded)
+}
+
 func TestCancellationReachesDownstream(t *testing.T) {
 	// The client gives up on a after 10ms; a honours it and abandons its
 	// call to b, which honours it too, so b stops working.

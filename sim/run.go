@@ -176,18 +176,25 @@ func (m *model) openArrival() {
 
 func (m *model) closedArrival(c *closedClient) { m.startRequest(c.idx) }
 
-// rateAt returns the offered rate at t and when it next changes.
+// rateAt returns the offered rate at t and when it next changes. The
+// schedule segment found last is kept, since arrivals ask about the same one
+// over and over.
 func (m *model) rateAt(t time.Duration) (rate float64, until time.Duration) {
+	if m.segOK && t >= m.segFrom && t < m.segUntil {
+		return m.segRate, m.segUntil
+	}
 	w := &m.sc.Workload
 	rate, until = w.Rate, m.duration
+	from := time.Duration(0)
 	for _, s := range w.Schedule {
 		if s.At <= t {
-			rate = s.Rate
+			rate, from = s.Rate, s.At
 		} else if s.At < until {
 			until = s.At
 			break
 		}
 	}
+	m.segOK, m.segFrom, m.segUntil, m.segRate = true, from, until, rate
 	return rate, until
 }
 
@@ -196,7 +203,6 @@ func (m *model) rateAt(t time.Duration) (rate float64, until time.Duration) {
 // the change: exact for Poisson (memoryless), a phase reset for constant,
 // whose arrivals fall at phase start + n/rate (no rounding drift).
 func (m *model) nextArrival(t time.Duration, first bool) (time.Duration, bool) {
-	constant := m.sc.Workload.Arrival == "constant"
 	for t < m.duration {
 		rate, until := m.rateAt(t)
 		if !(rate > 0) {
@@ -205,9 +211,9 @@ func (m *model) nextArrival(t time.Duration, first bool) (time.Duration, bool) {
 		}
 		var next time.Duration
 		switch {
-		case constant && first:
+		case m.constant && first:
 			m.phase, m.phaseN, next = t, 0, t
-		case constant:
+		case m.constant:
 			m.phaseN++
 			next = m.phase + time.Duration(math.Round(float64(m.phaseN)*float64(time.Second)/rate))
 		default:
@@ -274,6 +280,9 @@ func newSeries(m *model, interval time.Duration) *series {
 	return s
 }
 
+// ivQuantiles are the latency percentiles of each series row.
+var ivQuantiles = [2]float64{50, 99}
+
 // flush closes the interval [from, to) into one row and resets the
 // interval accumulators.
 func (s *series) flush(from, to time.Duration) {
@@ -285,15 +294,13 @@ func (s *series) flush(from, to time.Duration) {
 	if iv.succeeded > 0 {
 		mean = iv.latSum / float64(iv.succeeded) / 1e6
 	}
-	p50, p99 := 0.0, 0.0
-	if m.ivLat.TotalCount() > 0 {
-		p50 = float64(m.ivLat.ValueAtQuantile(50)) / 1000
-		p99 = float64(m.ivLat.ValueAtQuantile(99)) / 1000
-	}
+	var q [2]int64
+	m.ivLat.quantiles(ivQuantiles[:], q[:])
+	p50, p99 := float64(q[0])/1000, float64(q[1])/1000
 	row = append(row, float64(iv.offered), float64(iv.succeeded), float64(iv.failed), float64(iv.unknown),
 		float64(iv.succeeded)/width, p50, p99, mean)
 	*iv = intervalTotals{}
-	m.ivLat.Reset()
+	m.ivLat.reset()
 	for _, sv := range m.services {
 		sv.advance(to)
 		wns := float64(to - from)
@@ -325,7 +332,7 @@ func (s *series) flush(from, to time.Duration) {
 func (m *model) result(sc *topology.Scenario, opt Options, simEnd time.Duration, ser *series) *metrics.Result {
 	// Requests still open when the run ended never learnt their outcome.
 	for _, req := range m.live {
-		if req.result == policies.Pending && req.root != nil {
+		if req.result == policies.Pending && req.open {
 			req.result = policies.Unknown
 			if req.counted {
 				m.totals.unknown++
@@ -334,27 +341,31 @@ func (m *model) result(sc *topology.Scenario, opt Options, simEnd time.Duration,
 		m.fold(req)
 	}
 	t := &m.totals
+	lat := m.lat.hist()
 	sum := metrics.Summary{
 		Scenario: sc.Name, Seed: sc.Seed, Version: opt.Version, SimTimeS: simEnd.Seconds(), Status: m.status,
 		Requests:            metrics.Requests{Offered: t.offered, Succeeded: t.succeeded, Failed: t.failed, Unknown: t.unknown},
-		LatencyMs:           metrics.LatencyOf(m.lat),
+		LatencyMs:           metrics.LatencyOf(lat),
 		Duplicates:          t.duplicates,
 		UnknownCommitted:    t.unknownCommitted,
 		UnknownNotCommitted: t.unknownNotCommitted,
 	}
-	if w := (sc.Duration - sc.Warmup).Seconds(); w > 0 {
+	// A run stopped early (diverged, interrupted) measured only up to
+	// where it stopped; dividing by the whole window would understate goodput.
+	if w := (min(sc.Duration, simEnd) - sc.Warmup).Seconds(); w > 0 {
 		sum.WindowS = w
 		sum.GoodputRPS = float64(t.succeeded) / w
 	}
-	res := &metrics.Result{Latency: m.lat, ServiceLatency: map[string]*hdrhistogram.Histogram{}, Series: ser.ts}
+	res := &metrics.Result{Latency: lat, ServiceLatency: map[string]*hdrhistogram.Histogram{}, Series: ser.ts}
 	span := float64(simEnd - m.warmup)
 	var biggest *service
 	for _, s := range m.services {
 		s.advance(simEnd)
+		hist := s.hist.hist()
 		ss := metrics.ServiceSummary{
 			Name: s.name, Attempts: s.c.attempts, Succeeded: s.c.succeeded, Failed: s.c.failed,
 			Rejected: s.c.rejected, TimedOut: s.c.timedOut, Wasted: s.c.wasted, QueueMax: int64(s.queueMax),
-			LatencyMs: metrics.LatencyOf(s.hist), Shed: s.c.shed, Executions: s.c.executions,
+			LatencyMs: metrics.LatencyOf(hist), Shed: s.c.shed, Executions: s.c.executions,
 		}
 		if s.commits {
 			ss.Duplicates = t.duplicates
@@ -368,7 +379,7 @@ func (m *model) result(sc *topology.Scenario, opt Options, simEnd time.Duration,
 		}
 		sum.Amplification = max(sum.Amplification, ss.Amplification)
 		sum.Services = append(sum.Services, ss)
-		res.ServiceLatency[s.name] = s.hist
+		res.ServiceLatency[s.name] = hist
 		if biggest == nil || s.qlen() > biggest.qlen() {
 			biggest = s
 		}

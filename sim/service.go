@@ -7,10 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
+	"github.com/stormsim/stormsim/dist"
 	"github.com/stormsim/stormsim/idempotency"
-	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -31,13 +29,12 @@ type service struct {
 	name    string
 	cfg     *topology.Service
 	rng     *rand.Rand
-	st      sampler
+	st      dist.Sampler
 	slow    time.Duration
 	workers int
 	allowed int // workers that may be busy now (capacity faults)
 	busy    int
 	queue   *policies.Queue[*attempt]
-	qDead   int // cancelled attempts still sitting in queue
 	qLimit  int
 	inflt   int // attempts arrived and not yet answered or cancelled
 	steps   []step
@@ -66,7 +63,7 @@ type service struct {
 	deferArmed bool
 
 	c    svcCounters
-	hist *hdrhistogram.Histogram
+	hist *latencyCounts
 
 	// time integrals in worker·ns and item·ns since the start
 	lastT               time.Duration
@@ -89,7 +86,7 @@ func newService(m *model, idx int, cfg *topology.Service) (*service, error) {
 	s := &service{m: m, idx: idx, name: cfg.Name, cfg: cfg, rng: Stream(m.sc.Seed, "service/"+cfg.Name),
 		workers: cfg.Workers, allowed: cfg.Workers, slow: cfg.SlowdownPerInflight,
 		errorRate: cfg.ErrorRate, cancel: cfg.CancelOnTimeout, rejectExp: cfg.RejectExpired,
-		pushback: cfg.Overload.Pushback, hist: metrics.NewLatencyHistogram()}
+		pushback: cfg.Overload.Pushback, hist: newLatencyCounts()}
 	if cfg.Workers <= 0 {
 		return nil, fmt.Errorf("workers: must be > 0, got %d", cfg.Workers)
 	}
@@ -100,7 +97,7 @@ func newService(m *model, idx int, cfg *topology.Service) (*service, error) {
 		return nil, fmt.Errorf("error_rate: must be in [0, 1], got %v", cfg.ErrorRate)
 	}
 	var err error
-	if s.st, err = newSampler(&cfg.ServiceTime, "service_time"); err != nil {
+	if s.st, _, err = newDelay(&cfg.ServiceTime, "service_time"); err != nil {
 		return nil, err
 	}
 	switch cfg.ErrorClass {
@@ -136,19 +133,36 @@ func newService(m *model, idx int, cfg *topology.Service) (*service, error) {
 		return nil, err // names overload.<key>
 	}
 	s.shedFn = func(a *attempt) {
-		if a.cancelled {
-			s.qDead-- // it has left the queue
-		} else {
-			a.shed = true
-		}
+		a.shed = true
 		a.state = attDeferred
 		s.deferred = append(s.deferred, a)
 	}
+	// A cancelled attempt frees its queue place at once (cancel); its record
+	// is released when the queue lets go of it.
+	s.queue.TrackCancelled(func(a *attempt) bool { return a.cancelled }, m.releaseServer)
 	return s, nil
 }
 
+// newDelay resolves an optional distribution of a delay. An absent one (nil,
+// or naming neither a kind nor a value) means no delay: has is false and the
+// sampler is the zero Sampler, a constant 0 that draws nothing. A bare value
+// is a constant.
+func newDelay(d *topology.Dist, field string) (s dist.Sampler, has bool, err error) {
+	if d == nil || (d.Dist == "" && d.Value == 0) {
+		return dist.Sampler{}, false, nil
+	}
+	c := *d
+	if c.Dist == "" {
+		c.Dist = "constant"
+	}
+	if s, err = dist.New(c); err != nil {
+		return s, false, fmt.Errorf("%s: %w", field, err)
+	}
+	return s, true, nil
+}
+
 // qlen is the number of live attempts waiting.
-func (s *service) qlen() int { return s.queue.Len() - s.qDead }
+func (s *service) qlen() int { return s.queue.Len() }
 
 // advance integrates busy workers and queue length up to now. Time only
 // moves forward: an earlier now is a no-op.
@@ -219,13 +233,7 @@ type attempt struct {
 // newAttempt takes an attempt record from the pool and enforces the run's
 // limits (and, every 4096 attempts, its context).
 func (m *model) newAttempt() *attempt {
-	var a *attempt
-	if n := len(m.freeAtt); n > 0 {
-		a = m.freeAtt[n-1]
-		m.freeAtt = m.freeAtt[:n-1]
-	} else {
-		a = &attempt{}
-	}
+	a := m.attempts.get()
 	m.alive++
 	m.created++
 	if m.alive > m.maxInflight {
@@ -253,7 +261,7 @@ func (m *model) releaseServer(a *attempt) {
 func (m *model) freeAttempt(a *attempt) {
 	req, gen := a.req, a.gen+1
 	*a = attempt{gen: gen}
-	m.freeAtt = append(m.freeAtt, a)
+	m.attempts.put(a)
 	m.alive--
 	m.unref(req)
 }
@@ -310,7 +318,7 @@ func (m *model) startWork(a *attempt) {
 		a.ev = m.eng.After(0, m.hWorkDone, a)
 		return
 	}
-	d := s.st.sample(s.rng) + s.latencyAdd
+	d := s.st.Sample(s.rng) + s.latencyAdd
 	if s.slow > 0 && s.inflt > 1 {
 		d += time.Duration(s.inflt-1) * s.slow
 	}
@@ -325,15 +333,10 @@ func (m *model) startWork(a *attempt) {
 func (m *model) dispatch(s *service) {
 	now := m.eng.Now()
 	s.advance(now) // Next may shed: integrate the queue before it changes
-	for s.busy < s.allowed {
+	for s.busy < s.allowed && (s.queue.Len() > 0 || s.queue.Cancelled() > 0) {
 		a, ok := s.queue.Next(now, s.shedFn)
 		if !ok {
 			break
-		}
-		if a.cancelled {
-			s.qDead--
-			m.releaseServer(a)
-			continue
 		}
 		if s.rejectExp && a.hasDeadline && now >= a.deadline {
 			a.state = attDeferred
@@ -438,7 +441,7 @@ func (m *model) answer(a *attempt, o policies.Outcome, ra time.Duration, dr bool
 		}
 	}
 	if a.counted {
-		metrics.RecordLatency(s.hist, now-a.arrived)
+		s.hist.record(now - a.arrived)
 	}
 	if worked && o == policies.OK && s.commits && a.req.write && !a.preset {
 		a.req.executions++
@@ -471,7 +474,7 @@ func (m *model) answer(a *attempt, o policies.Outcome, ra time.Duration, dr bool
 		return
 	}
 	if a.edge.hasNet {
-		a.ev = m.eng.After(a.edge.net.sample(a.edge.pe.Rand), m.hReply, a)
+		a.ev = m.eng.After(a.edge.net.Sample(a.edge.pe.Rand), m.hReply, a)
 		return
 	}
 	m.deliver(a)
@@ -490,7 +493,7 @@ func (m *model) cancel(a *attempt) {
 	case attQueued:
 		s.advance(now)
 		a.cancelled = true
-		s.qDead++
+		s.queue.Cancel(now)
 		s.inflt--
 	case attDeferred:
 		a.cancelled = true

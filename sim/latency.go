@@ -1,0 +1,146 @@
+package sim
+
+import (
+	"math/bits"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/stormsim/stormsim/metrics"
+)
+
+// The bucket layout of metrics.NewLatencyHistogram (HdrHistogram from 1 µs
+// to 1 h with 3 significant digits): values below 2048 µs have a bucket each;
+// above, each power-of-two range is split into 1024 equal buckets. Flat
+// index i of a value v ≥ 2048 is (b+1)·1024 + (v>>b) − 1024, where
+// b = bits.Len64(v) − 11 (TestLatencyLayoutMatchesHdr pins the equivalence).
+const (
+	latSubHalfMag = 10                       // log2 of half the sub-buckets per bucket
+	latSubHalf    = 1 << latSubHalfMag       // 1024
+	latSubMask    = 1<<(latSubHalfMag+1) - 1 // 2047
+)
+
+// latTemplate is the layout every latencyCounts mirrors, taken from the
+// histogram the rest of stormsim uses so the two cannot drift apart.
+var latTemplate = metrics.NewLatencyHistogram().Export()
+
+// latencyCounts is a latency histogram in the bucket layout of
+// metrics.NewLatencyHistogram that records with an index computation and
+// one increment: no per-value validation, and an index computed once can be
+// added to several histograms (a request's latency goes into the interval's
+// and, after warm-up, the run's). hist converts it into the equivalent
+// HdrHistogram, and quantile answers as its ValueAtQuantile would, so the
+// results are the same to the bit as recording into HdrHistogram directly.
+type latencyCounts struct {
+	counts []int64
+	total  int64
+	lo, hi int // the indexes recorded since the last reset lie in [lo, hi]
+}
+
+func newLatencyCounts() *latencyCounts {
+	return &latencyCounts{counts: make([]int64, len(latTemplate.Counts)), lo: len(latTemplate.Counts)}
+}
+
+// latencyIndex is d's flat bucket index, d clamped into [1 µs, 1 h] as
+// metrics.RecordLatency clamps it.
+func latencyIndex(d time.Duration) int {
+	us := min(max(int64(d/time.Microsecond), 1), latTemplate.HighestTrackableValue)
+	b := bits.Len64(uint64(us)|latSubMask) - (latSubHalfMag + 1)
+	return (b+1)<<latSubHalfMag + int(us>>uint(b)) - latSubHalf
+}
+
+// add counts one value at flat index i (from latencyIndex).
+func (c *latencyCounts) add(i int) {
+	c.counts[i]++
+	c.total++
+	c.lo, c.hi = min(c.lo, i), max(c.hi, i)
+}
+
+// record counts d.
+func (c *latencyCounts) record(d time.Duration) { c.add(latencyIndex(d)) }
+
+// reset forgets every value, clearing only the range that was used.
+func (c *latencyCounts) reset() {
+	if c.total > 0 {
+		clear(c.counts[c.lo : c.hi+1])
+	}
+	c.total, c.lo, c.hi = 0, len(c.counts), 0
+}
+
+// quantile returns what HdrHistogram's ValueAtQuantile(p) returns for the
+// same values (p in percent): the highest value equivalent to the one at
+// rank ⌊p/100·total + ½⌋ (at least 1, at most total); 0 when empty.
+func (c *latencyCounts) quantile(p float64) int64 {
+	q := [1]float64{p}
+	var v [1]int64
+	c.quantiles(q[:], v[:])
+	return v[0]
+}
+
+// quantiles sets v[k] to quantile(ps[k]) for ascending ps, in one pass.
+func (c *latencyCounts) quantiles(ps []float64, v []int64) {
+	if c.total == 0 {
+		clear(v)
+		return
+	}
+	k, rank := 0, c.rank(ps[0])
+	var seen int64
+	i := c.lo
+	for i <= c.hi {
+		// Skip blocks of buckets that cannot reach the next rank.
+		if i+8 <= c.hi+1 {
+			b := c.counts[i : i+8 : i+8]
+			if s := b[0] + b[1] + b[2] + b[3] + b[4] + b[5] + b[6] + b[7]; seen+s < rank {
+				seen += s
+				i += 8
+				continue
+			}
+		}
+		seen += c.counts[i]
+		for seen >= rank {
+			v[k] = latencyValue(i, ps[k] > 0)
+			if k++; k == len(ps) {
+				return
+			}
+			rank = c.rank(ps[k])
+		}
+		i++
+	}
+	for ; k < len(ps); k++ { // unreachable while total matches the counts
+		v[k] = latencyValue(c.hi, ps[k] > 0)
+	}
+}
+
+// rank is HdrHistogram's target count for percentile p.
+func (c *latencyCounts) rank(p float64) int64 {
+	p = min(max(p, 0), 100)
+	if r := p/100*float64(c.total) + 0.5; !(r >= 1) {
+		return 1
+	} else if r < float64(c.total) {
+		return int64(r)
+	}
+	return c.total
+}
+
+// latencyValue is the lowest value of flat bucket i, or its highest when
+// high is set.
+func latencyValue(i int, high bool) int64 {
+	b := i>>latSubHalfMag - 1
+	sub := int64(i&(latSubHalf-1) + latSubHalf)
+	if b < 0 {
+		sub -= latSubHalf
+		b = 0
+	}
+	v := sub << uint(b)
+	if high {
+		v += 1<<uint(b) - 1
+	}
+	return v
+}
+
+// hist returns an HdrHistogram holding the same values.
+func (c *latencyCounts) hist() *hdrhistogram.Histogram {
+	s := *latTemplate
+	s.Counts = c.counts
+	return hdrhistogram.Import(&s)
+}
