@@ -414,11 +414,12 @@ func TestHedgingTail(t *testing.T) {
 	hp99 := quantileOf(hedged, 0.99, 0.01, 1000)
 	within(t, "p99 hedged at the true p95 (ms)", fixed.Summary.LatencyMs.P99, hp99, quantileSE(hedged, 0.99, hp99, n)+0.001*hp99)
 
-	// The adaptive hedger cuts the tail as well; its hedge rate is
-	// reported, not asserted (the survivorship bias in its estimate is a
-	// documented finding).
+	// The adaptive hedger learns the p95 of first attempts (a first attempt
+	// a hedge beat counts as at least its elapsed time), so it too hedges
+	// about 5 % of calls and cuts the tail.
 	ea := edge(t, adaptive, "client", "store")
-	t.Logf("adaptive p95 hedging: %.1f %% hedges, p99 %.1f ms", 100*float64(ea.HedgesSent)/float64(ea.Calls), adaptive.Summary.LatencyMs.P99)
+	acalls := float64(ea.Calls)
+	within(t, "hedges per call, learnt p95", float64(ea.HedgesSent)/acalls, 0.05, math.Sqrt(0.05*0.95/acalls))
 	if adaptive.Summary.LatencyMs.P99 > 2*hp99 {
 		t.Errorf("adaptive hedging: p99 %.1f ms, want near %.1f ms", adaptive.Summary.LatencyMs.P99, hp99)
 	}

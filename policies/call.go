@@ -371,7 +371,10 @@ func (c *Call) answered(now time.Duration, k int, o Outcome, retryAfter time.Dur
 		c.maybeDone = true
 	}
 	if o == OK {
-		if e.Hedger != nil {
+		// The hedge delay estimates the latency of a call's first attempt:
+		// later attempts are not observed, and a first attempt a hedge beat
+		// is observed, censored, in finish.
+		if e.Hedger != nil && k == 1 {
 			e.Hedger.Observe(latency)
 		}
 		if st.hedge && c.opt.Counted {
@@ -602,6 +605,12 @@ func (c *Call) finish(now time.Duration, o Outcome, cancelOthers bool, a *Action
 	c.outcome = o
 	c.wake = wakeNone
 	e := c.e
+	if o == OK && e.Hedger != nil && c.sent > 0 && c.att[0].live {
+		// The first attempt lost the race: its latency is at least its
+		// elapsed time. Leaving it out would bias the learnt percentile low
+		// (only fast first attempts would be seen) and hedge too often.
+		e.Hedger.Observe(now - c.att[0].sentAt)
+	}
 	// Attempts still in flight are abandoned: to the breaker and budget,
 	// which must hear of every attempt once, they timed out.
 	for i := 0; c.live > 0 && i < c.sent; i++ {
