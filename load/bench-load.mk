@@ -1,0 +1,36 @@
+# bench-load: the load driver's rate benchmark (included by the Makefile).
+#
+# Starts a trivial loopback target (load/internal/echo), drives it with
+# `stormsim load` at 1k–16k req/s for BENCH_LOAD_DURATION each, then with
+# vegeta v12.13.0 at the same rates (`go run` from the module proxy, for the
+# comparison only; it is not a dependency of stormsim), and prints for each
+# run the offered rate, late/unsent requests (stormsim) and p99. Finally the
+# in-process Go benchmark reports rate error, p99 and peak heap.
+# Everything listens on and sends to 127.0.0.1 only.
+
+BENCH_LOAD_RATES    ?= 1000 2000 4000 8000 16000
+BENCH_LOAD_DURATION ?= 5s
+BENCH_LOAD_ADDR     ?= 127.0.0.1:18080
+BENCH_LOAD_TMP      ?= $(or $(TMPDIR),/tmp)/stormsim-bench-load
+VEGETA              ?= github.com/tsenart/vegeta/v12@v12.13.0
+
+.PHONY: bench-load
+bench-load:
+	@mkdir -p $(BENCH_LOAD_TMP)
+	go build -o $(BENCH_LOAD_TMP)/echo ./load/internal/echo
+	go build -o $(BENCH_LOAD_TMP)/stormsim ./cmd/stormsim
+	GOBIN=$(BENCH_LOAD_TMP) go install $(VEGETA)
+	@set -e; \
+	$(BENCH_LOAD_TMP)/echo -listen $(BENCH_LOAD_ADDR) > $(BENCH_LOAD_TMP)/echo.log 2>&1 & pid=$$!; \
+	trap 'kill $$pid 2>/dev/null' EXIT INT TERM; sleep 0.5; \
+	for r in $(BENCH_LOAD_RATES); do \
+	  $(BENCH_LOAD_TMP)/stormsim load --target http://$(BENCH_LOAD_ADDR)/ --rate $$r \
+	    --duration $(BENCH_LOAD_DURATION) --workers 256 --format json > $(BENCH_LOAD_TMP)/stormsim-$$r.json; \
+	  printf 'stormsim rate=%-6s ' $$r; \
+	  go run ./load/internal/benchsummary $(BENCH_LOAD_TMP)/stormsim-$$r.json; \
+	  echo "GET http://$(BENCH_LOAD_ADDR)/" | $(BENCH_LOAD_TMP)/vegeta attack -rate=$$r -duration=$(BENCH_LOAD_DURATION) \
+	    | $(BENCH_LOAD_TMP)/vegeta report -type=text > $(BENCH_LOAD_TMP)/vegeta-$$r.txt; \
+	  printf 'vegeta   rate=%-6s ' $$r; \
+	  grep -E '^(Requests|Latencies|Success)' $(BENCH_LOAD_TMP)/vegeta-$$r.txt | tr -s ' ' | tr '\n' ' '; echo; \
+	done
+	go test -run '^$$' -bench OfferedRate -benchtime 1x ./load/

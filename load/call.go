@@ -1,0 +1,295 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stormsim/stormsim/policies"
+)
+
+// errAbandoned is the cancellation cause of attempts that the call no
+// longer waits for and cancels (a hedged call won with cancel_others, or
+// the caller gave up).
+var errAbandoned = errors.New("load: attempt abandoned by its call")
+
+// EdgeClient sends logical calls over one call edge through the edge's
+// call policy: it drives a policies.Call — the same state machine the
+// simulator drives — with real HTTP attempts and the wall clock as
+// time.Since(Epoch). It is safe for concurrent use: every step of every
+// call on the edge runs under one mutex, because the edge's budget,
+// breaker and counters are shared by all of its calls.
+type EdgeClient struct {
+	// Epoch is the run's start; policies see time.Since(Epoch).
+	Epoch  time.Time
+	Client *http.Client
+	// Root bounds every attempt, abandoned ones included: cancelling it
+	// ends them all. Nil means context.Background().
+	Root context.Context
+
+	mu   *sync.Mutex
+	edge *policies.Edge
+
+	// Transport failures of attempts, by kind (KindNone counts answers).
+	kinds [numKinds]atomic.Int64
+	// HTTP answers by status code.
+	statuses [600]atomic.Int64
+	calls    sync.Pool
+}
+
+// NewEdgeClient wraps edge, guarding it with mu (nil: a mutex of its own).
+// Edges that share policy state — a budget with scope "service" — must
+// share one mutex too.
+func NewEdgeClient(epoch time.Time, client *http.Client, edge *policies.Edge, mu *sync.Mutex) *EdgeClient {
+	if mu == nil {
+		mu = new(sync.Mutex)
+	}
+	ec := &EdgeClient{Epoch: epoch, Client: client, edge: edge, mu: mu}
+	ec.calls.New = func() any { return new(policies.Call) }
+	return ec
+}
+
+// Stats returns a copy of the edge's policy counters.
+func (ec *EdgeClient) Stats() policies.EdgeStats {
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	return ec.edge.Stats
+}
+
+// BreakerState returns the edge breaker's state now, and false without a breaker.
+func (ec *EdgeClient) BreakerState() (policies.BreakerState, int64, bool) {
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	if ec.edge.Breaker == nil {
+		return 0, 0, false
+	}
+	return ec.edge.Breaker.State(time.Since(ec.Epoch)), ec.edge.Breaker.Opens(), true
+}
+
+// BudgetLevel returns the edge budget's level now, and false without a budget.
+func (ec *EdgeClient) BudgetLevel() (float64, bool) {
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	if ec.edge.Budget == nil {
+		return 0, false
+	}
+	return ec.edge.Budget.Level(time.Since(ec.Epoch)), true
+}
+
+// Kinds returns how many attempts ended with each transport kind.
+func (ec *EdgeClient) Kinds() [numKinds]int64 {
+	var out [numKinds]int64
+	for i := range out {
+		out[i] = ec.kinds[i].Load()
+	}
+	return out
+}
+
+// Statuses returns how many attempts were answered with each HTTP status.
+func (ec *EdgeClient) Statuses() map[int]int64 {
+	out := make(map[int]int64)
+	for i := range ec.statuses {
+		if n := ec.statuses[i].Load(); n > 0 {
+			out[i] = n
+		}
+	}
+	return out
+}
+
+// CallResult is how one logical call over an edge ended.
+type CallResult struct {
+	Outcome policies.Outcome
+	Result  policies.CallResult
+	// Attempts counts the attempts numbered, fast fails included.
+	Attempts int
+}
+
+type answer struct {
+	k int
+	a Answer
+}
+
+// callRun is the driver-side state of one logical call.
+type callRun struct {
+	mu      sync.Mutex
+	pending int  // attempt goroutines still running
+	done    bool // the call finished; the last goroutine out cancels ctx
+	cancel  context.CancelCauseFunc
+}
+
+func (r *callRun) exit() {
+	r.mu.Lock()
+	r.pending--
+	last := r.done && r.pending == 0
+	r.mu.Unlock()
+	if last {
+		r.cancel(errAbandoned)
+	}
+}
+
+// finish marks the call over. With cancelAll, attempts still in flight are
+// cancelled now (their connections close, which a callee with
+// cancel_on_timeout notices); otherwise they run on, ignored, until they
+// answer or time out.
+func (r *callRun) finish(cancelAll bool) {
+	r.mu.Lock()
+	r.done = true
+	idle := r.pending == 0
+	r.mu.Unlock()
+	if cancelAll || idle {
+		r.cancel(errAbandoned)
+	}
+}
+
+// Do runs one logical call: it sends attempts built from tmpl (its Number
+// and Remaining are filled per attempt) as the call policy asks, and
+// returns when the call finishes. ctx ending aborts the call (its attempts
+// are cancelled and the result is Unknown). wg, if not nil, tracks the
+// attempt goroutines, which may outlive Do when they are abandoned rather
+// than cancelled; each is bounded by its attempt timeout or ctx.
+func (ec *EdgeClient) Do(ctx context.Context, opt policies.CallOptions, tmpl *Attempt, wg *sync.WaitGroup) CallResult {
+	c := ec.calls.Get().(*policies.Call)
+	defer ec.calls.Put(c)
+
+	root := ec.Root
+	if root == nil {
+		root = context.Background()
+	}
+	cctx, cancel := context.WithCancelCause(root)
+	run := &callRun{cancel: cancel}
+	// Each attempt sends exactly one answer; the channel holds them all so
+	// an abandoned attempt never blocks.
+	limit := ec.edge.MaxAttempts
+	if ec.edge.HedgeMax > limit {
+		limit = ec.edge.HedgeMax
+	}
+	answers := make(chan answer, limit)
+
+	ec.mu.Lock()
+	act := c.Start(time.Since(ec.Epoch), ec.edge, opt)
+	ec.mu.Unlock()
+
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		switch act.Kind {
+		case policies.Send:
+			a := *tmpl
+			a.Number = act.Attempt
+			if opt.HasDeadline && tmpl.Remaining > 0 {
+				a.Remaining = opt.Deadline - time.Since(ec.Epoch)
+				if a.Remaining <= 0 {
+					a.Remaining = time.Microsecond
+				}
+			} else {
+				a.Remaining = 0
+			}
+			if ec.edge.Hedger == nil && !act.Wake && c.InFlight() == 1 {
+				// Nothing can happen before this attempt ends but the
+				// attempt's own timeout or ctx: send it from this
+				// goroutine, without a goroutine and channel hop.
+				an := answer{k: a.Number, a: ec.sendInline(ctx, &a, act.Timeout)}
+				if ctx.Err() != nil {
+					ec.kinds[KindCanceled].Add(1)
+					ec.mu.Lock()
+					act = c.Abort(time.Since(ec.Epoch))
+					ec.mu.Unlock()
+					continue
+				}
+				act = ec.answered(c, an)
+				continue
+			}
+			run.mu.Lock()
+			run.pending++
+			run.mu.Unlock()
+			if wg != nil {
+				wg.Add(1)
+			}
+			go ec.attempt(cctx, run, &a, act.Timeout, answers, wg)
+		case policies.Finish:
+			run.finish(act.CancelOthers || ctx.Err() != nil)
+			return CallResult{Outcome: act.Outcome, Result: act.Result, Attempts: c.Attempts()}
+		}
+		var wake <-chan time.Time
+		if act.Wake {
+			d := act.WakeAt - time.Since(ec.Epoch)
+			if timer == nil {
+				timer = time.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
+			wake = timer.C
+		}
+		select {
+		case an := <-answers:
+			act = ec.answered(c, an)
+		case <-wake:
+			ec.mu.Lock()
+			act = c.Wake(time.Since(ec.Epoch))
+			ec.mu.Unlock()
+		case <-ctx.Done():
+			ec.mu.Lock()
+			act = c.Abort(time.Since(ec.Epoch))
+			ec.mu.Unlock()
+			if act.Kind != policies.Finish {
+				// Already finished: cannot happen while we loop, but never spin.
+				run.finish(true)
+				return CallResult{Outcome: c.Outcome(), Result: c.Result(), Attempts: c.Attempts()}
+			}
+		}
+		if act.Kind == policies.Wait && timer != nil && !act.Wake {
+			timer.Stop()
+		}
+	}
+}
+
+// answered counts an attempt's answer and reports it to the call.
+func (ec *EdgeClient) answered(c *policies.Call, an answer) policies.Action {
+	ec.kinds[an.a.Kind].Add(1)
+	if st := an.a.Status; st > 0 && st < len(ec.statuses) {
+		ec.statuses[st].Add(1)
+	}
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	now := time.Since(ec.Epoch)
+	if an.a.Outcome == policies.Timeout && an.a.Kind != KindNone {
+		return c.TimedOut(now, an.k)
+	}
+	return c.Answered(now, an.k, an.a.Outcome, an.a.RetryAfter, an.a.DontRetry)
+}
+
+// sendInline sends one attempt from the caller's goroutine, bounded by
+// timeout (0: none) and by ctx, whose end cancels it.
+func (ec *EdgeClient) sendInline(ctx context.Context, a *Attempt, timeout time.Duration) Answer {
+	actx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	return Send(actx, ec.Client, a)
+}
+
+// attempt sends one attempt bounded by timeout (0: none) and reports it.
+func (ec *EdgeClient) attempt(ctx context.Context, run *callRun, a *Attempt, timeout time.Duration, answers chan<- answer, wg *sync.WaitGroup) {
+	defer func() {
+		run.exit()
+		if wg != nil {
+			wg.Done()
+		}
+	}()
+	actx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	answers <- answer{k: a.Number, a: Send(actx, ec.Client, a)}
+}

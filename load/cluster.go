@@ -1,0 +1,186 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/stormsim/stormsim/topology"
+)
+
+// DefaultListen is where services listen unless told otherwise: loopback,
+// each on a port the kernel picks.
+const DefaultListen = "127.0.0.1:0"
+
+// ClusterOptions configures StartCluster.
+type ClusterOptions struct {
+	// Listen is host:port for the first service; the others take the next
+	// ports in scenario order (or kernel-chosen ports when the port is 0).
+	// Default 127.0.0.1:0.
+	Listen string
+	// AllowRemote permits a non-loopback listen address.
+	AllowRemote bool
+	// Epoch is time 0 of the run (fault windows); default: now.
+	Epoch time.Time
+	// Connections bounds each service's connections to each callee
+	// (default 1024).
+	Connections int
+}
+
+// Cluster is a scenario's services running as HTTP servers.
+type Cluster struct {
+	// Services in scenario order; URLs maps each name to its base URL.
+	Services []*Service
+	URLs     map[string]string
+	// Epoch is time 0 of the run.
+	Epoch   time.Time
+	servers []*http.Server
+	done    []chan struct{}
+	tr      *http.Transport
+}
+
+// StartCluster starts every service of sc on its own loopback listener.
+func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
+	if opt.Listen == "" {
+		opt.Listen = DefaultListen
+	}
+	host, portS, err := net.SplitHostPort(opt.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("load: listen address %q: %w", opt.Listen, err)
+	}
+	if !opt.AllowRemote {
+		if err := CheckLoopback(host); err != nil {
+			return nil, fmt.Errorf("load: listen address %w", err)
+		}
+	}
+	port, err := strconv.Atoi(portS)
+	if err != nil || port < 0 || port+len(sc.Services) > 65536 {
+		return nil, fmt.Errorf("load: listen address %q: bad port", opt.Listen)
+	}
+	if opt.Epoch.IsZero() {
+		opt.Epoch = time.Now()
+	}
+	if opt.Connections <= 0 {
+		opt.Connections = 1024
+	}
+	c := &Cluster{URLs: map[string]string{}, Epoch: opt.Epoch, tr: NewTransport(opt.Connections)}
+	lns := make([]net.Listener, 0, len(sc.Services))
+	fail := func(err error) (*Cluster, error) {
+		for _, ln := range lns {
+			ln.Close()
+		}
+		c.tr.CloseIdleConnections()
+		return nil, err
+	}
+	for i, svc := range sc.Services {
+		p := 0
+		if port != 0 {
+			p = port + i
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+		if err != nil {
+			return fail(fmt.Errorf("load: service %s: %w", svc.Name, err))
+		}
+		lns = append(lns, ln)
+		// Work is served on every path but /stats and /metrics; a service
+		// named like one of them gets a trailing slash.
+		path := "/" + svc.Name
+		if path == "/stats" || path == "/metrics" {
+			path += "/"
+		}
+		c.URLs[svc.Name] = "http://" + ln.Addr().String() + path
+	}
+	client := &http.Client{Transport: c.tr}
+	committer := CommittingService(sc)
+	for _, svc := range sc.Services {
+		s, err := NewService(sc, svc.Name, ServiceConfig{Epoch: opt.Epoch, URLs: c.URLs, Client: client, Commits: svc.Name == committer})
+		if err != nil {
+			for _, s := range c.Services {
+				s.Close()
+			}
+			return fail(err)
+		}
+		c.Services = append(c.Services, s)
+	}
+	for i, s := range c.Services {
+		srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+		done := make(chan struct{})
+		c.servers = append(c.servers, srv)
+		c.done = append(c.done, done)
+		go func(ln net.Listener) {
+			defer close(done)
+			_ = srv.Serve(ln)
+		}(lns[i])
+	}
+	return c, nil
+}
+
+// Service returns the running service named name, or nil.
+func (c *Cluster) Service(name string) *Service {
+	for _, s := range c.Services {
+		if s.name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// Close stops the services: work held for nobody ends, servers shut down
+// (waiting up to ctx for handlers), and idle connections close.
+func (c *Cluster) Close(ctx context.Context) error {
+	for _, s := range c.Services {
+		s.Close()
+	}
+	var errs []error
+	for _, srv := range c.servers {
+		if err := srv.Shutdown(ctx); err != nil {
+			errs = append(errs, srv.Close())
+		}
+	}
+	for _, d := range c.done {
+		<-d
+	}
+	c.tr.CloseIdleConnections()
+	return errors.Join(errs...)
+}
+
+// CommittingService names the service that executes writes' side effects:
+// the one marked commits, else the last service reached from the entry
+// (depth first, in call order).
+func CommittingService(sc *topology.Scenario) string {
+	for _, s := range sc.Services {
+		if s.Commits {
+			return s.Name
+		}
+	}
+	last := ""
+	seen := map[string]bool{}
+	var visit func(name string)
+	visit = func(name string) {
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+		last = name
+		svc := sc.Service(name)
+		if svc == nil {
+			return
+		}
+		var calls func(cs []topology.Call)
+		calls = func(cs []topology.Call) {
+			for _, c := range cs {
+				if c.To != "" {
+					visit(c.To)
+				}
+				calls(c.Parallel)
+			}
+		}
+		calls(svc.Calls)
+	}
+	visit(sc.Workload.Entry)
+	return last
+}

@@ -1,0 +1,82 @@
+// Package load is stormsim's real-HTTP mode: an open-loop load driver that
+// sends logical requests through a client call policy, and emulated
+// services that run a scenario's call graph as loopback HTTP servers. Both
+// sides drive policies.Call — the state machine the simulator drives — with
+// the wall clock (time.Since(epoch)) as its now, so a scenario means the
+// same thing simulated and real, and the two can be compared.
+//
+// # The driver (Run)
+//
+// A Pacer gives the intended send time of every logical request, a pure
+// function of its index for ConstantPacer and StepPacer (vegeta-style): the
+// n-th request of a constant rate r is due at n/r. One scheduler goroutine
+// sleeps until each due time and hands the request to a fixed pool of
+// Workers sender goroutines through a bounded channel; the HTTP transport
+// holds at most Connections connections. The schedule never waits for
+// answers (open loop), and latency is measured from the intended time, not
+// from the actual send, so a stalled target shows in the percentiles
+// instead of being hidden by a driver that stopped sending (no coordinated
+// omission). When every sender is busy the scheduler waits at most
+// MaxLateness past a request's due time; a request not handed off by then
+// is not sent and counts as unsent (a failed logical request). Requests
+// sent more than LateThreshold after their due time count as late.
+//
+// Every logical request is one policies.Call over the client edge: its
+// attempts carry X-Stormsim-Request-Id, X-Stormsim-Attempt, the remaining
+// deadline in X-Stormsim-Deadline-Ms (with propagate_deadline), and, for
+// writes with idempotency keys, Idempotency-Key. Attempt timeouts, backoff
+// waits and hedge delays are timers; answers are classified by ClassifyStatus
+// and transport failures by ClassifyError:
+//
+//	2xx               OK
+//	503, 429          Unavailable (Retry-After-Ms, else Retry-After, is the pushback)
+//	504, 408          Timeout (a 504 from a service: deadline expired or downstream timeout)
+//	409               Conflict (idempotency key reused with another payload)
+//	425               InProgress (the key's owner is still working; retry after the hint)
+//	other             Error
+//	connect refused   Unavailable, kind connect (the target did no work)
+//	reset, EOF        Timeout, kind reset (the target may have done the work)
+//	attempt timeout   Timeout, kind timeout
+//
+// When the schedule ends, calls in flight may take what their policy
+// allows (the deadline, or every attempt's timeout plus the waits between
+// attempts) plus Grace, then are aborted as unknown; with neither deadline
+// nor timeout, Grace alone. Cancelling Run's context stops the schedule;
+// calls in flight get Grace to finish and are then aborted; the result is
+// marked interrupted. Memory grows with concurrency, not with the number of
+// requests: outcomes stream into HDR histograms and per-interval counters.
+//
+// # The emulated services (Service, StartCluster)
+//
+// A Service holds Workers workers and a policies.Queue waiting room (its
+// limit is the scenario's queue; overload control, CoDel and max queue
+// time come from the queue). An attempt that finds no room is answered 503
+// with the pushback of policies.RetryAfter; one shed from the queue
+// likewise. Holding a worker, it sleeps its service time (drawn from the
+// scenario's distribution, plus slowdown per busy worker, plus fault
+// latency), fails with error_rate, then makes the service's downstream
+// calls in order through each edge's call policy, still holding the worker.
+// Fault windows are offsets from the run's epoch on the wall clock.
+// reject_expired answers 504 when the propagated deadline passed before the
+// work starts (on arrival or when a worker frees). With cancel_on_timeout a
+// caller's disconnect (its attempt timed out) stops the work, queued or
+// running; without it the work runs on for nobody and counts as wasted.
+//
+// The committing service (commits: true, else the last service reached
+// from the entry) executes writes' side effects and counts executions per
+// logical request; with an Idempotency-Key it consults an idempotency
+// store when the work starts: the first arrival owns the key and executes,
+// a concurrent one is answered 425 with Retry-After-Ms (the store's
+// in_progress_retry_after, default 100ms), a later one replays 200 without
+// executing, and the key with another body is 409 without effect.
+//
+// GET /stats returns a service's Stats as JSON; /metrics exposes the same
+// counters for Prometheus. Every other path is work.
+//
+// # Concurrency
+//
+// Run, RunScenario, Service and EdgeClient are safe for concurrent use.
+// PoissonPacer is not (the driver's single scheduler goroutine owns it).
+// Every listener and target must be on the loopback interface unless the
+// caller passes AllowRemote.
+package load

@@ -1,0 +1,506 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/policies"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// Defaults of Options.
+const (
+	DefaultWorkers       = 512
+	DefaultInterval      = time.Second
+	DefaultLateThreshold = 10 * time.Millisecond
+	DefaultMaxLateness   = 5 * time.Second
+	DefaultGrace         = 5 * time.Second
+)
+
+// ErrRemote is returned for a target or listen address that is not on the
+// loopback interface when remote use was not allowed.
+var ErrRemote = errors.New("not a loopback address (pass --allow-remote to allow it)")
+
+// Options configures an open-loop run against one HTTP target (Run).
+// Zero fields take the documented defaults.
+type Options struct {
+	// Target is the URL every logical request is sent to.
+	Target string
+	// Method defaults to GET; Header and Body are sent with every attempt.
+	// WriteMethod, if set, is the method of writes (POST in scenario runs).
+	Method      string
+	WriteMethod string
+	Header      http.Header
+	Body        []byte
+	// Pacer gives each logical request's intended send time; requests are
+	// scheduled while At(n) < Duration (and n < MaxRequests, if set).
+	Pacer       Pacer
+	Duration    time.Duration
+	MaxRequests uint64
+	// Warmup: requests due before it are sent but not counted.
+	Warmup time.Duration
+	// Interval is the time-series bucket (default 1s).
+	Interval time.Duration
+	// Deadline is each logical request's end-to-end deadline from its
+	// intended send time (0: none). PropagateDeadline sends the remaining
+	// budget in X-Stormsim-Deadline-Ms.
+	Deadline time.Duration
+	// Policy is the client's call policy toward the target (timeout,
+	// retry, budget, breaker, hedge, throttle, pushback).
+	Policy topology.Call
+	// WriteFraction of logical requests are non-idempotent writes; with
+	// IdempotencyKeys each write carries an Idempotency-Key.
+	WriteFraction   float64
+	IdempotencyKeys bool
+	// Workers is the number of sender goroutines (default 512), hence the
+	// bound on logical requests in flight; Connections bounds the TCP
+	// connections to the target (default Workers).
+	Workers     int
+	Connections int
+	// LateThreshold: a request dispatched later than this after its
+	// intended time counts as late (default 10ms). MaxLateness: a request
+	// not dispatched within this of its intended time is not sent and
+	// counts as unsent (default the Deadline, else 5s).
+	LateThreshold time.Duration
+	MaxLateness   time.Duration
+	// Grace is how long an interrupted run waits for requests in flight
+	// before abandoning them as unknown (default 5s). At the end of the
+	// schedule, calls whose policy bounds them (a deadline, or a timeout)
+	// get that bound plus Grace; unbounded ones (no deadline, no timeout)
+	// get Grace alone.
+	Grace time.Duration
+	// Seed drives the arrival draws, write draws and the policies' jitter.
+	Seed uint64
+	// Scenario and Version label the result.
+	Scenario string
+	Version  string
+	// ServiceName names the target in the summary (default: its host:port).
+	ServiceName string
+	// AllowRemote permits a target off the loopback interface.
+	AllowRemote bool
+	// Progress, if set, is called about every ProgressEvery (default 250ms).
+	Progress      func(Progress)
+	ProgressEvery time.Duration
+	// OnDone, if set, is called when a logical request ends.
+	OnDone func(id uint64, write bool, r policies.CallResult)
+	// Epoch is the instant time 0 of the schedule (default: when Run
+	// starts); a scenario run shares it with its services' fault windows.
+	Epoch time.Time
+	// Client overrides the HTTP client (its Transport should bound
+	// connections); nil builds one from Connections.
+	Client *http.Client
+}
+
+// Progress is a live snapshot of a run.
+type Progress struct {
+	Elapsed, Duration time.Duration
+	// Scheduled, Succeeded, Failed and Unknown count logical requests (all,
+	// warm-up included); Attempts counts attempts sent.
+	Scheduled, Succeeded, Failed, Unknown, Attempts int64
+	// Rate is logical requests dispatched per second so far.
+	Rate float64
+	// P99 is the p99 latency of succeeded requests so far.
+	P99 time.Duration
+}
+
+// CheckLoopback returns ErrRemote unless host (a host or host:port) names
+// the loopback interface: localhost or an address in 127.0.0.0/8 or ::1.
+func CheckLoopback(host string) error {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	if h == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(h); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%q: %w", host, ErrRemote)
+}
+
+// EdgeConfigOf converts a scenario call's policy to the policies package's form.
+func EdgeConfigOf(c topology.Call) policies.EdgeConfig {
+	return policies.EdgeConfig{
+		Timeout: c.Timeout, Retry: c.Retry, Budget: c.Budget, Breaker: c.Breaker,
+		Hedge: c.Hedge, Throttle: c.Throttle, HonorPushback: c.HonorPushback, MaxPushback: c.MaxPushback,
+	}
+}
+
+// NewTransport returns an HTTP transport holding at most conns connections
+// to each host, all kept alive for reuse.
+func NewTransport(conns int) *http.Transport {
+	return &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxConnsPerHost:     conns,
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true,
+	}
+}
+
+type job struct {
+	n     uint64
+	at    time.Duration
+	write bool
+}
+
+// Run drives opt.Target open-loop and returns the run's result. Cancelling
+// ctx stops the schedule; requests in flight get opt.Grace to finish, and
+// the result is marked interrupted. Run returns an error only for bad
+// options; failures of the target are results.
+func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
+	if err := opt.defaults(); err != nil {
+		return nil, err
+	}
+	client := opt.Client
+	if client == nil {
+		tr := NewTransport(opt.Connections)
+		defer tr.CloseIdleConnections()
+		client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	edge, err := policies.NewEdge(EdgeConfigOf(opt.Policy), rand.New(rand.NewPCG(opt.Seed, 0x6c6f6164)))
+	if err != nil {
+		return nil, fmt.Errorf("load: client policy: %w", err)
+	}
+	epoch := opt.Epoch
+	if epoch.IsZero() {
+		epoch = time.Now()
+	}
+	root, stopAttempts := context.WithCancel(context.Background())
+	defer stopAttempts()
+	ec := NewEdgeClient(epoch, client, edge, nil)
+	ec.Root = root
+
+	d := &driver{opt: opt, ec: ec, epoch: epoch, rec: newRecorder(opt.Warmup, opt.Interval, opt.Duration)}
+	return d.run(ctx, root, stopAttempts)
+}
+
+func (opt *Options) defaults() error {
+	u, err := url.Parse(opt.Target)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("load: target %q: want an http:// or https:// URL", opt.Target)
+	}
+	if !opt.AllowRemote {
+		if err := CheckLoopback(u.Host); err != nil {
+			return fmt.Errorf("load: target %w", err)
+		}
+	}
+	if opt.Pacer == nil {
+		return errors.New("load: no pacer (rate)")
+	}
+	if opt.Duration <= 0 {
+		return fmt.Errorf("load: duration must be > 0, got %v", opt.Duration)
+	}
+	if opt.Method == "" {
+		opt.Method = http.MethodGet
+	}
+	if opt.Workers <= 0 {
+		opt.Workers = DefaultWorkers
+	}
+	if opt.Connections <= 0 {
+		opt.Connections = opt.Workers
+	}
+	if opt.Interval <= 0 {
+		opt.Interval = DefaultInterval
+	}
+	if opt.LateThreshold <= 0 {
+		opt.LateThreshold = DefaultLateThreshold
+	}
+	if opt.MaxLateness <= 0 {
+		opt.MaxLateness = DefaultMaxLateness
+		if opt.Deadline > 0 {
+			opt.MaxLateness = opt.Deadline
+		}
+	}
+	if opt.Grace <= 0 {
+		opt.Grace = DefaultGrace
+	}
+	if opt.ProgressEvery <= 0 {
+		opt.ProgressEvery = 250 * time.Millisecond
+	}
+	if opt.ServiceName == "" {
+		opt.ServiceName = u.Host
+	}
+	if opt.Seed == 0 {
+		opt.Seed = 1
+	}
+	if opt.WriteFraction < 0 || opt.WriteFraction > 1 {
+		return fmt.Errorf("load: write fraction must be in [0, 1], got %v", opt.WriteFraction)
+	}
+	return nil
+}
+
+type driver struct {
+	opt   Options
+	ec    *EdgeClient
+	epoch time.Time
+	rec   *recorder
+
+	// lastDispatch is when the scheduler handed off its last request
+	// (written by the scheduler, read after it returned).
+	lastDispatch time.Duration
+
+	scheduled, sent, late, unsent atomic.Int64
+	inflight, maxInflight         atomic.Int64
+}
+
+func (d *driver) run(ctx context.Context, root context.Context, stopAttempts context.CancelFunc) (*metrics.Result, error) {
+	opt := d.opt
+	// hard is cancelled Grace after ctx: calls still running then are aborted.
+	// hard is cancelled Grace after ctx ends, or the drain limit after the
+	// schedule ends: calls still running then are aborted (unknown).
+	hard, hardCancel := context.WithCancel(context.Background())
+	defer hardCancel()
+	finished, scheduled := make(chan struct{}), make(chan struct{})
+	go func() {
+		limit := opt.Grace
+		select {
+		case <-ctx.Done():
+		case <-scheduled:
+			limit = opt.drainLimit()
+		case <-finished:
+			return
+		}
+		t := time.NewTimer(limit)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			hardCancel()
+		case <-ctx.Done():
+			// Interrupted while draining: the grace period, from now.
+			t.Reset(opt.Grace)
+			select {
+			case <-t.C:
+				hardCancel()
+			case <-finished:
+			}
+		case <-finished:
+		}
+	}()
+	defer close(finished)
+
+	jobs := make(chan job, opt.Workers)
+	var workers, attempts sync.WaitGroup
+	for range opt.Workers {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for j := range jobs {
+				d.serve(ctx, hard, j, &attempts)
+			}
+		}()
+	}
+	stopProgress := d.startProgress()
+	d.schedule(ctx, jobs)
+	close(scheduled)
+	close(jobs)
+	workers.Wait()
+
+	// Abandoned (not cancelled) attempts run until they answer or time
+	// out; give them the grace period, then cancel what is left.
+	if !waitTimeout(&attempts, opt.Grace) {
+		stopAttempts()
+		attempts.Wait()
+	}
+	stopProgress()
+	elapsed := time.Since(d.epoch)
+	return d.result(ctx.Err() != nil, elapsed), nil
+}
+
+// drainLimit is how long calls in flight at the end of the schedule may
+// take before they are aborted: long enough for a call the policy bounds
+// (its deadline; or every attempt's timeout plus the longest wait between
+// attempts) to end on its own, plus Grace; just Grace when nothing bounds
+// a call (no deadline, no timeout), so a target that never answers cannot
+// hold the run forever.
+func (opt *Options) drainLimit() time.Duration {
+	if opt.Deadline > 0 {
+		return opt.Deadline + opt.Grace
+	}
+	if opt.Policy.Timeout <= 0 {
+		return opt.Grace
+	}
+	attempts := max(opt.Policy.Retry.MaxAttempts, 1)
+	if h := opt.Policy.Hedge; h != nil {
+		attempts = max(attempts, h.MaxAttempts)
+	}
+	wait := max(opt.Policy.Retry.Backoff.Max, opt.Policy.Retry.Backoff.Initial)
+	if opt.Policy.HonorPushback {
+		wait = max(wait, opt.Policy.MaxPushback, policies.DefaultMaxPushback)
+	}
+	return time.Duration(attempts)*(opt.Policy.Timeout+wait) + opt.Grace
+}
+
+// schedule dispatches every due request at its intended time; it never
+// waits for a sender longer than the allowed lateness, so the schedule
+// holds when the target (or the sender pool) cannot keep up.
+func (d *driver) schedule(ctx context.Context, jobs chan<- job) {
+	opt := d.opt
+	wr := rand.New(rand.NewPCG(opt.Seed, 0x7772697465))
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for n := uint64(0); opt.MaxRequests == 0 || n < opt.MaxRequests; n++ {
+		at, ok := opt.Pacer.At(n)
+		if !ok || at >= opt.Duration {
+			return
+		}
+		j := job{n: n, at: at, write: opt.WriteFraction > 0 && wr.Float64() < opt.WriteFraction}
+		if wait := at - time.Since(d.epoch); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		d.scheduled.Add(1)
+		select {
+		case jobs <- j:
+			d.lastDispatch = time.Since(d.epoch)
+			continue
+		default:
+		}
+		// Every sender is busy: wait at most until the request is too late.
+		wait := at + opt.MaxLateness - time.Since(d.epoch)
+		if wait <= 0 {
+			d.drop(j)
+			continue
+		}
+		timer.Reset(wait)
+		select {
+		case jobs <- j:
+			d.lastDispatch = time.Since(d.epoch)
+			timer.Stop()
+		case <-timer.C:
+			d.drop(j)
+		case <-ctx.Done():
+			d.drop(j)
+			return
+		}
+	}
+}
+
+// drop counts a request that was due but not sent: a failure the target
+// never saw.
+func (d *driver) drop(j job) {
+	d.unsent.Add(1)
+	d.rec.record(j.at, time.Since(d.epoch), policies.Failed, j.at >= d.opt.Warmup)
+	if d.opt.OnDone != nil {
+		d.opt.OnDone(j.n, j.write, policies.Failed)
+	}
+}
+
+// serve runs one logical request through the client call policy.
+func (d *driver) serve(ctx, hard context.Context, j job, attempts *sync.WaitGroup) {
+	opt := d.opt
+	if ctx.Err() != nil {
+		d.drop(j)
+		return
+	}
+	d.sent.Add(1)
+	if time.Since(d.epoch)-j.at > opt.LateThreshold {
+		d.late.Add(1)
+	}
+	if n := d.inflight.Add(1); n > d.maxInflight.Load() {
+		d.maxInflight.Store(n) // approximate under races; a statistic only
+	}
+	defer d.inflight.Add(-1)
+	counted := j.at >= opt.Warmup
+	id := strconv.FormatUint(j.n+1, 10)
+	a := Attempt{
+		Method: opt.Method, URL: opt.Target, Header: opt.Header, Body: opt.Body,
+		RequestID: id, Write: j.write, Warmup: !counted,
+	}
+	if j.write && opt.WriteMethod != "" {
+		a.Method = opt.WriteMethod
+	}
+	if j.write && opt.IdempotencyKeys {
+		a.IdempotencyKey = "req-" + id
+	}
+	co := policies.CallOptions{Write: j.write, Counted: counted}
+	if opt.Deadline > 0 {
+		co.Deadline, co.HasDeadline = j.at+opt.Deadline, true
+		if opt.Policy.PropagateDeadline {
+			a.Remaining = opt.Deadline // marks "propagate"; Do fills the real value
+		}
+	}
+	res := d.ec.Do(hard, co, &a, attempts)
+	d.rec.record(j.at, time.Since(d.epoch), res.Result, counted)
+	if opt.OnDone != nil {
+		opt.OnDone(j.n, j.write, res.Result)
+	}
+}
+
+func (d *driver) startProgress() (stop func()) {
+	if d.opt.Progress == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(d.opt.ProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				d.opt.Progress(d.progress())
+			case <-done:
+				d.opt.Progress(d.progress())
+				return
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+func (d *driver) progress() Progress {
+	el := time.Since(d.epoch)
+	p := d.rec.progress()
+	p.Elapsed, p.Duration = el, d.opt.Duration
+	p.Scheduled = d.scheduled.Load()
+	p.Attempts = sumKinds(d.ec.Kinds())
+	if s := el.Seconds(); s > 0 {
+		p.Rate = float64(d.sent.Load()) / min(s, d.opt.Duration.Seconds())
+	}
+	return p
+}
+
+func sumKinds(k [numKinds]int64) int64 {
+	var n int64
+	for i := range k {
+		n += k[i]
+	}
+	return n
+}
+
+// waitTimeout waits for wg at most d and reports whether it finished.
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}

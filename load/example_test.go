@@ -1,0 +1,53 @@
+package load_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"time"
+
+	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/policies"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// Drive a target that fails every first attempt, with a client policy
+// that retries once: every logical request succeeds, at twice the load.
+func ExampleRun() {
+	var attempts atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		attempts.Add(1)
+		if r.Header.Get(load.HeaderAttempt) == "1" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	res, err := load.Run(context.Background(), load.Options{
+		Target:   srv.URL,
+		Pacer:    load.ConstantPacer{Rate: 50, Duration: 200 * time.Millisecond},
+		Duration: 200 * time.Millisecond,
+		Policy:   topology.Call{Retry: policies.RetryConfig{MaxAttempts: 2}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	s := res.Summary
+	fmt.Printf("offered %d, succeeded %d, attempts %d, amplification %.1f\n",
+		s.Requests.Offered, s.Requests.Succeeded, attempts.Load(), s.Amplification)
+	fmt.Printf("retries %d, 503s %d\n", s.Edges[0].Retries, s.Load.Statuses["503"])
+	// Output:
+	// offered 10, succeeded 10, attempts 20, amplification 2.0
+	// retries 10, 503s 10
+}
+
+func ExampleClassifyStatus() {
+	h := http.Header{}
+	load.SetRetryAfter(h, 250*time.Millisecond, false)
+	a := load.ClassifyStatus(http.StatusServiceUnavailable, h)
+	fmt.Println(a.Outcome, a.RetryAfter, h.Get("Retry-After"), h.Get(load.HeaderRetryAfterMs))
+	// Output:
+	// unavailable 250ms 1 250
+}

@@ -1,0 +1,216 @@
+package load
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/policies"
+)
+
+// recorder streams the outcomes of logical requests into histograms and
+// per-interval counters; it keeps nothing per request. Safe for concurrent use.
+type recorder struct {
+	mu       sync.Mutex
+	warmup   time.Duration
+	interval time.Duration
+	duration time.Duration
+
+	req     metrics.Requests
+	all     metrics.Requests // warm-up included, for progress
+	latency *hdrhistogram.Histogram
+	rows    []row
+}
+
+type row struct {
+	offered, succeeded, failed, unknown int64
+	lat                                 *hdrhistogram.Histogram
+}
+
+func newRecorder(warmup, interval, duration time.Duration) *recorder {
+	return &recorder{warmup: warmup, interval: interval, duration: duration, latency: metrics.NewLatencyHistogram()}
+}
+
+func (r *recorder) rowAt(t time.Duration) *row {
+	i := int(t / r.interval)
+	if i < 0 {
+		i = 0
+	}
+	for len(r.rows) <= i {
+		r.rows = append(r.rows, row{})
+	}
+	return &r.rows[i]
+}
+
+// record adds one logical request due at `at` that ended at `end`.
+func (r *recorder) record(at, end time.Duration, res policies.CallResult, counted bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch res {
+	case policies.Succeeded:
+		r.all.Succeeded++
+	case policies.Failed:
+		r.all.Failed++
+	default:
+		r.all.Unknown++
+	}
+	r.all.Offered++
+	if !counted {
+		return
+	}
+	r.req.Offered++
+	r.rowAt(at).offered++
+	w := r.rowAt(end)
+	switch res {
+	case policies.Succeeded:
+		r.req.Succeeded++
+		w.succeeded++
+		lat := end - at
+		metrics.RecordLatency(r.latency, lat)
+		if w.lat == nil {
+			// Two significant digits keep each interval's histogram small.
+			w.lat = hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 2)
+		}
+		metrics.RecordLatency(w.lat, lat)
+	case policies.Failed:
+		r.req.Failed++
+		w.failed++
+	default:
+		r.req.Unknown++
+		w.unknown++
+	}
+}
+
+func (r *recorder) progress() Progress {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return Progress{
+		Succeeded: r.all.Succeeded, Failed: r.all.Failed, Unknown: r.all.Unknown,
+		P99: time.Duration(r.latency.ValueAtQuantile(99)) * time.Microsecond,
+	}
+}
+
+// series builds the run-wide columns of the time series, one row per
+// interval: offered by due time, outcomes and latency by completion time.
+func (r *recorder) series() *metrics.TimeSeries {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cols := []string{"offered", "succeeded", "failed", "unknown", "goodput", "latency_p50_ms", "latency_p99_ms"}
+	ts := &metrics.TimeSeries{Interval: r.interval, Columns: cols}
+	sec := r.interval.Seconds()
+	for _, w := range r.rows {
+		vals := []float64{float64(w.offered), float64(w.succeeded), float64(w.failed), float64(w.unknown), float64(w.succeeded) / sec, 0, 0}
+		if w.lat != nil {
+			vals[5] = float64(w.lat.ValueAtQuantile(50)) / 1000
+			vals[6] = float64(w.lat.ValueAtQuantile(99)) / 1000
+		}
+		ts.Rows = append(ts.Rows, vals)
+	}
+	return ts
+}
+
+// result assembles the run's metrics.Result.
+func (d *driver) result(interrupted bool, elapsed time.Duration) *metrics.Result {
+	opt := d.opt
+	r := d.rec
+	res := &metrics.Result{Latency: r.latency, ServiceLatency: map[string]*hdrhistogram.Histogram{}}
+	s := &res.Summary
+	s.Scenario, s.Seed, s.Version = opt.Scenario, opt.Seed, opt.Version
+	s.SimTimeS = elapsed.Seconds()
+	s.Status = "complete"
+	window := opt.Duration - opt.Warmup
+	if interrupted {
+		s.Status = "interrupted"
+		window = min(elapsed, opt.Duration) - opt.Warmup
+	}
+	if window > 0 {
+		s.WindowS = window.Seconds()
+	}
+	r.mu.Lock()
+	s.Requests = r.req
+	s.LatencyMs = metrics.LatencyOf(r.latency)
+	r.mu.Unlock()
+	if s.WindowS > 0 {
+		s.GoodputRPS = float64(s.Requests.Succeeded) / s.WindowS
+	}
+	st := d.ec.Stats()
+	// The target's own view is unknown; what its answers said stands in:
+	// refusals (503, 429) as rejected, other failures as failed, attempts
+	// without an answer in time as timed out.
+	svc := metrics.ServiceSummary{Name: opt.ServiceName, Attempts: st.Attempts}
+	for code, n := range d.ec.Statuses() {
+		switch {
+		case code >= 200 && code < 300:
+			svc.Succeeded += n
+		case code == 503 || code == 429:
+			svc.Rejected += n
+		default:
+			svc.Failed += n
+		}
+	}
+	svc.TimedOut = d.ec.Kinds()[KindTimeout]
+	if s.Requests.Offered > 0 {
+		svc.Amplification = float64(st.Attempts) / float64(s.Requests.Offered)
+	}
+	s.Amplification = svc.Amplification
+	s.Services = []metrics.ServiceSummary{svc}
+	s.Edges = []metrics.EdgeSummary{edgeSummary("client", opt.ServiceName, d.ec)}
+	s.Load = d.loadReport(elapsed, interrupted)
+	res.Series = r.series()
+	return res
+}
+
+func edgeSummary(from, to string, ec *EdgeClient) metrics.EdgeSummary {
+	st := ec.Stats()
+	e := metrics.EdgeSummary{
+		From: from, To: to, Calls: st.Calls, Attempts: st.Attempts, Retries: st.Retries,
+		RetriesDenied: st.RetriesDenied, RetriesDeadline: st.RetriesDeadline,
+		BreakerFastFail: st.BreakerFastFail, HedgesSent: st.HedgesSent, HedgesWon: st.HedgesWon,
+		PushbackWaits: st.PushbackWaits, Throttled: st.Throttled,
+		Succeeded: st.Succeeded, Failed: st.Failed, Unknown: st.Unknown,
+	}
+	if _, opens, ok := ec.BreakerState(); ok {
+		e.BreakerOpens = opens
+	}
+	return e
+}
+
+func (d *driver) loadReport(elapsed time.Duration, interrupted bool) *metrics.LoadReport {
+	opt := d.opt
+	k := d.ec.Kinds()
+	lr := &metrics.LoadReport{
+		Target:          opt.Target,
+		Scheduled:       d.scheduled.Load(),
+		Sent:            d.sent.Load(),
+		Late:            d.late.Load(),
+		LateThresholdMs: float64(opt.LateThreshold) / float64(time.Millisecond),
+		Unsent:          d.unsent.Load(),
+		Workers:         opt.Workers,
+		Connections:     opt.Connections,
+		MaxInFlight:     d.maxInflight.Load(),
+		Attempts:        sumKinds(k),
+		ConnectFailures: k[KindConnect],
+		Timeouts:        k[KindTimeout],
+		Resets:          k[KindReset],
+		Canceled:        k[KindCanceled],
+		OtherErrors:     k[KindOther],
+		Statuses:        map[string]int64{},
+	}
+	// Requests were due over [0, Duration) (less if interrupted); a
+	// scheduler that fell behind dispatched its last one later, which
+	// lowers the offered rate.
+	span := opt.Duration
+	if interrupted {
+		span = min(elapsed, opt.Duration)
+	}
+	if span > 0 {
+		lr.TargetRPS = float64(lr.Scheduled) / span.Seconds()
+		lr.OfferedRPS = float64(lr.Sent) / max(span, d.lastDispatch).Seconds()
+	}
+	for st, n := range d.ec.Statuses() {
+		lr.Statuses[strconv.Itoa(st)] = n
+	}
+	return lr
+}

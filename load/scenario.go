@@ -1,0 +1,302 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/policies"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// ScenarioOptions configures RunScenario.
+type ScenarioOptions struct {
+	// Workers and Connections size the driver's pools (see Options).
+	Workers     int
+	Connections int
+	// Listen is the first service's listen address (default 127.0.0.1:0).
+	Listen      string
+	AllowRemote bool
+	Version     string
+	Progress    func(Progress)
+	// Grace is as in Options (default 5s).
+	Grace time.Duration
+	// Ready, if set, is called with the cluster once its services listen.
+	Ready func(*Cluster)
+}
+
+// RunScenario starts sc's services on loopback and drives the entry with
+// the scenario's workload and client policy for its duration: the real
+// counterpart of simulating it. Cancelling ctx stops the run early; the
+// result is then marked interrupted.
+func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions) (*metrics.Result, error) {
+	w := sc.Workload
+	if w.Arrival == "closed" {
+		return nil, fmt.Errorf("load: %s: workload.arrival closed is not supported in load mode (use poisson or constant)", scenarioName(sc))
+	}
+	epoch := time.Now().Add(50 * time.Millisecond) // time 0, once every service listens
+	cl, err := StartCluster(sc, ClusterOptions{Listen: opt.Listen, AllowRemote: opt.AllowRemote, Epoch: epoch, Connections: opt.Connections})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = cl.Close(cctx)
+	}()
+	if opt.Ready != nil {
+		opt.Ready(cl)
+	}
+	seed := sc.Seed
+	if seed == 0 {
+		seed = 1
+	}
+	pacer, err := WorkloadPacer(w, sc.Duration, rand.New(rand.NewPCG(seed, hashName("arrivals"))))
+	if err != nil {
+		return nil, fmt.Errorf("load: %s: %w", scenarioName(sc), err)
+	}
+	entry := cl.URLs[w.Entry]
+	if entry == "" {
+		return nil, fmt.Errorf("load: %s: workload.entry: no service %q", scenarioName(sc), w.Entry)
+	}
+	// The caller's view of each write, to split unknown writes by whether
+	// their effect executed (joined with the ledger once all work drained).
+	var vmu sync.Mutex
+	views := map[uint64]policies.CallResult{}
+	var samples sampler
+	samples.start(cl, sc.Interval)
+	res, err := Run(ctx, Options{
+		Target: entry, Method: http.MethodGet, WriteMethod: http.MethodPost, Pacer: pacer, Duration: sc.Duration, Warmup: sc.Warmup, Interval: sc.Interval,
+		Deadline: w.Deadline, Policy: w.Client, WriteFraction: w.WriteFraction, IdempotencyKeys: w.IdempotencyKeys,
+		Workers: opt.Workers, Connections: opt.Connections, Seed: seed, Scenario: sc.Name, Version: opt.Version,
+		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
+		OnDone: func(id uint64, write bool, r policies.CallResult) {
+			if write {
+				vmu.Lock()
+				views[id] = r
+				vmu.Unlock()
+			}
+		},
+	})
+	samples.stop()
+	if err != nil {
+		return nil, err
+	}
+	// Let work held for nobody drain before reading the servers' truth.
+	drain(cl, 2*time.Second)
+	fillServices(res, sc, cl, &samples)
+	committer := cl.Service(CommittingService(sc))
+	if committer != nil && len(views) > 0 {
+		var dup, uc, unc int64
+		for id, v := range views {
+			n := committer.Executions(formatID(id))
+			if n > 1 {
+				dup += int64(n - 1)
+			}
+			if v == policies.Unknown {
+				if n > 0 {
+					uc++
+				} else {
+					unc++
+				}
+			}
+		}
+		res.Summary.Duplicates = dup
+		res.Summary.UnknownCommitted, res.Summary.UnknownNotCommitted = uc, unc
+	}
+	return res, nil
+}
+
+func scenarioName(sc *topology.Scenario) string {
+	if sc.File != "" {
+		return sc.File
+	}
+	return "scenario " + sc.Name
+}
+
+// drain waits until no service has work busy or queued, at most d.
+func drain(cl *Cluster, d time.Duration) {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		idle := true
+		for _, s := range cl.Services {
+			s.mu.Lock()
+			if s.busy > 0 || s.q.Len() > 0 {
+				idle = false
+			}
+			s.mu.Unlock()
+		}
+		if idle {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// fillServices replaces the driver's one-target view with every service's
+// own counters, and adds the services' edges and series.
+func fillServices(res *metrics.Result, sc *topology.Scenario, cl *Cluster, smp *sampler) {
+	s := &res.Summary
+	clientEdge := s.Edges[0]
+	s.Services = s.Services[:0]
+	s.Edges = []metrics.EdgeSummary{clientEdge}
+	s.Amplification = 0
+	for _, svc := range cl.Services {
+		st := svc.Stats()
+		// Busy time is integrated from time 0 to now, drain included.
+		elapsed := st.UptimeS
+		c := st.Counted
+		ss := metrics.ServiceSummary{
+			Name: st.Service, Attempts: c.Attempts, Succeeded: c.Succeeded, Failed: c.Failed,
+			Rejected: c.Rejected, TimedOut: c.TimedOut, Wasted: c.Wasted, Shed: c.Shed,
+			QueueMax: st.QueueMax, LatencyMs: metrics.LatencyOf(svc.LatencyHistogram()),
+			Executions: st.Executions, Duplicates: st.Duplicates,
+		}
+		if s.Requests.Offered > 0 {
+			ss.Amplification = float64(c.Attempts) / float64(s.Requests.Offered)
+		}
+		if elapsed > 0 && st.Workers > 0 {
+			ss.Utilization = st.BusyS / (float64(st.Workers) * elapsed)
+			ss.QueueMean = st.QueueS / elapsed
+		}
+		s.Amplification = max(s.Amplification, ss.Amplification)
+		s.Services = append(s.Services, ss)
+		s.Edges = append(s.Edges, st.Edges...)
+		res.ServiceLatency[st.Service] = svc.LatencyHistogram()
+	}
+	s.Edges[0].To = sc.Workload.Entry
+	for _, f := range sc.Faults {
+		res.Faults = append(res.Faults, metrics.FaultWindow{Service: f.Service, At: f.At, For: f.For, Label: faultLabel(f)})
+	}
+	// Re-build the series with the per-service columns sampled each interval.
+	res.Series = smp.series(res.Series)
+}
+
+func faultLabel(f topology.Fault) string {
+	switch {
+	case f.Capacity != nil:
+		return fmt.Sprintf("capacity ×%g", *f.Capacity)
+	case f.LatencyAdd > 0:
+		return "latency +" + f.LatencyAdd.String()
+	case f.ErrorRate != nil:
+		return fmt.Sprintf("error rate %g", *f.ErrorRate)
+	case f.DropResponse > 0:
+		return fmt.Sprintf("drop %g", f.DropResponse)
+	}
+	return "fault"
+}
+
+func formatID(n uint64) string { return strconv.FormatUint(n+1, 10) }
+
+// sampler reads every service's stats once per interval, for the
+// per-service columns of the time series.
+type sampler struct {
+	mu   sync.Mutex
+	cols map[string][]float64
+	prev map[string]Counters
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func (sm *sampler) start(cl *Cluster, interval time.Duration) {
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	sm.cols, sm.prev, sm.done = map[string][]float64{}, map[string]Counters{}, make(chan struct{})
+	// Name every column up front, so that a run shorter than an interval
+	// still has them.
+	sm.take(cl)
+	for k := range sm.cols {
+		sm.cols[k] = sm.cols[k][:0]
+	}
+	sm.wg.Add(1)
+	go func() {
+		defer sm.wg.Done()
+		next := cl.Epoch.Add(interval)
+		t := time.NewTimer(time.Until(next))
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				sm.take(cl)
+				next = next.Add(interval)
+				t.Reset(time.Until(next))
+			case <-sm.done:
+				return
+			}
+		}
+	}()
+}
+
+func (sm *sampler) take(cl *Cluster) {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	for _, s := range cl.Services {
+		st := s.Stats()
+		p := sm.prev[st.Service]
+		sm.prev[st.Service] = st.Counted
+		n := st.Service
+		sm.cols["attempts/"+n] = append(sm.cols["attempts/"+n], float64(st.Counted.Attempts-p.Attempts))
+		sm.cols["rejected/"+n] = append(sm.cols["rejected/"+n], float64(st.Counted.Rejected-p.Rejected))
+		sm.cols["shed/"+n] = append(sm.cols["shed/"+n], float64(st.Counted.Shed-p.Shed))
+		sm.cols["queue/"+n] = append(sm.cols["queue/"+n], float64(st.Queue))
+		sm.cols["inflight/"+n] = append(sm.cols["inflight/"+n], float64(st.Busy+st.Queue))
+		if st.Workers > 0 {
+			sm.cols["utilization/"+n] = append(sm.cols["utilization/"+n], float64(st.Busy)/float64(st.Workers))
+		}
+		for _, e := range s.edges {
+			name := n + "->" + e.to
+			if state, _, ok := e.ec.BreakerState(); ok {
+				sm.cols["breaker_state/"+name] = append(sm.cols["breaker_state/"+name], float64(state))
+			}
+			if level, ok := e.ec.BudgetLevel(); ok {
+				sm.cols["budget_level/"+name] = append(sm.cols["budget_level/"+name], level)
+			}
+		}
+	}
+}
+
+func (sm *sampler) stop() {
+	close(sm.done)
+	sm.wg.Wait()
+}
+
+// series merges the sampled columns into the driver's series.
+func (sm *sampler) series(base *metrics.TimeSeries) *metrics.TimeSeries {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	out := &metrics.TimeSeries{Start: base.Start, Interval: base.Interval, Columns: append([]string(nil), base.Columns...)}
+	names := make([]string, 0, len(sm.cols))
+	for k := range sm.cols {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	out.Columns = append(out.Columns, names...)
+	n := len(base.Rows)
+	for _, v := range sm.cols {
+		n = max(n, len(v))
+	}
+	for i := range n {
+		row := make([]float64, 0, len(out.Columns))
+		if i < len(base.Rows) {
+			row = append(row, base.Rows[i]...)
+		} else {
+			row = append(row, make([]float64, len(base.Columns))...)
+		}
+		for _, k := range names {
+			v := 0.0
+			if i < len(sm.cols[k]) {
+				v = sm.cols[k][i]
+			}
+			row = append(row, v)
+		}
+		out.Rows = append(out.Rows, row)
+	}
+	return out
+}

@@ -1,0 +1,98 @@
+package load
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stormsim/stormsim/topology"
+)
+
+// lostResponses is a two-hop write path whose committing service loses 20 %
+// of its replies after committing: the client times out and retries.
+const lostResponses = `
+name: lost
+seed: 5
+duration: 2s
+workload:
+  entry: gateway
+  arrival: constant
+  rate: 50
+  deadline: 2s
+  write_fraction: 1
+  client:
+    timeout: 150ms
+    retry: {max_attempts: 3, on: [timeout]}
+services:
+  - name: gateway
+    workers: 64
+    service_time: {dist: constant, value: 1ms}
+    calls:
+      - to: orders
+        timeout: 100ms
+        propagate_deadline: true
+  - name: orders
+    workers: 16
+    service_time: {dist: constant, value: 2ms}
+faults:
+  - {service: orders, at: 0s, for: 10s, drop_response: 0.2}
+`
+
+// TestLostResponsesDuplicateWithoutKeys: every retry of a write whose reply
+// was lost executes it again, unless the write carries an idempotency key.
+// Of 100 writes about 20 lose their first reply (binomial, σ = 4), so
+// without keys there are duplicates, and with keys none, the retries being
+// replayed from the store.
+func TestLostResponsesDuplicateWithoutKeys(t *testing.T) {
+	for _, keys := range []bool{false, true} {
+		sets := []string{}
+		if keys {
+			sets = append(sets, "workload.idempotency_keys=true")
+		}
+		sc, err := topology.Parse("lost.yaml", []byte(lostResponses), sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var orders *Service
+		res, err := RunScenario(context.Background(), sc, ScenarioOptions{Ready: func(c *Cluster) { orders = c.Service("orders") }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := res.Summary
+		st := orders.Stats()
+		t.Logf("keys %v: offered %d succeeded %d unknown %d; executions %d duplicates %d replays %d",
+			keys, s.Requests.Offered, s.Requests.Succeeded, s.Requests.Unknown, st.Executions, s.Duplicates, st.Replays)
+		if s.Requests.Offered != 100 {
+			t.Fatalf("offered %d, want 100", s.Requests.Offered)
+		}
+		switch {
+		case !keys && (s.Duplicates < 8 || s.Duplicates != st.Duplicates):
+			t.Errorf("without keys: %d duplicates (ledger %d), want ≈ 20 (≥ 8) and equal", s.Duplicates, st.Duplicates)
+		case keys && (s.Duplicates != 0 || st.Replays < 8 || st.Executions > 100):
+			t.Errorf("with keys: %d duplicates, %d replays, %d executions; want 0, ≈ 20, ≤ 100", s.Duplicates, st.Replays, st.Executions)
+		}
+	}
+}
+
+func TestRunScenarioInterrupted(t *testing.T) {
+	sc, err := topology.Parse("lost.yaml", []byte(lostResponses), []string{"duration=60s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	res, err := RunScenario(ctx, sc, ScenarioOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 6*time.Second {
+		t.Errorf("an interrupted 60 s scenario took %v to return", el)
+	}
+	if s := res.Summary; s.Status != "interrupted" || s.Requests.Offered == 0 || s.Requests.Offered > 30 {
+		t.Errorf("status %q offered %d, want interrupted with about 25 requests", s.Status, s.Requests.Offered)
+	}
+	if res.Series.Column("attempts/orders") < 0 {
+		t.Errorf("per-service series missing: %v", res.Series.Columns)
+	}
+}

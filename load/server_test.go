@@ -1,0 +1,262 @@
+package load
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stormsim/stormsim/topology"
+)
+
+// oneService is a scenario of a single service with constant service time.
+func oneService(workers, queue int, st time.Duration) *topology.Scenario {
+	return &topology.Scenario{
+		Name: "one", Seed: 1, Duration: time.Second, Interval: time.Second,
+		Workload: topology.Workload{Entry: "svc", Arrival: "constant", Rate: 10},
+		Services: []topology.Service{{
+			Name: "svc", Workers: workers, Queue: &queue,
+			ServiceTime: topology.Dist{Dist: "constant", Value: st},
+		}},
+	}
+}
+
+func startService(t *testing.T, sc *topology.Scenario, commits bool) (*Service, *httptest.Server) {
+	t.Helper()
+	s, err := NewService(sc, sc.Services[0].Name, ServiceConfig{Epoch: time.Now(), URLs: map[string]string{}, Client: http.DefaultClient, Commits: commits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	t.Cleanup(func() { s.Close(); srv.Close() })
+	return s, srv
+}
+
+func getStats(t *testing.T, url string) Stats {
+	t.Helper()
+	resp, err := http.Get(url + "/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st Stats
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestQueueLimitRejectsAtPredictedLoad: 2 workers × 100 ms serve 20 req/s
+// and hold 10 more in the queue. Offered 40 req/s evenly for 2 s (80
+// requests, the last at 1975 ms), the service accepts the 12 that fill it
+// plus one per completion before the last arrival: 19 per worker with
+// exact timers, so 50 accepted and 30 rejected with 503. Real sleeps
+// overshoot, more on a machine busy with other tests: at +10 % (17
+// completions per worker) 34 are rejected, at +25 % (16) 36. Without the
+// waiting room 40 or more would be, with an unbounded one none.
+// /stats must count exactly the attempts the driver sent.
+func TestQueueLimitRejectsAtPredictedLoad(t *testing.T) {
+	_, srv := startService(t, oneService(2, 10, 100*time.Millisecond), false)
+	res, err := Run(context.Background(), Options{
+		Target: srv.URL + "/svc", Pacer: ConstantPacer{Rate: 40, Duration: 2 * time.Second}, Duration: 2 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Summary
+	rejected := s.Load.Statuses["503"]
+	if rejected < 29 || rejected > 37 {
+		t.Errorf("503s: %d of %d, want 30–36 (±1 for the driver's own timer jitter)", rejected, s.Requests.Offered)
+	}
+	if s.Requests.Succeeded+rejected != 80 {
+		t.Errorf("succeeded %d + rejected %d ≠ 80", s.Requests.Succeeded, rejected)
+	}
+	st := getStats(t, srv.URL)
+	if st.All.Attempts != s.Load.Attempts || st.All.Rejected != rejected || st.All.Succeeded != s.Requests.Succeeded {
+		t.Errorf("/stats attempts %d rejected %d succeeded %d; driver attempts %d rejected %d succeeded %d",
+			st.All.Attempts, st.All.Rejected, st.All.Succeeded, s.Load.Attempts, rejected, s.Requests.Succeeded)
+	}
+}
+
+func post(t *testing.T, url, key, body string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(HeaderIdempotencyKey, key)
+	req.Header.Set(HeaderWrite, "1")
+	req.Header.Set(HeaderRequestID, "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestIdempotencyOverHTTP: concurrent first arrivals of one key make one
+// owner and one effect (the others hear "in progress", or, arriving after
+// the commit on a slow machine, a replay), a retry after the commit
+// replays the result, and the same key with another body is a 409 with no
+// effect.
+func TestIdempotencyOverHTTP(t *testing.T) {
+	sc := oneService(16, 16, 500*time.Millisecond)
+	sc.Workload.IdempotencyKeys = true
+	_, srv := startService(t, sc, true)
+	const n = 10
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = post(t, srv.URL+"/svc", "k1", "payload")
+		}()
+	}
+	wg.Wait()
+	ok, inProgress := 0, 0
+	for _, c := range codes {
+		switch c {
+		case http.StatusOK:
+			ok++
+		case StatusInProgress:
+			inProgress++
+		}
+	}
+	if ok < 1 || ok+inProgress != n || inProgress == 0 {
+		t.Errorf("codes %v: want one owner's 200, the rest %d (or replayed 200s), and some %d", codes, StatusInProgress, StatusInProgress)
+	}
+	st := getStats(t, srv.URL)
+	if st.Executions != 1 || st.Replays != int64(ok-1) || st.InProgress != int64(inProgress) {
+		t.Errorf("after %d concurrent arrivals: executions %d replays %d in progress %d; want 1, %d, %d",
+			n, st.Executions, st.Replays, st.InProgress, ok-1, inProgress)
+	}
+	if c := post(t, srv.URL+"/svc", "k1", "payload"); c != http.StatusOK {
+		t.Errorf("replay after commit: %d, want 200", c)
+	}
+	if c := post(t, srv.URL+"/svc", "k1", "another payload"); c != StatusConflict {
+		t.Errorf("same key, different body: %d, want 409", c)
+	}
+	st = getStats(t, srv.URL)
+	if st.Executions != 1 || st.Duplicates != 0 || st.Replays != int64(ok) || st.Conflicts != 1 {
+		t.Errorf("ledger: executions %d duplicates %d replays %d conflicts %d; want 1, 0, %d, 1",
+			st.Executions, st.Duplicates, st.Replays, st.Conflicts, ok)
+	}
+}
+
+// TestWritesWithoutKeysDuplicate: without idempotency keys every retry of
+// a write whose answer was lost executes again.
+func TestWritesWithoutKeysDuplicate(t *testing.T) {
+	_, srv := startService(t, oneService(4, 4, time.Millisecond), true)
+	for range 3 {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/svc", bytes.NewReader([]byte("x")))
+		req.Header.Set(HeaderWrite, "1")
+		req.Header.Set(HeaderRequestID, "7")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if st := getStats(t, srv.URL); st.Executions != 3 || st.Duplicates != 2 {
+		t.Errorf("executions %d duplicates %d, want 3 and 2", st.Executions, st.Duplicates)
+	}
+}
+
+// TestRejectExpiredDeadline: with one worker busy and one request queued,
+// a request with 50 ms left must wait at least the queued one's 100 ms of
+// work, so its deadline passes before it starts: 504, and the work is not
+// done. A request that arrives with no time left is refused at once.
+func TestRejectExpiredDeadline(t *testing.T) {
+	sc := oneService(1, 10, 100*time.Millisecond)
+	sc.Services[0].RejectExpired = true
+	_, srv := startService(t, sc, false)
+	get := func(deadline string) int {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/svc", nil)
+		if deadline != "" {
+			req.Header.Set(HeaderDeadline, deadline)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	waitFor := func(what string, ok func(Stats) bool) {
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+			if ok(getStats(t, srv.URL)) {
+				return
+			}
+		}
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	codes := make([]int, 2)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); codes[0] = get("") }()
+	waitFor("the worker to be busy", func(st Stats) bool { return st.Busy == 1 })
+	go func() { defer wg.Done(); codes[1] = get("") }()
+	waitFor("a queued request", func(st Stats) bool { return st.Queue == 1 })
+	if c := get("50"); c != StatusExpired {
+		t.Errorf("request with 50 ms left behind 100 ms of queued work: %d, want %d", c, StatusExpired)
+	}
+	if c := get("0"); c != StatusExpired {
+		t.Errorf("request with no time left: %d, want %d", c, StatusExpired)
+	}
+	wg.Wait()
+	if codes[0] != 200 || codes[1] != 200 {
+		t.Errorf("requests without a deadline: %v, want [200 200]", codes)
+	}
+	if st := getStats(t, srv.URL); st.All.Expired != 2 || st.All.Succeeded != 2 {
+		t.Errorf("expired %d succeeded %d, want 2 and 2", st.All.Expired, st.All.Succeeded)
+	}
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	_, srv := startService(t, oneService(1, 1, time.Millisecond), false)
+	resp, err := http.Get(srv.URL + "/svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	resp, err = http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	if !strings.Contains(b.String(), `stormsim_attempts_total{service="svc"} 1`) {
+		t.Errorf("/metrics lacks the attempt counter:\n%s", b.String())
+	}
+}
+
+func FuzzParseAttempt(f *testing.F) {
+	for _, s := range []string{"", "150", "0.5", "-3", "NaN", "Inf", "-Inf", "1e300", "x"} {
+		f.Add(s, "k", "1")
+	}
+	f.Fuzz(func(t *testing.T, deadline, key, write string) {
+		r := httptest.NewRequest(http.MethodPost, "/svc", strings.NewReader("body"))
+		r.Header.Set(HeaderDeadline, deadline)
+		r.Header.Set(HeaderIdempotencyKey, key)
+		r.Header.Set(HeaderWrite, write)
+		now := time.Now()
+		a := parseAttempt(r, now)
+		if !a.deadline.IsZero() {
+			if d := a.deadline.Sub(now); d > 1e12*time.Millisecond || d < -1e12*time.Millisecond {
+				t.Fatalf("deadline %q gave an offset of %v", deadline, d)
+			}
+		}
+		if string(a.body) != "body" {
+			t.Fatalf("body %q", a.body)
+		}
+	})
+}
