@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/stormsim/stormsim/shard"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -99,6 +100,12 @@ type Options struct {
 	// Client overrides the HTTP client (its Transport should bound
 	// connections); nil builds one from Connections.
 	Client *http.Client
+	// Shard, when set, makes this driver send only the logical requests of
+	// the whole schedule whose index n is ≡ Index (mod Count): 1/Count of the
+	// rate, at the whole schedule's intended times, with the whole
+	// schedule's request ids (n+1) and write draws, so shards started at one
+	// Epoch together send exactly the unsharded schedule.
+	Shard shard.Spec
 }
 
 // Progress is a live snapshot of a run.
@@ -358,6 +365,9 @@ func (d *driver) schedule(ctx context.Context, jobs chan<- job) {
 			return
 		}
 		j := job{n: n, at: at, write: opt.WriteFraction > 0 && wr.Float64() < opt.WriteFraction}
+		if !opt.Shard.Owns(int(n)) {
+			continue
+		}
 		if wait := at - time.Since(d.epoch); wait > 0 {
 			timer.Reset(wait)
 			select {

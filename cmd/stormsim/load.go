@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/stormsim/stormsim/shard"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -31,7 +32,8 @@ func init() {
 		example: `  stormsim load --target http://127.0.0.1:8080/ --rate 500 --duration 30s
   stormsim load --target http://127.0.0.1:8080/orders --method POST --body '{"n":1}' \
       --header 'Content-Type: application/json' --policy client.yaml --out out/load
-  stormsim load experiments/retry-storm.yaml --format json`,
+  stormsim load experiments/retry-storm.yaml --format json
+  stormsim load --target http://127.0.0.1:8080/ --rate 4000 --shard 1/4 --start-at 2026-12-01T10:00:00Z --out shard-1`,
 		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
 			var sf scenarioFlags
 			target := fs.String("target", "", "URL to drive (loopback only unless --allow-remote)")
@@ -58,6 +60,9 @@ func init() {
 			out := fs.String("out", "", "write summary.json, timeseries.csv, histograms and plots to `DIR`")
 			progress := fs.Bool("progress", false, "show the live progress line even when stderr is not a terminal")
 			remote := fs.Bool("allow-remote", false, "allow a target (or listen address) off the loopback interface")
+			var sh shard.Flags
+			sh.Register(fs)
+			sh.RegisterStartAt(fs)
 			return func(ctx context.Context, args []string, w io.Writer) error {
 				if *format != "text" && *format != "json" {
 					return &exitError{exitUsage, fmt.Errorf("--format: want text or json, got %q", *format)}
@@ -81,6 +86,10 @@ func init() {
 				if len(args) != 0 || *target == "" {
 					return &exitError{exitUsage, errors.New("want --target URL or one SCENARIO")}
 				}
+				spec, err := sh.Spec(os.LookupEnv)
+				if err != nil {
+					return &exitError{exitUsage, err}
+				}
 				opt := load.Options{
 					Target: *target, Method: *method, Duration: *duration, MaxRequests: *maxReq, Deadline: *deadline,
 					WriteFraction: *writes, IdempotencyKeys: *keys, Warmup: *warmup, Workers: *workers,
@@ -90,7 +99,6 @@ func init() {
 				if opt.Seed == 0 {
 					opt.Seed = 1
 				}
-				var err error
 				if opt.Header, err = parseHeaders(*headers); err != nil {
 					return &exitError{exitUsage, err}
 				}
@@ -123,6 +131,18 @@ func init() {
 						fmt.Fprintf(os.Stderr, "stormsim load: --allow-remote: will send %s %s at %g req/s for %v (%d senders, at most %d connections)\n",
 							opt.Method, *target, *rate, *duration, opt.Workers, max(opt.Connections, opt.Workers))
 					}
+				}
+				opt.Shard = spec
+				if spec.Sharded() {
+					opt.Scenario += " shard " + spec.String()
+				}
+				// Shards share a start time so their schedules interleave
+				// into the requested one instead of drifting apart.
+				if !sh.StartAt.IsZero() {
+					if _, err := sh.StartAt.Delay(time.Now(), shard.DefaultMaxLate); err != nil {
+						return &exitError{exitUsage, err}
+					}
+					opt.Epoch = sh.StartAt.Epoch(time.Now())
 				}
 				bar.start("load", *duration)
 				opt.Progress = bar.update
