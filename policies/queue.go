@@ -111,6 +111,7 @@ type Queue[T any] struct {
 	lifo      bool
 	adaptive  bool
 	codel     bool
+	plain     bool // fifo with no shedding: Next just pops the head
 	target    time.Duration
 	interval  time.Duration
 	maxWait   time.Duration
@@ -135,6 +136,7 @@ func NewQueue[T any](limit int, c OverloadConfig) (*Queue[T], error) {
 	q.codel = c.CoDel != nil
 	q.lifo = c.Discipline == LIFO
 	q.adaptive = c.Discipline == AdaptiveLIFO
+	q.plain = !q.codel && q.maxWait <= 0 && !q.lifo && !q.adaptive
 	size := 16
 	if limit >= 0 && limit < size {
 		size = 1
@@ -246,6 +248,19 @@ func (q *Queue[T]) Standing(now time.Duration) bool {
 // items met on the way go to the drop function of TrackCancelled. ok is
 // false when nothing is left to serve.
 func (q *Queue[T]) Next(now time.Duration, shed func(T)) (v T, ok bool) {
+	if q.plain && q.dead == 0 {
+		// The common case, a fifo that sheds nothing and holds no
+		// cancelled item: what the general loop below does, minus the checks.
+		if q.n == 0 {
+			q.lastEmpty = now
+			return v, false
+		}
+		v = q.popHead()
+		if q.n == 0 {
+			q.lastEmpty = now
+		}
+		return v, true
+	}
 	standing := q.Standing(now)
 	limit := time.Duration(-1)
 	if q.codel {

@@ -386,3 +386,61 @@ func ExampleQueue_Cancel() {
 	// c admitted: true len 2
 	// serve b
 }
+
+// TestPlainFifoMatchesTheGeneralPath drives a plain fifo (which takes
+// Next's short path) and a fifo whose MaxQueueTime is never reached (which
+// takes the general one) through the same script of offers, serves and
+// cancellations: served items, Len, Cancelled and Standing must agree.
+func TestPlainFifoMatchesTheGeneralPath(t *testing.T) {
+	plain, err := NewQueue[int](-1, OverloadConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	general, err := NewQueue[int](-1, OverloadConfig{MaxQueueTime: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := map[int]bool{}
+	var dropsP, dropsG []int
+	plain.TrackCancelled(func(v int) bool { return dead[v] }, func(v int) { dropsP = append(dropsP, v) })
+	general.TrackCancelled(func(v int) bool { return dead[v] }, func(v int) { dropsG = append(dropsG, v) })
+	var queued []int
+	now := time.Duration(0)
+	for i := range 2000 {
+		now += time.Duration(i%7) * 30 * time.Millisecond
+		switch op := (i * 7919) % 10; {
+		case op < 5:
+			plain.Offer(now, i, 0)
+			general.Offer(now, i, 0)
+			queued = append(queued, i)
+		case op < 8:
+			vp, okP := plain.Next(now, nil)
+			vg, okG := general.Next(now, nil)
+			if vp != vg || okP != okG {
+				t.Fatalf("step %d: Next = %d, %v on the plain queue, %d, %v on the general one", i, vp, okP, vg, okG)
+			}
+			if okP {
+				queued = slices.DeleteFunc(queued, func(v int) bool { return v == vp })
+			}
+		default:
+			// Cancel a live queued item, the newest or one in the middle.
+			if len(queued) > 0 {
+				k := len(queued) - 1
+				if i%3 == 0 {
+					k /= 2
+				}
+				dead[queued[k]] = true
+				plain.Cancel(now)
+				general.Cancel(now)
+				queued = slices.Delete(queued, k, k+1)
+			}
+		}
+		if plain.Len() != general.Len() || plain.Cancelled() != general.Cancelled() || plain.Standing(now) != general.Standing(now) {
+			t.Fatalf("step %d: plain Len %d Cancelled %d Standing %v, general %d %d %v", i,
+				plain.Len(), plain.Cancelled(), plain.Standing(now), general.Len(), general.Cancelled(), general.Standing(now))
+		}
+	}
+	if !slices.Equal(dropsP, dropsG) {
+		t.Fatalf("dropped %v on the plain queue, %v on the general one", dropsP, dropsG)
+	}
+}

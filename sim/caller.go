@@ -140,6 +140,10 @@ func (m *model) send(cr *callRun, k int, timeout time.Duration) {
 func (m *model) deliver(a *attempt) {
 	a.ev = Timer{}
 	cr, k := a.caller, a.k
+	if cr == &m.direct {
+		m.deliverDirect(a)
+		return
+	}
 	o, ra, dr := a.answer, a.retryAfter, a.dontRetry
 	if cr != nil {
 		m.eng.Stop(a.tmo)
@@ -302,13 +306,83 @@ func (m *model) startRequest(client int) {
 		m.totals.offered++
 	}
 	req.open = true
+	if m.clientDirect {
+		m.startDirect(req)
+		return
+	}
 	m.startCall(nil, req, m.client)
 }
 
+// plainEdge reports whether calls over e need no policy state machine: one
+// attempt, no timeout, no budget, breaker, throttle or hedge. Such a call,
+// made without a deadline, sends its attempt and ends with that attempt's
+// answer; startDirect and deliverDirect do exactly what a policies.Call
+// would, without its records.
+func plainEdge(e *policies.Edge) bool {
+	return e.MaxAttempts == 1 && e.Timeout == 0 && e.Budget == nil && e.Breaker == nil &&
+		e.Throttle == nil && e.Hedger == nil
+}
+
+// startDirect starts req's root call over a plain client edge (plainEdge,
+// and no workload deadline): it counts the call and its attempt as
+// policies.Call.Start would and sends attempt 1 with m.direct as its caller.
+func (m *model) startDirect(req *request) {
+	e := m.client
+	if req.counted {
+		e.pe.Stats.Calls++
+		e.pe.Stats.Attempts++
+	}
+	a := m.newAttempt()
+	a.svc, a.req, a.edge, a.caller, a.k = e.callee, req, e, &m.direct, 1
+	a.serverHeld, a.counted, a.state = true, req.counted, attSending
+	req.refs++
+	if e.hasNet {
+		a.ev = m.eng.After(e.net.Sample(e.pe.Rand), m.hAttArrive, a)
+		return
+	}
+	m.arrive(a)
+}
+
+// deliverDirect ends a direct root call with its attempt's answer: OK
+// succeeds, a Timeout class leaves the result unknown (the work may have
+// been done), anything else fails — the result policies.Call gives a
+// single attempt that cannot be retried.
+func (m *model) deliverDirect(a *attempt) {
+	req, o := a.req, a.answer
+	a.caller = nil
+	m.releaseServer(a)
+	r := policies.Failed
+	switch o {
+	case policies.OK:
+		r = policies.Succeeded
+	case policies.Timeout:
+		r = policies.Unknown
+	}
+	if req.counted {
+		st := &m.client.pe.Stats
+		switch r {
+		case policies.Succeeded:
+			st.Succeeded++
+		case policies.Failed:
+			st.Failed++
+		default:
+			st.Unknown++
+		}
+	}
+	m.requestDone(req, r)
+}
+
 func (m *model) newRequest() *request {
-	r := m.requests.get()
-	*r = request{liveIdx: len(m.live)}
-	m.live = append(m.live, r)
+	var r *request
+	if n := len(m.requests.free); n > 0 {
+		r = m.requests.free[n-1]
+		m.requests.free = m.requests.free[:n-1]
+	} else {
+		r = new(request)
+		m.reqRecs = append(m.reqRecs, r)
+	}
+	*r = request{alive: true}
+	m.liveReqs++
 	return r
 }
 
@@ -355,11 +429,8 @@ func (m *model) unref(req *request) {
 		return
 	}
 	m.fold(req)
-	last := m.live[len(m.live)-1]
-	m.live[req.liveIdx] = last
-	last.liveIdx = req.liveIdx
-	m.live[len(m.live)-1] = nil
-	m.live = m.live[:len(m.live)-1]
+	req.alive = false
+	m.liveReqs--
 	m.requests.put(req)
 }
 

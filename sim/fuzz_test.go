@@ -117,8 +117,8 @@ func FuzzRun(f *testing.F) {
 		if r.Offered != r.Succeeded+r.Failed+r.Unknown {
 			t.Fatalf("outcomes do not add up: %+v", r)
 		}
-		if m.alive != 0 || len(m.live) != 0 {
-			t.Fatalf("left alive: %d attempts, %d requests", m.alive, len(m.live))
+		if m.alive != 0 || m.liveReqs != 0 {
+			t.Fatalf("left alive: %d attempts, %d requests", m.alive, m.liveReqs)
 		}
 		for _, s := range m.services {
 			if s.busy != 0 || s.qlen() != 0 || s.queue.Cancelled() != 0 || s.inflt != 0 {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math/bits"
+	"sync"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -24,6 +25,10 @@ const (
 // histogram the rest of stormsim uses so the two cannot drift apart.
 var latTemplate = metrics.NewLatencyHistogram().Export()
 
+// latHighest is latTemplate's highest trackable value in µs, the clamp of
+// every recorded latency, kept apart so recording reads one word.
+var latHighest = latTemplate.HighestTrackableValue
+
 // latencyCounts is a latency histogram in the bucket layout of
 // metrics.NewLatencyHistogram that records with an index computation and
 // one increment: no per-value validation, and an index computed once can be
@@ -33,18 +38,40 @@ var latTemplate = metrics.NewLatencyHistogram().Export()
 // results are the same to the bit as recording into HdrHistogram directly.
 type latencyCounts struct {
 	counts []int64
+	buf    *[]int64 // counts' box in countsPool
 	total  int64
 	lo, hi int // the indexes recorded since the last reset lie in [lo, hi]
 }
 
+// countsPool recycles the count arrays of finished runs, zeroed. Each is
+// about 180 KB and a run needs two plus one per service: sweeps, tests and
+// benchmarks run many short simulations, and allocating the arrays anew
+// makes the garbage collector run often, turning on the write barriers the
+// event loop then pays for.
+var countsPool = sync.Pool{New: func() any {
+	s := make([]int64, len(latTemplate.Counts))
+	return &s
+}}
+
 func newLatencyCounts() *latencyCounts {
-	return &latencyCounts{counts: make([]int64, len(latTemplate.Counts)), lo: len(latTemplate.Counts)}
+	buf := countsPool.Get().(*[]int64)
+	return &latencyCounts{counts: *buf, buf: buf, lo: len(*buf)}
+}
+
+// release gives the counts back to countsPool; c must not be used after.
+func (c *latencyCounts) release() {
+	if c.buf == nil {
+		return
+	}
+	c.reset()
+	countsPool.Put(c.buf)
+	c.counts, c.buf = nil, nil
 }
 
 // latencyIndex is d's flat bucket index, d clamped into [1 µs, 1 h] as
 // metrics.RecordLatency clamps it.
 func latencyIndex(d time.Duration) int {
-	us := min(max(int64(d/time.Microsecond), 1), latTemplate.HighestTrackableValue)
+	us := min(max(int64(d/time.Microsecond), 1), latHighest)
 	b := bits.Len64(uint64(us)|latSubMask) - (latSubHalfMag + 1)
 	return (b+1)<<latSubHalfMag + int(us>>uint(b)) - latSubHalf
 }
@@ -136,6 +163,38 @@ func latencyValue(i int, high bool) int64 {
 		v += 1<<uint(b) - 1
 	}
 	return v
+}
+
+// summaryQuantiles are the percentiles metrics.Latency reports.
+var summaryQuantiles = [4]float64{50, 90, 99, 99.9}
+
+// latency returns what metrics.LatencyOf returns for hist(), computed from
+// the counts in one pass over the recorded range instead of HdrHistogram's
+// iterators over every bucket: the mean sums count × the bucket's median
+// equivalent value ÷ total in ascending bucket order, as Histogram.Mean
+// does, so the float64 result is the same to the bit.
+func (c *latencyCounts) latency() metrics.Latency {
+	if c.total == 0 {
+		return metrics.Latency{}
+	}
+	var q [4]int64
+	c.quantiles(summaryQuantiles[:], q[:])
+	total := float64(c.total)
+	mean, top := 0.0, c.lo
+	for i := c.lo; i <= c.hi; i++ {
+		n := c.counts[i]
+		if n == 0 {
+			continue
+		}
+		low := latencyValue(i, false)
+		mean += float64(n) * float64(low+(latencyValue(i, true)-low+1)>>1) / total
+		top = i
+	}
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	return metrics.Latency{
+		Mean: mean / 1000, P50: ms(q[0]), P90: ms(q[1]), P99: ms(q[2]), P999: ms(q[3]),
+		Max: ms(latencyValue(top, true)),
+	}
 }
 
 // hist returns an HdrHistogram holding the same values.

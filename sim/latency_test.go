@@ -35,6 +35,7 @@ func TestLatencyLayoutMatchesHdr(t *testing.T) {
 		require.Equal(t, ref.Export().Counts, got.Export().Counts, "round %d: counts", round)
 		require.Equal(t, ref.TotalCount(), got.TotalCount())
 		require.Equal(t, metrics.LatencyOf(ref), metrics.LatencyOf(got))
+		require.Equal(t, metrics.LatencyOf(ref), c.latency(), "round %d: latency summary", round)
 		ps := []float64{-1, 0, 0.1, 1, 25, 50, 50, 90, 99, 99.9, 99.99, 100, 101}
 		all := make([]int64, len(ps))
 		c.quantiles(ps, all)
@@ -52,6 +53,7 @@ func TestLatencyCountsEmpty(t *testing.T) {
 	c.reset()
 	require.Zero(t, c.quantile(99))
 	require.Zero(t, c.hist().TotalCount())
+	require.Equal(t, metrics.Latency{}, c.latency())
 }
 
 func BenchmarkLatencyRecord(b *testing.B) {
@@ -74,4 +76,25 @@ func BenchmarkLatencyRecord(b *testing.B) {
 			metrics.RecordLatency(h, d[i&1023])
 		}
 	})
+}
+
+// TestLatencyCountsComeBackZeroed records into counts, releases them and
+// takes counts again: whether or not the pool hands back the same array,
+// it must be all zeros, or one run's latencies would leak into the next.
+func TestLatencyCountsComeBackZeroed(t *testing.T) {
+	for round := range 3 {
+		c := newLatencyCounts()
+		for _, v := range c.counts {
+			require.Zero(t, v, "round %d", round)
+		}
+		require.Zero(t, c.total)
+		for i := range 5000 {
+			c.record(time.Duration(i) * 37 * time.Microsecond)
+		}
+		c.reset()
+		c.record(time.Hour)
+		c.record(time.Microsecond)
+		c.release()
+		require.Nil(t, c.counts)
+	}
 }

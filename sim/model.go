@@ -44,7 +44,17 @@ type model struct {
 	segRate           float64
 	nextID            uint64
 
-	live []*request
+	// reqRecs holds every request record the run made, alive or pooled,
+	// so the end of the run can find the alive ones without the event loop
+	// keeping a list of them; liveReqs counts those alive.
+	reqRecs  []*request
+	liveReqs int
+
+	// clientDirect: root calls skip the policy state machine (plainEdge
+	// client edge, no workload deadline); their attempts have &direct as
+	// caller, a sentinel no other attempt points to.
+	clientDirect bool
+	direct       callRun
 
 	requests pool[request]
 	attempts pool[attempt]
@@ -117,9 +127,9 @@ type request struct {
 	write       bool
 	counted     bool
 	result      policies.CallResult
-	refs        int // attempt records + 1 until the outcome is known
-	liveIdx     int
-	client      int // closed-loop client, -1 for open loop
+	refs        int  // attempt records + 1 until the outcome is known
+	alive       bool // taken from the pool and not yet released
+	client      int  // closed-loop client, -1 for open loop
 	executions  int
 	key         string // idempotency key, made on first use
 	open        bool   // its root call has not finished
@@ -287,6 +297,7 @@ func build(sc *topology.Scenario) (*model, error) {
 	if err := m.openStores(); err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
+	m.clientDirect = plainEdge(m.client.pe) && m.deadline <= 0
 	m.bindHandlers()
 	for i := range sc.Faults {
 		if err := m.addFault(i, &sc.Faults[i], byName); err != nil {

@@ -118,7 +118,19 @@ func (m *model) run(ctx context.Context, opt Options) *metrics.Result {
 		ser.flush(ivStart, e)
 		ivStart = e
 	}
-	return m.result(sc, opt, simEnd, ser)
+	res := m.result(sc, opt, simEnd, ser)
+	m.releaseCounts()
+	return res
+}
+
+// releaseCounts recycles the model's latency counts once the result holds
+// its own copies of them.
+func (m *model) releaseCounts() {
+	m.lat.release()
+	m.ivLat.release()
+	for _, s := range m.services {
+		s.hist.release()
+	}
 }
 
 func (m *model) diverge(reason string) {
@@ -331,7 +343,10 @@ func (s *series) flush(from, to time.Duration) {
 // result assembles the run's Result.
 func (m *model) result(sc *topology.Scenario, opt Options, simEnd time.Duration, ser *series) *metrics.Result {
 	// Requests still open when the run ended never learnt their outcome.
-	for _, req := range m.live {
+	for _, req := range m.reqRecs {
+		if !req.alive {
+			continue
+		}
 		if req.result == policies.Pending && req.open {
 			req.result = policies.Unknown
 			if req.counted {
@@ -345,7 +360,7 @@ func (m *model) result(sc *topology.Scenario, opt Options, simEnd time.Duration,
 	sum := metrics.Summary{
 		Scenario: sc.Name, Seed: sc.Seed, Version: opt.Version, SimTimeS: simEnd.Seconds(), Status: m.status,
 		Requests:            metrics.Requests{Offered: t.offered, Succeeded: t.succeeded, Failed: t.failed, Unknown: t.unknown},
-		LatencyMs:           metrics.LatencyOf(lat),
+		LatencyMs:           m.lat.latency(),
 		Duplicates:          t.duplicates,
 		UnknownCommitted:    t.unknownCommitted,
 		UnknownNotCommitted: t.unknownNotCommitted,
@@ -365,7 +380,7 @@ func (m *model) result(sc *topology.Scenario, opt Options, simEnd time.Duration,
 		ss := metrics.ServiceSummary{
 			Name: s.name, Attempts: s.c.attempts, Succeeded: s.c.succeeded, Failed: s.c.failed,
 			Rejected: s.c.rejected, TimedOut: s.c.timedOut, Wasted: s.c.wasted, QueueMax: int64(s.queueMax),
-			LatencyMs: metrics.LatencyOf(hist), Shed: s.c.shed, Executions: s.c.executions,
+			LatencyMs: s.hist.latency(), Shed: s.c.shed, Executions: s.c.executions,
 		}
 		if s.commits {
 			ss.Duplicates = t.duplicates

@@ -307,10 +307,10 @@ func (m *model) reject(a *attempt, o policies.Outcome, ra time.Duration, dr bool
 	m.answer(a, o, ra, dr, false)
 }
 
+// startWork puts a on a worker. Its callers (arrive, dispatch) have
+// integrated the service's busy and queue areas up to now.
 func (m *model) startWork(a *attempt) {
 	s := a.svc
-	now := m.eng.Now()
-	s.advance(now)
 	s.busy++
 	a.holding = true
 	a.state = attWorking
