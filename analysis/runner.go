@@ -95,7 +95,7 @@ func ParseVariant(s string) (Variant, error) {
 			return Variant{}, fmt.Errorf("variant %q: empty file name after %q", s, v.Name+"=")
 		}
 	default:
-		return Variant{}, fmt.Errorf("variant %q: want NAME=FILE or NAME:path=value,...", s)
+		return Variant{}, fmt.Errorf("variant %q: want NAME=FILE or NAME:path=value[,path=value]", s)
 	}
 	if err := checkVariantName(v.Name); err != nil {
 		return Variant{}, fmt.Errorf("variant %q: %w", s, err)

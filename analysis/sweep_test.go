@@ -60,10 +60,7 @@ func TestParseValuesAndShard(t *testing.T) {
 
 func TestUnitsOrder(t *testing.T) {
 	s := &Sweep{Param: "p", Values: []string{"a", "b"}, Variants: []Variant{{Name: Baseline}, {Name: "x"}}, Replicas: 2}
-	var got []Unit
-	for _, u := range s.Units() {
-		got = append(got, u)
-	}
+	got := append([]Unit(nil), s.Units()...)
 	want := []Unit{
 		{0, 0, 0, 0}, {1, 0, 0, 1}, {2, 0, 1, 0}, {3, 0, 1, 1},
 		{4, 1, 0, 0}, {5, 1, 0, 1}, {6, 1, 1, 0}, {7, 1, 1, 1},

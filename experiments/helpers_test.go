@@ -2,7 +2,6 @@ package experiments
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"runtime"
 	"strconv"
@@ -235,14 +234,6 @@ func welchSE(a, b []float64) float64 {
 // poissonSE is the standard error of the difference of two counts when
 // each is (at least as noisy as) a Poisson count: √(a + b).
 func poissonSE(a, b float64) float64 { return math.Sqrt(a + b) }
-
-func describe(rs []*metrics.Result) string {
-	s := ""
-	for _, r := range rs {
-		s += fmt.Sprintf(" seed %d: %s;", r.Summary.Seed, r.Summary.Status)
-	}
-	return s
-}
 
 // withinT fails unless the mean of independent replicas xs is within
 // t·s/√n of want, t Student's quantile at the two-sided level of zStrict.

@@ -22,8 +22,34 @@ import (
 	"github.com/stormsim/stormsim/topology"
 )
 
-// maxBody bounds the request body a service reads (for the idempotency digest).
-const maxBody = 1 << 20
+// Bounds on what a client may send a service: the request body (read for
+// the idempotency digest; a larger one is refused with 413) and the header
+// block (a larger one is refused with 431 by net/http).
+const (
+	maxBody        = 1 << 20
+	maxHeaderBytes = 64 << 10
+	// maxKeyLen bounds an Idempotency-Key (the store keeps every key for
+	// its retention); longer keys are refused with 400.
+	maxKeyLen = 256
+	// maxLedgerID is the longest request id the ledger keeps verbatim;
+	// longer ones are kept as a digest.
+	maxLedgerID = 64
+)
+
+// DefaultLedgerWindow is how long a standalone service (stormsim serve)
+// remembers each request's side-effect executions to count duplicates.
+const DefaultLedgerWindow = time.Minute
+
+// Server timeouts of every emulated service. Reading a request is quick on
+// loopback; the answer may wait for a queue, the service time and
+// downstream calls, so writing it is allowed far longer than any scenario's
+// deadline; an idle keep-alive connection is closed after IdleTimeout.
+const (
+	serverReadHeaderTimeout = 10 * time.Second
+	serverReadTimeout       = 30 * time.Second
+	serverWriteTimeout      = 10 * time.Minute
+	serverIdleTimeout       = 2 * time.Minute
+)
 
 // Counters are one service's attempt counts.
 type Counters struct {
@@ -139,15 +165,20 @@ type Service struct {
 	all, counted counters
 
 	// The ledger of side effects, for a committing service.
-	commits  bool
-	store    *idempotency.Locked
-	lmu      sync.Mutex
-	execs    map[string]uint32
-	nExec    int64
-	nDup     int64
-	replays  atomic.Int64
-	inProg   atomic.Int64
-	conflict atomic.Int64
+	commits bool
+	store   *idempotency.Locked
+	lmu     sync.Mutex
+	execs   map[string]uint32
+	// With ledgerWindow > 0, oldExecs is the previous generation of the
+	// ledger and rotated when execs became the current one.
+	ledgerWindow time.Duration
+	oldExecs     map[string]uint32
+	rotated      time.Duration
+	nExec        int64
+	nDup         int64
+	replays      atomic.Int64
+	inProg       atomic.Int64
+	conflict     atomic.Int64
 
 	calls []callSpec
 	edges []*edgeRef
@@ -171,7 +202,6 @@ type edgeRef struct {
 type callSpec struct {
 	members []*edgeRef // one per call made at once
 	waitFor int
-	write   bool
 }
 
 // ServiceConfig is what NewService needs beyond the scenario.
@@ -185,6 +215,12 @@ type ServiceConfig struct {
 	Client *http.Client
 	// Commits marks the service executing writes' side effects.
 	Commits bool
+	// LedgerWindow bounds the side-effect ledger of a committing service:
+	// a request's executions are remembered for at least this long after
+	// its last one (at most twice as long), so memory stays bounded however
+	// long the service runs. Zero keeps every request of the run, as
+	// RunScenario needs to join them with the callers' views.
+	LedgerWindow time.Duration
 }
 
 // NewService builds the emulation of service name of sc.
@@ -239,6 +275,7 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 		}
 	}
 	s.execs = make(map[string]uint32)
+	s.ledgerWindow = c.LedgerWindow
 	s.stop, s.cancel = context.WithCancel(context.Background())
 	if err := s.wire(sc, c); err != nil {
 		s.cancel()
@@ -450,6 +487,10 @@ type attemptInfo struct {
 	write, warm bool
 	deadline    time.Time // zero: none
 	body        []byte
+	// refused, when set, is why the attempt is refused before any work:
+	// status and a message naming the header or the body at fault.
+	refused    int
+	refusedMsg string
 }
 
 func parseAttempt(r *http.Request, arrived time.Time) attemptInfo {
@@ -460,12 +501,25 @@ func parseAttempt(r *http.Request, arrived time.Time) attemptInfo {
 		warm:  r.Header.Get(HeaderWarmup) != "",
 	}
 	if v := r.Header.Get(HeaderDeadline); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > -1e12 && ms < 1e12 {
-			a.deadline = arrived.Add(time.Duration(ms * float64(time.Millisecond)))
+		ms, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(ms > -1e12 && ms < 1e12) {
+			a.refused, a.refusedMsg = http.StatusBadRequest, fmt.Sprintf("%s: want a number of milliseconds, got %.40q", HeaderDeadline, v)
+			return a
 		}
+		a.deadline = arrived.Add(time.Duration(ms * float64(time.Millisecond)))
+	}
+	if len(a.key) > maxKeyLen {
+		a.refused, a.refusedMsg = http.StatusBadRequest, fmt.Sprintf("%s: longer than %d bytes (%d)", HeaderIdempotencyKey, maxKeyLen, len(a.key))
+		return a
 	}
 	if r.Body != nil {
-		a.body, _ = io.ReadAll(io.LimitReader(r.Body, maxBody))
+		// A body cut short (the client's timeout, a reset) is digested as
+		// received; one over the bound is refused.
+		a.body, _ = io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		if len(a.body) > maxBody {
+			a.body = nil
+			a.refused, a.refusedMsg = http.StatusRequestEntityTooLarge, fmt.Sprintf("request body: larger than %d bytes", maxBody)
+		}
 	}
 	return a
 }
@@ -494,6 +548,15 @@ func (s *Service) work(w http.ResponseWriter, r *http.Request) {
 			metrics.RecordLatency(s.latency, time.Since(arrived))
 			s.mu.Unlock()
 		}
+	}
+
+	if a.refused != 0 {
+		// Sending the same request again cannot help: don't retry.
+		add(func(c *counters) *atomic.Int64 { return &c.rejected })
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		answer(a.refused, policies.Error, 0, true)
+		io.WriteString(w, a.refusedMsg+"\n")
+		return
 	}
 
 	// reject_expired: the propagated deadline passed before the work started.
@@ -778,23 +841,49 @@ func digest(b []byte) uint64 {
 	return h.Sum64()
 }
 
-// executed records one execution of request id's side effect.
+// ledgerKey is how the ledger keeps a request id: verbatim when short, as
+// a digest when a client sent a long one.
+func ledgerKey(id string) string {
+	if len(id) <= maxLedgerID {
+		return id
+	}
+	return "#" + strconv.FormatUint(digest([]byte(id)), 16)
+}
+
+// executed records one execution of request id's side effect. With a
+// ledger window, ids not executed for one to two windows are forgotten:
+// the ledger holds two generations, the older dropped at each rotation.
 func (s *Service) executed(id string) {
+	id = ledgerKey(id)
 	s.lmu.Lock()
 	defer s.lmu.Unlock()
+	if w := s.ledgerWindow; w > 0 {
+		if now := time.Since(s.epoch); now-s.rotated >= w {
+			s.oldExecs, s.execs = s.execs, make(map[string]uint32, len(s.execs))
+			s.rotated = now
+		}
+	}
 	s.nExec++
-	n := s.execs[id] + 1
+	n := s.execs[id]
+	if n == 0 && s.oldExecs != nil {
+		if n = s.oldExecs[id]; n > 0 {
+			delete(s.oldExecs, id)
+		}
+	}
+	n++
 	s.execs[id] = n
 	if n > 1 {
 		s.nDup++
 	}
 }
 
-// Executions returns how many times request id's side effect executed here.
+// Executions returns how many times request id's side effect executed here
+// (within the ledger window, if the service has one).
 func (s *Service) Executions(id string) uint32 {
+	id = ledgerKey(id)
 	s.lmu.Lock()
 	defer s.lmu.Unlock()
-	return s.execs[id]
+	return s.execs[id] + s.oldExecs[id]
 }
 
 // Stats returns the service's counters now.

@@ -129,8 +129,7 @@ func TestStreamsAreIndependentAndReproducible(t *testing.T) {
 
 func BenchmarkEngineScheduleRun(b *testing.B) {
 	e := NewEngine()
-	var fn Handler
-	fn = func(e *Engine, arg any) {}
+	fn := Handler(func(e *Engine, arg any) {})
 	r := rand.New(rand.NewPCG(1, 1))
 	for i := 0; i < 1000; i++ {
 		e.At(time.Duration(r.IntN(1000)), fn, nil)

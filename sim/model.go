@@ -145,7 +145,6 @@ type edge struct {
 	hasNet    bool
 	propagate bool
 	out       int // index of the merged edge in the output
-	retriesIv int64
 }
 
 // step is one entry of a service's calls: members run at once, and the step

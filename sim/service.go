@@ -79,7 +79,6 @@ type service struct {
 type svcCounters struct {
 	attempts, succeeded, failed, rejected int64
 	timedOut, wasted, shed, executions    int64
-	duplicates                            int64
 }
 
 func newService(m *model, idx int, cfg *topology.Service) (*service, error) {
