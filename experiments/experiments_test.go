@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -535,6 +536,30 @@ func TestPushback(t *testing.T) {
 	if w := edge(t, rs[1], "client", "api").PushbackWaits; w == 0 {
 		t.Errorf("honor-pushback: no pushback waits")
 	}
+
+	// A shedding server whose Retry-After outlasts the clients' deadline:
+	// honouring it lowers the peak queue and the attempts per request,
+	// compared over independent seeds.
+	const seeds = 4
+	var runs []run
+	for _, v := range []string{"shedding", "shedding-honor-pushback"} {
+		for s := 1; s <= seeds; s++ {
+			runs = append(runs, run{variant: v, sets: []string{fmt.Sprintf("seed=%d", s)}})
+		}
+	}
+	rs = runExperiment(t, "pushback", runs...)
+	var peak, amp [2][]float64
+	for i, r := range rs {
+		api := service(t, r, "api")
+		peak[i/seeds] = append(peak[i/seeds], float64(api.QueueMax))
+		amp[i/seeds] = append(amp[i/seeds], api.Amplification)
+	}
+	hp, _ := meanSD(peak[1])
+	pp, _ := meanSD(peak[0])
+	less(t, "peak queue: shedding, honouring pushback vs not", hp, pp, welchSE(peak[0], peak[1]))
+	ha, _ := meanSD(amp[1])
+	pa, _ := meanSD(amp[0])
+	less(t, "attempts per request: shedding, honouring pushback vs not", ha, pa, welchSE(amp[0], amp[1]))
 }
 
 // Lost replies of non-idempotent writes, with and without idempotency keys.

@@ -316,9 +316,14 @@ var docs = map[string]expDoc{
 				{"goodput", "—", fmt.Sprintf("%.0f → %.0f req/s", b.Summary.GoodputRPS, h.Summary.GoodputRPS)},
 				{"peak queue", "—", fmt.Sprintf("%d → %d", svc(b, "api").QueueMax, svc(h, "api").QueueMax)},
 				{"attempts per request", "—", amp(b, "api") + " → " + amp(h, "api")},
+				{"shedding server: peak queue", "lower when honoured", fmt.Sprintf("%d → %d", svc(r.first("shedding"), "api").QueueMax, svc(r.first("shedding-honor-pushback"), "api").QueueMax)},
+				{"shedding server: attempts per request", "fewer when honoured", amp(r.first("shedding"), "api") + " → " + amp(r.first("shedding-honor-pushback"), "api")},
 			}
 		},
-		plots: []plotSpec{{"failed", "failed", "failed requests per second", "requests/s", false, nil}},
+		plots: []plotSpec{
+			{"failed", "failed", "failed requests per second", "requests/s", false, nil},
+			{"queue", "queue/api", "queue length at api (mean per second)", "requests queued", false, nil},
+		},
 	},
 	"breaker": {
 		rows: func(r *results) [][3]string {
