@@ -79,6 +79,35 @@ func TestRetryArithmetic(t *testing.T) {
 	}
 }
 
+// A 10 % ratio budget at every hop of the five-layer chain, during a total
+// outage of its bottom: each edge's attempts stay within 1.1 × its calls
+// (plus one window's worth of boundary slack: the budget counts over a
+// sliding 10 s window, the run over its whole length), so the bottom sees
+// at most about 1.1⁵ ≈ 1.61 attempts per request where plain retries give 243.
+func TestRetryBudgetAtEveryHop(t *testing.T) {
+	res := runExperiment(t, "five-layer-chain", run{variant: "budget-10pct", sets: []string{"duration=300s"}})[0]
+	s := res.Summary
+	window := 10.0 // seconds: policies.DefaultBudgetWindow
+	bound := 1.0
+	for _, e := range []struct{ from, to string }{{"client", "s1"}, {"s1", "s2"}, {"s2", "s3"}, {"s3", "s4"}, {"s4", "s5"}} {
+		ed := edge(t, res, e.from, e.to)
+		calls := float64(ed.Calls)
+		slack := 0.1 * calls / s.SimTimeS * window
+		if got, max := float64(ed.Attempts), 1.1*calls+slack; got > max {
+			t.Errorf("%s->%s: %d attempts for %d calls, want ≤ 1.1 × calls + %.0f = %.0f", e.from, e.to, ed.Attempts, ed.Calls, slack, max)
+		}
+		if ed.RetriesDenied == 0 {
+			t.Errorf("%s->%s: the budget denied no retry during a total outage", e.from, e.to)
+		}
+		bound *= 1.1 + slack/calls
+	}
+	amp := service(t, res, "s5").Amplification
+	t.Logf("s5 amplification with budgets %.3f (bound %.3f; 1.1⁵ = %.3f)", amp, bound, math.Pow(1.1, 5))
+	if amp > bound {
+		t.Errorf("s5 amplification %.3f, want ≤ %.3f", amp, bound)
+	}
+}
+
 // Brooker's closed form for retries against independent failures, and what
 // a retry budget does to it.
 func TestIndependentFailures(t *testing.T) {
