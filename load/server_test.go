@@ -106,10 +106,10 @@ func post(t *testing.T, url, key, body string) int {
 // replays the result, and the same key with another body is a 409 with no
 // effect.
 func TestIdempotencyOverHTTP(t *testing.T) {
-	sc := oneService(16, 16, 500*time.Millisecond)
+	sc := oneService(64, 64, 500*time.Millisecond)
 	sc.Workload.IdempotencyKeys = true
 	_, srv := startService(t, sc, true)
-	const n = 10
+	const n = 48
 	codes := make([]int, n)
 	var wg sync.WaitGroup
 	for i := range n {
