@@ -41,3 +41,5 @@ clean:
 	rm -rf bin
 
 include docs/docs.mk
+include load/soak.mk
+include load/bench-load.mk

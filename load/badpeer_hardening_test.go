@@ -2,6 +2,7 @@ package load
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"net"
 	"net/http"
@@ -271,8 +272,9 @@ func TestSilentPeerWithoutTimeout(t *testing.T) {
 }
 
 // TestServeRejectsOversizedInput checks the emulated services' bounds on
-// what a client sends: an oversized header block is refused by net/http,
-// and the header must be read within the server's header timeout.
+// what a client sends: a header block over 64 KiB is refused with 431, a
+// body over 1 MiB with 413 (an Error the caller should not retry), and a
+// normal request still works after both.
 func TestServeRejectsOversizedInput(t *testing.T) {
 	sc, err := topology.Parse("bounds.yaml", []byte(`name: bounds
 duration: 10s
@@ -291,18 +293,67 @@ services:
 		cl.Close(ctx)
 	}()
 	url := cl.URLs["api"]
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
 
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	require.NoError(t, err)
-	req.Header.Set("X-Padding", strings.Repeat("a", 2<<20))
-	resp, err := http.DefaultClient.Do(req)
+	req.Header.Set("X-Padding", strings.Repeat("a", 100<<10))
+	resp, err := client.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusRequestHeaderFieldsTooLarge, resp.StatusCode)
 
-	resp, err = http.Get(url)
+	resp, err = client.Post(url, "application/octet-stream", bytes.NewReader(make([]byte, 2<<20)))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	a := ClassifyStatus(resp.StatusCode, resp.Header)
+	require.Equal(t, policies.Error, a.Outcome)
+	require.True(t, a.DontRetry, "the same body cannot succeed on a retry")
+	require.EqualValues(t, 1, cl.Service("api").Stats().All.Rejected)
+
+	resp, err = client.Post(url, "application/octet-stream", bytes.NewReader(make([]byte, 1<<20)))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "a body of exactly the bound is accepted")
+
+	resp, err = client.Get(url)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, "a normal request still works")
-	http.DefaultClient.CloseIdleConnections()
+}
+
+// TestServeServersHaveTimeouts checks that no emulated service's server
+// waits forever on a slow or idle client.
+func TestServeServersHaveTimeouts(t *testing.T) {
+	sc, err := topology.Parse("timeouts.yaml", []byte(`name: timeouts
+duration: 10s
+workload: {entry: api, rate: 1}
+services:
+  - name: api
+    workers: 1
+    service_time: {dist: constant, value: 1ms}
+    calls: [{to: db}]
+  - name: db
+    workers: 1
+    service_time: {dist: constant, value: 1ms}
+`), nil)
+	require.NoError(t, err)
+	cl, err := StartCluster(sc, ClusterOptions{Listen: "127.0.0.1:0"})
+	require.NoError(t, err)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		cl.Close(ctx)
+	}()
+	require.Len(t, cl.servers, 2)
+	for _, srv := range cl.servers {
+		require.Positive(t, srv.ReadHeaderTimeout)
+		require.Positive(t, srv.ReadTimeout)
+		require.Positive(t, srv.WriteTimeout)
+		require.Positive(t, srv.IdleTimeout)
+		require.Positive(t, srv.MaxHeaderBytes)
+		require.LessOrEqual(t, srv.MaxHeaderBytes, 64<<10)
+	}
 }

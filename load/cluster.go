@@ -29,6 +29,9 @@ type ClusterOptions struct {
 	// Connections bounds each service's connections to each callee
 	// (default 1024).
 	Connections int
+	// LedgerWindow bounds the committing service's side-effect ledger
+	// (ServiceConfig.LedgerWindow); zero keeps the whole run's.
+	LedgerWindow time.Duration
 }
 
 // Cluster is a scenario's services running as HTTP servers.
@@ -97,7 +100,7 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 	client := &http.Client{Transport: c.tr}
 	committer := CommittingService(sc)
 	for _, svc := range sc.Services {
-		s, err := NewService(sc, svc.Name, ServiceConfig{Epoch: opt.Epoch, URLs: c.URLs, Client: client, Commits: svc.Name == committer})
+		s, err := NewService(sc, svc.Name, ServiceConfig{Epoch: opt.Epoch, URLs: c.URLs, Client: client, Commits: svc.Name == committer, LedgerWindow: opt.LedgerWindow})
 		if err != nil {
 			for _, s := range c.Services {
 				s.Close()
@@ -107,7 +110,14 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		c.Services = append(c.Services, s)
 	}
 	for i, s := range c.Services {
-		srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{
+			Handler:           s,
+			ReadHeaderTimeout: serverReadHeaderTimeout,
+			ReadTimeout:       serverReadTimeout,
+			WriteTimeout:      serverWriteTimeout,
+			IdleTimeout:       serverIdleTimeout,
+			MaxHeaderBytes:    maxHeaderBytes,
+		}
 		done := make(chan struct{})
 		c.servers = append(c.servers, srv)
 		c.done = append(c.done, done)

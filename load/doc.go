@@ -44,7 +44,9 @@
 // nor timeout, Grace alone. Cancelling Run's context stops the schedule;
 // calls in flight get Grace to finish and are then aborted; the result is
 // marked interrupted. Memory grows with concurrency, not with the number of
-// requests: outcomes stream into HDR histograms and per-interval counters.
+// requests or the run's length: outcomes stream into HDR histograms and
+// per-interval counters, and an interval's latency histogram is folded into
+// its quantiles once completions have moved two intervals past it.
 //
 // # The emulated services (Service, StartCluster)
 //
@@ -72,6 +74,18 @@
 //
 // GET /stats returns a service's Stats as JSON; /metrics exposes the same
 // counters for Prometheus. Every other path is work.
+//
+// What a client may send is bounded: a header block over 64 KiB is refused
+// with 431, a body over 1 MiB with 413, and a malformed
+// X-Stormsim-Deadline-Ms or an Idempotency-Key over 256 bytes with 400;
+// each refusal names the header or the body at fault, asks not to retry
+// (X-Stormsim-Dont-Retry) and counts as rejected. Every server has read
+// (header 10s, whole request 30s), write (10 min) and idle (2 min)
+// timeouts. The side-effect ledger keeps a long request id as a digest;
+// with a LedgerWindow (stormsim serve: DefaultLedgerWindow) it forgets a
+// request one to two windows after its last execution, so a service that
+// runs indefinitely holds bounded memory; the idempotency store is bounded
+// by its max_records and evicts only expired keys.
 //
 // # Concurrency
 //

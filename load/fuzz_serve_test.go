@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,7 +31,8 @@ services:
 // write and warm-up marks) and bodies. It must never panic or hang, and
 // every answer must be one the load driver can classify: a status of the
 // emulation's protocol, and on failure an X-Stormsim-Outcome header naming
-// the outcome class.
+// the outcome class. A malformed header or an oversized body is refused
+// with a message naming it.
 func FuzzServeHeaders(f *testing.F) {
 	sc, err := topology.Parse("fuzz-serve.yaml", []byte(fuzzServeScenario), nil)
 	if err != nil {
@@ -49,11 +51,13 @@ func FuzzServeHeaders(f *testing.F) {
 	f.Add("1e308", "99999999999999999999", "id", "key-2", true, true, []byte("body"))
 	f.Add("-Inf", "0", "id", "key-2", true, false, []byte("other body"))
 	f.Add("9223372036854775807", "1", "", "k", true, false, bytes.Repeat([]byte("a"), 4096))
+	f.Add("50", "1", "long-key", strings.Repeat("k", maxKeyLen+1), true, false, []byte("x"))
 
 	valid := map[int]bool{
 		http.StatusOK: true, http.StatusConflict: true, StatusInProgress: true,
 		http.StatusServiceUnavailable: true, http.StatusTooManyRequests: true,
 		StatusExpired: true, http.StatusInternalServerError: true,
+		http.StatusBadRequest: true, http.StatusRequestEntityTooLarge: true,
 	}
 	f.Fuzz(func(t *testing.T, deadline, attempt, id, key string, write, warm bool, body []byte) {
 		r := httptest.NewRequest(http.MethodPost, "/api", bytes.NewReader(body))
@@ -92,6 +96,17 @@ func FuzzServeHeaders(f *testing.F) {
 			o := w.Header().Get(HeaderOutcome)
 			if _, err := policies.ParseOutcome(o); err != nil {
 				t.Fatalf("status %d without a valid %s: %q", w.Code, HeaderOutcome, o)
+			}
+		}
+		// A refusal of the input says which header (or the body) was at
+		// fault, and asks not to retry the same request.
+		if w.Code == http.StatusBadRequest || w.Code == http.StatusRequestEntityTooLarge {
+			msg := w.Body.String()
+			if !strings.HasPrefix(msg, HeaderDeadline+":") && !strings.HasPrefix(msg, HeaderIdempotencyKey+":") && !strings.HasPrefix(msg, "request body:") {
+				t.Fatalf("refusal %d does not name the input at fault: %q", w.Code, msg)
+			}
+			if !a.DontRetry {
+				t.Fatalf("refusal %d without %s", w.Code, HeaderDontRetry)
 			}
 		}
 		if a.RetryAfter < 0 {

@@ -22,11 +22,23 @@ type recorder struct {
 	all     metrics.Requests // warm-up included, for progress
 	latency *hdrhistogram.Histogram
 	rows    []row
+
+	// Memory grows with concurrency, not with the run's length: an
+	// interval's latency histogram is folded into its two quantiles once
+	// completions have moved two intervals past it, and reused. latest is
+	// the latest completion seen; folded counts the rows folded so far.
+	latest time.Duration
+	folded int
+	spare  []*hdrhistogram.Histogram
 }
 
 type row struct {
 	offered, succeeded, failed, unknown int64
-	lat                                 *hdrhistogram.Histogram
+	// lat holds the interval's latencies until the row is folded into
+	// p50 and p99 (ms). A completion recorded later still than that (its
+	// goroutine stalled for over an interval) is counted but not in them.
+	lat      *hdrhistogram.Histogram
+	p50, p99 float64
 }
 
 func newRecorder(warmup, interval, duration time.Duration) *recorder {
@@ -69,11 +81,12 @@ func (r *recorder) record(at, end time.Duration, res policies.CallResult, counte
 		w.succeeded++
 		lat := end - at
 		metrics.RecordLatency(r.latency, lat)
-		if w.lat == nil {
-			// Two significant digits keep each interval's histogram small.
-			w.lat = hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 2)
+		if int(end/r.interval) >= r.folded {
+			if w.lat == nil {
+				w.lat = r.histogram()
+			}
+			metrics.RecordLatency(w.lat, lat)
 		}
-		metrics.RecordLatency(w.lat, lat)
 	case policies.Failed:
 		r.req.Failed++
 		w.failed++
@@ -81,6 +94,40 @@ func (r *recorder) record(at, end time.Duration, res policies.CallResult, counte
 		r.req.Unknown++
 		w.unknown++
 	}
+	if end > r.latest {
+		r.latest = end
+		r.fold(int(end/r.interval) - 1)
+	}
+}
+
+// histogram returns an empty per-interval histogram, reusing a folded one.
+func (r *recorder) histogram() *hdrhistogram.Histogram {
+	if n := len(r.spare); n > 0 {
+		h := r.spare[n-1]
+		r.spare = r.spare[:n-1]
+		return h
+	}
+	// Two significant digits keep each interval's histogram small.
+	return hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 2)
+}
+
+// fold turns the rows before index upto into quantiles.
+func (r *recorder) fold(upto int) {
+	for ; r.folded < upto && r.folded < len(r.rows); r.folded++ {
+		w := &r.rows[r.folded]
+		if w.lat == nil {
+			continue
+		}
+		w.p50, w.p99 = quantilesMs(w.lat)
+		w.lat.Reset()
+		r.spare = append(r.spare, w.lat)
+		w.lat = nil
+	}
+}
+
+// quantilesMs returns a histogram's median and 99th percentile in ms.
+func quantilesMs(h *hdrhistogram.Histogram) (p50, p99 float64) {
+	return float64(h.ValueAtQuantile(50)) / 1000, float64(h.ValueAtQuantile(99)) / 1000
 }
 
 func (r *recorder) progress() Progress {
@@ -101,10 +148,9 @@ func (r *recorder) series() *metrics.TimeSeries {
 	ts := &metrics.TimeSeries{Interval: r.interval, Columns: cols}
 	sec := r.interval.Seconds()
 	for _, w := range r.rows {
-		vals := []float64{float64(w.offered), float64(w.succeeded), float64(w.failed), float64(w.unknown), float64(w.succeeded) / sec, 0, 0}
+		vals := []float64{float64(w.offered), float64(w.succeeded), float64(w.failed), float64(w.unknown), float64(w.succeeded) / sec, w.p50, w.p99}
 		if w.lat != nil {
-			vals[5] = float64(w.lat.ValueAtQuantile(50)) / 1000
-			vals[6] = float64(w.lat.ValueAtQuantile(99)) / 1000
+			vals[5], vals[6] = quantilesMs(w.lat)
 		}
 		ts.Rows = append(ts.Rows, vals)
 	}

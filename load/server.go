@@ -502,15 +502,14 @@ func parseAttempt(r *http.Request, arrived time.Time) attemptInfo {
 	}
 	if v := r.Header.Get(HeaderDeadline); v != "" {
 		ms, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(ms > -1e12 && ms < 1e12) {
-			a.refused, a.refusedMsg = http.StatusBadRequest, fmt.Sprintf("%s: want a number of milliseconds, got %.40q", HeaderDeadline, v)
-			return a
+		if err == nil && ms > -1e12 && ms < 1e12 {
+			a.deadline = arrived.Add(time.Duration(ms * float64(time.Millisecond)))
+		} else {
+			a.refuse(http.StatusBadRequest, fmt.Sprintf("%s: want a number of milliseconds, got %.40q", HeaderDeadline, v))
 		}
-		a.deadline = arrived.Add(time.Duration(ms * float64(time.Millisecond)))
 	}
 	if len(a.key) > maxKeyLen {
-		a.refused, a.refusedMsg = http.StatusBadRequest, fmt.Sprintf("%s: longer than %d bytes (%d)", HeaderIdempotencyKey, maxKeyLen, len(a.key))
-		return a
+		a.refuse(http.StatusBadRequest, fmt.Sprintf("%s: longer than %d bytes (%d)", HeaderIdempotencyKey, maxKeyLen, len(a.key)))
 	}
 	if r.Body != nil {
 		// A body cut short (the client's timeout, a reset) is digested as
@@ -518,10 +517,17 @@ func parseAttempt(r *http.Request, arrived time.Time) attemptInfo {
 		a.body, _ = io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 		if len(a.body) > maxBody {
 			a.body = nil
-			a.refused, a.refusedMsg = http.StatusRequestEntityTooLarge, fmt.Sprintf("request body: larger than %d bytes", maxBody)
+			a.refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body: larger than %d bytes", maxBody))
 		}
 	}
 	return a
+}
+
+// refuse records the first reason to refuse the attempt.
+func (a *attemptInfo) refuse(status int, msg string) {
+	if a.refused == 0 {
+		a.refused, a.refusedMsg = status, msg
+	}
 }
 
 func (s *Service) work(w http.ResponseWriter, r *http.Request) {

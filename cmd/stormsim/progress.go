@@ -32,7 +32,9 @@ func newSimProgress(w io.Writer, force bool, name string) *simProgress {
 	if !force && !isTerminal(w) {
 		return &simProgress{}
 	}
-	p := mpb.New(mpb.WithOutput(w), mpb.WithWidth(40), mpb.WithRefreshRate(150*time.Millisecond))
+	// mpb draws nothing on a non-terminal unless told to refresh anyway.
+	p := mpb.New(mpb.WithOutput(w), mpb.WithWidth(40), mpb.WithRefreshRate(150*time.Millisecond),
+		mpb.ContainerOptional(mpb.WithAutoRefresh(), force))
 	bar := p.AddBar(0,
 		mpb.PrependDecorators(decor.Name(name+" ", decor.WCSyncSpaceR), decor.Percentage(decor.WCSyncSpace)),
 		mpb.AppendDecorators(decor.Name("sim time "), decor.Current(0, "%ds"), decor.Name(" ETA "), decor.AverageETA(decor.ET_STYLE_GO)),

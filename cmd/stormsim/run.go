@@ -27,6 +27,7 @@ func init() {
 			fs.StringArrayVar(&sf.sets, "set", nil, "override a scenario value: `path=value` (repeatable)")
 			fs.Uint64Var(&sf.seed, "seed", 0, "random seed (default: the scenario's)")
 			fs.StringVar(&sf.duration, "duration", "", "arrival window, e.g. 30s (default: the scenario's)")
+			sf.declareLimits(fs)
 			format := fs.String("format", "text", "output format: text or json")
 			out := fs.String("out", "", "write summary.json, timeseries.csv, histograms and plots to `DIR`")
 			progress := fs.Bool("progress", false, "show a progress bar even when stderr is not a terminal")
@@ -90,6 +91,9 @@ func emitResult(w io.Writer, res *metrics.Result, format, out string) error {
 		msg := "the simulated system diverged"
 		if d != nil {
 			msg = fmt.Sprintf("the simulated system diverged at %.1fs: %s", d.AtS, d.Reason)
+			if d.Service != "" {
+				msg += fmt.Sprintf(" (largest queue: %s, %d waiting)", d.Service, d.Queue)
+			}
 		}
 		return &exitError{exitDiverged, fmt.Errorf("%s (results up to then written)", msg)}
 	}

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/spf13/pflag"
+
 	"github.com/stormsim/stormsim/experiments"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -29,6 +31,17 @@ type scenarioFlags struct {
 	sets     []string
 	seed     uint64
 	duration string
+	// maxInflight and maxEvents override limits.max_inflight and
+	// limits.max_events, the guards that stop a runaway storm (0: the
+	// scenario's).
+	maxInflight int
+	maxEvents   int64
+}
+
+// declareLimits declares --max-inflight and --max-events.
+func (f *scenarioFlags) declareLimits(fs *pflag.FlagSet) {
+	fs.IntVar(&f.maxInflight, "max-inflight", 0, "stop the run as diverged when more than `N` attempts are alive (overrides limits.max_inflight)")
+	fs.Int64Var(&f.maxEvents, "max-events", 0, "stop the run as diverged after `N` events (overrides limits.max_events)")
 }
 
 func (f *scenarioFlags) overrides() []string {
@@ -38,6 +51,12 @@ func (f *scenarioFlags) overrides() []string {
 	}
 	if f.duration != "" {
 		out = append(out, "duration="+f.duration)
+	}
+	if f.maxInflight != 0 {
+		out = append(out, fmt.Sprintf("limits.max_inflight=%d", f.maxInflight))
+	}
+	if f.maxEvents != 0 {
+		out = append(out, fmt.Sprintf("limits.max_events=%d", f.maxEvents))
 	}
 	return out
 }

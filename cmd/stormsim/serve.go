@@ -41,7 +41,9 @@ func init() {
 						fmt.Fprintf(os.Stderr, "stormsim serve: --allow-remote: %d services of %s will accept connections on %s\n", len(sc.Services), sc.Name, *listen)
 					}
 				}
-				cl, err := load.StartCluster(sc, load.ClusterOptions{Listen: *listen, AllowRemote: *remote})
+				cl, err := load.StartCluster(sc, load.ClusterOptions{Listen: *listen, AllowRemote: *remote,
+					// A server that runs indefinitely keeps a bounded ledger.
+					LedgerWindow: load.DefaultLedgerWindow})
 				if err != nil {
 					return err
 				}
