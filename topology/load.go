@@ -63,6 +63,42 @@ func Parse(name string, data []byte, sets []string) (*Scenario, error) {
 	return sc, nil
 }
 
+// ParseCall reads a client call policy on its own — the keys of a
+// scenario's workload.client (timeout, retry, budget, breaker, hedge,
+// throttle, honor_pushback, propagate_deadline, …) — decoded strictly,
+// presets expanded, defaults applied and validated exactly as in a
+// scenario; problems name name, the line and the key. It is how
+// `stormsim load --policy FILE` shares the scenario's vocabulary.
+func ParseCall(name string, data []byte) (Call, error) {
+	file := name
+	if file == "" {
+		file = "policy"
+	}
+	var c Call
+	root, probs := parseYAML(file, data)
+	if root == nil {
+		return c, probs
+	}
+	d := newDecoder(file, nil)
+	// Paths read "client.retry.max_attempts": the policy is the client's.
+	d.decode(root, reflect.ValueOf(&c).Elem(), "client", 0)
+	probs = append(probs, d.probs...)
+	v := &validator{d: d, sc: &Scenario{}, broken: make(map[string]bool)}
+	for _, p := range d.probs {
+		v.broken[p.Path] = true
+	}
+	if c.To != "" || len(c.Parallel) > 0 || c.Fanout > 1 || c.WaitFor != 0 {
+		v.add("client.to", "a client policy calls its one target: to, parallel, fanout and wait_for do not apply")
+	}
+	v.callDefaults(&c, "client")
+	v.callPolicies(&c, "client", 1)
+	probs = append(probs, v.probs...)
+	if len(probs) > 0 {
+		return Call{}, sortProblems(file, nil, probs)
+	}
+	return c, nil
+}
+
 // WithSets returns the scenario re-loaded from the same source with more
 // overrides applied after the ones it was loaded with: a variant of
 // `stormsim compare` or a point of a sweep. The receiver is not changed.

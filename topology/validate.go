@@ -303,6 +303,11 @@ func (v *validator) services() {
 			v.positive(p+".idempotency.retention", id.Retention)
 			v.positive(p+".idempotency.lease", id.Lease)
 			v.positive(p+".idempotency.in_progress_retry_after", id.InProgressRetryAfter)
+			// A lease outliving the record would let a stale owner commit
+			// after its key was forgotten.
+			if id.Lease > 0 && id.Retention > 0 && id.Lease > id.Retention {
+				v.add(p+".idempotency.lease", "must be ≤ retention (%v), got %v", id.Retention, id.Lease)
+			}
 		}
 		v.overload(&s.Overload, p+".overload")
 		for j := range s.Calls {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/stormsim/stormsim/load"
 	"github.com/stormsim/stormsim/metrics"
@@ -199,36 +197,11 @@ func readBody(s string) ([]byte, error) {
 // readPolicy reads a client call policy: the keys of a scenario's
 // workload.client (unknown keys are errors, reported with their line).
 func readPolicy(path string) (topology.Call, error) {
-	var c topology.Call
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return c, fmt.Errorf("--policy: %w", err)
+		return topology.Call{}, fmt.Errorf("--policy: %w", err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return c, fmt.Errorf("%s: %w", path, err)
-	}
-	// Presets expand as in a scenario: the preset, overridden by the keys
-	// given beside it.
-	if c.Retry, err = c.Retry.WithPreset(); err != nil {
-		return c, fmt.Errorf("%s: retry: %w", path, err)
-	}
-	if c.Budget != nil {
-		b, err := c.Budget.WithPreset()
-		if err != nil {
-			return c, fmt.Errorf("%s: budget: %w", path, err)
-		}
-		c.Budget = &b
-	}
-	if c.Breaker != nil {
-		b, err := c.Breaker.WithPreset()
-		if err != nil {
-			return c, fmt.Errorf("%s: breaker: %w", path, err)
-		}
-		c.Breaker = &b
-	}
-	return c, nil
+	return topology.ParseCall(path, data)
 }
 
 // loadProgress is the live line of a load run: elapsed time, dispatched

@@ -1,0 +1,35 @@
+package topology
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseCall(t *testing.T) {
+	c, err := ParseCall("client.yaml", []byte("timeout: 200ms\nretry: {preset: grpc}\nbudget: {kind: ratio, ratio: 0.1}\nhonor_pushback: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Timeout != 200*time.Millisecond || c.Retry.MaxAttempts != 4 || c.Budget == nil || c.Budget.Ratio != 0.1 || !c.HonorPushback {
+		t.Errorf("decoded %+v", c)
+	}
+	if c.MaxPushback != DefaultMaxPushback || c.Fanout != 1 {
+		t.Errorf("defaults not applied: max_pushback %v fanout %d", c.MaxPushback, c.Fanout)
+	}
+
+	cases := []struct{ yaml, want string }{
+		{"timeout: 1s\nretyr: {max_attempts: 3}\n", "client.yaml:2: client.retyr: unknown key (did you mean retry?)"},
+		{"timeout: -1s\n", "client.yaml:1: client.timeout: must be ≥ 0, got -1s"},
+		{"retry:\n  max_attempts: 0\n", "client.yaml:2: client.retry.max_attempts: must be ≥ 1"},
+		{"timeout: 5 s\n", `client.yaml:1: client.timeout: invalid duration "5 s"`},
+		{"to: db\n", "client.yaml:1: client.to: a client policy calls its one target"},
+		{"budget: {kind: ratio, ratio: 1.5}\n", "client.yaml:1: client.budget"},
+	}
+	for _, tc := range cases {
+		_, err := ParseCall("client.yaml", []byte(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want it to contain %q", tc.yaml, err, tc.want)
+		}
+	}
+}
