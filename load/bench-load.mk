@@ -8,7 +8,7 @@
 # in-process Go benchmark reports rate error, p99 and peak heap.
 # Everything listens on and sends to 127.0.0.1 only.
 
-BENCH_LOAD_RATES    ?= 1000 2000 4000 8000 16000
+BENCH_LOAD_RATES    ?= 1000 2000 4000 8000 16000 20000 24000
 BENCH_LOAD_DURATION ?= 5s
 BENCH_LOAD_ADDR     ?= 127.0.0.1:18080
 BENCH_LOAD_TMP      ?= $(or $(TMPDIR),/tmp)/stormsim-bench-load
@@ -20,17 +20,24 @@ bench-load:
 	go build -o $(BENCH_LOAD_TMP)/echo ./load/internal/echo
 	go build -o $(BENCH_LOAD_TMP)/stormsim ./cmd/stormsim
 	GOBIN=$(BENCH_LOAD_TMP) go install $(VEGETA)
+	@printf 'timeout: 1s\nretry: {max_attempts: 3, on: [unavailable, timeout, error], backoff: {initial: 10ms, jitter: full}}\n' > $(BENCH_LOAD_TMP)/policy.yaml
 	@set -e; \
 	$(BENCH_LOAD_TMP)/echo -listen $(BENCH_LOAD_ADDR) > $(BENCH_LOAD_TMP)/echo.log 2>&1 & pid=$$!; \
 	trap 'kill $$pid 2>/dev/null' EXIT INT TERM; sleep 0.5; \
+	go build -o $(BENCH_LOAD_TMP)/benchsummary ./load/internal/benchsummary; \
+	best_s=0; best_v=0; \
 	for r in $(BENCH_LOAD_RATES); do \
-	  $(BENCH_LOAD_TMP)/stormsim load --target http://$(BENCH_LOAD_ADDR)/ --rate $$r \
+	  $(BENCH_LOAD_TMP)/stormsim load --target http://$(BENCH_LOAD_ADDR)/ --rate $$r --policy $(BENCH_LOAD_TMP)/policy.yaml \
 	    --duration $(BENCH_LOAD_DURATION) --workers 256 --format json > $(BENCH_LOAD_TMP)/stormsim-$$r.json; \
-	  printf 'stormsim rate=%-6s ' $$r; \
-	  go run ./load/internal/benchsummary $(BENCH_LOAD_TMP)/stormsim-$$r.json; \
+	  line=$$($(BENCH_LOAD_TMP)/benchsummary stormsim $(BENCH_LOAD_TMP)/stormsim-$$r.json); \
+	  printf 'stormsim rate=%-6s %s\n' $$r "$$line"; \
+	  case "$$line" in *CLEAN) best_s=$$r;; esac; \
 	  echo "GET http://$(BENCH_LOAD_ADDR)/" | $(BENCH_LOAD_TMP)/vegeta attack -rate=$$r -duration=$(BENCH_LOAD_DURATION) \
-	    | $(BENCH_LOAD_TMP)/vegeta report -type=text > $(BENCH_LOAD_TMP)/vegeta-$$r.txt; \
-	  printf 'vegeta   rate=%-6s ' $$r; \
-	  grep -E '^(Requests|Latencies|Success)' $(BENCH_LOAD_TMP)/vegeta-$$r.txt | tr -s ' ' | tr '\n' ' '; echo; \
-	done
+	    | $(BENCH_LOAD_TMP)/vegeta report -type=json > $(BENCH_LOAD_TMP)/vegeta-$$r.json; \
+	  line=$$($(BENCH_LOAD_TMP)/benchsummary vegeta $(BENCH_LOAD_TMP)/vegeta-$$r.json $$r); \
+	  printf 'vegeta   rate=%-6s %s\n' $$r "$$line"; \
+	  case "$$line" in *CLEAN) best_v=$$r;; esac; \
+	done; \
+	echo "highest clean rate (offered within 1%, >= 99% ok): stormsim $$best_s/s (with a retry policy), vegeta $$best_v/s"; \
+	if [ "$$best_v" -gt 0 ]; then awk -v s=$$best_s -v v=$$best_v 'BEGIN { printf "ratio stormsim/vegeta: %.2f\n", s / v }'; fi
 	go test -run '^$$' -bench OfferedRate -benchtime 1x ./load/

@@ -1,41 +1,77 @@
-// Command benchsummary prints one line from a `stormsim load --format json`
-// summary for make bench-load: offered vs target rate, late and unsent
-// requests, success, p99, and transport failures.
+// Command benchsummary prints one line per run for make bench-load, ending
+// in CLEAN or DIRTY: a run is clean when it offered its target rate within
+// 1 % and at least 99 % of its requests succeeded (the criterion used to
+// compare the highest clean rate of stormsim and vegeta).
+//
+//	benchsummary stormsim SUMMARY.json     a `stormsim load --format json` summary
+//	benchsummary vegeta REPORT.json RATE   a `vegeta report -type=json` report
 package main
 
 import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 
 	"github.com/stormsim/stormsim/metrics"
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchsummary SUMMARY.json")
-		os.Exit(2)
+	if len(os.Args) < 3 {
+		fail(2, "usage: benchsummary stormsim SUMMARY.json | benchsummary vegeta REPORT.json RATE")
 	}
-	b, err := os.ReadFile(os.Args[1])
+	b, err := os.ReadFile(os.Args[2])
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "benchsummary:", err)
-		os.Exit(1)
+		fail(1, err.Error())
 	}
-	var s metrics.Summary
-	if err := json.Unmarshal(b, &s); err != nil {
-		fmt.Fprintln(os.Stderr, "benchsummary:", os.Args[1], err)
-		os.Exit(1)
+	switch os.Args[1] {
+	case "stormsim":
+		var s metrics.Summary
+		if err := json.Unmarshal(b, &s); err != nil || s.Load == nil {
+			fail(1, fmt.Sprintf("%s: not a load summary (%v)", os.Args[2], err))
+		}
+		l := s.Load
+		ok := 0.0
+		if s.Requests.Offered > 0 {
+			ok = float64(s.Requests.Succeeded) / float64(s.Requests.Offered)
+		}
+		fmt.Printf("offered %.1f/s of %.1f/s (%+.2f%%)  late %d  unsent %d  ok %.2f%%  p99 %.2f ms  connect/timeout/reset %d/%d/%d  %s\n",
+			l.OfferedRPS, l.TargetRPS, 100*(l.OfferedRPS-l.TargetRPS)/l.TargetRPS, l.Late, l.Unsent, 100*ok,
+			s.LatencyMs.P99, l.ConnectFailures, l.Timeouts, l.Resets, verdict(l.OfferedRPS, l.TargetRPS, ok))
+	case "vegeta":
+		if len(os.Args) != 4 {
+			fail(2, "usage: benchsummary vegeta REPORT.json RATE")
+		}
+		target, err := strconv.ParseFloat(os.Args[3], 64)
+		if err != nil {
+			fail(2, "RATE: "+err.Error())
+		}
+		var r struct {
+			Rate      float64 `json:"rate"`
+			Success   float64 `json:"success"`
+			Requests  int64   `json:"requests"`
+			Latencies struct {
+				P99 float64 `json:"99th"`
+			} `json:"latencies"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil {
+			fail(1, fmt.Sprintf("%s: %v", os.Args[2], err))
+		}
+		fmt.Printf("offered %.1f/s of %.1f/s (%+.2f%%)  requests %d  ok %.2f%%  p99 %.2f ms  %s\n",
+			r.Rate, target, 100*(r.Rate-target)/target, r.Requests, 100*r.Success, r.Latencies.P99/1e6, verdict(r.Rate, target, r.Success))
+	default:
+		fail(2, "benchsummary: want stormsim or vegeta, got "+os.Args[1])
 	}
-	l := s.Load
-	if l == nil {
-		fmt.Fprintln(os.Stderr, "benchsummary: not a load summary:", os.Args[1])
-		os.Exit(1)
+}
+
+func verdict(offered, target, ok float64) string {
+	if offered >= 0.99*target && offered <= 1.01*target && ok >= 0.99 {
+		return "CLEAN"
 	}
-	ok := 0.0
-	if s.Requests.Offered > 0 {
-		ok = 100 * float64(s.Requests.Succeeded) / float64(s.Requests.Offered)
-	}
-	fmt.Printf("offered %.1f/s of %.1f/s (%+.2f%%)  late %d  unsent %d  ok %.2f%%  p99 %.2f ms  connect/timeout/reset %d/%d/%d\n",
-		l.OfferedRPS, l.TargetRPS, 100*(l.OfferedRPS-l.TargetRPS)/l.TargetRPS, l.Late, l.Unsent, ok,
-		s.LatencyMs.P99, l.ConnectFailures, l.Timeouts, l.Resets)
+	return "DIRTY"
+}
+
+func fail(code int, msg string) {
+	fmt.Fprintln(os.Stderr, "benchsummary:", msg)
+	os.Exit(code)
 }
