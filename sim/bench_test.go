@@ -59,6 +59,7 @@ func BenchmarkMM1(b *testing.B) {
 	runtime.ReadMemStats(&after)
 	rate := float64(customers) / b.Elapsed().Seconds()
 	b.ReportMetric(rate, "customers/s")
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(events), "allocs/event")
 	b.ReportMetric(rate/(float64(floorCustomers)/floorTime.Seconds()), "floor-ratio")
 }
@@ -81,15 +82,22 @@ func BenchmarkFiveHopChain(b *testing.B) {
 		sc.Services = append(sc.Services, s)
 	}
 	b.ReportAllocs()
-	var customers uint64
+	var customers, events uint64
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
 	for b.Loop() {
-		res, err := Run(context.Background(), sc, Options{})
+		m, err := build(sc)
 		if err != nil {
 			b.Fatal(err)
 		}
+		res := m.run(context.Background(), Options{})
 		customers += uint64(res.Summary.Requests.Offered)
+		events += m.eng.Events()
 	}
+	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(customers)/b.Elapsed().Seconds(), "requests/s")
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(events), "allocs/event")
 }
 
 // floorEvent is the hand-specialized M/M/1 loop's event: an arrival or a
