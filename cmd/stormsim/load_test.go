@@ -47,8 +47,7 @@ func TestLoadRejectsBadInput(t *testing.T) {
 	require.NoError(t, os.WriteFile(pol, []byte("timeout: 1s\nretyr: {max_attempts: 2}\n"), 0o644))
 	_, errOut, code = runCLI(t, "load", "--target", "http://127.0.0.1:1/", "--policy", pol)
 	require.Equal(t, exitError1, code)
-	require.Contains(t, errOut, "policy.yaml")
-	require.Contains(t, errOut, "line 2")
+	require.Contains(t, errOut, "policy.yaml:2: client.retyr: unknown key (did you mean retry?)")
 
 	_, errOut, code = runCLI(t, "load", "--target", "http://127.0.0.1:1/", "--header", "no colon")
 	require.Equal(t, exitUsage, code)
