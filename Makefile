@@ -23,9 +23,12 @@ test-short:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./sim/ ./policies/ ./dist/ ./idempotency/
 
-# Run the canned retry-storm experiment and print its summary.
+# Run the canned retry-storm experiment and print its summary, then the same
+# storm under its cures, side by side.
 demo: build
 	./$(BIN) run experiments/retry-storm.yaml
+	@echo
+	./$(BIN) compare experiments/retry-storm.yaml
 
 lint: vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
