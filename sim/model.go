@@ -13,8 +13,9 @@ import (
 
 // Defaults of topology.Limits.
 const (
-	DefaultMaxInflight = 1_000_000
-	DefaultMaxEvents   = 2_000_000_000
+	DefaultMaxInflight  = 1_000_000
+	DefaultMaxEvents    = 2_000_000_000
+	DefaultMaxEventRate = 20_000_000 // events per simulated second
 )
 
 // model is the state of one run: the services, the call edges with their
@@ -64,11 +65,14 @@ type model struct {
 	alive       int // attempt records alive
 	maxInflight int
 	maxEvents   uint64
-	created     uint64
-	halted      bool
-	status      string
-	diverged    *divergence
-	checkCtx    func() bool
+	// maxIvEvents bounds the events of one interval (limits.max_event_rate
+	// × interval); ivEvents is the event count when the interval began.
+	maxIvEvents, ivEvents uint64
+	created               uint64
+	halted                bool
+	status                string
+	diverged              *divergence
+	checkCtx              func() bool
 
 	totals totals
 	iv     intervalTotals
@@ -185,6 +189,15 @@ func build(sc *topology.Scenario) (*model, error) {
 	if m.maxEvents == 0 {
 		m.maxEvents = DefaultMaxEvents
 	}
+	rate := sc.Limits.MaxEventRate
+	if rate <= 0 {
+		rate = DefaultMaxEventRate
+	}
+	iv := sc.Interval
+	if iv <= 0 {
+		iv = time.Second
+	}
+	m.maxIvEvents = uint64(rate * iv.Seconds())
 	if sc.Duration <= 0 {
 		return nil, fmt.Errorf("%s: duration: must be > 0, got %v", src, sc.Duration)
 	}

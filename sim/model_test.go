@@ -576,3 +576,22 @@ func TestMaxEventsStopsTheRun(t *testing.T) {
 	// every 4096 attempts or series interval.
 	require.InDelta(t, 10, res.Summary.Diverged.AtS, 5)
 }
+
+// TestMaxEventRateStopsTheRun: the same M/M/1 makes about 2 events per
+// request, 1,000 events per simulated second at 500/s. A rate limit below
+// that stops the run in its first interval; one above it lets it complete.
+func TestMaxEventRateStopsTheRun(t *testing.T) {
+	sc := queueScenario(500, 1, exp(time.Millisecond), nil, 20*time.Second)
+	sc.Interval = time.Second
+	sc.Limits.MaxEventRate = 500
+	res, err := Run(context.Background(), sc, Options{})
+	require.NoError(t, err)
+	require.Equal(t, StatusDiverged, res.Summary.Status)
+	require.Contains(t, res.Summary.Diverged.Reason, "max_event_rate")
+	require.Less(t, res.Summary.Diverged.AtS, 2.0)
+
+	sc.Limits.MaxEventRate = 5000
+	res, err = Run(context.Background(), sc, Options{})
+	require.NoError(t, err)
+	require.Equal(t, StatusComplete, res.Summary.Status)
+}

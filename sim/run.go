@@ -73,8 +73,7 @@ func (m *model) run(ctx context.Context, opt Options) *metrics.Result {
 			m.interrupt()
 			break
 		}
-		if m.eng.Events() > m.maxEvents {
-			m.diverge(fmt.Sprintf("more than %d events (limits.max_events)", m.maxEvents))
+		if m.overEvents() {
 			break
 		}
 		next, ok := m.eng.NextAt()
@@ -94,6 +93,7 @@ func (m *model) run(ctx context.Context, opt Options) *metrics.Result {
 			}
 			ser.flush(ivStart, ivStart+interval)
 			ivStart += interval
+			m.ivEvents = m.eng.Events()
 			if opt.Progress != nil {
 				opt.Progress(ivStart, sc.Duration)
 			}
@@ -131,6 +131,22 @@ func (m *model) releaseCounts() {
 	for _, s := range m.services {
 		s.hist.release()
 	}
+}
+
+// overEvents stops the run as diverged when it has processed more events
+// than limits.max_events, or more in the current interval than
+// limits.max_event_rate allows.
+func (m *model) overEvents() bool {
+	n := m.eng.Events()
+	switch {
+	case n > m.maxEvents:
+		m.diverge(fmt.Sprintf("more than %d events (limits.max_events)", m.maxEvents))
+	case n-m.ivEvents > m.maxIvEvents:
+		m.diverge(fmt.Sprintf("more than %d events in one interval (limits.max_event_rate)", m.maxIvEvents))
+	default:
+		return false
+	}
+	return true
 }
 
 func (m *model) diverge(reason string) {

@@ -238,8 +238,8 @@ func (m *model) newAttempt() *attempt {
 	if m.alive > m.maxInflight {
 		m.diverge(fmt.Sprintf("more than %d attempts alive (limits.max_inflight)", m.maxInflight))
 	} else if m.created&0xfff == 0 {
-		if m.eng.Events() > m.maxEvents {
-			m.diverge(fmt.Sprintf("more than %d events (limits.max_events)", m.maxEvents))
+		if m.overEvents() {
+			return a
 		} else if m.checkCtx != nil && m.checkCtx() {
 			m.interrupt()
 		}

@@ -210,6 +210,11 @@ type Limits struct {
 	MaxInflight int `yaml:"max_inflight,omitempty"`
 	// MaxEvents: events processed in one run (default 2e9).
 	MaxEvents int64 `yaml:"max_events,omitempty"`
+	// MaxEventRate: events per simulated second, counted over each
+	// interval (default 2e7, about one second of this tool's work per
+	// simulated second on a 2-core machine). A storm that packs more events
+	// into simulated time than that is a runaway, whatever its length.
+	MaxEventRate float64 `yaml:"max_event_rate,omitempty"`
 }
 
 // Service returns the service with that name, or nil.

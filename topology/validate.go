@@ -24,6 +24,7 @@ const (
 	DefaultInProgressWait = 100 * time.Millisecond
 	DefaultMaxInflight    = 1_000_000
 	DefaultMaxEvents      = 2_000_000_000
+	DefaultMaxEventRate   = 20_000_000
 )
 
 // The names each enumerated key accepts.
@@ -119,6 +120,9 @@ func (v *validator) applyDefaults() {
 	}
 	if sc.Limits.MaxInflight == 0 {
 		sc.Limits.MaxInflight = DefaultMaxInflight
+	}
+	if sc.Limits.MaxEventRate == 0 {
+		sc.Limits.MaxEventRate = DefaultMaxEventRate
 	}
 	if sc.Limits.MaxEvents == 0 {
 		sc.Limits.MaxEvents = DefaultMaxEvents
@@ -512,6 +516,9 @@ func (v *validator) faults() {
 func (v *validator) limits() {
 	if v.sc.Limits.MaxInflight < 0 {
 		v.add("limits.max_inflight", "must be > 0, got %d", v.sc.Limits.MaxInflight)
+	}
+	if !(v.sc.Limits.MaxEventRate >= 0) {
+		v.add("limits.max_event_rate", "must be > 0, got %v", v.sc.Limits.MaxEventRate)
 	}
 	if v.sc.Limits.MaxEvents < 0 {
 		v.add("limits.max_events", "must be > 0, got %d", v.sc.Limits.MaxEvents)

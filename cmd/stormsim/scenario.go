@@ -34,14 +34,16 @@ type scenarioFlags struct {
 	// maxInflight and maxEvents override limits.max_inflight and
 	// limits.max_events, the guards that stop a runaway storm (0: the
 	// scenario's).
-	maxInflight int
-	maxEvents   int64
+	maxInflight  int
+	maxEvents    int64
+	maxEventRate float64
 }
 
 // declareLimits declares --max-inflight and --max-events.
 func (f *scenarioFlags) declareLimits(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxInflight, "max-inflight", 0, "stop the run as diverged when more than `N` attempts are alive (overrides limits.max_inflight)")
 	fs.Int64Var(&f.maxEvents, "max-events", 0, "stop the run as diverged after `N` events (overrides limits.max_events)")
+	fs.Float64Var(&f.maxEventRate, "max-event-rate", 0, "stop the run as diverged when an interval holds more than `R` events per simulated second (overrides limits.max_event_rate)")
 }
 
 func (f *scenarioFlags) overrides() []string {
@@ -57,6 +59,9 @@ func (f *scenarioFlags) overrides() []string {
 	}
 	if f.maxEvents != 0 {
 		out = append(out, fmt.Sprintf("limits.max_events=%d", f.maxEvents))
+	}
+	if f.maxEventRate != 0 {
+		out = append(out, fmt.Sprintf("limits.max_event_rate=%g", f.maxEventRate))
 	}
 	return out
 }
