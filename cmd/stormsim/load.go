@@ -130,10 +130,8 @@ func init() {
 							opt.Method, *target, *rate, *duration, opt.Workers, max(opt.Connections, opt.Workers))
 					}
 				}
+				// The shards keep the one scenario name: merge joins parts of one run.
 				opt.Shard = spec
-				if spec.Sharded() {
-					opt.Scenario += " shard " + spec.String()
-				}
 				// Shards share a start time so their schedules interleave
 				// into the requested one instead of drifting apart.
 				if !sh.StartAt.IsZero() {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -353,4 +355,64 @@ func TestCompareShardsMergeToTheWhole(t *testing.T) {
 	_, errOut, code = runCLI(t, "merge", shards[0], "--out", filepath.Join(dir, "short"))
 	require.NotEqual(t, 0, code)
 	require.Contains(t, errOut, "no shard holds variant")
+}
+
+// TestShardedLoadMergesToTheWholeSchedule drives one loopback target with
+// three `stormsim load --shard I/3` processes sharing a --start-at time, as
+// the pods of an Indexed Job would, and merges their result directories:
+// the target saw each request id of the schedule exactly once, and the
+// merged summary counts every request the unsharded schedule holds, with
+// every latency in the merged histogram.
+func TestShardedLoadMergesToTheWholeSchedule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs three load processes; make test runs it")
+	}
+	bin := buildBinary(t)
+	var mu sync.Mutex
+	ids := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		ids[r.Header.Get("X-Stormsim-Request-Id")]++
+		mu.Unlock()
+	}))
+	defer srv.Close()
+
+	const n, rate, dur = 3, 300, 2 // shards, req/s, seconds: 600 requests in all
+	dir := t.TempDir()
+	start := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
+	var wg sync.WaitGroup
+	outs := make([]string, n)
+	for i := range n {
+		outs[i] = filepath.Join(dir, fmt.Sprintf("shard-%d", i))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			execCLI(t, bin, "load", "--target", srv.URL, "--rate", fmt.Sprint(rate), "--duration", fmt.Sprintf("%ds", dur),
+				"--shard", fmt.Sprintf("%d/%d", i, n), "--start-at", start, "--workers", "32", "--format", "json", "--out", outs[i])
+		}()
+	}
+	wg.Wait()
+	merged := filepath.Join(dir, "merged")
+	execCLI(t, bin, append([]string{"merge", "--out", merged, "--format", "json"}, outs...)...)
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, ids, rate*dur, "distinct request ids the target saw")
+	for id, k := range ids {
+		require.Equal(t, 1, k, "request id %s sent %d times", id, k)
+	}
+	res, err := metrics.Load(merged)
+	require.NoError(t, err)
+	s := res.Summary
+	require.EqualValues(t, rate*dur, s.Requests.Offered)
+	require.EqualValues(t, rate*dur, s.Requests.Succeeded)
+	require.EqualValues(t, rate*dur, res.Latency.TotalCount())
+	var parts int64
+	for _, o := range outs {
+		r, err := metrics.Load(o)
+		require.NoError(t, err)
+		require.InDelta(t, rate*dur/n, r.Summary.Requests.Offered, 1, "each shard drives 1/N of the schedule")
+		parts += r.Latency.TotalCount()
+	}
+	require.Equal(t, parts, res.Latency.TotalCount())
 }
