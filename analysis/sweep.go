@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stormsim/stormsim/shard"
 	"math"
 	"runtime"
 	"strconv"
@@ -12,7 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/shard"
 )
 
 // Sweep is a parameter sweep: one scenario path varied over values, under
@@ -209,54 +211,40 @@ func RunSweep(ctx context.Context, run Runner, b Builder, s *Sweep, opt SweepOpt
 	}
 	workers = min(workers, max(len(units), 1))
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	rows := make([]Row, len(units))
 	done := make([]bool, len(units))
 	var (
-		mu       sync.Mutex
-		firstErr error
+		mu       sync.Mutex // serializes rows, done, Keep and Progress
 		finished int
 	)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				u := units[i]
-				row, res, err := runUnit(ctx, run, b, s, u, baseSeed)
-				mu.Lock()
-				if err != nil {
-					if firstErr == nil {
-						firstErr = err
-						cancel()
-					}
-				} else {
-					rows[i], done[i] = row, true
-					finished++
-					if opt.Keep != nil {
-						opt.Keep(u, res)
-					}
-					if opt.Progress != nil {
-						opt.Progress(finished, len(units))
-					}
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-feed:
-	for i := range units {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i, u := range units {
+		if gctx.Err() != nil {
+			break // the first error (or ctx) stops the units not yet started
 		}
+		g.Go(func() error {
+			if gctx.Err() != nil {
+				return nil // stopped while this unit waited for a worker
+			}
+			row, res, err := runUnit(gctx, run, b, s, u, baseSeed)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			rows[i], done[i] = row, true
+			finished++
+			if opt.Keep != nil {
+				opt.Keep(u, res)
+			}
+			if opt.Progress != nil {
+				opt.Progress(finished, len(units))
+			}
+			return nil
+		})
 	}
-	close(next)
-	wg.Wait()
+	firstErr := g.Wait()
 
 	out := rows[:0]
 	for i := range rows {

@@ -67,7 +67,7 @@
 //
 // # Concurrency
 //
-// Run calls its Runner from Options.Workers goroutines at once; everything
+// Run calls its analysis.Runner from Options.Workers goroutines at once; everything
 // else happens in the caller's goroutine. Search, Outcome and Report are
 // plain values, safe to share once built.
 package capacity

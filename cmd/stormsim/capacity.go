@@ -16,7 +16,6 @@ import (
 	"github.com/stormsim/stormsim/capacity"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/shard"
-	"github.com/stormsim/stormsim/topology"
 )
 
 func init() {
@@ -95,7 +94,7 @@ func init() {
 				}
 				plan := &capacity.Plan{
 					Base:   base,
-					Build:  func(sets []string) (*topology.Scenario, error) { return base.WithSets(sets...) },
+					Build:  analysis.ScenarioBuilder(base, nil),
 					Search: search,
 					Target: *target,
 					// With --solve and no --range the load search is skipped:
@@ -124,10 +123,7 @@ func init() {
 				}
 				bar := newCountProgress(os.Stderr, *progress, "capacity")
 				opt.Progress = bar.update
-				runner := simRunner()
-				rep, err := plan.Run(ctx, func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
-					return runner.Run(ctx, sc)
-				}, opt)
+				rep, err := plan.Run(ctx, simRunner(), opt)
 				bar.finish()
 				if err != nil {
 					if ctx.Err() != nil {

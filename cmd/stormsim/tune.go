@@ -12,8 +12,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stormsim/stormsim/metrics"
-	"github.com/stormsim/stormsim/sim"
-	"github.com/stormsim/stormsim/topology"
 	"github.com/stormsim/stormsim/tune"
 )
 
@@ -87,9 +85,7 @@ results:DIR[#SERVICE] (a stormsim results directory), scenario:FILE[#SERVICE]
 					if err != nil {
 						return err
 					}
-					cmp, err = tune.Verify(ctx, sc, plan, func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
-						return sim.Run(ctx, sc, sim.Options{Version: version})
-					})
+					cmp, err = tune.Verify(ctx, sc, plan, simRunner())
 					if err != nil {
 						return err
 					}
