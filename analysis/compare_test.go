@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stormsim/stormsim/internal/golden"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -92,7 +93,7 @@ func TestCompareGoldenFake(t *testing.T) {
 	if err := c.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare.txt", b.Bytes())
+	golden.Check(t, "testdata/compare.txt", b.Bytes())
 }
 
 // Workers change nothing but speed.

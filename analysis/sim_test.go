@@ -3,13 +3,12 @@ package analysis_test
 import (
 	"bytes"
 	"context"
-	"flag"
-	"github.com/stormsim/stormsim/shard"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stormsim/stormsim/internal/golden"
+	"github.com/stormsim/stormsim/shard"
 
 	"github.com/stormsim/stormsim/analysis"
 	"github.com/stormsim/stormsim/experiments"
@@ -33,24 +32,6 @@ func load(t *testing.T, path string) (*topology.Scenario, analysis.Builder) {
 	return sc, analysis.ScenarioBuilder(sc, topology.Load)
 }
 
-func goldenFile(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (rerun with -update if the change is intended)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
-
 func TestCompareGoldenSim(t *testing.T) {
 	sc, b := load(t, "testdata/tiny.yaml")
 	vs, err := analysis.Variants(sc.Variants, []analysis.Variant{{Name: "no-retry", Sets: []string{"services.api.calls.db.retry.max_attempts=1"}}})
@@ -71,7 +52,7 @@ func TestCompareGoldenSim(t *testing.T) {
 	if err := c.WriteTable(&buf); err != nil {
 		t.Fatal(err)
 	}
-	goldenFile(t, "compare-sim.txt", buf.Bytes())
+	golden.Check(t, "testdata/compare-sim.txt", buf.Bytes())
 }
 
 func TestSweepSim(t *testing.T) {
@@ -93,7 +74,7 @@ func TestSweepSim(t *testing.T) {
 		return buf.Bytes()
 	}
 	one := csvOf(1, shard.Spec{})
-	goldenFile(t, "sweep-sim.csv", one)
+	golden.Check(t, "testdata/sweep-sim.csv", one)
 	if all := csvOf(0, shard.Spec{}); !bytes.Equal(one, all) {
 		t.Errorf("1 worker and all cores differ:\n%s\nvs\n%s", one, all)
 	}

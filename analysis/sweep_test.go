@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/stormsim/stormsim/shard"
 	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stormsim/stormsim/internal/golden"
+	"github.com/stormsim/stormsim/shard"
 
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/topology"
@@ -115,8 +117,8 @@ func TestSweepGoldenFake(t *testing.T) {
 	if rows[0].Seed != 7 {
 		t.Errorf("replica 0 seed %d, want the scenario's 7", rows[0].Seed)
 	}
-	golden(t, "sweep.csv", sweepCSV(t, rows))
-	golden(t, "sweep-aggregate.csv", aggCSV(t, rows))
+	golden.Check(t, "testdata/sweep.csv", sweepCSV(t, rows))
+	golden.Check(t, "testdata/sweep-aggregate.csv", aggCSV(t, rows))
 }
 
 // The rows must not depend on the number of workers.
