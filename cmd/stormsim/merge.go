@@ -30,37 +30,50 @@ func init() {
   stormsim merge run/shard-0 run/shard-1 --out run/merged
   stormsim merge --shards 2 run --out run/merged     # the same, as the Kubernetes merge Job runs it
   stormsim merge --shards 8 --wait 2h /results/my-run --out /results/my-run/merged`,
-		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
-			out := fs.String("out", "", "write the merged output to `DIR` (required)")
-			shards := fs.Int("shards", 0, "read the `N` shard directories PARENT/shard-0 … PARENT/shard-(N−1)")
-			wait := fs.Duration("wait", 0, "wait up to this long for every shard directory to be complete (e.g. 2h); 0: they must be complete now")
-			format := fs.String("format", "text", "output format of a merged run's summary: text or json")
-			return func(ctx context.Context, args []string, w io.Writer) error {
-				if *out == "" {
-					return &exitError{exitUsage, errors.New("--out DIR is required")}
-				}
-				if *format != "text" && *format != "json" {
-					return &exitError{exitUsage, fmt.Errorf("--format: want text or json, got %q", *format)}
-				}
-				if *wait < 0 {
-					return &exitError{exitUsage, fmt.Errorf("--wait must be ≥ 0, got %v", *wait)}
-				}
-				dirs, err := shardDirs(args, *shards)
-				if err != nil {
-					return &exitError{exitUsage, err}
-				}
-				if err := checkMergeOut(dirs, *out); err != nil {
-					return &exitError{exitUsage, err}
-				}
-				if *wait > 0 {
-					if err := waitComplete(ctx, dirs, *shards, *wait, mergePoll); err != nil {
-						return err
-					}
-				}
-				return mergeDirs(dirs, *shards, *out, *format, w)
-			}
-		},
+		new: func() subcommand { return new(mergeCommand) },
 	})
+}
+
+// mergeCommand is `stormsim merge`: its flags, and the run that uses them.
+type mergeCommand struct {
+	out    string
+	shards int
+	wait   time.Duration
+	format string
+}
+
+// flags declares the command's flags on fs.
+func (c *mergeCommand) flags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.out, "out", "", "write the merged output to `DIR` (required)")
+	fs.IntVar(&c.shards, "shards", 0, "read the `N` shard directories PARENT/shard-0 … PARENT/shard-(N−1)")
+	fs.DurationVar(&c.wait, "wait", 0, "wait up to this long for every shard directory to be complete (e.g. 2h); 0: they must be complete now")
+	fs.StringVar(&c.format, "format", "text", "output format of a merged run's summary: text or json")
+}
+
+// run runs the command with the arguments left after the flags.
+func (c *mergeCommand) run(ctx context.Context, args []string, w io.Writer) error {
+	if c.out == "" {
+		return &exitError{exitUsage, errors.New("--out DIR is required")}
+	}
+	if c.format != "text" && c.format != "json" {
+		return &exitError{exitUsage, fmt.Errorf("--format: want text or json, got %q", c.format)}
+	}
+	if c.wait < 0 {
+		return &exitError{exitUsage, fmt.Errorf("--wait must be ≥ 0, got %v", c.wait)}
+	}
+	dirs, err := shardDirs(args, c.shards)
+	if err != nil {
+		return &exitError{exitUsage, err}
+	}
+	if err := checkMergeOut(dirs, c.out); err != nil {
+		return &exitError{exitUsage, err}
+	}
+	if c.wait > 0 {
+		if err := waitComplete(ctx, dirs, c.shards, c.wait, mergePoll); err != nil {
+			return err
+		}
+	}
+	return mergeDirs(dirs, c.shards, c.out, c.format, w)
 }
 
 // mergePoll is how often --wait looks at the shard directories again: often
