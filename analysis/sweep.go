@@ -78,6 +78,20 @@ func (s *Sweep) Validate() error {
 	return nil
 }
 
+// CheckBuilds builds the scenario of every (point, variant) of the sweep
+// with b, and reports the first that does not build: an override the
+// scenario rejects is found before any run starts.
+func (s *Sweep) CheckBuilds(b Builder) error {
+	for _, v := range s.Values {
+		for _, vr := range s.Variants {
+			if _, err := b(vr, []string{s.Param + "=" + v}); err != nil {
+				return fmt.Errorf("variant %s, --param %s=%s: %w", vr.Name, s.Param, v, err)
+			}
+		}
+	}
+	return nil
+}
+
 // ParseValues parses a --values list: comma-separated, kept as written.
 func ParseValues(s string) ([]string, error) {
 	var out []string

@@ -16,6 +16,7 @@ import (
 	"github.com/stormsim/stormsim/capacity"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/shard"
+	"github.com/stormsim/stormsim/topology"
 )
 
 func init() {
@@ -103,18 +104,42 @@ func (c *capacityCommand) run(ctx context.Context, args []string, w io.Writer) e
 	if err := s.Check(base); err != nil {
 		return &exitError{exitUsage, err}
 	}
+	plan, err := c.plan(base, s)
+	if err != nil {
+		return &exitError{exitUsage, err}
+	}
+	opt, err := c.options()
+	if err != nil {
+		return &exitError{exitUsage, err}
+	}
+	bar := newCountProgress(os.Stderr, c.progress, "capacity")
+	opt.Progress = bar.update
+	rep, err := plan.Run(ctx, simRunner(), opt)
+	bar.finish()
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %v", errInterrupted, err)
+		}
+		return err
+	}
+	return c.emit(w, rep)
+}
+
+// plan returns the capacity study the flags ask for on base: the load
+// search, the what-if solves, or both.
+func (c *capacityCommand) plan(base *topology.Scenario, s capacity.SLO) (*capacity.Plan, error) {
 	search := capacity.Search{Param: c.param, Resolution: c.resolution, Replicas: c.replicas, Confidence: c.conf, SLO: s, Detector: c.det}
 	kind, _, _, err := capacity.PathOf(base, c.param)
 	if err != nil {
-		return &exitError{exitUsage, fmt.Errorf("--param: %w", err)}
+		return nil, fmt.Errorf("--param: %w", err)
 	}
 	if c.rng != "" {
 		if search.Lo, search.Hi, err = capacity.ParseRange(kind, c.rng); err != nil {
-			return &exitError{exitUsage, fmt.Errorf("--range: %w", err)}
+			return nil, fmt.Errorf("--range: %w", err)
 		}
 	}
 	if c.replicas < 1 {
-		return &exitError{exitUsage, fmt.Errorf("--replicas must be ≥ 1, got %d", c.replicas)}
+		return nil, fmt.Errorf("--replicas must be ≥ 1, got %d", c.replicas)
 	}
 	plan := &capacity.Plan{
 		Base:   base,
@@ -128,33 +153,33 @@ func (c *capacityCommand) run(ctx context.Context, args []string, w io.Writer) e
 	for _, sv := range c.solves {
 		spec, err := capacity.ParseSolve(sv, base)
 		if err != nil {
-			return &exitError{exitUsage, err}
+			return nil, err
 		}
 		plan.Solves = append(plan.Solves, spec)
 	}
+	return plan, nil
+}
+
+// options returns how the search runs: its workers and, with --shard, the
+// exchange through which the shards share every step.
+func (c *capacityCommand) options() (capacity.Options, error) {
 	opt := capacity.Options{Workers: c.workers}
 	spec, err := c.sh.Spec(os.LookupEnv)
-	if err != nil {
-		return &exitError{exitUsage, err}
+	if err != nil || !spec.Sharded() {
+		return opt, err
 	}
-	if spec.Sharded() {
-		// Every shard runs its share of each step and reads the
-		// others' results from their sibling directories.
-		if c.out == "" || filepath.Base(filepath.Clean(c.out)) != filepath.Base(shard.Dir("", spec.Index)) {
-			return &exitError{exitUsage, fmt.Errorf("--shard %s needs --out PARENT/%s: the shards exchange results through PARENT", spec, filepath.Base(shard.Dir("", spec.Index)))}
-		}
-		opt.Exchange = &capacity.DirExchange{Parent: filepath.Dir(filepath.Clean(c.out)), Index: spec.Index, Count: spec.Count, Wait: c.shardWait}
+	// Every shard runs its share of each step and reads the others'
+	// results from their sibling directories.
+	if c.out == "" || filepath.Base(filepath.Clean(c.out)) != filepath.Base(shard.Dir("", spec.Index)) {
+		return opt, fmt.Errorf("--shard %s needs --out PARENT/%s: the shards exchange results through PARENT", spec, filepath.Base(shard.Dir("", spec.Index)))
 	}
-	bar := newCountProgress(os.Stderr, c.progress, "capacity")
-	opt.Progress = bar.update
-	rep, err := plan.Run(ctx, simRunner(), opt)
-	bar.finish()
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w: %v", errInterrupted, err)
-		}
-		return err
-	}
+	opt.Exchange = &capacity.DirExchange{Parent: filepath.Dir(filepath.Clean(c.out)), Index: spec.Index, Count: spec.Count, Wait: c.shardWait}
+	return opt, nil
+}
+
+// emit prints the report as text or JSON and writes its files under --out.
+func (c *capacityCommand) emit(w io.Writer, rep *capacity.Report) error {
+	var err error
 	if c.format == "json" {
 		err = rep.WriteJSON(w)
 	} else {

@@ -101,26 +101,55 @@ func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error
 	}
 	bar := newLoadProgress(os.Stderr, c.progress)
 	if len(args) == 1 && c.target == "" {
-		sc, err := loadScenario(args[0], c.sf.overrides())
-		if err != nil {
-			return err
-		}
-		bar.start("load", sc.Duration)
-		res, err := load.RunScenario(ctx, sc, load.ScenarioOptions{
-			Workers: c.workers, Connections: c.conns, AllowRemote: c.remote, Version: version, Progress: bar.update, Grace: c.grace,
-		})
-		bar.finish()
-		if err != nil {
-			return err
-		}
-		return emitLoadResult(w, res, c.format, c.out)
+		return c.runScenario(ctx, args[0], bar, w)
 	}
 	if len(args) != 0 || c.target == "" {
 		return &exitError{exitUsage, errors.New("want --target URL or one SCENARIO")}
 	}
+	opt, err := c.options()
+	if err != nil {
+		return err
+	}
+	if c.remote {
+		if u, err := url.Parse(c.target); err == nil && load.CheckLoopback(u.Host) != nil {
+			fmt.Fprintf(os.Stderr, "stormsim load: --allow-remote: will send %s %s at %g req/s for %v (%d senders, at most %d connections)\n",
+				opt.Method, c.target, c.rate, c.duration, opt.Workers, max(opt.Connections, opt.Workers))
+		}
+	}
+	bar.start("load", c.duration)
+	opt.Progress = bar.update
+	res, err := load.Run(ctx, opt)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	return emitLoadResult(w, res, c.format, c.out)
+}
+
+// runScenario drives the entry of a scenario's services, served by
+// 'stormsim serve', with the scenario's workload and client policy.
+func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadProgress, w io.Writer) error {
+	sc, err := loadScenario(path, c.sf.overrides())
+	if err != nil {
+		return err
+	}
+	bar.start("load", sc.Duration)
+	res, err := load.RunScenario(ctx, sc, load.ScenarioOptions{
+		Workers: c.workers, Connections: c.conns, AllowRemote: c.remote, Version: version, Progress: bar.update, Grace: c.grace,
+	})
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	return emitLoadResult(w, res, c.format, c.out)
+}
+
+// options returns the load run the flags describe against --target; a
+// flag error is a usage error.
+func (c *loadCommand) options() (load.Options, error) {
 	spec, err := c.sh.Spec(os.LookupEnv)
 	if err != nil {
-		return &exitError{exitUsage, err}
+		return load.Options{}, &exitError{exitUsage, err}
 	}
 	opt := load.Options{
 		Target: c.target, Method: c.method, Duration: c.duration, MaxRequests: c.maxReq, Deadline: c.deadline,
@@ -132,37 +161,31 @@ func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error
 		opt.Seed = 1
 	}
 	if opt.Header, err = parseHeaders(c.headers); err != nil {
-		return &exitError{exitUsage, err}
+		return opt, &exitError{exitUsage, err}
 	}
 	if opt.Body, err = readBody(c.body); err != nil {
-		return err
+		return opt, err
 	}
 	if c.policy != "" {
 		if opt.Policy, err = readPolicy(c.policy); err != nil {
-			return err
+			return opt, err
 		}
 	}
 	if c.propagate && c.deadline > 0 {
 		opt.Policy.PropagateDeadline = true
 	}
 	if c.rate <= 0 {
-		return &exitError{exitUsage, fmt.Errorf("--rate: must be > 0, got %v", c.rate)}
+		return opt, &exitError{exitUsage, fmt.Errorf("--rate: must be > 0, got %v", c.rate)}
 	}
 	switch c.arrival {
 	case "constant":
 		opt.Pacer = load.ConstantPacer{Rate: c.rate, Duration: c.duration}
 	case "poisson":
 		if opt.Pacer, err = load.NewPoissonPacer(c.rate, nil, c.duration, rand.New(rand.NewPCG(opt.Seed, 1))); err != nil {
-			return err
+			return opt, err
 		}
 	default:
-		return &exitError{exitUsage, fmt.Errorf("--arrival: want constant or poisson, got %q", c.arrival)}
-	}
-	if c.remote {
-		if u, err := url.Parse(c.target); err == nil && load.CheckLoopback(u.Host) != nil {
-			fmt.Fprintf(os.Stderr, "stormsim load: --allow-remote: will send %s %s at %g req/s for %v (%d senders, at most %d connections)\n",
-				opt.Method, c.target, c.rate, c.duration, opt.Workers, max(opt.Connections, opt.Workers))
-		}
+		return opt, &exitError{exitUsage, fmt.Errorf("--arrival: want constant or poisson, got %q", c.arrival)}
 	}
 	// The shards keep the one scenario name: merge joins parts of one run.
 	opt.Shard = spec
@@ -170,18 +193,11 @@ func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error
 	// into the requested one instead of drifting apart.
 	if !c.sh.StartAt.IsZero() {
 		if _, err := c.sh.StartAt.Delay(time.Now(), shard.DefaultMaxLate); err != nil {
-			return &exitError{exitUsage, err}
+			return opt, &exitError{exitUsage, err}
 		}
 		opt.Epoch = c.sh.StartAt.Epoch(time.Now())
 	}
-	bar.start("load", c.duration)
-	opt.Progress = bar.update
-	res, err := load.Run(ctx, opt)
-	bar.finish()
-	if err != nil {
-		return err
-	}
-	return emitLoadResult(w, res, c.format, c.out)
+	return opt, nil
 }
 
 // emitLoadResult is emitResult plus, in text, the driver's own account:

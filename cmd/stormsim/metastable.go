@@ -70,17 +70,12 @@ func (c *metastableCommand) run(ctx context.Context, args []string, w io.Writer)
 		return &exitError{exitUsage, errors.New("give at most one of --values and --range")}
 	}
 	m := &analysis.Metastable{Detector: c.cfg}
-	var err error
-	switch {
-	case c.values != "":
+	if c.values != "" || c.rng != "" {
 		m.Param = c.param
-		m.Values, err = analysis.ParseValues(c.values)
-	case c.rng != "":
-		m.Param = c.param
-		m.Values, err = analysis.ParseRange(c.rng)
-	}
-	if err != nil {
-		return &exitError{exitUsage, err}
+		var err error
+		if m.Values, err = levels(c.values, c.rng); err != nil {
+			return &exitError{exitUsage, err}
+		}
 	}
 	if err := c.cfg.Validate(); err != nil {
 		return &exitError{exitUsage, err}
@@ -112,37 +107,21 @@ func (c *metastableCommand) run(ctx context.Context, args []string, w io.Writer)
 	if !c.hyst {
 		return nil
 	}
-	rampValues := rep.Values
-	if c.rampFlag != "" {
-		if rampValues, err = analysis.ParseRange(c.rampFlag); err != nil {
-			return &exitError{exitUsage, fmt.Errorf("--ramp: %w", err)}
-		}
-	} else if rep.Param != "workload.rate" {
-		return &exitError{exitUsage, errors.New("--hysteresis ramps workload.rate: give --ramp, or levels of --param workload.rate")}
-	}
-	levels := make([]float64, len(rampValues))
-	for i, v := range rampValues {
-		if levels[i], err = strconv.ParseFloat(v, 64); err != nil {
-			return &exitError{exitUsage, fmt.Errorf("--hysteresis: ramp level %q is not a rate", v)}
-		}
-	}
-	ramp := analysis.Ramp{Levels: levels, Hold: c.hold}
-	hs, _, err := analysis.RunHysteresis(ctx, simRunner(), b, m.Variants, ramp)
+	return c.hysteresis(ctx, b, m.Variants, rep, w)
+}
+
+// hysteresis ramps the load up through the levels and back down under
+// each variant, prints goodput on both paths and writes its plot and CSV.
+func (c *metastableCommand) hysteresis(ctx context.Context, b analysis.Builder, variants []analysis.Variant, rep *analysis.MetastableReport, w io.Writer) error {
+	ramp, err := c.ramp(rep)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\nhysteresis (goodput in req/s over the second half of each hold):")
-	for _, h := range hs {
-		fmt.Fprintf(w, "%s\n  up:  ", h.VariantName)
-		for _, p := range h.Up {
-			fmt.Fprintf(w, " %g→%.1f", p.Rate, p.Goodput)
-		}
-		fmt.Fprintf(w, "\n  down:")
-		for _, p := range h.Down {
-			fmt.Fprintf(w, " %g→%.1f", p.Rate, p.Goodput)
-		}
-		fmt.Fprintln(w)
+	hs, _, err := analysis.RunHysteresis(ctx, simRunner(), b, variants, ramp)
+	if err != nil {
+		return err
 	}
+	printHysteresis(w, hs)
 	if c.out == "" {
 		return nil
 	}
@@ -156,6 +135,44 @@ func (c *metastableCommand) run(ctx context.Context, args []string, w io.Writer)
 	return metrics.WriteFileAtomic(filepath.Join(c.out, "hysteresis.csv"), func(f io.Writer) error {
 		return writeHysteresisCSV(f, hs)
 	})
+}
+
+// ramp returns the hysteresis ramp: the --ramp levels, or else the
+// metastability levels when they are rates.
+func (c *metastableCommand) ramp(rep *analysis.MetastableReport) (analysis.Ramp, error) {
+	var err error
+	rampValues := rep.Values
+	if c.rampFlag != "" {
+		if rampValues, err = analysis.ParseRange(c.rampFlag); err != nil {
+			return analysis.Ramp{}, &exitError{exitUsage, fmt.Errorf("--ramp: %w", err)}
+		}
+	} else if rep.Param != "workload.rate" {
+		return analysis.Ramp{}, &exitError{exitUsage, errors.New("--hysteresis ramps workload.rate: give --ramp, or levels of --param workload.rate")}
+	}
+	levels := make([]float64, len(rampValues))
+	for i, v := range rampValues {
+		if levels[i], err = strconv.ParseFloat(v, 64); err != nil {
+			return analysis.Ramp{}, &exitError{exitUsage, fmt.Errorf("--hysteresis: ramp level %q is not a rate", v)}
+		}
+	}
+	return analysis.Ramp{Levels: levels, Hold: c.hold}, nil
+}
+
+// printHysteresis prints each variant's goodput at every level of the
+// ramp, going up and coming down.
+func printHysteresis(w io.Writer, hs []analysis.Hysteresis) {
+	fmt.Fprintln(w, "\nhysteresis (goodput in req/s over the second half of each hold):")
+	for _, h := range hs {
+		fmt.Fprintf(w, "%s\n  up:  ", h.VariantName)
+		for _, p := range h.Up {
+			fmt.Fprintf(w, " %g→%.1f", p.Rate, p.Goodput)
+		}
+		fmt.Fprintf(w, "\n  down:")
+		for _, p := range h.Down {
+			fmt.Fprintf(w, " %g→%.1f", p.Rate, p.Goodput)
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // writeMetastable writes the verdict table and one CSV line per level.

@@ -73,12 +73,7 @@ func (c *sweepCommand) run(ctx context.Context, args []string, w io.Writer) erro
 	}
 	s := &analysis.Sweep{Param: c.param, Replicas: c.replicas}
 	var err error
-	if c.values != "" {
-		s.Values, err = analysis.ParseValues(c.values)
-	} else {
-		s.Values, err = analysis.ParseRange(c.rng)
-	}
-	if err != nil {
+	if s.Values, err = levels(c.values, c.rng); err != nil {
 		return &exitError{exitUsage, err}
 	}
 	if c.replicas < 1 {
@@ -99,13 +94,16 @@ func (c *sweepCommand) run(ctx context.Context, args []string, w io.Writer) erro
 		return &exitError{exitUsage, err}
 	}
 	// Check every point's overrides before spending minutes on runs.
-	for _, v := range s.Values {
-		for _, vr := range s.Variants {
-			if _, err := b(vr, []string{s.Param + "=" + v}); err != nil {
-				return fmt.Errorf("variant %s, --param %s=%s: %w", vr.Name, s.Param, v, err)
-			}
-		}
+	if err := s.CheckBuilds(b); err != nil {
+		return err
 	}
+	return c.runSweep(ctx, b, s, opt, w)
+}
+
+// runSweep runs the sweep with a progress bar and writes what it ran: a
+// stopped sweep keeps its finished rows but gets no aggregates, and an
+// interrupted one says so in sweep.partial.
+func (c *sweepCommand) runSweep(ctx context.Context, b analysis.Builder, s *analysis.Sweep, opt analysis.SweepOptions, w io.Writer) error {
 	label := "sweep"
 	if opt.Shard.Sharded() {
 		label += " shard " + opt.Shard.String()
@@ -114,8 +112,6 @@ func (c *sweepCommand) run(ctx context.Context, args []string, w io.Writer) erro
 	opt.Progress = bar.update
 	rows, runErr := analysis.RunSweep(ctx, simRunner(), b, s, opt)
 	bar.finish()
-	// A stopped sweep keeps its finished rows but gets no
-	// aggregates; an interrupted one says so in sweep.partial.
 	partial := ""
 	if runErr != nil && ctx.Err() != nil {
 		partial = fmt.Sprintf("interrupted: %v", runErr)
@@ -287,4 +283,13 @@ func (c *countProgress) finish() {
 	}
 	c.bar.SetTotal(-1, true)
 	c.p.Wait()
+}
+
+// levels returns the values of --values (a list) or of --range
+// (from:to:step), whichever is given; sweep and metastable take both.
+func levels(values, rng string) ([]string, error) {
+	if values != "" {
+		return analysis.ParseValues(values)
+	}
+	return analysis.ParseRange(rng)
 }

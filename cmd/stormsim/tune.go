@@ -83,26 +83,15 @@ func (c *tuneCommand) run(ctx context.Context, args []string, w io.Writer) error
 	if c.format != "text" && c.format != "json" {
 		return &exitError{exitUsage, fmt.Errorf("--format: want text or json, got %q", c.format)}
 	}
-	u, err := tune.ParseUnit(c.unit)
+	lo, opt, err := c.options()
 	if err != nil {
-		return &exitError{exitUsage, fmt.Errorf("--unit: %w", err)}
+		return &exitError{exitUsage, err}
 	}
-	q, err := parsePercentile(c.pct)
-	if err != nil {
-		return &exitError{exitUsage, fmt.Errorf("--percentile: %w", err)}
-	}
-	hq, err := parsePercentile(c.hedgePct)
-	if err != nil {
-		return &exitError{exitUsage, fmt.Errorf("--hedge-percentile: %w", err)}
-	}
-	hs, err := tune.ParseHops(c.hops, tune.LoadOptions{Unit: u, ScenarioSamples: c.samples, Seed: c.seed})
+	hs, err := tune.ParseHops(c.hops, lo)
 	if err != nil {
 		return err
 	}
-	plan, err := tune.Recommend(hs, tune.Options{
-		Deadline: c.deadline, Percentile: q, HedgePercentile: hq,
-		MaxAmplification: c.maxAmp, Response: c.response, MaxAttempts: c.maxAttempts,
-	})
+	plan, err := tune.Recommend(hs, opt)
 	if err != nil {
 		return err
 	}
@@ -117,6 +106,33 @@ func (c *tuneCommand) run(ctx context.Context, args []string, w io.Writer) error
 			return err
 		}
 	}
+	return c.emit(w, plan, cmp)
+}
+
+// options returns how to read the hops' samples and what to recommend,
+// from the flags.
+func (c *tuneCommand) options() (tune.LoadOptions, tune.Options, error) {
+	u, err := tune.ParseUnit(c.unit)
+	if err != nil {
+		return tune.LoadOptions{}, tune.Options{}, fmt.Errorf("--unit: %w", err)
+	}
+	q, err := parsePercentile(c.pct)
+	if err != nil {
+		return tune.LoadOptions{}, tune.Options{}, fmt.Errorf("--percentile: %w", err)
+	}
+	hq, err := parsePercentile(c.hedgePct)
+	if err != nil {
+		return tune.LoadOptions{}, tune.Options{}, fmt.Errorf("--hedge-percentile: %w", err)
+	}
+	return tune.LoadOptions{Unit: u, ScenarioSamples: c.samples, Seed: c.seed}, tune.Options{
+		Deadline: c.deadline, Percentile: q, HedgePercentile: hq,
+		MaxAmplification: c.maxAmp, Response: c.response, MaxAttempts: c.maxAttempts,
+	}, nil
+}
+
+// emit writes the plan (and the verification, when run) under --out, then
+// prints them as text or JSON.
+func (c *tuneCommand) emit(w io.Writer, plan *tune.Plan, cmp *tune.Comparison) error {
 	if c.out != "" {
 		if _, err := plan.Save(c.out); err != nil {
 			return err
