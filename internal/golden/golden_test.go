@@ -46,7 +46,9 @@ func (r *recorder) Helper() {}
 func (r *recorder) Errorf(format string, args ...any) {
 	r.errors = append(r.errors, fmt.Sprintf(format, args...))
 }
-func (r *recorder) Fatal(args ...any) { r.errors, r.fatal = append(r.errors, fmt.Sprint(args...)), true }
+func (r *recorder) Fatal(args ...any) {
+	r.errors, r.fatal = append(r.errors, fmt.Sprint(args...)), true
+}
 func (r *recorder) Fatalf(format string, args ...any) {
 	r.Errorf(format, args...)
 	r.fatal = true
