@@ -97,11 +97,10 @@ func TestSweepSim(t *testing.T) {
 	}
 }
 
-// The canned metastable experiment: plain retries do not recover from a
-// 10 s capacity drop at 70 % load; the same system with ratio budgets does.
-// At a low load, where even the reduced capacity keeps up, plain retries
-// recover too, so the search finds a boundary between the levels.
-func TestMetastableRetryStormSim(t *testing.T) {
+// metastableExperiment returns the canned metastable experiment and its
+// variants, the baseline first.
+func metastableExperiment(t *testing.T) (*topology.Scenario, []analysis.Variant) {
+	t.Helper()
 	data, ok := experiments.Lookup("metastable-retry-storm")
 	if !ok {
 		t.Fatal("experiments/metastable-retry-storm.yaml is missing")
@@ -114,6 +113,15 @@ func TestMetastableRetryStormSim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sc, vs
+}
+
+// The canned metastable experiment: plain retries do not recover from a
+// 10 s capacity drop at 70 % load; the same system with ratio budgets does.
+// At a low load, where even the reduced capacity keeps up, plain retries
+// recover too, so the search finds a boundary between the levels.
+func TestMetastableRetryStormSim(t *testing.T) {
+	sc, vs := metastableExperiment(t)
 	m := &analysis.Metastable{Param: "workload.rate", Values: []string{"160", "560"}, Variants: vs}
 	rep, err := analysis.RunMetastable(context.Background(), simRunner, analysis.ScenarioBuilder(sc, nil), m, analysis.SweepOptions{})
 	if err != nil {
@@ -144,15 +152,7 @@ func TestMetastableRetryStormSim(t *testing.T) {
 // collapsed at the 70 % level they served on the way up, while the budgeted
 // variant serves it again.
 func TestHysteresisSim(t *testing.T) {
-	data, _ := experiments.Lookup("metastable-retry-storm")
-	sc, err := topology.Parse("metastable-retry-storm.yaml", data, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, err := analysis.Variants(sc.Variants, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc, vs := metastableExperiment(t)
 	r := analysis.Ramp{Levels: []float64{300, 560, 1000}, Hold: 6 * time.Second}
 	hs, _, err := analysis.RunHysteresis(context.Background(), simRunner, analysis.ScenarioBuilder(sc, nil), vs, r)
 	if err != nil {
@@ -176,15 +176,7 @@ func TestHysteresisSim(t *testing.T) {
 // at 1000 req/s (above the database's 800) leave plain retries stuck once
 // the load is back at 560, while budgets recover.
 func TestMetastableSpikeSim(t *testing.T) {
-	data, _ := experiments.Lookup("metastable-retry-storm")
-	sc, err := topology.Parse("metastable-retry-storm.yaml", data, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, err := analysis.Variants(sc.Variants, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc, vs := metastableExperiment(t)
 	inner := analysis.ScenarioBuilder(sc, nil)
 	spike := func(v analysis.Variant, extra []string) (*topology.Scenario, error) {
 		s, err := inner(v, extra)

@@ -390,30 +390,21 @@ func (o *Outcome) finish() {
 	if len(o.Points) != 2 {
 		return
 	}
-	// Two ends only: name whatever boundary the orientation implies.
+	// Two ends only: name whatever boundary the orientation implies,
+	// looking first at the end where the SLO should hold.
 	lo, hi := 0, 1
 	switch o.Orientation {
-	case HoldsBelow:
-		if o.Points[lo].Verdict == Holds {
-			o.Pass = lo
-		} else {
-			o.Fail = lo
+	case HoldsBelow, HoldsAbove:
+		ends := [2]int{lo, hi}
+		if o.Orientation == HoldsAbove {
+			ends = [2]int{hi, lo}
 		}
-		if o.Points[hi].Verdict == Holds {
-			o.Pass = hi
-		} else if o.Fail < 0 {
-			o.Fail = hi
-		}
-	case HoldsAbove:
-		if o.Points[hi].Verdict == Holds {
-			o.Pass = hi
-		} else {
-			o.Fail = hi
-		}
-		if o.Points[lo].Verdict == Holds {
-			o.Pass = lo
-		} else if o.Fail < 0 {
-			o.Fail = lo
+		for _, i := range ends {
+			if o.Points[i].Verdict == Holds {
+				o.Pass = i
+			} else if o.Fail < 0 {
+				o.Fail = i
+			}
 		}
 	default:
 		// Undecided orientation: both ends hold (any value will do; the
