@@ -66,8 +66,8 @@ func CompareSeeded(ctx context.Context, run Runner, b Builder, variants []Varian
 				return err
 			}
 			res, err := runVariant(gctx, run, b, v, c.Seed)
-			if err != nil && gctx.Err() != nil && ctx.Err() == nil {
-				return nil // stopped by another variant's failure, reported there
+			if err != nil && stoppedBySibling(ctx, gctx, err) {
+				return nil // another variant's failure stopped it; that one is reported
 			}
 			if err != nil {
 				errs[i] = fmt.Errorf("compare: variant %s: %w", v.Name, err)
@@ -88,6 +88,16 @@ func CompareSeeded(ctx context.Context, run Runner, b Builder, variants []Varian
 		return nil, err
 	}
 	return c, nil
+}
+
+// stoppedBySibling reports whether err is only the cancellation of the
+// group's context gctx by another variant's failure, rather than a failure
+// of its own or the caller's ctx ending.
+func stoppedBySibling(ctx, gctx context.Context, err error) bool {
+	if ctx.Err() != nil || gctx.Err() == nil {
+		return false
+	}
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.Cause(gctx))
 }
 
 func runVariant(ctx context.Context, run Runner, b Builder, v Variant, seed uint64) (*metrics.Result, error) {

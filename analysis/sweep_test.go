@@ -312,3 +312,28 @@ func TestSweepCancelled(t *testing.T) {
 		t.Errorf("%d rows, want the 3 units finished before the cancel", len(rows))
 	}
 }
+
+func TestSweepCheckBuilds(t *testing.T) {
+	vs := []Variant{{Name: Baseline}, {Name: "typo", Sets: []string{"services.dbb.workers=8"}}}
+	tests := []struct {
+		name string
+		s    Sweep
+		want string // "" for no error, else substrings of it
+	}{
+		{"all build", Sweep{Param: "workload.rate", Values: []string{"10", "20"}, Variants: vs[:1]}, ""},
+		{"bad value", Sweep{Param: "workload.rate", Values: []string{"10", "x"}, Variants: vs[:1]}, "variant baseline, --param workload.rate=x"},
+		{"bad variant", Sweep{Param: "workload.rate", Values: []string{"10"}, Variants: vs}, "variant typo, --param workload.rate=10"},
+		{"bad param", Sweep{Param: "workload.rat", Values: []string{"10"}, Variants: vs[:1]}, `unknown path "workload.rat"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.s.CheckBuilds(fakeBuild)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("err = %v, want none", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("err = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
