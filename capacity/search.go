@@ -264,7 +264,7 @@ func Run(ctx context.Context, run analysis.Runner, build analysis.Builder, s Sea
 	out.Runs = e.runs
 	out.finish()
 	if bracketed {
-		out.mark(pass, fail)
+		out.bracket(pass, fail)
 	}
 	return out, nil
 }
@@ -294,15 +294,15 @@ func orient(s Search, lo, hi Point) (o Orientation, pass, fail float64, ok bool)
 }
 
 // narrow bisects the bracket (pass, fail) in two phases and returns the
-// boundary's holding side and its other side. Phase 1 finds where the SLO
-// stops being shown to hold (unsure points count as not holding); unless
-// PassOnly, phase 2 then narrows the gap between that point and the
-// nearest point shown to fail.
+// boundary's holding side and its other side (on an error, the bracket as
+// far as it got). Phase 1 finds where the SLO stops being shown to hold
+// (unsure points count as not holding); unless PassOnly, phase 2 then
+// narrows the gap between that point and the nearest point shown to fail.
 func (e *evaluator) narrow(ctx context.Context, out *Outcome, pass, fail float64) (float64, float64, error) {
 	step := 1
 	pass, fail, err := e.bisect(ctx, out, &step, pass, fail, func(p Point) bool { return p.Verdict == Holds })
 	if err != nil {
-		return 0, 0, err
+		return pass, fail, err
 	}
 	if e.s.PassOnly {
 		return pass, fail, nil
@@ -310,14 +310,14 @@ func (e *evaluator) narrow(ctx context.Context, out *Outcome, pass, fail float64
 	sure, ok := nearestFailing(out.Points, fail, out.Orientation)
 	if ok && sure != fail {
 		if _, _, err = e.bisect(ctx, out, &step, fail, sure, func(p Point) bool { return p.Verdict != Fails }); err != nil {
-			return 0, 0, err
+			return pass, fail, err
 		}
 	}
 	return pass, fail, nil
 }
 
-// mark points Pass and Fail at the evaluated points of those values.
-func (o *Outcome) mark(pass, fail float64) {
+// bracket points Pass and Fail at the evaluated points of those values.
+func (o *Outcome) bracket(pass, fail float64) {
 	for i, p := range o.Points {
 		if p.Value == pass {
 			o.Pass = i
