@@ -4,17 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stormsim/stormsim/shard"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
-	"time"
+
+	"github.com/stormsim/stormsim/shard"
 
 	"github.com/spf13/pflag"
-	"github.com/vbauerster/mpb/v8"
-	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/stormsim/stormsim/analysis"
 	"github.com/stormsim/stormsim/metrics"
@@ -244,45 +242,6 @@ func mergeSweep(files []string, dir string, w io.Writer) error {
 		}
 	}
 	return writeSweep(dir, rows, values, true, "", w)
-}
-
-// countProgress is a progress bar over a count of runs. It is a no-op when
-// the output is not a terminal (unless forced).
-type countProgress struct {
-	p   *mpb.Progress
-	bar *mpb.Bar
-}
-
-func newCountProgress(w io.Writer, force bool, name string) *countProgress {
-	if !force && !isTerminal(w) {
-		return &countProgress{}
-	}
-	// mpb draws nothing on a non-terminal unless told to refresh anyway.
-	p := mpb.New(mpb.WithOutput(w), mpb.WithWidth(100), mpb.WithRefreshRate(200*time.Millisecond),
-		mpb.ContainerOptional(mpb.WithAutoRefresh(), force))
-	bar := p.AddBar(0,
-		mpb.BarWidth(30),
-		mpb.PrependDecorators(decor.Name(name+" ", decor.WCSyncSpaceR), decor.CountersNoUnit("%d/%d runs", decor.WCSyncSpace)),
-		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.Name(" ETA "), decor.AverageETA(decor.ET_STYLE_GO)),
-	)
-	return &countProgress{p: p, bar: bar}
-}
-
-// update is an analysis.SweepOptions.Progress callback.
-func (c *countProgress) update(done, total int) {
-	if c.bar == nil {
-		return
-	}
-	c.bar.SetTotal(int64(total), false)
-	c.bar.SetCurrent(int64(done))
-}
-
-func (c *countProgress) finish() {
-	if c.bar == nil {
-		return
-	}
-	c.bar.SetTotal(-1, true)
-	c.p.Wait()
 }
 
 // levels returns the values of --values (a list) or of --range
