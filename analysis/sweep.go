@@ -58,6 +58,40 @@ func (s *Sweep) Units() []Unit {
 	return units
 }
 
+// IncompleteSweepError says that rows, merged from a sweep's shards, do
+// not make the whole sweep: Have of its Want units are there, and unit
+// First is the first missing one.
+type IncompleteSweepError struct{ Have, Want, First int }
+
+func (e *IncompleteSweepError) Error() string {
+	return fmt.Sprintf("the shards hold %d of the sweep's %d units (unit %d is missing): a shard is unfinished or missing", e.Have, e.Want, e.First)
+}
+
+// CheckWhole checks that rows in unit order (as MergeRows returns them)
+// make one whole sweep: every unit 0 … P·V·R−1 exactly once, for the P
+// points, V variants and R replicas the rows show. A shard interrupted
+// before its last unit, or left out, shows up as a missing unit, reported
+// as an *IncompleteSweepError.
+func CheckWhole(rows []Row) error {
+	points, replicas := 0, 0
+	variants := map[string]bool{}
+	for _, r := range rows {
+		points = max(points, r.Point+1)
+		replicas = max(replicas, r.Replica+1)
+		variants[r.VariantName] = true
+	}
+	want := points * len(variants) * replicas
+	for i, r := range rows {
+		if r.Index != i {
+			return &IncompleteSweepError{Have: len(rows), Want: max(want, r.Index+1), First: i}
+		}
+	}
+	if len(rows) != want {
+		return &IncompleteSweepError{Have: len(rows), Want: want, First: len(rows)}
+	}
+	return nil
+}
+
 // Validate reports a sweep that cannot run.
 func (s *Sweep) Validate() error {
 	switch {

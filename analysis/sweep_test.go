@@ -337,3 +337,34 @@ func TestSweepCheckBuilds(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckWhole(t *testing.T) {
+	whole, err := RunSweep(context.Background(), fakeRunner, fakeBuild, testSweep(), SweepOptions{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(whole)
+	without := func(i int) []Row { return append(append([]Row(nil), whole[:i]...), whole[i+1:]...) }
+	tests := []struct {
+		name  string
+		rows  []Row
+		first int // -1: whole
+	}{
+		{"whole", whole, -1},
+		{"first missing", without(0), 0},
+		{"middle missing", without(5), 5},
+		{"last missing", without(n - 1), n - 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckWhole(tt.rows)
+			var inc *IncompleteSweepError
+			switch {
+			case tt.first < 0 && err != nil:
+				t.Errorf("err = %v, want none", err)
+			case tt.first >= 0 && (!errors.As(err, &inc) || inc.First != tt.first || inc.Want != n || inc.Have != n-1):
+				t.Errorf("err = %v, want unit %d of %d missing", err, tt.first, n)
+			}
+		})
+	}
+}

@@ -229,7 +229,7 @@ func notReady(dirs []string, shards int) (string, error) {
 	}
 	if kind == kindSweep {
 		_, err := readSweepShards(dirs, shards)
-		var inc *incompleteSweepError
+		var inc *analysis.IncompleteSweepError
 		if errors.As(err, &inc) {
 			return inc.Error(), nil
 		}
@@ -272,13 +272,6 @@ func commonKind(dirs []string) (outputKind, error) {
 	return kind, nil
 }
 
-// incompleteSweepError says that shards' rows do not make a whole sweep.
-type incompleteSweepError struct{ have, want, first int }
-
-func (e *incompleteSweepError) Error() string {
-	return fmt.Sprintf("the shards hold %d of the sweep's %d units (unit %d is missing): a shard is unfinished or missing", e.have, e.want, e.first)
-}
-
 // readSweepShards reads the shards' sweep.csv files and checks that their
 // units make one whole sweep: every unit 0 … P·V·R−1 exactly once (P points,
 // V variants, R replicas, as the rows show them), and, with shards = N,
@@ -311,21 +304,8 @@ func readSweepShards(dirs []string, shards int) ([]analysis.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	points, replicas := 0, 0
-	variants := map[string]bool{}
-	for _, r := range rows {
-		points = max(points, r.Point+1)
-		replicas = max(replicas, r.Replica+1)
-		variants[r.VariantName] = true
-	}
-	want := points * len(variants) * replicas
-	for i, r := range rows {
-		if r.Index != i {
-			return nil, &incompleteSweepError{have: len(rows), want: max(want, r.Index+1), first: i}
-		}
-	}
-	if len(rows) != want {
-		return nil, &incompleteSweepError{have: len(rows), want: want, first: len(rows)}
+	if err := analysis.CheckWhole(rows); err != nil {
+		return nil, err
 	}
 	return rows, nil
 }
