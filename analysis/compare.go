@@ -7,9 +7,10 @@ import (
 	"io"
 	"runtime"
 	"strconv"
-	"sync"
 	"text/tabwriter"
 	"unicode/utf8"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/stormsim/stormsim/metrics"
 )
@@ -55,32 +56,28 @@ func CompareSeeded(ctx context.Context, run Runner, b Builder, variants []Varian
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	errs := make([]error, len(variants))
-	sem := make(chan struct{}, workers)
-	var wg sync.WaitGroup
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
 	for i, v := range variants {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-			case <-ctx.Done():
-				errs[i] = ctx.Err()
-				return
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				errs[i] = err // stopped while this variant waited for a worker
+				return err
 			}
-			res, err := runVariant(ctx, run, b, v, c.Seed)
+			res, err := runVariant(gctx, run, b, v, c.Seed)
+			if err != nil && stoppedBySibling(ctx, gctx, err) {
+				return nil // another variant's failure stopped it; that one is reported
+			}
 			if err != nil {
 				errs[i] = fmt.Errorf("compare: variant %s: %w", v.Name, err)
-				cancel()
-				return
+				return errs[i]
 			}
 			c.Columns[i] = Column{Variant: v, Result: res, Measures: MeasuresOf(res)}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // errs holds every failure, to report them in column order
 	// Report the first failure in column order, not in finishing order.
 	for _, err := range errs {
 		if err != nil && !errors.Is(err, context.Canceled) {
@@ -91,6 +88,16 @@ func CompareSeeded(ctx context.Context, run Runner, b Builder, variants []Varian
 		return nil, err
 	}
 	return c, nil
+}
+
+// stoppedBySibling reports whether err is only the cancellation of the
+// group's context gctx by another variant's failure, rather than a failure
+// of its own or the caller's ctx ending.
+func stoppedBySibling(ctx, gctx context.Context, err error) bool {
+	if ctx.Err() != nil || gctx.Err() == nil {
+		return false
+	}
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.Cause(gctx))
 }
 
 func runVariant(ctx context.Context, run Runner, b Builder, v Variant, seed uint64) (*metrics.Result, error) {

@@ -3,10 +3,14 @@ package analysis
 import (
 	"bytes"
 	"context"
+	"errors"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/stormsim/stormsim/internal/golden"
+	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -92,7 +96,7 @@ func TestCompareGoldenFake(t *testing.T) {
 	if err := c.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare.txt", b.Bytes())
+	golden.Check(t, "testdata/compare.txt", b.Bytes())
 }
 
 // Workers change nothing but speed.
@@ -116,5 +120,65 @@ func TestCompareBadVariant(t *testing.T) {
 	_, err := Compare(context.Background(), fakeRunner, fakeBuild, vs, 1)
 	if err == nil || !strings.Contains(err.Error(), "variant typo") || !strings.Contains(err.Error(), "dbb") {
 		t.Errorf("err = %v, want one naming the variant and the bad path", err)
+	}
+}
+
+// A failure stops the comparison, and the failure reported is the first in
+// column order, not in finishing order: here variant c fails at once, and
+// variant b, still running, then fails on its own (not because c's
+// failure cancelled it).
+func TestCompareReportsFirstFailureInColumnOrder(t *testing.T) {
+	errB, errC := errors.New("b failed"), errors.New("c failed")
+	vs := []Variant{{Name: Baseline}, {Name: "b", Sets: []string{"workload.rate=2"}}, {Name: "c", Sets: []string{"workload.rate=3"}}}
+	var bStarted chan struct{}
+	run := RunnerFunc(func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
+		switch sc.Workload.Rate {
+		case 2:
+			close(bStarted)
+			<-ctx.Done() // c's failure cancels the others
+			return nil, errB
+		case 3:
+			<-bStarted
+			return nil, errC
+		}
+		return fakeRun(ctx, sc)
+	})
+	bStarted = make(chan struct{})
+	_, err := Compare(context.Background(), run, fakeBuild, vs, 3)
+	if !errors.Is(err, errB) || !strings.Contains(err.Error(), "variant b") {
+		t.Errorf("err = %v, want variant b's own failure", err)
+	}
+
+	// A variant stopped by another's failure is not reported in its place.
+	stopped := RunnerFunc(func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
+		if sc.Workload.Rate == 2 {
+			close(bStarted)
+			<-ctx.Done()
+			return nil, context.Cause(ctx)
+		}
+		return run(ctx, sc)
+	})
+	bStarted = make(chan struct{})
+	_, err = Compare(context.Background(), stopped, fakeBuild, vs, 3)
+	if !errors.Is(err, errC) || strings.Contains(err.Error(), "variant b") {
+		t.Errorf("err = %v, want variant c's failure only", err)
+	}
+}
+
+// On the first failure no further variant starts.
+func TestCompareStopsOnError(t *testing.T) {
+	boom := errors.New("boom")
+	var calls atomic.Int64
+	vs := []Variant{{Name: Baseline, Sets: []string{"workload.rate=1"}}, {Name: "b"}, {Name: "c"}}
+	run := RunnerFunc(func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
+		calls.Add(1)
+		if sc.Workload.Rate == 1 {
+			return nil, boom
+		}
+		return fakeRun(ctx, sc)
+	})
+	_, err := Compare(context.Background(), run, fakeBuild, vs, 1)
+	if !errors.Is(err, boom) || calls.Load() != 1 {
+		t.Errorf("err = %v after %d runs, want boom after 1", err, calls.Load())
 	}
 }

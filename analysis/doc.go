@@ -58,7 +58,8 @@
 //
 // # Concurrency
 //
-// RunSweep calls its Runner from several goroutines; everything else runs
-// in the caller's goroutine. The types hold no hidden state and are safe to
-// share once built.
+// RunSweep and Compare call their Runner from up to Workers goroutines at
+// once (an errgroup with that limit); the first failure stops the runs not
+// yet started. Everything else runs in the caller's goroutine. The types
+// hold no hidden state and are safe to share once built.
 package analysis

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/internal/golden"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -51,7 +52,7 @@ func TestRunMetastableFake(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", s, b.String())
 		}
 	}
-	golden(t, "metastable.txt", b.Bytes())
+	golden.Check(t, "testdata/metastable.txt", b.Bytes())
 }
 
 // The builder extends a scenario too short to judge.

@@ -3,13 +3,12 @@ package analysis_test
 import (
 	"bytes"
 	"context"
-	"flag"
-	"github.com/stormsim/stormsim/shard"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stormsim/stormsim/internal/golden"
+	"github.com/stormsim/stormsim/shard"
 
 	"github.com/stormsim/stormsim/analysis"
 	"github.com/stormsim/stormsim/experiments"
@@ -33,24 +32,6 @@ func load(t *testing.T, path string) (*topology.Scenario, analysis.Builder) {
 	return sc, analysis.ScenarioBuilder(sc, topology.Load)
 }
 
-func goldenFile(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (rerun with -update if the change is intended)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
-
 func TestCompareGoldenSim(t *testing.T) {
 	sc, b := load(t, "testdata/tiny.yaml")
 	vs, err := analysis.Variants(sc.Variants, []analysis.Variant{{Name: "no-retry", Sets: []string{"services.api.calls.db.retry.max_attempts=1"}}})
@@ -71,7 +52,7 @@ func TestCompareGoldenSim(t *testing.T) {
 	if err := c.WriteTable(&buf); err != nil {
 		t.Fatal(err)
 	}
-	goldenFile(t, "compare-sim.txt", buf.Bytes())
+	golden.Check(t, "testdata/compare-sim.txt", buf.Bytes())
 }
 
 func TestSweepSim(t *testing.T) {
@@ -93,7 +74,7 @@ func TestSweepSim(t *testing.T) {
 		return buf.Bytes()
 	}
 	one := csvOf(1, shard.Spec{})
-	goldenFile(t, "sweep-sim.csv", one)
+	golden.Check(t, "testdata/sweep-sim.csv", one)
 	if all := csvOf(0, shard.Spec{}); !bytes.Equal(one, all) {
 		t.Errorf("1 worker and all cores differ:\n%s\nvs\n%s", one, all)
 	}
@@ -116,11 +97,10 @@ func TestSweepSim(t *testing.T) {
 	}
 }
 
-// The canned metastable experiment: plain retries do not recover from a
-// 10 s capacity drop at 70 % load; the same system with ratio budgets does.
-// At a low load, where even the reduced capacity keeps up, plain retries
-// recover too, so the search finds a boundary between the levels.
-func TestMetastableRetryStormSim(t *testing.T) {
+// metastableExperiment returns the canned metastable experiment and its
+// variants, the baseline first.
+func metastableExperiment(t *testing.T) (*topology.Scenario, []analysis.Variant) {
+	t.Helper()
 	data, ok := experiments.Lookup("metastable-retry-storm")
 	if !ok {
 		t.Fatal("experiments/metastable-retry-storm.yaml is missing")
@@ -133,6 +113,15 @@ func TestMetastableRetryStormSim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sc, vs
+}
+
+// The canned metastable experiment: plain retries do not recover from a
+// 10 s capacity drop at 70 % load; the same system with ratio budgets does.
+// At a low load, where even the reduced capacity keeps up, plain retries
+// recover too, so the search finds a boundary between the levels.
+func TestMetastableRetryStormSim(t *testing.T) {
+	sc, vs := metastableExperiment(t)
 	m := &analysis.Metastable{Param: "workload.rate", Values: []string{"160", "560"}, Variants: vs}
 	rep, err := analysis.RunMetastable(context.Background(), simRunner, analysis.ScenarioBuilder(sc, nil), m, analysis.SweepOptions{})
 	if err != nil {
@@ -163,15 +152,7 @@ func TestMetastableRetryStormSim(t *testing.T) {
 // collapsed at the 70 % level they served on the way up, while the budgeted
 // variant serves it again.
 func TestHysteresisSim(t *testing.T) {
-	data, _ := experiments.Lookup("metastable-retry-storm")
-	sc, err := topology.Parse("metastable-retry-storm.yaml", data, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, err := analysis.Variants(sc.Variants, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc, vs := metastableExperiment(t)
 	r := analysis.Ramp{Levels: []float64{300, 560, 1000}, Hold: 6 * time.Second}
 	hs, _, err := analysis.RunHysteresis(context.Background(), simRunner, analysis.ScenarioBuilder(sc, nil), vs, r)
 	if err != nil {
@@ -195,15 +176,7 @@ func TestHysteresisSim(t *testing.T) {
 // at 1000 req/s (above the database's 800) leave plain retries stuck once
 // the load is back at 560, while budgets recover.
 func TestMetastableSpikeSim(t *testing.T) {
-	data, _ := experiments.Lookup("metastable-retry-storm")
-	sc, err := topology.Parse("metastable-retry-storm.yaml", data, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, err := analysis.Variants(sc.Variants, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc, vs := metastableExperiment(t)
 	inner := analysis.ScenarioBuilder(sc, nil)
 	spike := func(v analysis.Variant, extra []string) (*topology.Scenario, error) {
 		s, err := inner(v, extra)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stormsim/stormsim/shard"
 	"math"
 	"runtime"
 	"strconv"
@@ -12,7 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/shard"
 )
 
 // Sweep is a parameter sweep: one scenario path varied over values, under
@@ -56,6 +58,40 @@ func (s *Sweep) Units() []Unit {
 	return units
 }
 
+// IncompleteSweepError says that rows, merged from a sweep's shards, do
+// not make the whole sweep: Have of its Want units are there, and unit
+// First is the first missing one.
+type IncompleteSweepError struct{ Have, Want, First int }
+
+func (e *IncompleteSweepError) Error() string {
+	return fmt.Sprintf("the shards hold %d of the sweep's %d units (unit %d is missing): a shard is unfinished or missing", e.Have, e.Want, e.First)
+}
+
+// CheckWhole checks that rows in unit order (as MergeRows returns them)
+// make one whole sweep: every unit 0 … P·V·R−1 exactly once, for the P
+// points, V variants and R replicas the rows show. A shard interrupted
+// before its last unit, or left out, shows up as a missing unit, reported
+// as an *IncompleteSweepError.
+func CheckWhole(rows []Row) error {
+	points, replicas := 0, 0
+	variants := map[string]bool{}
+	for _, r := range rows {
+		points = max(points, r.Point+1)
+		replicas = max(replicas, r.Replica+1)
+		variants[r.VariantName] = true
+	}
+	want := points * len(variants) * replicas
+	for i, r := range rows {
+		if r.Index != i {
+			return &IncompleteSweepError{Have: len(rows), Want: max(want, r.Index+1), First: i}
+		}
+	}
+	if len(rows) != want {
+		return &IncompleteSweepError{Have: len(rows), Want: want, First: len(rows)}
+	}
+	return nil
+}
+
 // Validate reports a sweep that cannot run.
 func (s *Sweep) Validate() error {
 	switch {
@@ -71,6 +107,20 @@ func (s *Sweep) Validate() error {
 	for i, v := range s.Values {
 		if strings.TrimSpace(v) == "" || strings.ContainsAny(v, ",\n\"") {
 			return fmt.Errorf("sweep: values[%d] %q: must be non-empty without commas or quotes", i, v)
+		}
+	}
+	return nil
+}
+
+// CheckBuilds builds the scenario of every (point, variant) of the sweep
+// with b, and reports the first that does not build: an override the
+// scenario rejects is found before any run starts.
+func (s *Sweep) CheckBuilds(b Builder) error {
+	for _, v := range s.Values {
+		for _, vr := range s.Variants {
+			if _, err := b(vr, []string{s.Param + "=" + v}); err != nil {
+				return fmt.Errorf("variant %s, --param %s=%s: %w", vr.Name, s.Param, v, err)
+			}
 		}
 	}
 	return nil
@@ -209,54 +259,40 @@ func RunSweep(ctx context.Context, run Runner, b Builder, s *Sweep, opt SweepOpt
 	}
 	workers = min(workers, max(len(units), 1))
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	rows := make([]Row, len(units))
 	done := make([]bool, len(units))
 	var (
-		mu       sync.Mutex
-		firstErr error
+		mu       sync.Mutex // serializes rows, done, Keep and Progress
 		finished int
 	)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				u := units[i]
-				row, res, err := runUnit(ctx, run, b, s, u, baseSeed)
-				mu.Lock()
-				if err != nil {
-					if firstErr == nil {
-						firstErr = err
-						cancel()
-					}
-				} else {
-					rows[i], done[i] = row, true
-					finished++
-					if opt.Keep != nil {
-						opt.Keep(u, res)
-					}
-					if opt.Progress != nil {
-						opt.Progress(finished, len(units))
-					}
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-feed:
-	for i := range units {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i, u := range units {
+		if gctx.Err() != nil {
+			break // the first error (or ctx) stops the units not yet started
 		}
+		g.Go(func() error {
+			if gctx.Err() != nil {
+				return nil // stopped while this unit waited for a worker
+			}
+			row, res, err := runUnit(gctx, run, b, s, u, baseSeed)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			rows[i], done[i] = row, true
+			finished++
+			if opt.Keep != nil {
+				opt.Keep(u, res)
+			}
+			if opt.Progress != nil {
+				opt.Progress(finished, len(units))
+			}
+			return nil
+		})
 	}
-	close(next)
-	wg.Wait()
+	firstErr := g.Wait()
 
 	out := rows[:0]
 	for i := range rows {

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/stormsim/stormsim/shard"
 	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stormsim/stormsim/internal/golden"
+	"github.com/stormsim/stormsim/shard"
 
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/topology"
@@ -115,8 +117,8 @@ func TestSweepGoldenFake(t *testing.T) {
 	if rows[0].Seed != 7 {
 		t.Errorf("replica 0 seed %d, want the scenario's 7", rows[0].Seed)
 	}
-	golden(t, "sweep.csv", sweepCSV(t, rows))
-	golden(t, "sweep-aggregate.csv", aggCSV(t, rows))
+	golden.Check(t, "testdata/sweep.csv", sweepCSV(t, rows))
+	golden.Check(t, "testdata/sweep-aggregate.csv", aggCSV(t, rows))
 }
 
 // The rows must not depend on the number of workers.
@@ -308,5 +310,61 @@ func TestSweepCancelled(t *testing.T) {
 	}
 	if len(rows) != 3 {
 		t.Errorf("%d rows, want the 3 units finished before the cancel", len(rows))
+	}
+}
+
+func TestSweepCheckBuilds(t *testing.T) {
+	vs := []Variant{{Name: Baseline}, {Name: "typo", Sets: []string{"services.dbb.workers=8"}}}
+	tests := []struct {
+		name string
+		s    Sweep
+		want string // "" for no error, else substrings of it
+	}{
+		{"all build", Sweep{Param: "workload.rate", Values: []string{"10", "20"}, Variants: vs[:1]}, ""},
+		{"bad value", Sweep{Param: "workload.rate", Values: []string{"10", "x"}, Variants: vs[:1]}, "variant baseline, --param workload.rate=x"},
+		{"bad variant", Sweep{Param: "workload.rate", Values: []string{"10"}, Variants: vs}, "variant typo, --param workload.rate=10"},
+		{"bad param", Sweep{Param: "workload.rat", Values: []string{"10"}, Variants: vs[:1]}, `unknown path "workload.rat"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.s.CheckBuilds(fakeBuild)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("err = %v, want none", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("err = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckWhole(t *testing.T) {
+	whole, err := RunSweep(context.Background(), fakeRunner, fakeBuild, testSweep(), SweepOptions{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(whole)
+	without := func(i int) []Row { return append(append([]Row(nil), whole[:i]...), whole[i+1:]...) }
+	tests := []struct {
+		name  string
+		rows  []Row
+		first int // -1: whole
+	}{
+		{"whole", whole, -1},
+		{"first missing", without(0), 0},
+		{"middle missing", without(5), 5},
+		{"last missing", without(n - 1), n - 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckWhole(tt.rows)
+			var inc *IncompleteSweepError
+			switch {
+			case tt.first < 0 && err != nil:
+				t.Errorf("err = %v, want none", err)
+			case tt.first >= 0 && (!errors.As(err, &inc) || inc.First != tt.first || inc.Want != n || inc.Have != n-1):
+				t.Errorf("err = %v, want unit %d of %d missing", err, tt.first, n)
+			}
+		})
 	}
 }

@@ -67,7 +67,9 @@
 //
 // # Concurrency
 //
-// Run calls its Runner from Options.Workers goroutines at once; everything
-// else happens in the caller's goroutine. Search, Outcome and Report are
-// plain values, safe to share once built.
+// Run calls its analysis.Runner from up to Options.Workers goroutines at
+// once (the evaluation pool, pool.go: an errgroup with that limit; the
+// first failure stops the runs not yet started); everything else happens
+// in the caller's goroutine. Search, Outcome and Report are plain values,
+// safe to share once built.
 package capacity

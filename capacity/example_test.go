@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stormsim/stormsim/analysis"
 	"github.com/stormsim/stormsim/capacity"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/topology"
@@ -47,14 +48,15 @@ func ExampleRecoveryLowerBound() {
 func ExampleRun() {
 	// A stand-in for the simulator: a queue whose p99 is 10ms/(1 − λ/1000),
 	// so p99 < 20ms holds up to λ = 500.
-	run := func(_ context.Context, sc *topology.Scenario) (*metrics.Result, error) {
+	run := analysis.RunnerFunc(func(_ context.Context, sc *topology.Scenario) (*metrics.Result, error) {
 		rho := sc.Workload.Rate / 1000
 		s := metrics.Summary{Status: "complete", Requests: metrics.Requests{Offered: 1000, Succeeded: 1000}}
 		s.LatencyMs.P99 = 10 / (1 - rho)
 		s.Services = []metrics.ServiceSummary{{Name: "db", Utilization: rho}}
 		return &metrics.Result{Summary: s}, nil
-	}
-	build := func(sets []string) (*topology.Scenario, error) {
+	})
+	// The scenario as written, with the search's overrides laid over it.
+	build := func(_ analysis.Variant, sets []string) (*topology.Scenario, error) {
 		sc := &topology.Scenario{Name: "example", Seed: 1, Services: []topology.Service{{Name: "db"}}}
 		for _, set := range sets {
 			if v, ok := strings.CutPrefix(set, "workload.rate="); ok {

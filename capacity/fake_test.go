@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stormsim/stormsim/analysis"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -31,8 +32,8 @@ func fakeBase() *topology.Scenario {
 }
 
 // fakeBuilder returns a Builder over fakeBase, with faults when withFaults.
-func fakeBuilder(withFaults bool, storm float64) Builder {
-	return func(sets []string) (*topology.Scenario, error) {
+func fakeBuilder(withFaults bool, storm float64) analysis.Builder {
+	return func(_ analysis.Variant, sets []string) (*topology.Scenario, error) {
 		sc := fakeBase()
 		if withFaults {
 			c := 0.5
@@ -66,8 +67,8 @@ func fakeBuilder(withFaults bool, storm float64) Builder {
 
 // fakeRunner is the fake system with lognormal noise of the given sigma;
 // calls counts its runs.
-func fakeRunner(noise float64, calls *atomic.Int64) Runner {
-	return func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
+func fakeRunner(noise float64, calls *atomic.Int64) analysis.Runner {
+	return analysis.RunnerFunc(func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
 		if calls != nil {
 			calls.Add(1)
 		}
@@ -120,7 +121,7 @@ func fakeRunner(noise float64, calls *atomic.Int64) Runner {
 			res.Summary.Amplification = 3
 		}
 		return res, nil
-	}
+	})
 }
 
 // fakeSLO is the objective of the fake tests: p99 under 20ms, so the

@@ -85,16 +85,7 @@ func PathOf(sc *topology.Scenario, path string) (k Kind, value float64, set bool
 	present := true
 	for i, seg := range segs {
 		at := strings.Join(segs[:i], ".")
-		for typ.Kind() == reflect.Pointer {
-			typ = typ.Elem()
-			if present {
-				if v.IsNil() {
-					present = false
-				} else {
-					v = v.Elem()
-				}
-			}
-		}
+		typ, v, present = deref(typ, v, present)
 		switch typ.Kind() {
 		case reflect.Struct:
 			idx, ok := yamlField(typ, seg)
@@ -124,16 +115,7 @@ func PathOf(sc *topology.Scenario, path string) (k Kind, value float64, set bool
 			return 0, 0, false, fmt.Errorf("path %s: %s is a single value; it has no %q", path, orRoot(at), seg)
 		}
 	}
-	for typ.Kind() == reflect.Pointer {
-		typ = typ.Elem()
-		if present {
-			if v.IsNil() {
-				present = false
-			} else {
-				v = v.Elem()
-			}
-		}
-	}
+	typ, v, present = deref(typ, v, present)
 	switch {
 	case typ == durationType:
 		k = Duration
@@ -210,4 +192,21 @@ func yamlField(t reflect.Type, name string) ([]int, bool) {
 		}
 	}
 	return nil, false
+}
+
+// deref follows pointer types to the type they point to and, while the
+// value is present, the value along with them: a nil pointer makes it
+// absent (the path exists in the schema, not in this scenario).
+func deref(typ reflect.Type, v reflect.Value, present bool) (reflect.Type, reflect.Value, bool) {
+	for typ.Kind() == reflect.Pointer {
+		typ = typ.Elem()
+		if present {
+			if v.IsNil() {
+				present = false
+			} else {
+				v = v.Elem()
+			}
+		}
+	}
+	return typ, v, present
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stormsim/stormsim/analysis"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -68,9 +69,10 @@ func DefaultRange(path string, k Kind, current float64) (lo, hi float64, err err
 
 // Plan is a capacity study: the capacity search, what-if solves, or both.
 type Plan struct {
-	// Base is the scenario as loaded; Build lays overrides over it.
+	// Base is the scenario as loaded; Build lays overrides over it (the
+	// baseline variant with extra overrides, analysis.ScenarioBuilder).
 	Base  *topology.Scenario
-	Build Builder
+	Build analysis.Builder
 	// Search is the capacity search (Param, range, SLO, replicas,
 	// confidence, detector); solves copy everything but Param and range.
 	// An empty range means DefaultRange around Param's current value.
@@ -83,7 +85,7 @@ type Plan struct {
 }
 
 // Run runs the plan. Progress covers every search of the plan.
-func (p *Plan) Run(ctx context.Context, run Runner, opt Options) (*Report, error) {
+func (p *Plan) Run(ctx context.Context, run analysis.Runner, opt Options) (*Report, error) {
 	s := p.Search
 	k, cur, _, err := PathOf(p.Base, s.Param)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/stormsim/stormsim/metrics"
 )
 
 // Report is everything `stormsim capacity` says: the capacity search and
@@ -253,21 +255,21 @@ func (r *Report) unit() string {
 
 // WriteText writes the report for people.
 func (r *Report) WriteText(w io.Writer) error {
-	bw := &errWriter{w: w}
+	bw := metrics.NewErrWriter(w)
 	if o := r.Capacity; o != nil {
 		r.writeCapacity(bw, o)
 	}
 	for i, s := range r.Solves {
 		if i == 0 {
 			if r.Capacity != nil {
-				bw.printf("\n")
+				bw.Printf("\n")
 			}
-			bw.printf("what-if at %s=%s (smallest or largest setting that meets the SLO):\n", r.Param, strconv.FormatFloat(s.Target, 'g', -1, 64))
+			bw.Printf("what-if at %s=%s (smallest or largest setting that meets the SLO):\n", r.Param, strconv.FormatFloat(s.Target, 'g', -1, 64))
 		}
-		bw.printf("  %s%s\n", map[bool]string{true: "", false: "or "}[i == 0], s.Sentence())
+		bw.Printf("  %s%s\n", map[bool]string{true: "", false: "or "}[i == 0], s.Sentence())
 	}
 	if len(r.Solves) > 0 {
-		bw.printf("\n")
+		bw.Printf("\n")
 		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "path\tanswer\tholds at\tnot shown at\tfails at\tbound\truns\n")
 		for _, s := range r.Solves {
@@ -278,7 +280,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		tw.Flush()
 	}
-	return bw.err
+	return bw.Err()
 }
 
 func orDash(s string) string {
@@ -319,32 +321,32 @@ func (s Solve) Sentence() string {
 	return fmt.Sprintf("%s %s (%s is not shown to hold; %d runs)", s.Path, s.Short(), f(a.NotShownAt), o.Runs)
 }
 
-func (r *Report) writeCapacity(bw *errWriter, o *Outcome) {
+func (r *Report) writeCapacity(bw *metrics.ErrWriter, o *Outcome) {
 	s := o.Search
 	f := s.valueFormat()
 	u := r.unit()
-	bw.printf("capacity of %s: %s=%s:%s, SLO %s, %d replicas per point\n", r.Scenario, s.Param, f(s.Lo), f(s.Hi), s.SLO, s.Replicas)
-	bw.printf("rule: %s\n\n", s.Rule(o.HasFaults))
+	bw.Printf("capacity of %s: %s=%s:%s, SLO %s, %d replicas per point\n", r.Scenario, s.Param, f(s.Lo), f(s.Hi), s.SLO, s.Replicas)
+	bw.Printf("rule: %s\n\n", s.Rule(o.HasFaults))
 	a := o.Answer()
 	conf := pct(s.Confidence)
 	switch a.Status {
 	case "bracketed":
-		bw.printf("capacity: holds at %s%s with %s confidence", f(a.HoldsAt), u, conf)
+		bw.Printf("capacity: holds at %s%s with %s confidence", f(a.HoldsAt), u, conf)
 		if pp := o.PassPoint(); o.HasFaults && pp != nil {
-			bw.printf(" in the steady-state SLO and %d of %d replicas recovering", pp.Recovered, len(pp.Replicas))
+			bw.Printf(" in the steady-state SLO and %d of %d replicas recovering", pp.Recovered, len(pp.Replicas))
 		}
-		bw.printf("; not shown to hold at %s%s", f(a.NotShownAt), u)
+		bw.Printf("; not shown to hold at %s%s", f(a.NotShownAt), u)
 		if !math.IsNaN(a.FailsAt) && a.FailsAt != a.NotShownAt {
-			bw.printf("; fails at %s%s", f(a.FailsAt), u)
+			bw.Printf("; fails at %s%s", f(a.FailsAt), u)
 		}
-		bw.printf("\n")
+		bw.Printf("\n")
 	case "holds everywhere":
-		bw.printf("capacity: at least %s%s: the SLO holds across the range (raise --range)\n", f(a.HoldsAt), u)
+		bw.Printf("capacity: at least %s%s: the SLO holds across the range (raise --range)\n", f(a.HoldsAt), u)
 	default:
-		bw.printf("capacity: below %s%s: the SLO is not shown to hold anywhere in the range (lower --range)\n", f(s.Lo), u)
+		bw.Printf("capacity: below %s%s: the SLO is not shown to hold anywhere in the range (lower --range)\n", f(s.Lo), u)
 	}
 	if fp := o.FailPoint(); fp != nil {
-		bw.printf("bound by: %s at %s%s", o.Bound(), f(fp.Value), u)
+		bw.Printf("bound by: %s at %s%s", o.Bound(), f(fp.Value), u)
 		var why []string
 		for _, t := range fp.Terms {
 			if t.Verdict != Holds {
@@ -355,49 +357,49 @@ func (r *Report) writeCapacity(bw *errWriter, o *Outcome) {
 			why = append(why, fmt.Sprintf("recovered in %d of %d replicas", fp.Recovered, len(fp.Replicas)))
 		}
 		if len(why) > 0 {
-			bw.printf(": %s", strings.Join(why, "; "))
+			bw.Printf(": %s", strings.Join(why, "; "))
 		}
-		bw.printf("\n")
+		bw.Printf("\n")
 	}
 	if st, ok := o.SteadyHoldsTo(); ok && o.Bound() == "recovery" {
-		bw.printf("steady state alone: holds at least to %s%s", f(st), u)
+		bw.Printf("steady state alone: holds at least to %s%s", f(st), u)
 		if !math.IsNaN(a.FailsAt) {
-			bw.printf("; with the faults the SLO fails at %s%s, %s lower", f(a.FailsAt), u, pct(math.Abs(st-a.FailsAt)/st))
+			bw.Printf("; with the faults the SLO fails at %s%s, %s lower", f(a.FailsAt), u, pct(math.Abs(st-a.FailsAt)/st))
 		}
-		bw.printf("\n")
+		bw.Printf("\n")
 	}
 	if o.HasFaults {
-		bw.printf("recovery: judged after %s, within %v of its end\n", o.Trigger.Label, s.withDefaults().Detector.RecoveryBound)
+		bw.Printf("recovery: judged after %s, within %v of its end\n", o.Trigger.Label, s.withDefaults().Detector.RecoveryBound)
 	} else {
-		bw.printf("recovery: not checked (the scenario has no faults)\n")
+		bw.Printf("recovery: not checked (the scenario has no faults)\n")
 	}
 	if h, ok := r.Headroom(); ok {
 		cur := strconv.FormatFloat(r.Current, 'g', -1, 64)
 		if h >= 0 {
-			bw.printf("headroom: the scenario's %s%s is %s below capacity (capacity is %.2f× it)\n", cur, u, pct(h/(1+h)), 1+h)
+			bw.Printf("headroom: the scenario's %s%s is %s below capacity (capacity is %.2f× it)\n", cur, u, pct(h/(1+h)), 1+h)
 		} else {
-			bw.printf("headroom: NONE: the scenario's %s%s is %s above capacity\n", cur, u, pct(-h/(1+h)))
+			bw.Printf("headroom: NONE: the scenario's %s%s is %s above capacity\n", cur, u, pct(-h/(1+h)))
 		}
 	}
 	if pp := o.PassPoint(); pp != nil {
-		bw.printf("amplification at %s%s: %.2f in steady state (%s of attempts at the busiest hop are retries)", f(pp.Value), u, pp.Amplification, pct(RetryShare(pp.Amplification)))
+		bw.Printf("amplification at %s%s: %.2f in steady state (%s of attempts at the busiest hop are retries)", f(pp.Value), u, pp.Amplification, pct(RetryShare(pp.Amplification)))
 		if o.HasFaults {
-			bw.printf(", %.2f with the faults (%s)", pp.FaultAmplification, pct(RetryShare(pp.FaultAmplification)))
+			bw.Printf(", %.2f with the faults (%s)", pp.FaultAmplification, pct(RetryShare(pp.FaultAmplification)))
 		}
-		bw.printf("\n")
+		bw.Printf("\n")
 	}
 	if b, ok := o.Bottleneck(); ok {
 		with := ""
 		if b.WithFaults {
 			with = ", with the faults"
 		}
-		bw.printf("bottleneck: %s (utilization %s, mean queue %.3g at %s%s%s", b.Service, pct(b.Utilization), b.QueueMean, f(b.At), u, with)
+		bw.Printf("bottleneck: %s (utilization %s, mean queue %.3g at %s%s%s", b.Service, pct(b.Utilization), b.QueueMean, f(b.At), u, with)
 		if b.QueueGrowth != 0 {
-			bw.printf(", %+.3g from the holding point", b.QueueGrowth)
+			bw.Printf(", %+.3g from the holding point", b.QueueGrowth)
 		}
-		bw.printf(")\n")
+		bw.Printf(")\n")
 	}
-	bw.printf("\n")
+	bw.Printf("\n")
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "%s\tverdict\t", s.Param)
 	for _, t := range s.SLO {
@@ -423,7 +425,7 @@ func (r *Report) writeCapacity(bw *errWriter, o *Outcome) {
 		fmt.Fprintf(tw, "%.3g\n", p.Amplification)
 	}
 	tw.Flush()
-	bw.printf("\nruns: %d simulations (%d points: the two ends and %d bisection steps)\n", o.Runs, len(o.Points), o.Steps)
+	bw.Printf("\nruns: %d simulations (%d points: the two ends and %d bisection steps)\n", o.Runs, len(o.Points), o.Steps)
 }
 
 // farBound is the confidence bound that must meet the threshold.
@@ -433,22 +435,6 @@ func farBound(t TermStat) float64 {
 	}
 	return t.Lower
 }
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
-}
-
-func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, args...) }
 
 // jsonNum writes NaN and ±Inf as null.
 type jsonNum float64

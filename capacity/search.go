@@ -5,24 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
-	"sync"
-	"time"
 
 	"github.com/stormsim/stormsim/analysis"
-	"github.com/stormsim/stormsim/metrics"
-	"github.com/stormsim/stormsim/topology"
 )
-
-// Runner runs one scenario to its result. The command line passes the
-// simulator (sim.Run); tests pass fakes. It must be safe for concurrent use
-// when Options.Workers > 1; each call gets its own Scenario.
-type Runner func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error)
-
-// Builder builds a fresh scenario with overrides (path=value, the --set
-// syntax) laid over the base scenario, for example topology.Scenario.WithSets.
-type Builder func(sets []string) (*topology.Scenario, error)
 
 // Orientation says on which side of the boundary the SLO holds.
 type Orientation int
@@ -186,111 +172,6 @@ func (s Search) Runs(value float64, faults bool) []RunSpec {
 	return out
 }
 
-// Options control how a search runs; none changes its outcome.
-type Options struct {
-	// Workers run a step's runs in parallel; 0 means GOMAXPROCS.
-	Workers int
-	// Progress, if not nil, is called after every run with the runs done
-	// and an upper bound on the runs the search will take. Calls are
-	// serialized.
-	Progress func(done, total int)
-	// Exchange, if not nil, shares the search with other processes: this
-	// one runs only the runs of each step it owns and gets the others'
-	// results from the exchange (see Exchange).
-	Exchange Exchange
-	// Key prefixes the step names given to Exchange, to tell apart several
-	// searches sharing one exchange (Plan sets it).
-	Key string
-}
-
-// Exchange splits the runs of every search step between processes — the
-// shards of a Kubernetes Indexed Job, say. Since the runs of a step are a
-// pure function of the inputs and of the verdicts of the steps before it,
-// every shard computes the same list; each runs the runs it owns, the
-// exchange gives every shard all of the step's results, and every shard
-// then reaches the same verdicts and takes the same next step. The
-// outcome is identical to the unsharded one.
-type Exchange interface {
-	// Owns reports whether this process runs run k (0-based) of a step.
-	Owns(k int) bool
-	// Share publishes this process's results of the step named key and
-	// returns every result of the step, by run index, once all total are
-	// available.
-	Share(ctx context.Context, key string, mine map[int]RunRecord, total int) (map[int]RunRecord, error)
-}
-
-// Recaller is an Exchange that remembers what this process shared before
-// it was restarted: Recall returns this process's own results of a step of
-// total runs when it has them, and the step is not run again.
-type Recaller interface {
-	Recall(key string, total int) (map[int]RunRecord, bool)
-}
-
-// ServiceLoad is one service's load at a point, averaged over the
-// steady-state replicas.
-type ServiceLoad struct {
-	Name          string  `json:"name"`
-	Utilization   float64 `json:"utilization"`
-	QueueMean     float64 `json:"queue_mean"`
-	Amplification float64 `json:"amplification"`
-}
-
-// Replica is what one replica showed at a point.
-type Replica struct {
-	Replica int    `json:"replica"`
-	Seed    uint64 `json:"seed"`
-	// Status is the steady-state run's status; a diverged run fails.
-	Status string `json:"status"`
-	// Values are the SLO terms' metrics in the steady-state run.
-	Values []float64 `json:"values"`
-	// Recovery is the recovery run's verdict (nil without faults).
-	Recovery *analysis.Verdict `json:"-"`
-	// Recovered reports Recovery.Recovers (false when nil).
-	Recovered bool `json:"recovered"`
-	// FaultAmplification is the recovery run's amplification.
-	FaultAmplification float64 `json:"fault_amplification,omitempty"`
-	// RecoveryNote says why recovery could not be judged (a baseline too
-	// noisy before the fault); the replica then counts as not recovered.
-	RecoveryNote string `json:"recovery_note,omitempty"`
-
-	// series is the recovery run as the detector read it, for plots.
-	series *analysis.Series
-}
-
-// RecoverySeries returns the recovery run's goodput and amplification as
-// the detector read them (nil without faults or for a diverged run).
-func (r *Replica) RecoverySeries() *analysis.Series { return r.series }
-
-// Point is the evaluation of one value of the parameter.
-type Point struct {
-	Value float64 `json:"value"`
-	// Step is the search step that evaluated it (0 for the two ends).
-	Step     int       `json:"step"`
-	Replicas []Replica `json:"replicas"`
-	// Terms judges each SLO term across the steady-state replicas.
-	Terms []TermStat `json:"terms"`
-	// Steady is the SLO's verdict in steady state: holds when every term
-	// holds, fails when a term fails or a replica diverged.
-	Steady Verdict `json:"steady"`
-	// Recovery is the verdict after the faults: holds when every replica
-	// recovered, fails when none or fewer than half did (always holds
-	// without faults).
-	Recovery Verdict `json:"recovery"`
-	// Recovered counts the replicas that recovered.
-	Recovered int `json:"recovered"`
-	// Verdict combines both: holds when both hold, fails when either
-	// fails.
-	Verdict       Verdict       `json:"verdict"`
-	Amplification float64       `json:"amplification"`
-	Goodput       float64       `json:"goodput_rps"`
-	Services      []ServiceLoad `json:"services"`
-	// FaultServices are the same figures in the recovery runs (over the
-	// whole run, fault included).
-	FaultServices []ServiceLoad `json:"fault_services,omitempty"`
-	// FaultAmplification is the mean amplification of the recovery runs.
-	FaultAmplification float64 `json:"fault_amplification,omitempty"`
-}
-
 // Outcome is the result of a search.
 type Outcome struct {
 	Search Search `json:"-"`
@@ -351,36 +232,50 @@ func (o *Outcome) Bound() string {
 // unsure point is on the failing side), so the answer errs low. Unless
 // PassOnly, a second bisection then narrows the gap between the answer's
 // first point not shown to hold and the nearest point shown to fail.
-func Run(ctx context.Context, run Runner, build Builder, s Search, opt Options) (*Outcome, error) {
-	if err := s.Validate(); err != nil {
+func Run(ctx context.Context, run analysis.Runner, build analysis.Builder, s Search, opt Options) (*Outcome, error) {
+	e, base, err := newEvaluator(run, build, s, opt)
+	if err != nil {
 		return nil, err
 	}
-	s = s.withDefaults()
-	base, err := build(s.Fixed)
-	if err != nil {
-		return nil, fmt.Errorf("capacity: %w", err)
-	}
+	s = e.s
 	if err := s.SLO.Check(base); err != nil {
 		return nil, err
 	}
-	e := &evaluator{run: run, build: build, s: s, opt: opt, seed: base.Seed, faults: len(base.Faults) > 0}
 	out := &Outcome{Search: s, Pass: -1, Fail: -1, HasFaults: e.faults}
 	if e.faults {
 		if out.Trigger, err = checkFaults(base); err != nil {
 			return nil, err
 		}
 	}
-	per := len(s.Runs(s.Lo, e.faults))
-	e.total = per * (2 + s.MaxSteps())
+	e.total = len(s.Runs(s.Lo, e.faults)) * (2 + s.MaxSteps())
 
 	ends, err := e.points(ctx, 0, s.Lo, s.Hi)
 	if err != nil {
 		return nil, err
 	}
-	lo, hi := ends[0], ends[1]
-	out.Points = append(out.Points, lo, hi)
+	out.Points = append(out.Points, ends...)
+	o, pass, fail, bracketed := orient(s, ends[0], ends[1])
+	out.Orientation = o
+	if bracketed {
+		if pass, fail, err = e.narrow(ctx, out, pass, fail); err != nil {
+			return nil, err
+		}
+	}
+	out.Runs = e.runs
+	out.finish()
+	if bracketed {
+		out.bracket(pass, fail)
+	}
+	return out, nil
+}
+
+// orient decides the orientation from the verdicts at the two ends of the
+// range and, when the ends bracket a boundary, returns its holding end
+// (pass) and its other end (fail). Without a bracket — the SLO holds
+// across the range, or nowhere in it, or at the wrong end — ok is false.
+func orient(s Search, lo, hi Point) (o Orientation, pass, fail float64, ok bool) {
 	loOK, hiOK := lo.Verdict == Holds, hi.Verdict == Holds
-	o := s.Orientation
+	o = s.Orientation
 	if o == Auto {
 		switch {
 		case loOK && !hiOK:
@@ -389,48 +284,48 @@ func Run(ctx context.Context, run Runner, build Builder, s Search, opt Options) 
 			o = HoldsAbove
 		}
 	}
-	out.Orientation = o
-	var pass, fail float64
 	switch {
 	case o == HoldsBelow && loOK && !hiOK:
-		pass, fail = s.Lo, s.Hi
+		return o, s.Lo, s.Hi, true
 	case o == HoldsAbove && hiOK && !loOK:
-		pass, fail = s.Hi, s.Lo
-	default:
-		// No bracket: the SLO holds across the range, or nowhere in it, or
-		// at the wrong end. Report the ends as they are.
-		out.Runs = e.runs
-		out.finish()
-		return out, nil
+		return o, s.Hi, s.Lo, true
 	}
-	// Phase 1: where the SLO stops being shown to hold. Unsure points
-	// count as not holding.
+	return o, 0, 0, false
+}
+
+// narrow bisects the bracket (pass, fail) in two phases and returns the
+// boundary's holding side and its other side (on an error, the bracket as
+// far as it got). Phase 1 finds where the SLO stops being shown to hold
+// (unsure points count as not holding); unless PassOnly, phase 2 then
+// narrows the gap between that point and the nearest point shown to fail.
+func (e *evaluator) narrow(ctx context.Context, out *Outcome, pass, fail float64) (float64, float64, error) {
 	step := 1
-	pass, fail, err = e.bisect(ctx, out, &step, pass, fail, func(p Point) bool { return p.Verdict == Holds })
+	pass, fail, err := e.bisect(ctx, out, &step, pass, fail, func(p Point) bool { return p.Verdict == Holds })
 	if err != nil {
-		return nil, err
+		return pass, fail, err
 	}
-	// Phase 2: where it is shown to fail, between the last point not
-	// shown to hold and the nearest point shown to fail.
-	if !s.PassOnly {
-		sure, ok := nearestFailing(out.Points, fail, o)
-		if ok && sure != fail {
-			if _, _, err = e.bisect(ctx, out, &step, fail, sure, func(p Point) bool { return p.Verdict != Fails }); err != nil {
-				return nil, err
-			}
+	if e.s.PassOnly {
+		return pass, fail, nil
+	}
+	sure, ok := nearestFailing(out.Points, fail, out.Orientation)
+	if ok && sure != fail {
+		if _, _, err = e.bisect(ctx, out, &step, fail, sure, func(p Point) bool { return p.Verdict != Fails }); err != nil {
+			return pass, fail, err
 		}
 	}
-	out.Runs = e.runs
-	out.finish()
-	for i, p := range out.Points {
+	return pass, fail, nil
+}
+
+// bracket points Pass and Fail at the evaluated points of those values.
+func (o *Outcome) bracket(pass, fail float64) {
+	for i, p := range o.Points {
 		if p.Value == pass {
-			out.Pass = i
+			o.Pass = i
 		}
 		if p.Value == fail {
-			out.Fail = i
+			o.Fail = i
 		}
 	}
-	return out, nil
 }
 
 // bisect narrows the bracket (good, bad) until it is no wider than the
@@ -481,25 +376,6 @@ func nearestFailing(points []Point, from float64, o Orientation) (float64, bool)
 	return best, ok
 }
 
-// Evaluate judges the given values of the search's parameter as the search
-// would, each with all its replicas: the building block of Run, exposed so
-// that an answer can be checked (a solve's value and the one next to it)
-// and so that a step can be run elsewhere.
-func Evaluate(ctx context.Context, run Runner, build Builder, s Search, opt Options, values ...float64) ([]Point, error) {
-	if err := s.Validate(); err != nil {
-		return nil, err
-	}
-	s = s.withDefaults()
-	base, err := build(s.Fixed)
-	if err != nil {
-		return nil, fmt.Errorf("capacity: %w", err)
-	}
-	e := &evaluator{run: run, build: build, s: s, opt: opt, seed: base.Seed, faults: len(base.Faults) > 0}
-	e.total = len(values) * len(s.Runs(s.Lo, e.faults))
-	return e.points(ctx, 0, values...)
-}
-
-// finish sorts the points by value and, when there is no bracket, points
 // Pass/Fail at what the ends showed.
 func (o *Outcome) finish() {
 	slices.SortStableFunc(o.Points, func(a, b Point) int {
@@ -514,30 +390,21 @@ func (o *Outcome) finish() {
 	if len(o.Points) != 2 {
 		return
 	}
-	// Two ends only: name whatever boundary the orientation implies.
+	// Two ends only: name whatever boundary the orientation implies,
+	// looking first at the end where the SLO should hold.
 	lo, hi := 0, 1
 	switch o.Orientation {
-	case HoldsBelow:
-		if o.Points[lo].Verdict == Holds {
-			o.Pass = lo
-		} else {
-			o.Fail = lo
+	case HoldsBelow, HoldsAbove:
+		ends := [2]int{lo, hi}
+		if o.Orientation == HoldsAbove {
+			ends = [2]int{hi, lo}
 		}
-		if o.Points[hi].Verdict == Holds {
-			o.Pass = hi
-		} else if o.Fail < 0 {
-			o.Fail = hi
-		}
-	case HoldsAbove:
-		if o.Points[hi].Verdict == Holds {
-			o.Pass = hi
-		} else {
-			o.Fail = hi
-		}
-		if o.Points[lo].Verdict == Holds {
-			o.Pass = lo
-		} else if o.Fail < 0 {
-			o.Fail = lo
+		for _, i := range ends {
+			if o.Points[i].Verdict == Holds {
+				o.Pass = i
+			} else if o.Fail < 0 {
+				o.Fail = i
+			}
 		}
 	default:
 		// Undecided orientation: both ends hold (any value will do; the
@@ -546,352 +413,4 @@ func (o *Outcome) finish() {
 			o.Pass = lo
 		}
 	}
-}
-
-// evaluator runs the points of one search.
-type evaluator struct {
-	run    Runner
-	build  Builder
-	s      Search
-	opt    Options
-	seed   uint64
-	faults bool
-
-	// runs counts the runs of the search (all shards'); known, the runs
-	// whose results this process has, for Progress.
-	runs, total int
-	mu          sync.Mutex
-	known       int
-}
-
-// progress records n more known results and reports them.
-func (e *evaluator) progress(n int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.known += n
-	if e.opt.Progress != nil {
-		e.opt.Progress(e.known, e.total)
-	}
-}
-
-// points evaluates values (one search step) with all their runs in
-// parallel, and judges each.
-func (e *evaluator) points(ctx context.Context, step int, values ...float64) ([]Point, error) {
-	var specs []RunSpec
-	for _, v := range values {
-		specs = append(specs, e.s.Runs(v, e.faults)...)
-	}
-	results := make([]runResult, len(specs))
-	var owned []int
-	for i := range specs {
-		if e.opt.Exchange == nil || e.opt.Exchange.Owns(i) {
-			owned = append(owned, i)
-		}
-	}
-	key := fmt.Sprintf("%sstep-%d", e.opt.Key, step)
-	if r, ok := e.opt.Exchange.(Recaller); ok {
-		// A shard restarted after a failure takes up its own finished
-		// steps instead of running them again.
-		if mine, ok := r.Recall(key, len(specs)); ok {
-			for k, rec := range mine {
-				results[k] = runResult{spec: specs[k], RunRecord: rec}
-			}
-			e.progress(len(mine))
-			owned = nil
-		}
-	}
-	workers := e.opt.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = max(1, min(workers, len(owned)))
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				results[i] = e.one(ctx, specs[i])
-				if results[i].err != nil {
-					cancel(results[i].err)
-					continue
-				}
-				e.progress(1)
-			}
-		}()
-	}
-feed:
-	for _, i := range owned {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
-		// The first failure cancelled the others: report it, not them.
-		for _, r := range results {
-			if r.err != nil && errors.Is(err, r.err) {
-				return nil, r.err
-			}
-		}
-		return nil, fmt.Errorf("capacity: %w", err)
-	}
-	if x := e.opt.Exchange; x != nil {
-		mine := make(map[int]RunRecord)
-		for i := range specs {
-			if x.Owns(i) {
-				mine[i] = results[i].RunRecord
-			}
-		}
-		all, err := x.Share(ctx, key, mine, len(specs))
-		if err != nil {
-			return nil, fmt.Errorf("capacity: %s: %w", key, err)
-		}
-		for i := range specs {
-			rec, ok := all[i]
-			if !ok {
-				return nil, fmt.Errorf("capacity: %s: the exchange returned no result for run %d of %d", key, i, len(specs))
-			}
-			results[i] = runResult{spec: specs[i], RunRecord: rec}
-		}
-		e.progress(len(specs) - len(mine))
-	}
-	e.runs += len(specs)
-	out := make([]Point, len(values))
-	per := len(specs) / len(values)
-	for i, v := range values {
-		out[i] = e.judge(step, v, results[i*per:(i+1)*per])
-	}
-	return out, nil
-}
-
-// RunRecord is what one run contributes to the judgement of its point: the
-// part of its result that Exchange passes between processes, as JSON.
-type RunRecord struct {
-	Seed    uint64          `json:"seed"`
-	Summary metrics.Summary `json:"summary"`
-	// Verdict is the recovery run's verdict (nil for a steady-state run).
-	Verdict *analysis.Verdict `json:"verdict,omitempty"`
-	// Series is the recovery run as the detector read it.
-	Series *analysis.Series `json:"series,omitempty"`
-	// Note says why recovery could not be judged.
-	Note string `json:"note,omitempty"`
-}
-
-// runResult is one finished run of a point.
-type runResult struct {
-	spec RunSpec
-	RunRecord
-	err error
-}
-
-// one builds and runs one spec, and for a recovery run judges recovery.
-func (e *evaluator) one(ctx context.Context, spec RunSpec) runResult {
-	where := fmt.Sprintf("capacity: %s=%s replica %d", e.s.Param, e.s.Kind.Format(spec.Value), spec.Replica)
-	if spec.Faults {
-		where += " (with faults)"
-	}
-	sc, err := e.build(spec.Sets)
-	if err != nil {
-		return runResult{err: fmt.Errorf("%s: %w", where, err)}
-	}
-	sc.Seed = analysis.ReplicaSeed(e.seed, spec.Replica)
-	// Capacity is about a constant load: a rate schedule would override
-	// the searched rate, so both runs drop it.
-	sc.Workload.Schedule = nil
-	var trig analysis.Trigger
-	if spec.Faults {
-		if trig, err = analysis.TriggerOf(sc); err != nil {
-			return runResult{err: fmt.Errorf("%s: %w", where, err)}
-		}
-		sc.Duration = max(sc.Duration, RecoveryDuration(sc, trig, e.s.Detector))
-	} else {
-		sc.Faults = nil
-	}
-	res, err := e.run(ctx, sc)
-	if err != nil || res == nil || ctx.Err() != nil {
-		if err == nil {
-			err = context.Cause(ctx)
-		}
-		if err == nil {
-			err = errors.New("runner returned no result")
-		}
-		return runResult{err: fmt.Errorf("%s: %w", where, err)}
-	}
-	rr := runResult{spec: spec, RunRecord: RunRecord{Seed: sc.Seed, Summary: res.Summary}}
-	if !spec.Faults {
-		return rr
-	}
-	v := analysis.Verdict{Trigger: trig}
-	if res.Summary.Status != "diverged" {
-		series, err := analysis.SeriesOf(res, sc.Duration)
-		if err != nil {
-			return runResult{err: fmt.Errorf("%s: %w", where, err)}
-		}
-		rr.Series = &series
-		if v, err = analysis.Detect(series, sc.Warmup, trig, e.s.Detector); err != nil {
-			// The run's shape was checked before the search (checkFaults),
-			// so what remains is a baseline too noisy or too empty to
-			// judge: the system was not steady before the fault, which
-			// is no recovery.
-			v = analysis.Verdict{Trigger: trig}
-			rr.Note = err.Error()
-		}
-	}
-	rr.Verdict = &v
-	return rr
-}
-
-// checkFaults finds the scenario's trigger and checks that the detector
-// can judge it: at least two whole intervals between the warm-up and the
-// first fault, for a baseline.
-func checkFaults(sc *topology.Scenario) (analysis.Trigger, error) {
-	t, err := analysis.TriggerOf(sc)
-	if err != nil {
-		return t, fmt.Errorf("capacity: %w", err)
-	}
-	iv := sc.Interval
-	if iv <= 0 {
-		iv = time.Second
-	}
-	first := (sc.Warmup + iv - 1) / iv * iv // the first whole interval after the warm-up
-	if first+2*iv > t.Start {
-		return t, fmt.Errorf("capacity: %s: faults start at %v, but judging recovery needs a baseline of two whole %v intervals between the warm-up (%v) and the first fault", sc.Name, t.Start, iv, sc.Warmup)
-	}
-	return t, nil
-}
-
-// addLoads adds each service's figures into loads, keeping first-seen order
-// in names.
-func addLoads(loads map[string]*ServiceLoad, names []string, svcs []metrics.ServiceSummary) []string {
-	for _, svc := range svcs {
-		l, ok := loads[svc.Name]
-		if !ok {
-			l = &ServiceLoad{Name: svc.Name}
-			loads[svc.Name] = l
-			names = append(names, svc.Name)
-		}
-		l.Utilization += svc.Utilization
-		l.QueueMean += svc.QueueMean
-		l.Amplification += svc.Amplification
-	}
-	return names
-}
-
-// meanLoads divides the summed figures by n, in names order.
-func meanLoads(loads map[string]*ServiceLoad, names []string, n float64) []ServiceLoad {
-	var out []ServiceLoad
-	for _, name := range names {
-		l := loads[name]
-		out = append(out, ServiceLoad{Name: name, Utilization: l.Utilization / n, QueueMean: l.QueueMean / n, Amplification: l.Amplification / n})
-	}
-	return out
-}
-
-// RecoveryDuration is the arrival window a recovery run needs for the
-// detector to judge it: the trigger's end, plus the recovery bound, plus
-// K+1 intervals.
-func RecoveryDuration(sc *topology.Scenario, t analysis.Trigger, cfg analysis.DetectorConfig) time.Duration {
-	cfg = cfg.WithDefaults()
-	iv := sc.Interval
-	if iv <= 0 {
-		iv = time.Second
-	}
-	return t.End + cfg.RecoveryBound + time.Duration(cfg.Consecutive+1)*iv
-}
-
-// judge turns a point's runs into its verdicts.
-func (e *evaluator) judge(step int, value float64, runs []runResult) Point {
-	s := e.s
-	p := Point{Value: value, Step: step, Steady: Holds, Recovery: Holds}
-	byReplica := map[int]int{}
-	loads, faultLoads := map[string]*ServiceLoad{}, map[string]*ServiceLoad{}
-	var names, faultNames []string
-	diverged := false
-	for _, r := range runs {
-		idx, ok := byReplica[r.spec.Replica]
-		if !ok {
-			idx = len(p.Replicas)
-			p.Replicas = append(p.Replicas, Replica{Replica: r.spec.Replica, Seed: r.Seed})
-			byReplica[r.spec.Replica] = idx
-		}
-		rep := &p.Replicas[idx]
-		if r.spec.Faults {
-			rep.Recovery = r.Verdict
-			rep.Recovered = r.Verdict != nil && r.Verdict.Recovers
-			rep.FaultAmplification = r.Summary.Amplification
-			rep.RecoveryNote = r.Note
-			if rep.Recovered {
-				p.Recovered++
-			}
-			p.FaultAmplification += r.Summary.Amplification
-			rep.series = r.Series
-			faultNames = addLoads(faultLoads, faultNames, r.Summary.Services)
-			continue
-		}
-		sum := r.Summary
-		rep.Status = sum.Status
-		if sum.Status == "diverged" {
-			diverged = true
-		}
-		for _, t := range s.SLO {
-			v, err := t.Value(&sum)
-			if err != nil {
-				v = math.NaN() // Check rejected absent services; a run may still drop one
-			}
-			rep.Values = append(rep.Values, v)
-		}
-		p.Amplification += sum.Amplification
-		p.Goodput += sum.GoodputRPS
-		names = addLoads(loads, names, sum.Services)
-	}
-	n := float64(len(p.Replicas))
-	p.Amplification /= n
-	p.Goodput /= n
-	p.Services = meanLoads(loads, names, n)
-	p.FaultServices = meanLoads(faultLoads, faultNames, n)
-	level := s.TermLevel()
-	for i, t := range s.SLO {
-		vals := make([]float64, len(p.Replicas))
-		for j, rep := range p.Replicas {
-			vals[j] = rep.Values[i]
-		}
-		ts := judgeTerm(t, vals, level)
-		p.Terms = append(p.Terms, ts)
-		switch {
-		case ts.Verdict == Fails:
-			p.Steady = Fails
-		case ts.Verdict == Unsure && p.Steady == Holds:
-			p.Steady = Unsure
-		}
-	}
-	if diverged {
-		p.Steady = Fails
-	}
-	if e.faults {
-		p.FaultAmplification /= n
-		switch {
-		case p.Recovered == len(p.Replicas):
-			p.Recovery = Holds
-		case 2*p.Recovered < len(p.Replicas):
-			p.Recovery = Fails
-		default:
-			p.Recovery = Unsure
-		}
-	}
-	switch {
-	case p.Steady == Holds && p.Recovery == Holds:
-		p.Verdict = Holds
-	case p.Steady == Fails || p.Recovery == Fails:
-		p.Verdict = Fails
-	default:
-		p.Verdict = Unsure
-	}
-	return p
 }

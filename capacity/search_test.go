@@ -209,7 +209,7 @@ func TestSearchNoBracket(t *testing.T) {
 
 func TestSearchErrors(t *testing.T) {
 	boom := errors.New("boom")
-	failing := func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) { return nil, boom }
+	failing := analysis.RunnerFunc(func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) { return nil, boom })
 	s := Search{Param: "workload.rate", Lo: 100, Hi: 900, SLO: fakeSLO()}
 	_, err := Run(context.Background(), failing, fakeBuilder(false, math.Inf(1)), s, Options{})
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "workload.rate=") {

@@ -7,6 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/stat/distuv"
 
+	"github.com/stormsim/stormsim/analysis"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/sim"
 	"github.com/stormsim/stormsim/topology"
@@ -16,17 +17,17 @@ import (
 // distribution is known in closed form, and check the search's confidence
 // statements against the theory.
 
-func simRun(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
+var simRun = analysis.RunnerFunc(func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
 	return sim.Run(ctx, sc, sim.Options{})
-}
+})
 
-func loadBuilder(t *testing.T, path string, sets ...string) (*topology.Scenario, Builder) {
+func loadBuilder(t *testing.T, path string, sets ...string) (*topology.Scenario, analysis.Builder) {
 	t.Helper()
 	base, err := topology.Load(path, sets)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return base, func(sets []string) (*topology.Scenario, error) { return base.WithSets(sets...) }
+	return base, analysis.ScenarioBuilder(base, nil)
 }
 
 // erlangC is the probability that an arrival waits in an M/M/c queue with

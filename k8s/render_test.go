@@ -2,8 +2,6 @@ package k8s
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,10 +10,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/stormsim/stormsim/internal/golden"
 	"github.com/stormsim/stormsim/topology"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files and the deploy/kubernetes tree")
 
 // scenario is a small scenario with the characters a ConfigMap must carry
 // verbatim: comments, quotes, a colon in a value, non-ASCII text, and a
@@ -61,28 +58,8 @@ func TestRenderGolden(t *testing.T) {
 			if err := Render(&b, baseOptions(mode, 4)); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, filepath.Join("testdata", mode+".yaml"), b.Bytes())
+			golden.Check(t, filepath.Join("testdata", mode+".yaml"), b.Bytes())
 		})
-	}
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./k8s -update to create it)", err)
-	}
-	if !bytes.Equal(want, got) {
-		t.Errorf("%s differs from the rendered output (go test ./k8s -update rewrites it); got:\n%s", path, got)
 	}
 }
 
@@ -271,9 +248,9 @@ func TestDeployTree(t *testing.T) {
 			stream.Write(d.YAML)
 			switch d.File {
 			case "job.yaml", "merge-job.yaml":
-				golden(t, filepath.Join(root, o.Mode, d.File), d.YAML)
+				golden.Check(t, filepath.Join(root, o.Mode, d.File), d.YAML)
 			case "pvc.yaml":
-				golden(t, filepath.Join(root, "base", d.File), d.YAML)
+				golden.Check(t, filepath.Join(root, "base", d.File), d.YAML)
 			}
 		}
 		objs, err := decodeStrict(stream.Bytes())

@@ -2,35 +2,13 @@ package metrics_test
 
 import (
 	"bytes"
-	"flag"
 	"os"
-	"path/filepath"
 	"testing"
 
+	"github.com/stormsim/stormsim/internal/golden"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/metrics/metricstest"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
-
-// golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden file; got:\n%s\nrun 'go test ./metrics -update' if the change is intended", name, got)
-	}
-}
 
 func TestWriteJSONGolden(t *testing.T) {
 	r := metricstest.Storm()
@@ -45,7 +23,7 @@ func TestWriteJSONGolden(t *testing.T) {
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {
 		t.Fatal("WriteJSON is not deterministic")
 	}
-	golden(t, "summary.golden.json", a.Bytes())
+	golden.Check(t, "testdata/summary.golden.json", a.Bytes())
 }
 
 func TestFormatTextGolden(t *testing.T) {
@@ -55,7 +33,7 @@ func TestFormatTextGolden(t *testing.T) {
 	if err := metrics.FormatText(&buf, &r.Summary); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "summary.golden.txt", buf.Bytes())
+	golden.Check(t, "testdata/summary.golden.txt", buf.Bytes())
 
 	r.Summary.Status = "diverged"
 	r.Summary.Diverged = &metrics.Divergence{AtS: 31.5, Reason: "inflight limit", Service: "orders", Queue: 200}
@@ -63,7 +41,7 @@ func TestFormatTextGolden(t *testing.T) {
 	if err := metrics.FormatText(&buf, &r.Summary); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "summary-diverged.golden.txt", buf.Bytes())
+	golden.Check(t, "testdata/summary-diverged.golden.txt", buf.Bytes())
 }
 
 type failWriter struct{ n int }

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"fmt"
 	"io"
 	"strconv"
 	"unicode/utf8"
@@ -11,8 +10,8 @@ import (
 // outcome of the logical requests, goodput, end-to-end latency,
 // amplification, then one line per service.
 func FormatText(w io.Writer, s *Summary) error {
-	ew := &errWriter{w: w}
-	p := func(format string, a ...any) { fmt.Fprintf(ew, format, a...) }
+	ew := NewErrWriter(w)
+	p := ew.Printf
 	p("scenario %s  seed %d  simulated %.1fs  status %s\n", s.Scenario, s.Seed, s.SimTimeS, orDash(s.Status))
 	if d := s.Diverged; d != nil {
 		p("DIVERGED at %.1fs: %s", d.AtS, d.Reason)
@@ -33,8 +32,8 @@ func FormatText(w io.Writer, s *Summary) error {
 		p("  duplicates %d", s.Duplicates)
 	}
 	p("\n")
-	if ew.err != nil {
-		return ew.err
+	if ew.Err() != nil {
+		return ew.Err()
 	}
 	if len(s.Services) == 0 {
 		return nil
@@ -60,23 +59,7 @@ func FormatText(w io.Writer, s *Summary) error {
 		}
 		p("\n")
 	}
-	return ew.err
-}
-
-// errWriter remembers the first write error so formatting code can stay
-// linear.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
+	return ew.Err()
 }
 
 // num prints a float with 3 significant digits, or more for whole values,

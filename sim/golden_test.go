@@ -2,19 +2,16 @@ package sim
 
 import (
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormsim/stormsim/internal/golden"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // goldenScenario exercises most of the model at once: network delays,
 // retries with jitter, deadlines, a bounded queue, a breaker, a budget,
@@ -61,12 +58,5 @@ func checkGolden(t *testing.T, name, indent string, v any) {
 	got, err := json.MarshalIndent(v, "", indent)
 	require.NoError(t, err)
 	got = append(got, '\n')
-	path := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.MkdirAll("testdata", 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test ./sim -run TestGolden -update to create it")
-	require.Equal(t, string(want), string(got))
+	golden.Check(t, filepath.Join("testdata", name), got)
 }

@@ -2,17 +2,15 @@ package topology
 
 import (
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+	"github.com/stormsim/stormsim/internal/golden"
+)
 
 // positioned matches a problem line that names where it comes from: a file
 // and line, or the --set override.
@@ -70,19 +68,7 @@ func TestBrokenGolden(t *testing.T) {
 					t.Errorf("problem does not name its position: %q", line)
 				}
 			}
-			golden := filepath.Join("testdata", "broken", tt.name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("problems differ from %s\n--- got\n%s--- want\n%s", golden, got, want)
-			}
+			golden.Check(t, filepath.Join("testdata", "broken", tt.name+".golden"), []byte(got))
 		})
 	}
 }

@@ -72,25 +72,67 @@ const (
 // reports whether they look like two populations. It is deterministic
 // (EM is started from the quartiles) and needs at least 50 samples.
 func DetectModes(s Samples) Modes {
-	n := s.Len()
-	if n < minModeSamples {
+	if s.Len() < minModeSamples {
 		return Modes{}
 	}
-	// EM costs O(n) per iteration: above maxModeSamples, fit an evenly
-	// spaced subsample of the sorted samples, which keeps their shape.
-	step := max(1, (n+maxModeSamples-1)/maxModeSamples)
-	x := make([]float64, 0, n/step+1)
-	for i := 0; i < n; i += step {
-		x = append(x, math.Log(max(float64(s.Sorted()[i]), 1))) // 1 ns floor for zero latencies
-	}
-	n = len(x)
+	x := logSample(s)
+	n := len(x)
 	mu, sd := stat.MeanStdDev(x, nil)
 	sd = max(sd, sigmaFloor)
 	ll1 := 0.0
 	for _, v := range x {
 		ll1 += logNormPDF(v, mu, sd)
 	}
-	// Two components, started at the quartiles.
+	mix, ll2 := fitTwo(x, sd)
+	lnN := math.Log(float64(n))
+	bic1 := -2*ll1 + 2*lnN
+	bic2 := -2*ll2 + 5*lnN
+	w, m, sg := mix.w, mix.m, mix.sg
+	out := Modes{DeltaBIC: bic1 - bic2}
+	out.Separation = math.Sqrt2 * math.Abs(m[0]-m[1]) / math.Hypot(sg[0], sg[1])
+	lo, hi := 0, 1
+	if m[1] < m[0] {
+		lo, hi = 1, 0
+	}
+	parts := mix.split(s.Sorted(), lo)
+	for j, k := range [2]int{lo, hi} {
+		c := Mode{Weight: w[k], Median: time.Duration(math.Exp(m[k])), Sigma: sg[k], N: len(parts[j])}
+		if len(parts[j]) > 0 {
+			c.samples, _ = NewSamples(parts[j])
+			c.P50, c.P99, c.P999 = c.samples.Quantile(0.5), c.samples.Quantile(0.99), c.samples.Quantile(0.999)
+		}
+		out.Components[j] = c
+	}
+	out.Multimodal = out.DeltaBIC > BICThreshold && out.Separation > SeparationThreshold &&
+		min(w[0], w[1]) >= minModeWeight && out.Components[0].N > 0 && out.Components[1].N > 0
+	return out
+}
+
+// logSample returns the logarithms of the samples (1 ns floor for zero
+// latencies), in increasing order. EM costs O(n) per iteration: above
+// maxModeSamples it takes an evenly spaced subsample of the sorted
+// samples, which keeps their shape.
+func logSample(s Samples) []float64 {
+	n := s.Len()
+	step := max(1, (n+maxModeSamples-1)/maxModeSamples)
+	x := make([]float64, 0, n/step+1)
+	for i := 0; i < n; i += step {
+		x = append(x, math.Log(max(float64(s.Sorted()[i]), 1)))
+	}
+	return x
+}
+
+// mixFit is a two-component normal mixture of log latencies: weights,
+// means and standard deviations.
+type mixFit struct {
+	w, m, sg [2]float64
+}
+
+// fitTwo fits a two-component mixture to the sorted x by EM, started at
+// the quartiles with half the overall deviation sd, and returns it with
+// its log-likelihood.
+func fitTwo(x []float64, sd float64) (mixFit, float64) {
+	n := len(x)
 	w := [2]float64{0.5, 0.5}
 	m := [2]float64{x[n/4], x[3*n/4]}
 	sg := [2]float64{sd / 2, sd / 2}
@@ -99,26 +141,7 @@ func DetectModes(s Samples) Modes {
 	weights := make([]float64, n)
 	ll2 := math.Inf(-1)
 	for iter := 0; iter < emIterations; iter++ {
-		// E step: one exp and one log1p per sample, with each
-		// component's constant part of log(w·pdf) hoisted.
-		c0 := math.Log(w[0]) - math.Log(sg[0]) - 0.5*math.Log(2*math.Pi)
-		c1 := math.Log(w[1]) - math.Log(sg[1]) - 0.5*math.Log(2*math.Pi)
-		i0, i1 := 1/sg[0], 1/sg[1]
-		ll := 0.0
-		for i, v := range x {
-			z0, z1 := (v-m[0])*i0, (v-m[1])*i1
-			a := c0 - 0.5*z0*z0
-			b := c1 - 0.5*z1*z1
-			if d := a - b; d > 0 {
-				e := math.Exp(-d)
-				ll += a + math.Log1p(e)
-				resp[i] = e / (1 + e)
-			} else {
-				e := math.Exp(d)
-				ll += b + math.Log1p(e)
-				resp[i] = 1 / (1 + e)
-			}
-		}
+		ll := expectation(x, w, m, sg, resp)
 		for k := range 2 {
 			sum := 0.0
 			for i := range x {
@@ -142,42 +165,51 @@ func DetectModes(s Samples) Modes {
 		}
 		ll2 = ll
 	}
-	lnN := math.Log(float64(n))
-	bic1 := -2*ll1 + 2*lnN
-	bic2 := -2*ll2 + 5*lnN
-	out := Modes{DeltaBIC: bic1 - bic2}
-	out.Separation = math.Sqrt2 * math.Abs(m[0]-m[1]) / math.Hypot(sg[0], sg[1])
-	lo, hi := 0, 1
-	if m[1] < m[0] {
-		lo, hi = 1, 0
+	return mixFit{w: w, m: m, sg: sg}, ll2
+}
+
+// expectation is EM's E step: it stores in resp each sample's
+// responsibility of component 1 and returns the log-likelihood. It takes
+// one exp and one log1p per sample, with each component's constant part of
+// log(w·pdf) hoisted.
+func expectation(x []float64, w, m, sg [2]float64, resp []float64) float64 {
+	c0 := math.Log(w[0]) - math.Log(sg[0]) - 0.5*math.Log(2*math.Pi)
+	c1 := math.Log(w[1]) - math.Log(sg[1]) - 0.5*math.Log(2*math.Pi)
+	i0, i1 := 1/sg[0], 1/sg[1]
+	ll := 0.0
+	for i, v := range x {
+		z0, z1 := (v-m[0])*i0, (v-m[1])*i1
+		a := c0 - 0.5*z0*z0
+		b := c1 - 0.5*z1*z1
+		if d := a - b; d > 0 {
+			e := math.Exp(-d)
+			ll += a + math.Log1p(e)
+			resp[i] = e / (1 + e)
+		} else {
+			e := math.Exp(d)
+			ll += b + math.Log1p(e)
+			resp[i] = 1 / (1 + e)
+		}
 	}
+	return ll
+}
+
+// split assigns each sorted sample to the component it more likely comes
+// from: parts[0] the fast one (index lo), parts[1] the slow one.
+func (mix mixFit) split(sorted []time.Duration, lo int) [2][]time.Duration {
 	var parts [2][]time.Duration
-	for _, d := range s.Sorted() {
-		k := lo
-		r := respAt(math.Log(max(float64(d), 1)), w, m, sg)
+	for _, d := range sorted {
+		r := respAt(math.Log(max(float64(d), 1)), mix.w, mix.m, mix.sg)
 		if lo == 1 {
 			r = 1 - r
 		}
 		if r > 0.5 { // more likely from the slow component
-			k = hi
-		}
-		if k == lo {
-			parts[0] = append(parts[0], d)
-		} else {
 			parts[1] = append(parts[1], d)
+		} else {
+			parts[0] = append(parts[0], d)
 		}
 	}
-	for j, k := range [2]int{lo, hi} {
-		c := Mode{Weight: w[k], Median: time.Duration(math.Exp(m[k])), Sigma: sg[k], N: len(parts[j])}
-		if len(parts[j]) > 0 {
-			c.samples, _ = NewSamples(parts[j])
-			c.P50, c.P99, c.P999 = c.samples.Quantile(0.5), c.samples.Quantile(0.99), c.samples.Quantile(0.999)
-		}
-		out.Components[j] = c
-	}
-	out.Multimodal = out.DeltaBIC > BICThreshold && out.Separation > SeparationThreshold &&
-		min(w[0], w[1]) >= minModeWeight && out.Components[0].N > 0 && out.Components[1].N > 0
-	return out
+	return parts
 }
 
 // Describe summarizes the two modes: "71% around 5ms, 29% around 52ms".

@@ -2,35 +2,14 @@ package tune
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stormsim/stormsim/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 func TestReadSamples(t *testing.T) {
 	ms := time.Millisecond
@@ -103,7 +82,7 @@ func TestReadErrors(t *testing.T) {
 		}
 		fmt.Fprintf(&buf, "%s: %v\n", c.name, err)
 	}
-	golden(t, "read_errors.golden", buf.Bytes())
+	golden.Check(t, "testdata/read_errors.golden", buf.Bytes())
 }
 
 // TestReadVegetaSample reads the checked-in sample, written in the format

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stormsim/stormsim/internal/golden"
 )
 
 func testPlan(t *testing.T) *Plan {
@@ -27,7 +29,7 @@ func TestPlanText(t *testing.T) {
 	if err := testPlan(t).WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "plan.txt.golden", b.Bytes())
+	golden.Check(t, "testdata/plan.txt.golden", b.Bytes())
 }
 
 func TestPlanJSONAndSets(t *testing.T) {

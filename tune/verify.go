@@ -8,13 +8,10 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/stormsim/stormsim/analysis"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/topology"
 )
-
-// Simulator runs one scenario to its result. The command line passes the
-// simulator (sim.Run); tests pass fakes.
-type Simulator func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error)
 
 // Comparison is a scenario simulated as written (with the plan's deadline)
 // and with the plan applied.
@@ -56,8 +53,9 @@ func CheckChain(sc *topology.Scenario, p *Plan) error {
 }
 
 // Verify simulates sc with only the plan's deadline applied (the
-// baseline) and with every recommendation applied (tuned).
-func Verify(ctx context.Context, sc *topology.Scenario, p *Plan, run Simulator) (*Comparison, error) {
+// baseline) and with every recommendation applied (tuned), running both
+// with run: the simulator on the command line, fakes in tests.
+func Verify(ctx context.Context, sc *topology.Scenario, p *Plan, run analysis.Runner) (*Comparison, error) {
 	if err := CheckChain(sc, p); err != nil {
 		return nil, err
 	}
@@ -75,11 +73,11 @@ func Verify(ctx context.Context, sc *topology.Scenario, p *Plan, run Simulator) 
 		c.Hops = append(c.Hops, h.Name)
 		c.Predicted = append(c.Predicted, h.Spurious)
 	}
-	rb, err := run(ctx, base)
+	rb, err := run.Run(ctx, base)
 	if err != nil {
 		return nil, fmt.Errorf("verify: baseline run: %w", err)
 	}
-	rt, err := run(ctx, tuned)
+	rt, err := run.Run(ctx, tuned)
 	if err != nil {
 		return nil, fmt.Errorf("verify: tuned run: %w", err)
 	}

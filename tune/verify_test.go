@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/analysis"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -39,12 +40,12 @@ func TestVerifyAppliesPlan(t *testing.T) {
 	}
 	p := chainPlan(t, time.Second)
 	var seen []*topology.Scenario
-	fake := func(_ context.Context, sc *topology.Scenario) (*metrics.Result, error) {
+	fake := analysis.RunnerFunc(func(_ context.Context, sc *topology.Scenario) (*metrics.Result, error) {
 		seen = append(seen, sc)
 		return &metrics.Result{Summary: metrics.Summary{Scenario: sc.Name, Seed: sc.Seed, Services: []metrics.ServiceSummary{
 			{Name: "db", Attempts: 1000, TimedOut: int64(len(seen))},
 		}}}, nil
-	}
+	})
 	c, err := Verify(context.Background(), sc, p, fake)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormsim/stormsim/internal/golden"
 	"github.com/stormsim/stormsim/load"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -132,13 +132,7 @@ Exit statuses: 0 success, 1 bad input or failure, 2 usage, 3 the simulated syste
 		fmt.Fprintf(&doc, "| %s | %s | %d | %s |\n", mdCell(c.what), "<code>stormsim "+mdCell(strings.Join(c.args, " "))+"</code>", code, codeLines(msg))
 	}
 	serveRequests(t, &doc)
-	if *update {
-		require.NoError(t, os.WriteFile(badInputDoc, doc.Bytes(), 0o644))
-		return
-	}
-	want, err := os.ReadFile(badInputDoc)
-	require.NoError(t, err, "missing %s; run go test -run TestBadInputMatrix -update", badInputDoc)
-	require.Equal(t, string(want), doc.String(), "docs/bad-input.md is stale; run go test ./cmd/stormsim -run TestBadInputMatrix -update")
+	golden.Check(t, badInputDoc, doc.Bytes())
 }
 
 // cellEscaper keeps text literal inside a Markdown table cell holding HTML.

@@ -28,132 +28,174 @@ func init() {
   stormsim capacity metastable-retry-storm --slo 'p99<500ms,success>=99%' --range 100:800 --recovery-bound 20s --out out/cap
   stormsim capacity retry-storm --slo 'p99<300ms' --solve services.db.workers --target 1200 --format json
   stormsim capacity retry-storm --slo 'p99<300ms' --range 100:2000 --shard 0/4 --out results/shard-0   # and 1/4, 2/4, 3/4`,
-		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
-			var sf scenarioFlags
-			slo := fs.String("slo", "", "the objective `EXPR`: conditions joined by commas, e.g. 'p99<300ms,success>=99.9%,db.utilization<0.8'")
-			param := fs.String("param", "workload.rate", "the load `PATH` searched")
-			rng := fs.String("range", "", "search the load between `lo:hi` (default: a quarter to four times the scenario's value)")
-			resolution := fs.Float64("resolution", 0, "stop when the bracket is this narrow (default: the range / 128; integers: 1)")
-			replicas := fs.Int("replicas", capacity.DefaultReplicas, "runs per point, replica r with the same seed at every point (common random numbers)")
-			conf := fs.Float64("confidence", capacity.DefaultConfidence, "confidence of the statement that the SLO holds at the answer")
-			var solves []string
-			fs.StringArrayVar(&solves, "solve", nil, "what-if: search `PATH[=lo:hi]` for the smallest (or largest) value that meets the SLO at --target; repeatable")
-			target := fs.Float64("target", 0, "the load (value of --param) the --solve searches must meet the SLO at")
-			var det analysis.DetectorConfig
-			fs.DurationVar(&det.RecoveryBound, "recovery-bound", analysis.DefaultRecoveryBound, "after the faults, the system must be back within this long")
-			fs.Float64Var(&det.Tolerance, "tolerance", analysis.DefaultTolerance, "a recovered interval has goodput ≥ (1−tolerance)×its pre-fault baseline")
-			fs.IntVar(&det.Consecutive, "consecutive", analysis.DefaultConsecutive, "recovered intervals in a row needed to declare recovery")
-			fs.StringArrayVar(&sf.sets, "set", nil, "override a scenario value: `path=value` (repeatable)")
-			fs.Uint64Var(&sf.seed, "seed", 0, "random seed (default: the scenario's)")
-			fs.StringVar(&sf.duration, "duration", "", "arrival window, e.g. 30s (default: the scenario's)")
-			workers := fs.Int("workers", 0, "runs in parallel (default: all cores)")
-			format := fs.String("format", "text", "output `text` or json")
-			out := fs.String("out", "", "write capacity.txt, capacity.json and PNG plots to `DIR`")
-			progress := fs.Bool("progress", false, "show the progress bar even when stderr is not a terminal")
-			var sh shard.Flags
-			sh.Register(fs)
-			shardWait := fs.Duration("shard-wait", 6*time.Hour, "with --shard: how long to wait for the other shards' results of a step")
-			return func(ctx context.Context, args []string, w io.Writer) error {
-				if len(args) != 1 {
-					return &exitError{exitUsage, fmt.Errorf("want one scenario, got %d arguments", len(args))}
-				}
-				if *format != "text" && *format != "json" {
-					return &exitError{exitUsage, fmt.Errorf("--format %q: want text or json", *format)}
-				}
-				if *slo == "" {
-					return &exitError{exitUsage, errors.New("--slo is required, e.g. --slo 'p99<300ms,success>=99.9%'")}
-				}
-				s, err := capacity.ParseSLO(*slo)
-				if err != nil {
-					return &exitError{exitUsage, err}
-				}
-				if len(solves) > 0 && *target <= 0 {
-					return &exitError{exitUsage, errors.New("--solve needs --target, the load to meet the SLO at")}
-				}
-				if *target > 0 && len(solves) == 0 {
-					return &exitError{exitUsage, errors.New("--target is for --solve: give at least one --solve PATH")}
-				}
-				base, err := loadScenario(args[0], sf.overrides())
-				if err != nil {
-					return err
-				}
-				if err := s.Check(base); err != nil {
-					return &exitError{exitUsage, err}
-				}
-				search := capacity.Search{Param: *param, Resolution: *resolution, Replicas: *replicas, Confidence: *conf, SLO: s, Detector: det}
-				kind, _, _, err := capacity.PathOf(base, *param)
-				if err != nil {
-					return &exitError{exitUsage, fmt.Errorf("--param: %w", err)}
-				}
-				if *rng != "" {
-					if search.Lo, search.Hi, err = capacity.ParseRange(kind, *rng); err != nil {
-						return &exitError{exitUsage, fmt.Errorf("--range: %w", err)}
-					}
-				}
-				if *replicas < 1 {
-					return &exitError{exitUsage, fmt.Errorf("--replicas must be ≥ 1, got %d", *replicas)}
-				}
-				plan := &capacity.Plan{
-					Base:   base,
-					Build:  func(sets []string) (*topology.Scenario, error) { return base.WithSets(sets...) },
-					Search: search,
-					Target: *target,
-					// With --solve and no --range the load search is skipped:
-					// the question asked is what-if, not capacity.
-					SkipCapacity: len(solves) > 0 && *rng == "",
-				}
-				for _, sv := range solves {
-					spec, err := capacity.ParseSolve(sv, base)
-					if err != nil {
-						return &exitError{exitUsage, err}
-					}
-					plan.Solves = append(plan.Solves, spec)
-				}
-				opt := capacity.Options{Workers: *workers}
-				spec, err := sh.Spec(os.LookupEnv)
-				if err != nil {
-					return &exitError{exitUsage, err}
-				}
-				if spec.Sharded() {
-					// Every shard runs its share of each step and reads the
-					// others' results from their sibling directories.
-					if *out == "" || filepath.Base(filepath.Clean(*out)) != filepath.Base(shard.Dir("", spec.Index)) {
-						return &exitError{exitUsage, fmt.Errorf("--shard %s needs --out PARENT/%s: the shards exchange results through PARENT", spec, filepath.Base(shard.Dir("", spec.Index)))}
-					}
-					opt.Exchange = &capacity.DirExchange{Parent: filepath.Dir(filepath.Clean(*out)), Index: spec.Index, Count: spec.Count, Wait: *shardWait}
-				}
-				bar := newCountProgress(os.Stderr, *progress, "capacity")
-				opt.Progress = bar.update
-				runner := simRunner()
-				rep, err := plan.Run(ctx, func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
-					return runner.Run(ctx, sc)
-				}, opt)
-				bar.finish()
-				if err != nil {
-					if ctx.Err() != nil {
-						return fmt.Errorf("%w: %v", errInterrupted, err)
-					}
-					return err
-				}
-				if *format == "json" {
-					err = rep.WriteJSON(w)
-				} else {
-					err = rep.WriteText(w)
-				}
-				if err != nil || *out == "" {
-					return err
-				}
-				files, err := writeCapacity(*out, rep)
-				if err != nil {
-					return err
-				}
-				if *format == "text" {
-					fmt.Fprintf(w, "\nwrote %s\n", joinPaths(files))
-				}
-				return nil
-			}
-		},
+		new: func() subcommand { return new(capacityCommand) },
 	})
+}
+
+// capacityCommand is `stormsim capacity`: its flags, and the run that uses them.
+type capacityCommand struct {
+	sf         scenarioFlags
+	slo        string
+	param      string
+	rng        string
+	resolution float64
+	replicas   int
+	conf       float64
+	solves     []string
+	target     float64
+	det        analysis.DetectorConfig
+	workers    int
+	format     string
+	out        string
+	progress   bool
+	sh         shard.Flags
+	shardWait  time.Duration
+}
+
+// flags declares the command's flags on fs.
+func (c *capacityCommand) flags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.slo, "slo", "", "the objective `EXPR`: conditions joined by commas, e.g. 'p99<300ms,success>=99.9%,db.utilization<0.8'")
+	fs.StringVar(&c.param, "param", "workload.rate", "the load `PATH` searched")
+	fs.StringVar(&c.rng, "range", "", "search the load between `lo:hi` (default: a quarter to four times the scenario's value)")
+	fs.Float64Var(&c.resolution, "resolution", 0, "stop when the bracket is this narrow (default: the range / 128; integers: 1)")
+	fs.IntVar(&c.replicas, "replicas", capacity.DefaultReplicas, "runs per point, replica r with the same seed at every point (common random numbers)")
+	fs.Float64Var(&c.conf, "confidence", capacity.DefaultConfidence, "confidence of the statement that the SLO holds at the answer")
+	fs.StringArrayVar(&c.solves, "solve", nil, "what-if: search `PATH[=lo:hi]` for the smallest (or largest) value that meets the SLO at --target; repeatable")
+	fs.Float64Var(&c.target, "target", 0, "the load (value of --param) the --solve searches must meet the SLO at")
+	fs.DurationVar(&c.det.RecoveryBound, "recovery-bound", analysis.DefaultRecoveryBound, "after the faults, the system must be back within this long")
+	fs.Float64Var(&c.det.Tolerance, "tolerance", analysis.DefaultTolerance, "a recovered interval has goodput ≥ (1−tolerance)×its pre-fault baseline")
+	fs.IntVar(&c.det.Consecutive, "consecutive", analysis.DefaultConsecutive, "recovered intervals in a row needed to declare recovery")
+	fs.StringArrayVar(&c.sf.sets, "set", nil, "override a scenario value: `path=value` (repeatable)")
+	fs.Uint64Var(&c.sf.seed, "seed", 0, "random seed (default: the scenario's)")
+	fs.StringVar(&c.sf.duration, "duration", "", "arrival window, e.g. 30s (default: the scenario's)")
+	fs.IntVar(&c.workers, "workers", 0, "runs in parallel (default: all cores)")
+	fs.StringVar(&c.format, "format", "text", "output `text` or json")
+	fs.StringVar(&c.out, "out", "", "write capacity.txt, capacity.json and PNG plots to `DIR`")
+	fs.BoolVar(&c.progress, "progress", false, "show the progress bar even when stderr is not a terminal")
+	c.sh.Register(fs)
+	fs.DurationVar(&c.shardWait, "shard-wait", 6*time.Hour, "with --shard: how long to wait for the other shards' results of a step")
+}
+
+// run runs the command with the arguments left after the flags.
+func (c *capacityCommand) run(ctx context.Context, args []string, w io.Writer) error {
+	if len(args) != 1 {
+		return &exitError{exitUsage, fmt.Errorf("want one scenario, got %d arguments", len(args))}
+	}
+	if c.format != "text" && c.format != "json" {
+		return &exitError{exitUsage, fmt.Errorf("--format %q: want text or json", c.format)}
+	}
+	if c.slo == "" {
+		return &exitError{exitUsage, errors.New("--slo is required, e.g. --slo 'p99<300ms,success>=99.9%'")}
+	}
+	s, err := capacity.ParseSLO(c.slo)
+	if err != nil {
+		return &exitError{exitUsage, err}
+	}
+	if len(c.solves) > 0 && c.target <= 0 {
+		return &exitError{exitUsage, errors.New("--solve needs --target, the load to meet the SLO at")}
+	}
+	if c.target > 0 && len(c.solves) == 0 {
+		return &exitError{exitUsage, errors.New("--target is for --solve: give at least one --solve PATH")}
+	}
+	base, err := loadScenario(args[0], c.sf.overrides())
+	if err != nil {
+		return err
+	}
+	if err := s.Check(base); err != nil {
+		return &exitError{exitUsage, err}
+	}
+	plan, err := c.plan(base, s)
+	if err != nil {
+		return &exitError{exitUsage, err}
+	}
+	opt, err := c.options()
+	if err != nil {
+		return &exitError{exitUsage, err}
+	}
+	bar := newCountProgress(os.Stderr, c.progress, "capacity")
+	opt.Progress = bar.update
+	rep, err := plan.Run(ctx, simRunner(), opt)
+	bar.finish()
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %v", errInterrupted, err)
+		}
+		return err
+	}
+	return c.emit(w, rep)
+}
+
+// plan returns the capacity study the flags ask for on base: the load
+// search, the what-if solves, or both.
+func (c *capacityCommand) plan(base *topology.Scenario, s capacity.SLO) (*capacity.Plan, error) {
+	search := capacity.Search{Param: c.param, Resolution: c.resolution, Replicas: c.replicas, Confidence: c.conf, SLO: s, Detector: c.det}
+	kind, _, _, err := capacity.PathOf(base, c.param)
+	if err != nil {
+		return nil, fmt.Errorf("--param: %w", err)
+	}
+	if c.rng != "" {
+		if search.Lo, search.Hi, err = capacity.ParseRange(kind, c.rng); err != nil {
+			return nil, fmt.Errorf("--range: %w", err)
+		}
+	}
+	if c.replicas < 1 {
+		return nil, fmt.Errorf("--replicas must be ≥ 1, got %d", c.replicas)
+	}
+	plan := &capacity.Plan{
+		Base:   base,
+		Build:  analysis.ScenarioBuilder(base, nil),
+		Search: search,
+		Target: c.target,
+		// With --solve and no --range the load search is skipped:
+		// the question asked is what-if, not capacity.
+		SkipCapacity: len(c.solves) > 0 && c.rng == "",
+	}
+	for _, sv := range c.solves {
+		spec, err := capacity.ParseSolve(sv, base)
+		if err != nil {
+			return nil, err
+		}
+		plan.Solves = append(plan.Solves, spec)
+	}
+	return plan, nil
+}
+
+// options returns how the search runs: its workers and, with --shard, the
+// exchange through which the shards share every step.
+func (c *capacityCommand) options() (capacity.Options, error) {
+	opt := capacity.Options{Workers: c.workers}
+	spec, err := c.sh.Spec(os.LookupEnv)
+	if err != nil || !spec.Sharded() {
+		return opt, err
+	}
+	// Every shard runs its share of each step and reads the others'
+	// results from their sibling directories.
+	if c.out == "" || filepath.Base(filepath.Clean(c.out)) != filepath.Base(shard.Dir("", spec.Index)) {
+		return opt, fmt.Errorf("--shard %s needs --out PARENT/%s: the shards exchange results through PARENT", spec, filepath.Base(shard.Dir("", spec.Index)))
+	}
+	opt.Exchange = &capacity.DirExchange{Parent: filepath.Dir(filepath.Clean(c.out)), Index: spec.Index, Count: spec.Count, Wait: c.shardWait}
+	return opt, nil
+}
+
+// emit prints the report as text or JSON and writes its files under --out.
+func (c *capacityCommand) emit(w io.Writer, rep *capacity.Report) error {
+	var err error
+	if c.format == "json" {
+		err = rep.WriteJSON(w)
+	} else {
+		err = rep.WriteText(w)
+	}
+	if err != nil || c.out == "" {
+		return err
+	}
+	files, err := writeCapacity(c.out, rep)
+	if err != nil {
+		return err
+	}
+	if c.format == "text" {
+		fmt.Fprintf(w, "\nwrote %s\n", joinPaths(files))
+	}
+	return nil
 }
 
 // writeCapacity writes the report as text and JSON and the capacity plots.

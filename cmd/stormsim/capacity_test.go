@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stormsim/stormsim/internal/golden"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,7 +19,7 @@ var capacityArgs = []string{"capacity", "testdata/capacity/tiny.yaml", "--slo", 
 func TestCapacityGolden(t *testing.T) {
 	out, errOut, code := runCLI(t, capacityArgs...)
 	require.Equal(t, 0, code, errOut)
-	golden(t, "capacity/tiny.golden", out)
+	golden.Check(t, "testdata/capacity/tiny.golden", []byte(out))
 }
 
 func TestCapacityJSONAndPlots(t *testing.T) {

@@ -28,65 +28,75 @@ func init() {
 		example: `  stormsim compare experiments/retry-storm.yaml
   stormsim compare retry-storm --variant nobudget:services.orders.calls.db.retry.max_attempts=1
   stormsim compare retry-storm --variant alt=other.yaml --out out/compare`,
-		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
-			var ef experimentFlags
-			ef.declare(fs)
-			out := fs.String("out", "", "write compare.txt, each variant's summary and series, and overlay plots to `DIR`")
-			var sh shard.Flags
-			sh.Register(fs)
-			return func(ctx context.Context, args []string, w io.Writer) error {
-				if len(args) != 1 {
-					return &exitError{exitUsage, fmt.Errorf("want one scenario, got %d arguments", len(args))}
-				}
-				b, base, err := ef.builder(args[0])
-				if err != nil {
-					return err
-				}
-				variants, err := ef.variants(base, true)
-				if err != nil {
-					return &exitError{exitUsage, err}
-				}
-				spec, err := sh.Spec(os.LookupEnv)
-				if err != nil {
-					return &exitError{exitUsage, err}
-				}
-				if spec.Sharded() {
-					if *out == "" {
-						return &exitError{exitUsage, errors.New("--shard needs --out DIR: the shard's variants are merged with 'stormsim merge'")}
-					}
-					return compareShard(ctx, b, base, variants, spec, ef.workers, *out, w)
-				}
-				// The comparison itself outlives a signal; only the runs see
-				// it, and each returns what it simulated so far (status
-				// interrupted), so an interrupted comparison still has every
-				// column to show and write.
-				c, err := analysis.Compare(context.WithoutCancel(ctx), signalledRunner(ctx), b, variants, ef.workers)
-				if err != nil {
-					return err
-				}
-				partial := false
-				for _, col := range c.Columns {
-					partial = partial || col.Result.Summary.Status == sim.StatusInterrupted
-				}
-				if partial {
-					fmt.Fprintln(w, partialNote)
-				}
-				if err := c.WriteTable(w); err != nil {
-					return err
-				}
-				if *out != "" {
-					if err := writeComparison(*out, c, partial); err != nil {
-						return err
-					}
-					fmt.Fprintf(w, "\nwrote %s\n", *out)
-				}
-				if partial {
-					return fmt.Errorf("%w: partial comparison written", errInterrupted)
-				}
-				return nil
-			}
-		},
+		new: func() subcommand { return new(compareCommand) },
 	})
+}
+
+// compareCommand is `stormsim compare`: its flags, and the run that uses them.
+type compareCommand struct {
+	ef  experimentFlags
+	out string
+	sh  shard.Flags
+}
+
+// flags declares the command's flags on fs.
+func (c *compareCommand) flags(fs *pflag.FlagSet) {
+	c.ef.declare(fs)
+	fs.StringVar(&c.out, "out", "", "write compare.txt, each variant's summary and series, and overlay plots to `DIR`")
+	c.sh.Register(fs)
+}
+
+// run runs the command with the arguments left after the flags.
+func (c *compareCommand) run(ctx context.Context, args []string, w io.Writer) error {
+	if len(args) != 1 {
+		return &exitError{exitUsage, fmt.Errorf("want one scenario, got %d arguments", len(args))}
+	}
+	b, base, err := c.ef.builder(args[0])
+	if err != nil {
+		return err
+	}
+	variants, err := c.ef.variants(base, true)
+	if err != nil {
+		return &exitError{exitUsage, err}
+	}
+	spec, err := c.sh.Spec(os.LookupEnv)
+	if err != nil {
+		return &exitError{exitUsage, err}
+	}
+	if spec.Sharded() {
+		if c.out == "" {
+			return &exitError{exitUsage, errors.New("--shard needs --out DIR: the shard's variants are merged with 'stormsim merge'")}
+		}
+		return compareShard(ctx, b, base, variants, spec, c.ef.workers, c.out, w)
+	}
+	// The comparison itself outlives a signal; only the runs see
+	// it, and each returns what it simulated so far (status
+	// interrupted), so an interrupted comparison still has every
+	// column to show and write.
+	cmp, err := analysis.Compare(context.WithoutCancel(ctx), signalledRunner(ctx), b, variants, c.ef.workers)
+	if err != nil {
+		return err
+	}
+	partial := false
+	for _, col := range cmp.Columns {
+		partial = partial || col.Result.Summary.Status == sim.StatusInterrupted
+	}
+	if partial {
+		fmt.Fprintln(w, partialNote)
+	}
+	if err := cmp.WriteTable(w); err != nil {
+		return err
+	}
+	if c.out != "" {
+		if err := writeComparison(c.out, cmp, partial); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "\nwrote %s\n", c.out)
+	}
+	if partial {
+		return fmt.Errorf("%w: partial comparison written", errInterrupted)
+	}
+	return nil
 }
 
 // compareShardFile marks a compare shard's output directory and says which

@@ -25,63 +25,76 @@ func init() {
       -- --param workload.rate --range 100:2000:50 --replicas 5 | kubectl apply -f -
   stormsim k8s render --mode load --scenario chain.yaml --shards 4 --image ghcr.io/me/stormsim:v1 \
       --start-at 2026-12-01T10:00:00Z -- --target http://gateway.shop:8080 --allow-remote`,
-		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
-			var o k8s.Options
-			scenario := fs.String("scenario", "", "the scenario `FILE` (or canned experiment name) stored in the ConfigMap")
-			fs.StringVar(&o.Mode, "mode", "", "the command each pod runs: "+strings.Join(k8s.Modes, ", "))
-			fs.IntVar(&o.Shards, "shards", 0, "number of shards: the Indexed Job's completions")
-			fs.IntVar(&o.Parallelism, "parallelism", 0, "shards running at once (default: all; load always runs all)")
-			fs.StringVar(&o.Image, "image", "", "container `IMAGE` built from the Dockerfile")
-			fs.StringArrayVar(&o.Args, "args", nil, "an `ARG` for the command, after the ones the manifest sets (repeatable; or put them all after --)")
-			fs.StringVar(&o.Name, "name", "", "name of the Jobs and of the results directory (default stormsim-MODE-SCENARIO)")
-			fs.StringVar(&o.Namespace, "namespace", "", "namespace written into every object (default: kubectl's)")
-			fs.StringVar(&o.StartAt, "start-at", "", "load: the shared start `time` (RFC 3339), a few minutes after you apply")
-			fs.StringVar(&o.PVC, "pvc", "", "results PersistentVolumeClaim `NAME` (default stormsim-results)")
-			fs.StringVar(&o.PVCSize, "pvc-size", "", "also render the claim, ReadWriteMany, of this `SIZE` (e.g. 10Gi); omit to use an existing one")
-			fs.StringVar(&o.StorageClass, "storage-class", "", "storage class of a rendered claim")
-			fs.StringVar(&o.Resources.CPU, "cpu", "", "CPU request per pod (default: measured per mode, see docs/scale-out.md)")
-			fs.StringVar(&o.Resources.Memory, "memory", "", "memory request and limit per pod")
-			fs.IntVar(&o.BackoffLimitPerIndex, "retries", 1, "retries of one failed shard before the Job fails")
-			fs.DurationVar(&o.MergeWait, "merge-wait", 6*time.Hour, "how long the merge Job waits for the shards")
-			return func(_ context.Context, args []string, w io.Writer) error {
-				if len(args) == 0 || args[0] != "render" {
-					return &exitError{exitUsage, errors.New("want 'stormsim k8s render ...'")}
-				}
-				if dash := fs.ArgsLenAtDash(); dash >= 0 {
-					if dash != 1 {
-						return &exitError{exitUsage, fmt.Errorf("unexpected arguments before --: %q", args[1:dash])}
-					}
-					o.Args = append(o.Args, args[dash:]...)
-				} else if len(args) > 1 {
-					return &exitError{exitUsage, fmt.Errorf("unexpected arguments %q (put the command's own arguments after --)", args[1:])}
-				}
-				if *scenario == "" {
-					return &exitError{exitUsage, errors.New("--scenario FILE is required")}
-				}
-				if o.Mode == "" || o.Shards == 0 || o.Image == "" {
-					return &exitError{exitUsage, errors.New("--mode, --shards and --image are required")}
-				}
-				if o.BackoffLimitPerIndex < 0 {
-					return &exitError{exitUsage, fmt.Errorf("--retries must be ≥ 0, got %d", o.BackoffLimitPerIndex)}
-				}
-				if o.BackoffLimitPerIndex == 0 {
-					o.BackoffLimitPerIndex = -1 // k8s.Options: -1 means no retries
-				}
-				data, err := scenarioBytes(*scenario)
-				if err != nil {
-					return err
-				}
-				// Validate here, where the error can name the file and line,
-				// rather than in N pods on the cluster.
-				sc, err := loadScenario(*scenario, nil)
-				if err != nil {
-					return err
-				}
-				o.Scenario, o.ScenarioName = data, sc.Name
-				return k8s.Render(w, o)
-			}
-		},
+		new: func() subcommand { return new(k8sCommand) },
 	})
+}
+
+// k8sCommand is `stormsim k8s`: its flags, and the run that uses them.
+type k8sCommand struct {
+	// fs tells where -- split the arguments.
+	fs       *pflag.FlagSet
+	o        k8s.Options
+	scenario string
+}
+
+// flags declares the command's flags on fs.
+func (c *k8sCommand) flags(fs *pflag.FlagSet) {
+	c.fs = fs
+	fs.StringVar(&c.scenario, "scenario", "", "the scenario `FILE` (or canned experiment name) stored in the ConfigMap")
+	fs.StringVar(&c.o.Mode, "mode", "", "the command each pod runs: "+strings.Join(k8s.Modes, ", "))
+	fs.IntVar(&c.o.Shards, "shards", 0, "number of shards: the Indexed Job's completions")
+	fs.IntVar(&c.o.Parallelism, "parallelism", 0, "shards running at once (default: all; load always runs all)")
+	fs.StringVar(&c.o.Image, "image", "", "container `IMAGE` built from the Dockerfile")
+	fs.StringArrayVar(&c.o.Args, "args", nil, "an `ARG` for the command, after the ones the manifest sets (repeatable; or put them all after --)")
+	fs.StringVar(&c.o.Name, "name", "", "name of the Jobs and of the results directory (default stormsim-MODE-SCENARIO)")
+	fs.StringVar(&c.o.Namespace, "namespace", "", "namespace written into every object (default: kubectl's)")
+	fs.StringVar(&c.o.StartAt, "start-at", "", "load: the shared start `time` (RFC 3339), a few minutes after you apply")
+	fs.StringVar(&c.o.PVC, "pvc", "", "results PersistentVolumeClaim `NAME` (default stormsim-results)")
+	fs.StringVar(&c.o.PVCSize, "pvc-size", "", "also render the claim, ReadWriteMany, of this `SIZE` (e.g. 10Gi); omit to use an existing one")
+	fs.StringVar(&c.o.StorageClass, "storage-class", "", "storage class of a rendered claim")
+	fs.StringVar(&c.o.Resources.CPU, "cpu", "", "CPU request per pod (default: measured per mode, see docs/scale-out.md)")
+	fs.StringVar(&c.o.Resources.Memory, "memory", "", "memory request and limit per pod")
+	fs.IntVar(&c.o.BackoffLimitPerIndex, "retries", 1, "retries of one failed shard before the Job fails")
+	fs.DurationVar(&c.o.MergeWait, "merge-wait", 6*time.Hour, "how long the merge Job waits for the shards")
+}
+
+// run runs the command with the arguments left after the flags.
+func (c *k8sCommand) run(_ context.Context, args []string, w io.Writer) error {
+	if len(args) == 0 || args[0] != "render" {
+		return &exitError{exitUsage, errors.New("want 'stormsim k8s render ...'")}
+	}
+	if dash := c.fs.ArgsLenAtDash(); dash >= 0 {
+		if dash != 1 {
+			return &exitError{exitUsage, fmt.Errorf("unexpected arguments before --: %q", args[1:dash])}
+		}
+		c.o.Args = append(c.o.Args, args[dash:]...)
+	} else if len(args) > 1 {
+		return &exitError{exitUsage, fmt.Errorf("unexpected arguments %q (put the command's own arguments after --)", args[1:])}
+	}
+	if c.scenario == "" {
+		return &exitError{exitUsage, errors.New("--scenario FILE is required")}
+	}
+	if c.o.Mode == "" || c.o.Shards == 0 || c.o.Image == "" {
+		return &exitError{exitUsage, errors.New("--mode, --shards and --image are required")}
+	}
+	if c.o.BackoffLimitPerIndex < 0 {
+		return &exitError{exitUsage, fmt.Errorf("--retries must be ≥ 0, got %d", c.o.BackoffLimitPerIndex)}
+	}
+	if c.o.BackoffLimitPerIndex == 0 {
+		c.o.BackoffLimitPerIndex = -1 // k8s.Options: -1 means no retries
+	}
+	data, err := scenarioBytes(c.scenario)
+	if err != nil {
+		return err
+	}
+	// Validate here, where the error can name the file and line,
+	// rather than in N pods on the cluster.
+	sc, err := loadScenario(c.scenario, nil)
+	if err != nil {
+		return err
+	}
+	c.o.Scenario, c.o.ScenarioName = data, sc.Name
+	return k8s.Render(w, c.o)
 }
 
 // scenarioBytes returns a scenario file's content, or a canned

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stormsim/stormsim/internal/golden"
 	"github.com/stretchr/testify/require"
 )
 
@@ -27,7 +28,7 @@ func TestK8sRenderGolden(t *testing.T) {
 		args := append([]string{"k8s", "render", "--scenario", scenario, "--image", "ghcr.io/example/stormsim:v1.0.0"}, c.args...)
 		out, errOut, code := runCLI(t, args...)
 		require.Equal(t, 0, code, "%s: %s", c.name, errOut)
-		golden(t, filepath.Join("k8s", c.name+".yaml"), out)
+		golden.Check(t, filepath.Join("testdata", "k8s", c.name+".yaml"), []byte(out))
 		// Rendering is a pure function of its inputs.
 		again, _, _ := runCLI(t, args...)
 		require.Equal(t, out, again, c.name)

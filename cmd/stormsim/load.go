@@ -32,125 +32,172 @@ func init() {
       --header 'Content-Type: application/json' --policy client.yaml --out out/load
   stormsim load experiments/retry-storm.yaml --format json
   stormsim load --target http://127.0.0.1:8080/ --rate 4000 --shard 1/4 --start-at 2026-12-01T10:00:00Z --out shard-1`,
-		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
-			var sf scenarioFlags
-			target := fs.String("target", "", "URL to drive (loopback only unless --allow-remote)")
-			rate := fs.Float64("rate", 50, "logical requests per second")
-			arrival := fs.String("arrival", "constant", "arrival process: constant or poisson")
-			duration := fs.Duration("duration", 10*time.Second, "how long to schedule requests")
-			maxReq := fs.Uint64("max-requests", 0, "stop after this many logical requests (0: no limit)")
-			method := fs.String("method", "GET", "HTTP method")
-			headers := fs.StringArray("header", nil, "extra header `'Name: value'` (repeatable)")
-			body := fs.String("body", "", "request body; @FILE reads it from a file")
-			policy := fs.String("policy", "", "read the client call policy from `FILE` (YAML: timeout, retry, budget, breaker, hedge, throttle, honor_pushback, propagate_deadline)")
-			deadline := fs.Duration("deadline", 0, "end-to-end deadline of each logical request (0: none)")
-			propagate := fs.Bool("propagate-deadline", true, "send the remaining deadline in X-Stormsim-Deadline-Ms (with --deadline)")
-			writes := fs.Float64("write-fraction", 0, "share of logical requests that are non-idempotent writes")
-			keys := fs.Bool("idempotency-keys", false, "send an Idempotency-Key with every write")
-			warmup := fs.Duration("warmup", 0, "requests due before this are sent but not counted")
-			workers := fs.Int("workers", load.DefaultWorkers, "sender goroutines: the bound on logical requests in flight")
-			conns := fs.Int("connections", 0, "TCP connections to the target (default: --workers)")
-			maxLate := fs.Duration("max-lateness", 0, "a request not sent within this of its due time is counted unsent (default: the deadline, else 5s)")
-			grace := fs.Duration("grace", load.DefaultGrace, "after the schedule (or Ctrl-C), how long requests in flight may still take beyond what their deadline or timeouts allow")
-			fs.StringArrayVar(&sf.sets, "set", nil, "SCENARIO mode: override a scenario value `path=value` (repeatable)")
-			fs.Uint64Var(&sf.seed, "seed", 0, "random seed (default: 1, or the scenario's)")
-			format := fs.String("format", "text", "output format: text or json")
-			out := fs.String("out", "", "write summary.json, timeseries.csv, histograms and plots to `DIR`")
-			progress := fs.Bool("progress", false, "show the live progress line even when stderr is not a terminal")
-			remote := fs.Bool("allow-remote", false, "allow a target (or listen address) off the loopback interface")
-			var sh shard.Flags
-			sh.Register(fs)
-			sh.RegisterStartAt(fs)
-			return func(ctx context.Context, args []string, w io.Writer) error {
-				if *format != "text" && *format != "json" {
-					return &exitError{exitUsage, fmt.Errorf("--format: want text or json, got %q", *format)}
-				}
-				bar := newLoadProgress(os.Stderr, *progress)
-				if len(args) == 1 && *target == "" {
-					sc, err := loadScenario(args[0], sf.overrides())
-					if err != nil {
-						return err
-					}
-					bar.start("load", sc.Duration)
-					res, err := load.RunScenario(ctx, sc, load.ScenarioOptions{
-						Workers: *workers, Connections: *conns, AllowRemote: *remote, Version: version, Progress: bar.update, Grace: *grace,
-					})
-					bar.finish()
-					if err != nil {
-						return err
-					}
-					return emitLoadResult(w, res, *format, *out)
-				}
-				if len(args) != 0 || *target == "" {
-					return &exitError{exitUsage, errors.New("want --target URL or one SCENARIO")}
-				}
-				spec, err := sh.Spec(os.LookupEnv)
-				if err != nil {
-					return &exitError{exitUsage, err}
-				}
-				opt := load.Options{
-					Target: *target, Method: *method, Duration: *duration, MaxRequests: *maxReq, Deadline: *deadline,
-					WriteFraction: *writes, IdempotencyKeys: *keys, Warmup: *warmup, Workers: *workers,
-					Connections: *conns, MaxLateness: *maxLate, Grace: *grace, Seed: sf.seed, Version: version, AllowRemote: *remote,
-					Scenario: "load " + *target,
-				}
-				if opt.Seed == 0 {
-					opt.Seed = 1
-				}
-				if opt.Header, err = parseHeaders(*headers); err != nil {
-					return &exitError{exitUsage, err}
-				}
-				if opt.Body, err = readBody(*body); err != nil {
-					return err
-				}
-				if *policy != "" {
-					if opt.Policy, err = readPolicy(*policy); err != nil {
-						return err
-					}
-				}
-				if *propagate && *deadline > 0 {
-					opt.Policy.PropagateDeadline = true
-				}
-				if *rate <= 0 {
-					return &exitError{exitUsage, fmt.Errorf("--rate: must be > 0, got %v", *rate)}
-				}
-				switch *arrival {
-				case "constant":
-					opt.Pacer = load.ConstantPacer{Rate: *rate, Duration: *duration}
-				case "poisson":
-					if opt.Pacer, err = load.NewPoissonPacer(*rate, nil, *duration, rand.New(rand.NewPCG(opt.Seed, 1))); err != nil {
-						return err
-					}
-				default:
-					return &exitError{exitUsage, fmt.Errorf("--arrival: want constant or poisson, got %q", *arrival)}
-				}
-				if *remote {
-					if u, err := url.Parse(*target); err == nil && load.CheckLoopback(u.Host) != nil {
-						fmt.Fprintf(os.Stderr, "stormsim load: --allow-remote: will send %s %s at %g req/s for %v (%d senders, at most %d connections)\n",
-							opt.Method, *target, *rate, *duration, opt.Workers, max(opt.Connections, opt.Workers))
-					}
-				}
-				// The shards keep the one scenario name: merge joins parts of one run.
-				opt.Shard = spec
-				// Shards share a start time so their schedules interleave
-				// into the requested one instead of drifting apart.
-				if !sh.StartAt.IsZero() {
-					if _, err := sh.StartAt.Delay(time.Now(), shard.DefaultMaxLate); err != nil {
-						return &exitError{exitUsage, err}
-					}
-					opt.Epoch = sh.StartAt.Epoch(time.Now())
-				}
-				bar.start("load", *duration)
-				opt.Progress = bar.update
-				res, err := load.Run(ctx, opt)
-				bar.finish()
-				if err != nil {
-					return err
-				}
-				return emitLoadResult(w, res, *format, *out)
-			}
-		},
+		new: func() subcommand { return new(loadCommand) },
 	})
+}
+
+// loadCommand is `stormsim load`: its flags, and the run that uses them.
+type loadCommand struct {
+	sf        scenarioFlags
+	target    string
+	rate      float64
+	arrival   string
+	duration  time.Duration
+	maxReq    uint64
+	method    string
+	headers   []string
+	body      string
+	policy    string
+	deadline  time.Duration
+	propagate bool
+	writes    float64
+	keys      bool
+	warmup    time.Duration
+	workers   int
+	conns     int
+	maxLate   time.Duration
+	grace     time.Duration
+	format    string
+	out       string
+	progress  bool
+	remote    bool
+	sh        shard.Flags
+}
+
+// flags declares the command's flags on fs.
+func (c *loadCommand) flags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.target, "target", "", "URL to drive (loopback only unless --allow-remote)")
+	fs.Float64Var(&c.rate, "rate", 50, "logical requests per second")
+	fs.StringVar(&c.arrival, "arrival", "constant", "arrival process: constant or poisson")
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to schedule requests")
+	fs.Uint64Var(&c.maxReq, "max-requests", 0, "stop after this many logical requests (0: no limit)")
+	fs.StringVar(&c.method, "method", "GET", "HTTP method")
+	fs.StringArrayVar(&c.headers, "header", nil, "extra header `'Name: value'` (repeatable)")
+	fs.StringVar(&c.body, "body", "", "request body; @FILE reads it from a file")
+	fs.StringVar(&c.policy, "policy", "", "read the client call policy from `FILE` (YAML: timeout, retry, budget, breaker, hedge, throttle, honor_pushback, propagate_deadline)")
+	fs.DurationVar(&c.deadline, "deadline", 0, "end-to-end deadline of each logical request (0: none)")
+	fs.BoolVar(&c.propagate, "propagate-deadline", true, "send the remaining deadline in X-Stormsim-Deadline-Ms (with --deadline)")
+	fs.Float64Var(&c.writes, "write-fraction", 0, "share of logical requests that are non-idempotent writes")
+	fs.BoolVar(&c.keys, "idempotency-keys", false, "send an Idempotency-Key with every write")
+	fs.DurationVar(&c.warmup, "warmup", 0, "requests due before this are sent but not counted")
+	fs.IntVar(&c.workers, "workers", load.DefaultWorkers, "sender goroutines: the bound on logical requests in flight")
+	fs.IntVar(&c.conns, "connections", 0, "TCP connections to the target (default: --workers)")
+	fs.DurationVar(&c.maxLate, "max-lateness", 0, "a request not sent within this of its due time is counted unsent (default: the deadline, else 5s)")
+	fs.DurationVar(&c.grace, "grace", load.DefaultGrace, "after the schedule (or Ctrl-C), how long requests in flight may still take beyond what their deadline or timeouts allow")
+	fs.StringArrayVar(&c.sf.sets, "set", nil, "SCENARIO mode: override a scenario value `path=value` (repeatable)")
+	fs.Uint64Var(&c.sf.seed, "seed", 0, "random seed (default: 1, or the scenario's)")
+	fs.StringVar(&c.format, "format", "text", "output format: text or json")
+	fs.StringVar(&c.out, "out", "", "write summary.json, timeseries.csv, histograms and plots to `DIR`")
+	fs.BoolVar(&c.progress, "progress", false, "show the live progress line even when stderr is not a terminal")
+	fs.BoolVar(&c.remote, "allow-remote", false, "allow a target (or listen address) off the loopback interface")
+	c.sh.Register(fs)
+	c.sh.RegisterStartAt(fs)
+}
+
+// run runs the command with the arguments left after the flags.
+func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error {
+	if c.format != "text" && c.format != "json" {
+		return &exitError{exitUsage, fmt.Errorf("--format: want text or json, got %q", c.format)}
+	}
+	bar := newLoadProgress(os.Stderr, c.progress)
+	if len(args) == 1 && c.target == "" {
+		return c.runScenario(ctx, args[0], bar, w)
+	}
+	if len(args) != 0 || c.target == "" {
+		return &exitError{exitUsage, errors.New("want --target URL or one SCENARIO")}
+	}
+	opt, err := c.options()
+	if err != nil {
+		return err
+	}
+	if c.remote {
+		if u, err := url.Parse(c.target); err == nil && load.CheckLoopback(u.Host) != nil {
+			fmt.Fprintf(os.Stderr, "stormsim load: --allow-remote: will send %s %s at %g req/s for %v (%d senders, at most %d connections)\n",
+				opt.Method, c.target, c.rate, c.duration, opt.Workers, max(opt.Connections, opt.Workers))
+		}
+	}
+	bar.start("load", c.duration)
+	opt.Progress = bar.update
+	res, err := load.Run(ctx, opt)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	return emitLoadResult(w, res, c.format, c.out)
+}
+
+// runScenario drives the entry of a scenario's services, served by
+// 'stormsim serve', with the scenario's workload and client policy.
+func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadProgress, w io.Writer) error {
+	sc, err := loadScenario(path, c.sf.overrides())
+	if err != nil {
+		return err
+	}
+	bar.start("load", sc.Duration)
+	res, err := load.RunScenario(ctx, sc, load.ScenarioOptions{
+		Workers: c.workers, Connections: c.conns, AllowRemote: c.remote, Version: version, Progress: bar.update, Grace: c.grace,
+	})
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	return emitLoadResult(w, res, c.format, c.out)
+}
+
+// options returns the load run the flags describe against --target; a
+// flag error is a usage error.
+func (c *loadCommand) options() (load.Options, error) {
+	spec, err := c.sh.Spec(os.LookupEnv)
+	if err != nil {
+		return load.Options{}, &exitError{exitUsage, err}
+	}
+	opt := load.Options{
+		Target: c.target, Method: c.method, Duration: c.duration, MaxRequests: c.maxReq, Deadline: c.deadline,
+		WriteFraction: c.writes, IdempotencyKeys: c.keys, Warmup: c.warmup, Workers: c.workers,
+		Connections: c.conns, MaxLateness: c.maxLate, Grace: c.grace, Seed: c.sf.seed, Version: version, AllowRemote: c.remote,
+		Scenario: "load " + c.target,
+	}
+	if opt.Seed == 0 {
+		opt.Seed = 1
+	}
+	if opt.Header, err = parseHeaders(c.headers); err != nil {
+		return opt, &exitError{exitUsage, err}
+	}
+	if opt.Body, err = readBody(c.body); err != nil {
+		return opt, err
+	}
+	if c.policy != "" {
+		if opt.Policy, err = readPolicy(c.policy); err != nil {
+			return opt, err
+		}
+	}
+	if c.propagate && c.deadline > 0 {
+		opt.Policy.PropagateDeadline = true
+	}
+	if c.rate <= 0 {
+		return opt, &exitError{exitUsage, fmt.Errorf("--rate: must be > 0, got %v", c.rate)}
+	}
+	switch c.arrival {
+	case "constant":
+		opt.Pacer = load.ConstantPacer{Rate: c.rate, Duration: c.duration}
+	case "poisson":
+		if opt.Pacer, err = load.NewPoissonPacer(c.rate, nil, c.duration, rand.New(rand.NewPCG(opt.Seed, 1))); err != nil {
+			return opt, err
+		}
+	default:
+		return opt, &exitError{exitUsage, fmt.Errorf("--arrival: want constant or poisson, got %q", c.arrival)}
+	}
+	// The shards keep the one scenario name: merge joins parts of one run.
+	opt.Shard = spec
+	// Shards share a start time so their schedules interleave
+	// into the requested one instead of drifting apart.
+	if !c.sh.StartAt.IsZero() {
+		if _, err := c.sh.StartAt.Delay(time.Now(), shard.DefaultMaxLate); err != nil {
+			return opt, &exitError{exitUsage, err}
+		}
+		opt.Epoch = c.sh.StartAt.Epoch(time.Now())
+	}
+	return opt, nil
 }
 
 // emitLoadResult is emitResult plus, in text, the driver's own account:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormsim/stormsim/internal/golden"
 	"github.com/stormsim/stormsim/metrics"
 )
 
@@ -124,7 +125,7 @@ func TestLoadAndServeHelpGolden(t *testing.T) {
 	for _, name := range []string{"load", "serve"} {
 		out, errOut, code := runCLI(t, "help", name)
 		require.Equal(t, 0, code, errOut)
-		golden(t, "help-"+name+".txt", out)
+		golden.Check(t, "testdata/help-"+name+".txt", []byte(out))
 	}
 }
 

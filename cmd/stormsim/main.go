@@ -18,15 +18,24 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// command is one subcommand: its flags and the function that runs it.
+// command is one subcommand as help lists it, with the constructor of
+// its flags and run function.
 type command struct {
 	name    string
 	summary string
 	usage   string // after "stormsim NAME "
 	example string
-	// flags declares the command's flags on fs and returns the function
-	// that runs it with the remaining arguments.
-	setup func(fs *pflag.FlagSet) func(ctx context.Context, args []string, out io.Writer) error
+	// new returns the command's flag values, unset, for one invocation.
+	new func() subcommand
+}
+
+// subcommand is one invocation of a command: the values of its flags and
+// the function that runs it. Each command's file defines its type.
+type subcommand interface {
+	// flags declares the command's flags on fs, bound to the receiver.
+	flags(fs *pflag.FlagSet)
+	// run runs the command with the arguments left after the flags.
+	run(ctx context.Context, args []string, out io.Writer) error
 }
 
 // commands is filled by each subcommand's file.
@@ -88,7 +97,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet(c.name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
-	fn := c.setup(fs)
+	sub := c.new()
+	sub.flags(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			printCommandHelp(stdout, c)
@@ -97,7 +107,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "stormsim %s: %v (see 'stormsim help %s')\n", c.name, err, c.name)
 		return exitUsage
 	}
-	err := fn(ctx, fs.Args(), stdout)
+	err := sub.run(ctx, fs.Args(), stdout)
 	if err == nil {
 		return exitOK
 	}
@@ -128,7 +138,7 @@ func printHelp(w io.Writer) {
 func printCommandHelp(w io.Writer, c *command) {
 	fs := pflag.NewFlagSet(c.name, pflag.ContinueOnError)
 	fs.SortFlags = false
-	c.setup(fs)
+	c.new().flags(fs)
 	fmt.Fprintf(w, "Usage: stormsim %s %s\n\n%s\n", c.name, c.usage, c.summary)
 	if u := fs.FlagUsages(); u != "" {
 		fmt.Fprintf(w, "\nFlags:\n%s", u)
@@ -142,11 +152,16 @@ func init() {
 	register(&command{
 		name:    "version",
 		summary: "print the version",
-		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
-			return func(_ context.Context, _ []string, out io.Writer) error {
-				fmt.Fprintf(out, "stormsim %s\n", version)
-				return nil
-			}
-		},
+		new:     func() subcommand { return versionCommand{} },
 	})
+}
+
+// versionCommand is `stormsim version`, which has no flags.
+type versionCommand struct{}
+
+func (versionCommand) flags(*pflag.FlagSet) {}
+
+func (versionCommand) run(_ context.Context, _ []string, out io.Writer) error {
+	_, err := fmt.Fprintf(out, "stormsim %s\n", version)
+	return err
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,10 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormsim/stormsim/internal/golden"
 	"github.com/stormsim/stormsim/metrics"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // runCLI runs the CLI in-process and returns stdout, stderr and the status.
 func runCLI(t *testing.T, args ...string) (string, string, int) {
@@ -23,20 +21,6 @@ func runCLI(t *testing.T, args ...string) (string, string, int) {
 	var out, errb bytes.Buffer
 	code := run(context.Background(), args, &out, &errb)
 	return out.String(), errb.String(), code
-}
-
-// golden compares got with testdata/NAME, rewriting it under -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "missing golden file; run go test -update")
-	require.Equal(t, string(want), got)
 }
 
 func TestHelpListsEveryCommand(t *testing.T) {
@@ -121,13 +105,13 @@ func TestBadInputIsOneClearError(t *testing.T) {
 		require.NotContains(t, errOut, "panic", c.name)
 		all.WriteString("$ stormsim " + strings.Join(c.args, " ") + "\n" + errOut + "\n")
 	}
-	golden(t, "bad-input.txt", all.String())
+	golden.Check(t, "testdata/bad-input.txt", []byte(all.String()))
 }
 
 func TestValidateReportsEveryProblem(t *testing.T) {
 	out, _, code := runCLI(t, "validate", filepath.Join("testdata", "broken.yaml"))
 	require.Equal(t, exitError1, code)
-	golden(t, "validate-broken.txt", out)
+	golden.Check(t, "testdata/validate-broken.txt", []byte(out))
 	require.GreaterOrEqual(t, strings.Count(out, "broken.yaml:"), 3, out)
 }
 

@@ -30,37 +30,50 @@ func init() {
   stormsim merge run/shard-0 run/shard-1 --out run/merged
   stormsim merge --shards 2 run --out run/merged     # the same, as the Kubernetes merge Job runs it
   stormsim merge --shards 8 --wait 2h /results/my-run --out /results/my-run/merged`,
-		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
-			out := fs.String("out", "", "write the merged output to `DIR` (required)")
-			shards := fs.Int("shards", 0, "read the `N` shard directories PARENT/shard-0 … PARENT/shard-(N−1)")
-			wait := fs.Duration("wait", 0, "wait up to this long for every shard directory to be complete (e.g. 2h); 0: they must be complete now")
-			format := fs.String("format", "text", "output format of a merged run's summary: text or json")
-			return func(ctx context.Context, args []string, w io.Writer) error {
-				if *out == "" {
-					return &exitError{exitUsage, errors.New("--out DIR is required")}
-				}
-				if *format != "text" && *format != "json" {
-					return &exitError{exitUsage, fmt.Errorf("--format: want text or json, got %q", *format)}
-				}
-				if *wait < 0 {
-					return &exitError{exitUsage, fmt.Errorf("--wait must be ≥ 0, got %v", *wait)}
-				}
-				dirs, err := shardDirs(args, *shards)
-				if err != nil {
-					return &exitError{exitUsage, err}
-				}
-				if err := checkMergeOut(dirs, *out); err != nil {
-					return &exitError{exitUsage, err}
-				}
-				if *wait > 0 {
-					if err := waitComplete(ctx, dirs, *shards, *wait, mergePoll); err != nil {
-						return err
-					}
-				}
-				return mergeDirs(dirs, *shards, *out, *format, w)
-			}
-		},
+		new: func() subcommand { return new(mergeCommand) },
 	})
+}
+
+// mergeCommand is `stormsim merge`: its flags, and the run that uses them.
+type mergeCommand struct {
+	out    string
+	shards int
+	wait   time.Duration
+	format string
+}
+
+// flags declares the command's flags on fs.
+func (c *mergeCommand) flags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.out, "out", "", "write the merged output to `DIR` (required)")
+	fs.IntVar(&c.shards, "shards", 0, "read the `N` shard directories PARENT/shard-0 … PARENT/shard-(N−1)")
+	fs.DurationVar(&c.wait, "wait", 0, "wait up to this long for every shard directory to be complete (e.g. 2h); 0: they must be complete now")
+	fs.StringVar(&c.format, "format", "text", "output format of a merged run's summary: text or json")
+}
+
+// run runs the command with the arguments left after the flags.
+func (c *mergeCommand) run(ctx context.Context, args []string, w io.Writer) error {
+	if c.out == "" {
+		return &exitError{exitUsage, errors.New("--out DIR is required")}
+	}
+	if c.format != "text" && c.format != "json" {
+		return &exitError{exitUsage, fmt.Errorf("--format: want text or json, got %q", c.format)}
+	}
+	if c.wait < 0 {
+		return &exitError{exitUsage, fmt.Errorf("--wait must be ≥ 0, got %v", c.wait)}
+	}
+	dirs, err := shardDirs(args, c.shards)
+	if err != nil {
+		return &exitError{exitUsage, err}
+	}
+	if err := checkMergeOut(dirs, c.out); err != nil {
+		return &exitError{exitUsage, err}
+	}
+	if c.wait > 0 {
+		if err := waitComplete(ctx, dirs, c.shards, c.wait, mergePoll); err != nil {
+			return err
+		}
+	}
+	return mergeDirs(dirs, c.shards, c.out, c.format, w)
 }
 
 // mergePoll is how often --wait looks at the shard directories again: often
@@ -216,7 +229,7 @@ func notReady(dirs []string, shards int) (string, error) {
 	}
 	if kind == kindSweep {
 		_, err := readSweepShards(dirs, shards)
-		var inc *incompleteSweepError
+		var inc *analysis.IncompleteSweepError
 		if errors.As(err, &inc) {
 			return inc.Error(), nil
 		}
@@ -259,13 +272,6 @@ func commonKind(dirs []string) (outputKind, error) {
 	return kind, nil
 }
 
-// incompleteSweepError says that shards' rows do not make a whole sweep.
-type incompleteSweepError struct{ have, want, first int }
-
-func (e *incompleteSweepError) Error() string {
-	return fmt.Sprintf("the shards hold %d of the sweep's %d units (unit %d is missing): a shard is unfinished or missing", e.have, e.want, e.first)
-}
-
 // readSweepShards reads the shards' sweep.csv files and checks that their
 // units make one whole sweep: every unit 0 … P·V·R−1 exactly once (P points,
 // V variants, R replicas, as the rows show them), and, with shards = N,
@@ -298,21 +304,8 @@ func readSweepShards(dirs []string, shards int) ([]analysis.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	points, replicas := 0, 0
-	variants := map[string]bool{}
-	for _, r := range rows {
-		points = max(points, r.Point+1)
-		replicas = max(replicas, r.Replica+1)
-		variants[r.VariantName] = true
-	}
-	want := points * len(variants) * replicas
-	for i, r := range rows {
-		if r.Index != i {
-			return nil, &incompleteSweepError{have: len(rows), want: max(want, r.Index+1), first: i}
-		}
-	}
-	if len(rows) != want {
-		return nil, &incompleteSweepError{have: len(rows), want: want, first: len(rows)}
+	if err := analysis.CheckWhole(rows); err != nil {
+		return nil, err
 	}
 	return rows, nil
 }

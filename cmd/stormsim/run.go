@@ -22,36 +22,48 @@ func init() {
 		example: `  stormsim run experiments/retry-storm.yaml
   stormsim run five-layer-chain --format json
   stormsim run retry-storm --set workload.rate=600 --seed 7 --out out/storm`,
-		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
-			var sf scenarioFlags
-			fs.StringArrayVar(&sf.sets, "set", nil, "override a scenario value: `path=value` (repeatable)")
-			fs.Uint64Var(&sf.seed, "seed", 0, "random seed (default: the scenario's)")
-			fs.StringVar(&sf.duration, "duration", "", "arrival window, e.g. 30s (default: the scenario's)")
-			sf.declareLimits(fs)
-			format := fs.String("format", "text", "output format: text or json")
-			out := fs.String("out", "", "write summary.json, timeseries.csv, histograms and plots to `DIR`")
-			progress := fs.Bool("progress", false, "show a progress bar even when stderr is not a terminal")
-			return func(ctx context.Context, args []string, w io.Writer) error {
-				if len(args) != 1 {
-					return &exitError{exitUsage, fmt.Errorf("want one scenario, got %d arguments", len(args))}
-				}
-				if *format != "text" && *format != "json" {
-					return &exitError{exitUsage, fmt.Errorf("--format: want text or json, got %q", *format)}
-				}
-				sc, err := loadScenario(args[0], sf.overrides())
-				if err != nil {
-					return err
-				}
-				bar := newSimProgress(os.Stderr, *progress, sc.Name)
-				res, err := sim.Run(ctx, sc, sim.Options{Version: version, Progress: bar.update})
-				bar.finish()
-				if err != nil {
-					return err
-				}
-				return emitResult(w, res, *format, *out)
-			}
-		},
+		new: func() subcommand { return new(runCommand) },
 	})
+}
+
+// runCommand is `stormsim run`: its flags, and the run that uses them.
+type runCommand struct {
+	sf       scenarioFlags
+	format   string
+	out      string
+	progress bool
+}
+
+// flags declares the command's flags on fs.
+func (c *runCommand) flags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&c.sf.sets, "set", nil, "override a scenario value: `path=value` (repeatable)")
+	fs.Uint64Var(&c.sf.seed, "seed", 0, "random seed (default: the scenario's)")
+	fs.StringVar(&c.sf.duration, "duration", "", "arrival window, e.g. 30s (default: the scenario's)")
+	c.sf.declareLimits(fs)
+	fs.StringVar(&c.format, "format", "text", "output format: text or json")
+	fs.StringVar(&c.out, "out", "", "write summary.json, timeseries.csv, histograms and plots to `DIR`")
+	fs.BoolVar(&c.progress, "progress", false, "show a progress bar even when stderr is not a terminal")
+}
+
+// run runs the command with the arguments left after the flags.
+func (c *runCommand) run(ctx context.Context, args []string, w io.Writer) error {
+	if len(args) != 1 {
+		return &exitError{exitUsage, fmt.Errorf("want one scenario, got %d arguments", len(args))}
+	}
+	if c.format != "text" && c.format != "json" {
+		return &exitError{exitUsage, fmt.Errorf("--format: want text or json, got %q", c.format)}
+	}
+	sc, err := loadScenario(args[0], c.sf.overrides())
+	if err != nil {
+		return err
+	}
+	bar := newSimProgress(os.Stderr, c.progress, sc.Name)
+	res, err := sim.Run(ctx, sc, sim.Options{Version: version, Progress: bar.update})
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	return emitResult(w, res, c.format, c.out)
 }
 
 // emitResult prints a result and writes its files; it maps a partial run to

@@ -22,46 +22,57 @@ func init() {
 		example: `  stormsim serve experiments/retry-storm.yaml
   stormsim serve retry-storm --listen 127.0.0.1:9000   # services on 9000, 9001, ...
   curl http://127.0.0.1:9000/stats`,
-		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
-			var sf scenarioFlags
-			listen := fs.String("listen", load.DefaultListen, "first service's `host:port` (the next services take the next ports; port 0: any free port)")
-			remote := fs.Bool("allow-remote", false, "allow a listen address off the loopback interface")
-			fs.StringArrayVar(&sf.sets, "set", nil, "override a scenario value: `path=value` (repeatable)")
-			fs.Uint64Var(&sf.seed, "seed", 0, "random seed (default: the scenario's)")
-			return func(ctx context.Context, args []string, w io.Writer) error {
-				if len(args) != 1 {
-					return &exitError{exitUsage, fmt.Errorf("want one scenario, got %d arguments", len(args))}
-				}
-				sc, err := loadScenario(args[0], sf.overrides())
-				if err != nil {
-					return err
-				}
-				if *remote {
-					if err := load.CheckLoopback(*listen); err != nil {
-						fmt.Fprintf(os.Stderr, "stormsim serve: --allow-remote: %d services of %s will accept connections on %s\n", len(sc.Services), sc.Name, *listen)
-					}
-				}
-				cl, err := load.StartCluster(sc, load.ClusterOptions{Listen: *listen, AllowRemote: *remote,
-					// A server that runs indefinitely keeps a bounded ledger.
-					LedgerWindow: load.DefaultLedgerWindow})
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(w, "serving %s (fault windows count from now); Ctrl-C stops\n", sc.Name)
-				for _, s := range cl.Services {
-					u := cl.URLs[s.Name()]
-					fmt.Fprintf(w, "  %-16s %s   (stats: %s, metrics: %s)\n", s.Name(), u, siblingURL(u, "/stats"), siblingURL(u, "/metrics"))
-				}
-				<-ctx.Done()
-				cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				if err := cl.Close(cctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-					return err
-				}
-				return nil
-			}
-		},
+		new: func() subcommand { return new(serveCommand) },
 	})
+}
+
+// serveCommand is `stormsim serve`: its flags, and the run that uses them.
+type serveCommand struct {
+	sf     scenarioFlags
+	listen string
+	remote bool
+}
+
+// flags declares the command's flags on fs.
+func (c *serveCommand) flags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.listen, "listen", load.DefaultListen, "first service's `host:port` (the next services take the next ports; port 0: any free port)")
+	fs.BoolVar(&c.remote, "allow-remote", false, "allow a listen address off the loopback interface")
+	fs.StringArrayVar(&c.sf.sets, "set", nil, "override a scenario value: `path=value` (repeatable)")
+	fs.Uint64Var(&c.sf.seed, "seed", 0, "random seed (default: the scenario's)")
+}
+
+// run runs the command with the arguments left after the flags.
+func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) error {
+	if len(args) != 1 {
+		return &exitError{exitUsage, fmt.Errorf("want one scenario, got %d arguments", len(args))}
+	}
+	sc, err := loadScenario(args[0], c.sf.overrides())
+	if err != nil {
+		return err
+	}
+	if c.remote {
+		if err := load.CheckLoopback(c.listen); err != nil {
+			fmt.Fprintf(os.Stderr, "stormsim serve: --allow-remote: %d services of %s will accept connections on %s\n", len(sc.Services), sc.Name, c.listen)
+		}
+	}
+	cl, err := load.StartCluster(sc, load.ClusterOptions{Listen: c.listen, AllowRemote: c.remote,
+		// A server that runs indefinitely keeps a bounded ledger.
+		LedgerWindow: load.DefaultLedgerWindow})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "serving %s (fault windows count from now); Ctrl-C stops\n", sc.Name)
+	for _, s := range cl.Services {
+		u := cl.URLs[s.Name()]
+		fmt.Fprintf(w, "  %-16s %s   (stats: %s, metrics: %s)\n", s.Name(), u, siblingURL(u, "/stats"), siblingURL(u, "/metrics"))
+	}
+	<-ctx.Done()
+	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := cl.Close(cctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
 }
 
 // siblingURL is a service URL with its path replaced by path.

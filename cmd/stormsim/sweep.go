@@ -4,17 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stormsim/stormsim/shard"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
-	"time"
+
+	"github.com/stormsim/stormsim/shard"
 
 	"github.com/spf13/pflag"
-	"github.com/vbauerster/mpb/v8"
-	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/stormsim/stormsim/analysis"
 	"github.com/stormsim/stormsim/metrics"
@@ -30,90 +28,102 @@ func init() {
   stormsim sweep retry-storm --param services.db.workers --values 4,8,16 --variant no-db-retry:services.orders.calls.db.retry.max_attempts=1
   stormsim sweep retry-storm --param workload.rate --range 100:800:100 --shard 0/2 --out shard0
   stormsim sweep --merge shard0/sweep.csv shard1/sweep.csv --out out/sweep`,
-		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
-			var ef experimentFlags
-			param := fs.String("param", "", "the scenario `PATH` to vary, as --set spells it (e.g. workload.rate)")
-			values := fs.String("values", "", "the values, comma-separated (`a,b,c`)")
-			rng := fs.String("range", "", "the values `from:to:step` (numbers or durations)")
-			replicas := fs.Int("replicas", 1, "runs per point and variant, with seeds derived from the scenario's")
-			ef.declare(fs)
-			out := fs.String("out", ".", "write sweep.csv, sweep-aggregate.csv and plots to `DIR`")
-			var sh shard.Flags
-			sh.Register(fs)
-			merge := fs.Bool("merge", false, "merge the sweep.csv files given as arguments (shards of one sweep) instead of running")
-			progress := fs.Bool("progress", false, "show the progress bar even when stderr is not a terminal")
-			return func(ctx context.Context, args []string, w io.Writer) error {
-				if *merge {
-					return mergeSweep(args, *out, w)
-				}
-				if len(args) != 1 {
-					return &exitError{exitUsage, fmt.Errorf("want one scenario, got %d arguments", len(args))}
-				}
-				if (*values == "") == (*rng == "") {
-					return &exitError{exitUsage, errors.New("give exactly one of --values and --range")}
-				}
-				s := &analysis.Sweep{Param: *param, Replicas: *replicas}
-				var err error
-				if *values != "" {
-					s.Values, err = analysis.ParseValues(*values)
-				} else {
-					s.Values, err = analysis.ParseRange(*rng)
-				}
-				if err != nil {
-					return &exitError{exitUsage, err}
-				}
-				if *replicas < 1 {
-					return &exitError{exitUsage, fmt.Errorf("--replicas must be ≥ 1, got %d", *replicas)}
-				}
-				opt := analysis.SweepOptions{Workers: ef.workers}
-				if opt.Shard, err = sh.Spec(os.LookupEnv); err != nil {
-					return &exitError{exitUsage, err}
-				}
-				b, base, err := ef.builder(args[0])
-				if err != nil {
-					return err
-				}
-				if s.Variants, err = ef.variants(base, true); err != nil {
-					return &exitError{exitUsage, err}
-				}
-				if err := s.Validate(); err != nil {
-					return &exitError{exitUsage, err}
-				}
-				// Check every point's overrides before spending minutes on runs.
-				for _, v := range s.Values {
-					for _, vr := range s.Variants {
-						if _, err := b(vr, []string{s.Param + "=" + v}); err != nil {
-							return fmt.Errorf("variant %s, --param %s=%s: %w", vr.Name, s.Param, v, err)
-						}
-					}
-				}
-				label := "sweep"
-				if opt.Shard.Sharded() {
-					label += " shard " + opt.Shard.String()
-				}
-				bar := newCountProgress(os.Stderr, *progress, label)
-				opt.Progress = bar.update
-				rows, runErr := analysis.RunSweep(ctx, simRunner(), b, s, opt)
-				bar.finish()
-				// A stopped sweep keeps its finished rows but gets no
-				// aggregates; an interrupted one says so in sweep.partial.
-				partial := ""
-				if runErr != nil && ctx.Err() != nil {
-					partial = fmt.Sprintf("interrupted: %v", runErr)
-				}
-				if err := writeSweep(*out, rows, s.Values, !opt.Shard.Sharded() && runErr == nil, partial, w); err != nil {
-					return err
-				}
-				if runErr != nil {
-					if partial != "" {
-						return fmt.Errorf("%w: %d units written to %s", errInterrupted, len(rows), *out)
-					}
-					return runErr
-				}
-				return nil
-			}
-		},
+		new: func() subcommand { return new(sweepCommand) },
 	})
+}
+
+// sweepCommand is `stormsim sweep`: its flags, and the run that uses them.
+type sweepCommand struct {
+	ef       experimentFlags
+	param    string
+	values   string
+	rng      string
+	replicas int
+	out      string
+	sh       shard.Flags
+	merge    bool
+	progress bool
+}
+
+// flags declares the command's flags on fs.
+func (c *sweepCommand) flags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.param, "param", "", "the scenario `PATH` to vary, as --set spells it (e.g. workload.rate)")
+	fs.StringVar(&c.values, "values", "", "the values, comma-separated (`a,b,c`)")
+	fs.StringVar(&c.rng, "range", "", "the values `from:to:step` (numbers or durations)")
+	fs.IntVar(&c.replicas, "replicas", 1, "runs per point and variant, with seeds derived from the scenario's")
+	c.ef.declare(fs)
+	fs.StringVar(&c.out, "out", ".", "write sweep.csv, sweep-aggregate.csv and plots to `DIR`")
+	c.sh.Register(fs)
+	fs.BoolVar(&c.merge, "merge", false, "merge the sweep.csv files given as arguments (shards of one sweep) instead of running")
+	fs.BoolVar(&c.progress, "progress", false, "show the progress bar even when stderr is not a terminal")
+}
+
+// run runs the command with the arguments left after the flags.
+func (c *sweepCommand) run(ctx context.Context, args []string, w io.Writer) error {
+	if c.merge {
+		return mergeSweep(args, c.out, w)
+	}
+	if len(args) != 1 {
+		return &exitError{exitUsage, fmt.Errorf("want one scenario, got %d arguments", len(args))}
+	}
+	if (c.values == "") == (c.rng == "") {
+		return &exitError{exitUsage, errors.New("give exactly one of --values and --range")}
+	}
+	s := &analysis.Sweep{Param: c.param, Replicas: c.replicas}
+	var err error
+	if s.Values, err = levels(c.values, c.rng); err != nil {
+		return &exitError{exitUsage, err}
+	}
+	if c.replicas < 1 {
+		return &exitError{exitUsage, fmt.Errorf("--replicas must be ≥ 1, got %d", c.replicas)}
+	}
+	opt := analysis.SweepOptions{Workers: c.ef.workers}
+	if opt.Shard, err = c.sh.Spec(os.LookupEnv); err != nil {
+		return &exitError{exitUsage, err}
+	}
+	b, base, err := c.ef.builder(args[0])
+	if err != nil {
+		return err
+	}
+	if s.Variants, err = c.ef.variants(base, true); err != nil {
+		return &exitError{exitUsage, err}
+	}
+	if err := s.Validate(); err != nil {
+		return &exitError{exitUsage, err}
+	}
+	// Check every point's overrides before spending minutes on runs.
+	if err := s.CheckBuilds(b); err != nil {
+		return err
+	}
+	return c.runSweep(ctx, b, s, opt, w)
+}
+
+// runSweep runs the sweep with a progress bar and writes what it ran: a
+// stopped sweep keeps its finished rows but gets no aggregates, and an
+// interrupted one says so in sweep.partial.
+func (c *sweepCommand) runSweep(ctx context.Context, b analysis.Builder, s *analysis.Sweep, opt analysis.SweepOptions, w io.Writer) error {
+	label := "sweep"
+	if opt.Shard.Sharded() {
+		label += " shard " + opt.Shard.String()
+	}
+	bar := newCountProgress(os.Stderr, c.progress, label)
+	opt.Progress = bar.update
+	rows, runErr := analysis.RunSweep(ctx, simRunner(), b, s, opt)
+	bar.finish()
+	partial := ""
+	if runErr != nil && ctx.Err() != nil {
+		partial = fmt.Sprintf("interrupted: %v", runErr)
+	}
+	if err := writeSweep(c.out, rows, s.Values, !opt.Shard.Sharded() && runErr == nil, partial, w); err != nil {
+		return err
+	}
+	if runErr != nil {
+		if partial != "" {
+			return fmt.Errorf("%w: %d units written to %s", errInterrupted, len(rows), c.out)
+		}
+		return runErr
+	}
+	return nil
 }
 
 // partialFile marks a sweep directory whose sweep.csv holds only the units
@@ -234,41 +244,11 @@ func mergeSweep(files []string, dir string, w io.Writer) error {
 	return writeSweep(dir, rows, values, true, "", w)
 }
 
-// countProgress is a progress bar over a count of runs. It is a no-op when
-// the output is not a terminal (unless forced).
-type countProgress struct {
-	p   *mpb.Progress
-	bar *mpb.Bar
-}
-
-func newCountProgress(w io.Writer, force bool, name string) *countProgress {
-	if !force && !isTerminal(w) {
-		return &countProgress{}
+// levels returns the values of --values (a list) or of --range
+// (from:to:step), whichever is given; sweep and metastable take both.
+func levels(values, rng string) ([]string, error) {
+	if values != "" {
+		return analysis.ParseValues(values)
 	}
-	// mpb draws nothing on a non-terminal unless told to refresh anyway.
-	p := mpb.New(mpb.WithOutput(w), mpb.WithWidth(100), mpb.WithRefreshRate(200*time.Millisecond),
-		mpb.ContainerOptional(mpb.WithAutoRefresh(), force))
-	bar := p.AddBar(0,
-		mpb.BarWidth(30),
-		mpb.PrependDecorators(decor.Name(name+" ", decor.WCSyncSpaceR), decor.CountersNoUnit("%d/%d runs", decor.WCSyncSpace)),
-		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.Name(" ETA "), decor.AverageETA(decor.ET_STYLE_GO)),
-	)
-	return &countProgress{p: p, bar: bar}
-}
-
-// update is an analysis.SweepOptions.Progress callback.
-func (c *countProgress) update(done, total int) {
-	if c.bar == nil {
-		return
-	}
-	c.bar.SetTotal(int64(total), false)
-	c.bar.SetCurrent(int64(done))
-}
-
-func (c *countProgress) finish() {
-	if c.bar == nil {
-		return
-	}
-	c.bar.SetTotal(-1, true)
-	c.p.Wait()
+	return analysis.ParseRange(rng)
 }

@@ -8,12 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/stormsim/stormsim/metrics"
-	"github.com/stormsim/stormsim/sim"
-	"github.com/stormsim/stormsim/topology"
 	"github.com/stormsim/stormsim/tune"
 )
 
@@ -30,104 +29,141 @@ Sources (top-down, one per hop): FILE (numbers in --unit, one per line),
 FILE:COLUMN (a CSV column), vegeta:FILE (vegeta encode --to json),
 results:DIR[#SERVICE] (a stormsim results directory), scenario:FILE[#SERVICE]
 (the unloaded latency a scenario's service times imply).`,
-		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
-			hops := fs.StringSlice("hops", nil, "hops top-down as `NAME=SOURCE`, comma-separated or repeated")
-			deadline := fs.Duration("deadline", 0, "end-to-end deadline of a request at the top (required)")
-			unit := fs.String("unit", "ms", "unit of plain numbers: ns, us, ms or s")
-			pct := fs.String("percentile", "p99.9", "attempt timeout at this latency percentile")
-			hedgePct := fs.String("hedge-percentile", "p95", "hedge delay at this latency percentile")
-			maxAmp := fs.Float64("max-amplification", 1.2, "worst-case load amplification the retry budget allows")
-			response := fs.Duration("response", 0, "time each hop reserves for its response to travel back")
-			maxAttempts := fs.Int("max-attempts", 3, "most attempts recommended at the retry owner")
-			samples := fs.Int("samples", 100000, "samples drawn from a scenario: source")
-			seed := fs.Uint64("seed", 1, "seed of the samples drawn from a scenario: source")
-			format := fs.String("format", "text", "output format: text or json")
-			out := fs.String("out", "", "write plan.txt, plan.json and a latency CDF plot per hop to `DIR`")
-			verify := fs.String("verify", "", "simulate `SCENARIO` as written and with the plan applied, side by side")
-			sets := fs.StringArray("set", nil, "override a value of the --verify scenario: `path=value` (repeatable)")
-			return func(ctx context.Context, args []string, w io.Writer) error {
-				if len(args) != 0 {
-					return &exitError{exitUsage, fmt.Errorf("unexpected arguments %q (hops go in --hops)", args)}
-				}
-				if len(*hops) == 0 {
-					return &exitError{exitUsage, fmt.Errorf("--hops: give at least one NAME=SOURCE")}
-				}
-				if *deadline <= 0 {
-					return &exitError{exitUsage, fmt.Errorf("--deadline: required and > 0")}
-				}
-				if *format != "text" && *format != "json" {
-					return &exitError{exitUsage, fmt.Errorf("--format: want text or json, got %q", *format)}
-				}
-				u, err := tune.ParseUnit(*unit)
-				if err != nil {
-					return &exitError{exitUsage, fmt.Errorf("--unit: %w", err)}
-				}
-				q, err := parsePercentile(*pct)
-				if err != nil {
-					return &exitError{exitUsage, fmt.Errorf("--percentile: %w", err)}
-				}
-				hq, err := parsePercentile(*hedgePct)
-				if err != nil {
-					return &exitError{exitUsage, fmt.Errorf("--hedge-percentile: %w", err)}
-				}
-				hs, err := tune.ParseHops(*hops, tune.LoadOptions{Unit: u, ScenarioSamples: *samples, Seed: *seed})
-				if err != nil {
-					return err
-				}
-				plan, err := tune.Recommend(hs, tune.Options{
-					Deadline: *deadline, Percentile: q, HedgePercentile: hq,
-					MaxAmplification: *maxAmp, Response: *response, MaxAttempts: *maxAttempts,
-				})
-				if err != nil {
-					return err
-				}
-				var cmp *tune.Comparison
-				if *verify != "" {
-					sc, err := loadScenario(*verify, *sets)
-					if err != nil {
-						return err
-					}
-					cmp, err = tune.Verify(ctx, sc, plan, func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
-						return sim.Run(ctx, sc, sim.Options{Version: version})
-					})
-					if err != nil {
-						return err
-					}
-				}
-				if *out != "" {
-					if _, err := plan.Save(*out); err != nil {
-						return err
-					}
-					if cmp != nil {
-						if err := metrics.WriteFileAtomic(filepath.Join(*out, "verify.txt"), cmp.WriteText); err != nil {
-							return err
-						}
-					}
-				}
-				if *format == "json" {
-					enc := json.NewEncoder(w)
-					enc.SetIndent("", "  ")
-					return enc.Encode(struct {
-						Plan   *tune.Plan       `json:"plan"`
-						Verify *tune.Comparison `json:"verify,omitempty"`
-					}{plan, cmp})
-				}
-				if err := plan.WriteText(w); err != nil {
-					return err
-				}
-				if cmp != nil {
-					fmt.Fprintln(w)
-					if err := cmp.WriteText(w); err != nil {
-						return err
-					}
-				}
-				if *out != "" {
-					fmt.Fprintf(w, "\nwrote %s\n", *out)
-				}
-				return nil
-			}
-		},
+		new: func() subcommand { return new(tuneCommand) },
 	})
+}
+
+// tuneCommand is `stormsim tune`: its flags, and the run that uses them.
+type tuneCommand struct {
+	hops        []string
+	deadline    time.Duration
+	unit        string
+	pct         string
+	hedgePct    string
+	maxAmp      float64
+	response    time.Duration
+	maxAttempts int
+	samples     int
+	seed        uint64
+	format      string
+	out         string
+	verify      string
+	sets        []string
+}
+
+// flags declares the command's flags on fs.
+func (c *tuneCommand) flags(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&c.hops, "hops", nil, "hops top-down as `NAME=SOURCE`, comma-separated or repeated")
+	fs.DurationVar(&c.deadline, "deadline", 0, "end-to-end deadline of a request at the top (required)")
+	fs.StringVar(&c.unit, "unit", "ms", "unit of plain numbers: ns, us, ms or s")
+	fs.StringVar(&c.pct, "percentile", "p99.9", "attempt timeout at this latency percentile")
+	fs.StringVar(&c.hedgePct, "hedge-percentile", "p95", "hedge delay at this latency percentile")
+	fs.Float64Var(&c.maxAmp, "max-amplification", 1.2, "worst-case load amplification the retry budget allows")
+	fs.DurationVar(&c.response, "response", 0, "time each hop reserves for its response to travel back")
+	fs.IntVar(&c.maxAttempts, "max-attempts", 3, "most attempts recommended at the retry owner")
+	fs.IntVar(&c.samples, "samples", 100000, "samples drawn from a scenario: source")
+	fs.Uint64Var(&c.seed, "seed", 1, "seed of the samples drawn from a scenario: source")
+	fs.StringVar(&c.format, "format", "text", "output format: text or json")
+	fs.StringVar(&c.out, "out", "", "write plan.txt, plan.json and a latency CDF plot per hop to `DIR`")
+	fs.StringVar(&c.verify, "verify", "", "simulate `SCENARIO` as written and with the plan applied, side by side")
+	fs.StringArrayVar(&c.sets, "set", nil, "override a value of the --verify scenario: `path=value` (repeatable)")
+}
+
+// run runs the command with the arguments left after the flags.
+func (c *tuneCommand) run(ctx context.Context, args []string, w io.Writer) error {
+	if len(args) != 0 {
+		return &exitError{exitUsage, fmt.Errorf("unexpected arguments %q (hops go in --hops)", args)}
+	}
+	if len(c.hops) == 0 {
+		return &exitError{exitUsage, fmt.Errorf("--hops: give at least one NAME=SOURCE")}
+	}
+	if c.deadline <= 0 {
+		return &exitError{exitUsage, fmt.Errorf("--deadline: required and > 0")}
+	}
+	if c.format != "text" && c.format != "json" {
+		return &exitError{exitUsage, fmt.Errorf("--format: want text or json, got %q", c.format)}
+	}
+	lo, opt, err := c.options()
+	if err != nil {
+		return &exitError{exitUsage, err}
+	}
+	hs, err := tune.ParseHops(c.hops, lo)
+	if err != nil {
+		return err
+	}
+	plan, err := tune.Recommend(hs, opt)
+	if err != nil {
+		return err
+	}
+	var cmp *tune.Comparison
+	if c.verify != "" {
+		sc, err := loadScenario(c.verify, c.sets)
+		if err != nil {
+			return err
+		}
+		cmp, err = tune.Verify(ctx, sc, plan, simRunner())
+		if err != nil {
+			return err
+		}
+	}
+	return c.emit(w, plan, cmp)
+}
+
+// options returns how to read the hops' samples and what to recommend,
+// from the flags.
+func (c *tuneCommand) options() (tune.LoadOptions, tune.Options, error) {
+	u, err := tune.ParseUnit(c.unit)
+	if err != nil {
+		return tune.LoadOptions{}, tune.Options{}, fmt.Errorf("--unit: %w", err)
+	}
+	q, err := parsePercentile(c.pct)
+	if err != nil {
+		return tune.LoadOptions{}, tune.Options{}, fmt.Errorf("--percentile: %w", err)
+	}
+	hq, err := parsePercentile(c.hedgePct)
+	if err != nil {
+		return tune.LoadOptions{}, tune.Options{}, fmt.Errorf("--hedge-percentile: %w", err)
+	}
+	return tune.LoadOptions{Unit: u, ScenarioSamples: c.samples, Seed: c.seed}, tune.Options{
+		Deadline: c.deadline, Percentile: q, HedgePercentile: hq,
+		MaxAmplification: c.maxAmp, Response: c.response, MaxAttempts: c.maxAttempts,
+	}, nil
+}
+
+// emit writes the plan (and the verification, when run) under --out, then
+// prints them as text or JSON.
+func (c *tuneCommand) emit(w io.Writer, plan *tune.Plan, cmp *tune.Comparison) error {
+	if c.out != "" {
+		if _, err := plan.Save(c.out); err != nil {
+			return err
+		}
+		if cmp != nil {
+			if err := metrics.WriteFileAtomic(filepath.Join(c.out, "verify.txt"), cmp.WriteText); err != nil {
+				return err
+			}
+		}
+	}
+	if c.format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Plan   *tune.Plan       `json:"plan"`
+			Verify *tune.Comparison `json:"verify,omitempty"`
+		}{plan, cmp})
+	}
+	if err := plan.WriteText(w); err != nil {
+		return err
+	}
+	if cmp != nil {
+		fmt.Fprintln(w)
+		if err := cmp.WriteText(w); err != nil {
+			return err
+		}
+	}
+	if c.out != "" {
+		fmt.Fprintf(w, "\nwrote %s\n", c.out)
+	}
+	return nil
 }
 
 // parsePercentile reads "p99.9", "99.9" or "99.9%" as the quantile 0.999.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stormsim/stormsim/internal/golden"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,14 +19,14 @@ var tuneChain = "gateway=testdata/tune/gateway.txt,orders=testdata/tune/orders.c
 func TestTuneText(t *testing.T) {
 	out, errOut, code := runCLI(t, "tune", "--deadline", "1s", "--hops", tuneChain)
 	require.Equal(t, 0, code, errOut)
-	golden(t, "tune/chain.golden", out)
+	golden.Check(t, "testdata/tune/chain.golden", []byte(out))
 }
 
 func TestTuneMixedPopulation(t *testing.T) {
 	out, errOut, code := runCLI(t, "tune", "--deadline", "2s", "--hops", "api=testdata/tune/mixed.txt", "--percentile", "99")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, `warning: hop "api": samples look like a mix of populations`)
-	golden(t, "tune/mixed.golden", out)
+	golden.Check(t, "testdata/tune/mixed.golden", []byte(out))
 }
 
 func TestTuneJSON(t *testing.T) {
@@ -79,7 +80,7 @@ func TestTuneErrors(t *testing.T) {
 		require.Empty(t, out, c.name)
 		all.WriteString(c.name + ": " + errOut)
 	}
-	golden(t, "tune/errors.golden", all.String())
+	golden.Check(t, "testdata/tune/errors.golden", []byte(all.String()))
 }
 
 // TestTuneVerifyAndOut simulates the chain scenario as written and tuned,

@@ -17,40 +17,55 @@ func init() {
 		usage:   "SCENARIO... [--set path=value]...",
 		example: `  stormsim validate experiments/retry-storm.yaml
   stormsim validate my.yaml --set services.db.workers=4`,
-		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
-			var sets []string
-			fs.StringArrayVar(&sets, "set", nil, "override a scenario value: `path=value` (repeatable)")
-			return func(_ context.Context, args []string, w io.Writer) error {
-				if len(args) == 0 {
-					return &exitError{exitUsage, fmt.Errorf("want at least one scenario")}
-				}
-				bad := 0
-				for _, a := range args {
-					sc, err := loadScenario(a, sets)
-					if err != nil {
-						fmt.Fprintln(w, err)
-						bad++
-						continue
-					}
-					fmt.Fprintf(w, "%s: ok (%s: %d services, %d faults)\n", a, sc.Name, len(sc.Services), len(sc.Faults))
-				}
-				if bad > 0 {
-					return fmt.Errorf("%d of %d scenarios invalid", bad, len(args))
-				}
-				return nil
-			}
-		},
+		new: func() subcommand { return new(validateCommand) },
 	})
 	register(&command{
 		name:    "experiments",
 		summary: "list the canned experiments (run one with 'stormsim run NAME')",
-		setup: func(fs *pflag.FlagSet) func(context.Context, []string, io.Writer) error {
-			return func(_ context.Context, _ []string, w io.Writer) error {
-				for _, n := range experiments.Names() {
-					fmt.Fprintf(w, "  %-26s %s\n", n, experiments.Summary(n))
-				}
-				return nil
-			}
-		},
+		new:     func() subcommand { return experimentsCommand{} },
 	})
+}
+
+// validateCommand is `stormsim validate`: the overrides laid over every
+// scenario it checks.
+type validateCommand struct {
+	sets []string
+}
+
+func (c *validateCommand) flags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&c.sets, "set", nil, "override a scenario value: `path=value` (repeatable)")
+}
+
+// run loads each scenario and prints its problems or a one-line summary.
+func (c *validateCommand) run(_ context.Context, args []string, w io.Writer) error {
+	if len(args) == 0 {
+		return &exitError{exitUsage, fmt.Errorf("want at least one scenario")}
+	}
+	bad := 0
+	for _, a := range args {
+		sc, err := loadScenario(a, c.sets)
+		if err != nil {
+			fmt.Fprintln(w, err)
+			bad++
+			continue
+		}
+		fmt.Fprintf(w, "%s: ok (%s: %d services, %d faults)\n", a, sc.Name, len(sc.Services), len(sc.Faults))
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d of %d scenarios invalid", bad, len(args))
+	}
+	return nil
+}
+
+// experimentsCommand is `stormsim experiments`, which has no flags.
+type experimentsCommand struct{}
+
+func (experimentsCommand) flags(*pflag.FlagSet) {}
+
+// run lists the canned experiments with their summaries.
+func (experimentsCommand) run(_ context.Context, _ []string, w io.Writer) error {
+	for _, n := range experiments.Names() {
+		fmt.Fprintf(w, "  %-26s %s\n", n, experiments.Summary(n))
+	}
+	return nil
 }
