@@ -209,18 +209,11 @@ func (d *driver) result(interrupted bool, elapsed time.Duration) *metrics.Result
 }
 
 func edgeSummary(from, to string, ec *EdgeClient) metrics.EdgeSummary {
-	st := ec.Stats()
-	e := metrics.EdgeSummary{
-		From: from, To: to, Calls: st.Calls, Attempts: st.Attempts, Retries: st.Retries,
-		RetriesDenied: st.RetriesDenied, RetriesDeadline: st.RetriesDeadline,
-		BreakerFastFail: st.BreakerFastFail, HedgesSent: st.HedgesSent, HedgesWon: st.HedgesWon,
-		PushbackWaits: st.PushbackWaits, Throttled: st.Throttled,
-		Succeeded: st.Succeeded, Failed: st.Failed, Unknown: st.Unknown,
+	var opens int64
+	if _, n, ok := ec.BreakerState(); ok {
+		opens = n
 	}
-	if _, opens, ok := ec.BreakerState(); ok {
-		e.BreakerOpens = opens
-	}
-	return e
+	return metrics.EdgeSummaryOf(from, to, ec.Stats(), opens)
 }
 
 func (d *driver) loadReport(elapsed time.Duration, interrupted bool) *metrics.LoadReport {

@@ -383,21 +383,7 @@ func mergeSummary(parts []*Result, out *Result) Summary {
 				edgeIdx[k] = i
 				s.Edges = append(s.Edges, EdgeSummary{From: pe.From, To: pe.To})
 			}
-			e := &s.Edges[i]
-			e.Calls += pe.Calls
-			e.Attempts += pe.Attempts
-			e.Retries += pe.Retries
-			e.RetriesDenied += pe.RetriesDenied
-			e.RetriesDeadline += pe.RetriesDeadline
-			e.BreakerFastFail += pe.BreakerFastFail
-			e.BreakerOpens += pe.BreakerOpens
-			e.HedgesSent += pe.HedgesSent
-			e.HedgesWon += pe.HedgesWon
-			e.PushbackWaits += pe.PushbackWaits
-			e.Throttled += pe.Throttled
-			e.Succeeded += pe.Succeeded
-			e.Failed += pe.Failed
-			e.Unknown += pe.Unknown
+			s.Edges[i].Add(pe)
 		}
 	}
 	return s

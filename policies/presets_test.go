@@ -1,8 +1,8 @@
 package policies
 
 import (
-	"errors"
 	"bytes"
+	"errors"
 	"os"
 	"reflect"
 	"slices"

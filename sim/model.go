@@ -250,10 +250,7 @@ func build(sc *topology.Scenario) (*model, error) {
 			streamName = fmt.Sprintf("%s#%d", streamName, n)
 		}
 		streamUse["edge/"+name]++
-		cfg := policies.EdgeConfig{
-			Timeout: c.Timeout, Retry: c.Retry, Budget: c.Budget, Breaker: c.Breaker,
-			Hedge: c.Hedge, Throttle: c.Throttle, HonorPushback: c.HonorPushback, MaxPushback: c.MaxPushback,
-		}
+		cfg := c.EdgeConfig()
 		shared := c.Budget != nil && c.Budget.Scope == "service"
 		if shared {
 			cfg.Budget = nil

@@ -419,23 +419,11 @@ func (m *model) result(sc *topology.Scenario, opt Options, simEnd time.Duration,
 		o := &ser.edges[i]
 		es := metrics.EdgeSummary{From: o.from, To: o.to}
 		for _, e := range o.members {
-			st := &e.pe.Stats
-			es.Calls += st.Calls
-			es.Attempts += st.Attempts
-			es.Retries += st.Retries
-			es.RetriesDenied += st.RetriesDenied
-			es.RetriesDeadline += st.RetriesDeadline
-			es.BreakerFastFail += st.BreakerFastFail
-			es.HedgesSent += st.HedgesSent
-			es.HedgesWon += st.HedgesWon
-			es.PushbackWaits += st.PushbackWaits
-			es.Throttled += st.Throttled
-			es.Succeeded += st.Succeeded
-			es.Failed += st.Failed
-			es.Unknown += st.Unknown
+			var opens int64
 			if e.pe.Breaker != nil {
-				es.BreakerOpens += e.pe.Breaker.Opens()
+				opens = e.pe.Breaker.Opens()
 			}
+			es.Add(metrics.EdgeSummaryOf(o.from, o.to, e.pe.Stats, opens))
 		}
 		sum.Edges = append(sum.Edges, es)
 	}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stormsim/stormsim/policies"
 )
 
 // maxBadSampleLines bounds how many bad lines of one sample file are
@@ -19,7 +21,7 @@ import (
 const maxBadSampleLines = 3
 
 // distParams lists the parameter keys each distribution kind reads.
-var distParams = map[string][]string{
+var distParams = map[DistKind][]string{
 	"constant":    {"value"},
 	"exponential": {"mean"},
 	"uniform":     {"min", "max"},
@@ -50,15 +52,12 @@ func setParams(d *Dist) []string {
 // dist validates a distribution and loads an empirical one's samples.
 func (v *validator) dist(d *Dist, p string) {
 	if d.Dist == "" {
-		v.add(p+".dist", "required (one of %s)", orList(distKinds))
-		return
-	}
-	if !v.oneOf(p+".dist", "distribution", d.Dist, distKinds) {
+		v.add(p+".dist", "required (one of %s)", policies.OrList(names(distKinds)))
 		return
 	}
 	for _, k := range setParams(d) {
 		if !slices.Contains(distParams[d.Dist], k) {
-			v.add(p+"."+k, "does not apply to dist %s (it takes %s)", d.Dist, orList(distParams[d.Dist]))
+			v.add(p+"."+k, "does not apply to dist %s (it takes %s)", d.Dist, policies.OrList(distParams[d.Dist]))
 		}
 	}
 	for _, k := range []struct {
