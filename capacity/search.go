@@ -729,7 +729,7 @@ func (e *evaluator) one(ctx context.Context, spec RunSpec) runResult {
 		return rr
 	}
 	v := analysis.Verdict{Trigger: trig}
-	if res.Summary.Status != "diverged" {
+	if res.Summary.Status != metrics.StatusDiverged {
 		series, err := analysis.SeriesOf(res, sc.Duration)
 		if err != nil {
 			return runResult{err: fmt.Errorf("%s: %w", where, err)}
@@ -836,8 +836,8 @@ func (e *evaluator) judge(step int, value float64, runs []runResult) Point {
 			continue
 		}
 		sum := r.Summary
-		rep.Status = sum.Status
-		if sum.Status == "diverged" {
+		rep.Status = string(sum.Status)
+		if sum.Status == metrics.StatusDiverged {
 			diverged = true
 		}
 		for _, t := range s.SLO {

@@ -1,6 +1,7 @@
 package load
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -144,7 +145,7 @@ func (r *recorder) progress() Progress {
 func (r *recorder) series() *metrics.TimeSeries {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cols := []string{"offered", "succeeded", "failed", "unknown", "goodput", "latency_p50_ms", "latency_p99_ms"}
+	cols := slices.Clone(metrics.RunColumns)
 	ts := &metrics.TimeSeries{Interval: r.interval, Columns: cols}
 	sec := r.interval.Seconds()
 	for _, w := range r.rows {
@@ -165,10 +166,10 @@ func (d *driver) result(interrupted bool, elapsed time.Duration) *metrics.Result
 	s := &res.Summary
 	s.Scenario, s.Seed, s.Version = opt.Scenario, opt.Seed, opt.Version
 	s.SimTimeS = elapsed.Seconds()
-	s.Status = "complete"
+	s.Status = metrics.StatusComplete
 	window := opt.Duration - opt.Warmup
 	if interrupted {
-		s.Status = "interrupted"
+		s.Status = metrics.StatusInterrupted
 		window = min(elapsed, opt.Duration) - opt.Warmup
 	}
 	if window > 0 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stormsim/stormsim/dist"
 	"github.com/stormsim/stormsim/idempotency"
+	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -70,7 +71,7 @@ type model struct {
 	maxIvEvents, ivEvents uint64
 	created               uint64
 	halted                bool
-	status                string
+	status                metrics.Status
 	diverged              *divergence
 	checkCtx              func() bool
 

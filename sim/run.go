@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,9 +18,9 @@ import (
 
 // Run statuses, as written to Summary.Status.
 const (
-	StatusComplete    = "complete"
-	StatusDiverged    = "diverged"
-	StatusInterrupted = "interrupted"
+	StatusComplete    = metrics.StatusComplete
+	StatusDiverged    = metrics.StatusDiverged
+	StatusInterrupted = metrics.StatusInterrupted
 )
 
 // Options tune a run without changing what is simulated.
@@ -289,19 +290,20 @@ func newSeries(m *model, interval time.Duration) *series {
 			o.budget = e.pe.Budget
 		}
 	}
-	cols := []string{"offered", "succeeded", "failed", "unknown", "goodput", "latency_p50_ms", "latency_p99_ms", "latency_mean_ms"}
+	cols := append(slices.Clone(metrics.RunColumns), metrics.ColLatencyMean)
 	for _, sv := range m.services {
-		for _, c := range []string{"attempts", "queue", "queue_max", "inflight", "utilization", "rejected", "shed"} {
-			cols = append(cols, c+"/"+sv.name)
+		for _, c := range []string{metrics.MetricAttempts, metrics.MetricQueue, metrics.MetricQueueMax, metrics.MetricInflight,
+			metrics.MetricUtilization, metrics.MetricRejected, metrics.MetricShed} {
+			cols = append(cols, metrics.Column(c, sv.name))
 		}
 	}
 	for _, o := range s.edges {
-		cols = append(cols, "retries/"+o.name)
+		cols = append(cols, metrics.Column(metrics.MetricRetries, o.name))
 		if o.breaker != nil {
-			cols = append(cols, "breaker_state/"+o.name)
+			cols = append(cols, metrics.Column(metrics.MetricBreakerState, o.name))
 		}
 		if o.budget != nil {
-			cols = append(cols, "budget_level/"+o.name)
+			cols = append(cols, metrics.Column(metrics.MetricBudgetLevel, o.name))
 		}
 	}
 	s.ts.Columns = cols
