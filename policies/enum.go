@@ -38,14 +38,19 @@ func OrList(names []string) string {
 func ParseName[T ~string](what string, allowed []T, text []byte, dst *T) error {
 	s := T(text)
 	if s != "" && !slices.Contains(allowed, s) {
-		names := make([]string, len(allowed))
-		for i, a := range allowed {
-			names[i] = string(a)
-		}
-		return &EnumError{What: what, Got: string(s), Allowed: names}
+		return &EnumError{What: what, Got: string(s), Allowed: Names(allowed)}
 	}
 	*dst = s
 	return nil
+}
+
+// Names returns enumerated names as plain strings, for messages.
+func Names[T ~string](xs []T) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = string(x)
+	}
+	return out
 }
 
 // JitterName names a backoff jitter in a config: none, full, equal,
@@ -73,8 +78,8 @@ var retryClasses = []RetryClass{"unavailable", "timeout", "error", "in_progress"
 
 // UnmarshalText accepts the retryable outcome classes.
 func (c *RetryClass) UnmarshalText(text []byte) error {
-	if len(text) == 0 {
-		return &EnumError{What: "outcome class", Got: "", Allowed: []string{"unavailable", "timeout", "error", "in_progress"}}
+	if len(text) == 0 { // a list entry must name a class
+		return &EnumError{What: "outcome class", Got: "", Allowed: Names(retryClasses)}
 	}
 	return ParseName("outcome class", retryClasses, text, c)
 }

@@ -52,7 +52,7 @@ func setParams(d *Dist) []string {
 // dist validates a distribution and loads an empirical one's samples.
 func (v *validator) dist(d *Dist, p string) {
 	if d.Dist == "" {
-		v.add(p+".dist", "required (one of %s)", policies.OrList(names(distKinds)))
+		v.add(p+".dist", "required (one of %s)", policies.OrList(policies.Names(distKinds)))
 		return
 	}
 	for _, k := range setParams(d) {

@@ -54,12 +54,3 @@ var downstreams = []DownstreamFailure{"propagate", "unavailable", "error", "time
 func (f *DownstreamFailure) UnmarshalText(text []byte) error {
 	return policies.ParseName("downstream failure", downstreams, text, f)
 }
-
-// names returns enumerated names as strings, for messages.
-func names[T ~string](xs []T) []string {
-	out := make([]string, len(xs))
-	for i, x := range xs {
-		out[i] = string(x)
-	}
-	return out
-}

@@ -130,7 +130,7 @@ func TestArchitectureExample(t *testing.T) {
 		{"call.fanout (default)", call.Fanout, 1},
 		{"call.timeout", call.Timeout, 300 * time.Millisecond},
 		{"call.propagate_deadline", call.PropagateDeadline, true},
-		{"call.retry.on", strings.Join(names(call.Retry.On), ","), "unavailable,timeout"},
+		{"call.retry.on", strings.Join(policies.Names(call.Retry.On), ","), "unavailable,timeout"},
 		{"call.budget.ratio", call.Budget.Ratio, 0.1},
 		{"call.breaker.failures", call.Breaker.Failures, 5},
 		{"call.breaker.open_for", call.Breaker.OpenFor, 5 * time.Second},
