@@ -117,18 +117,7 @@ type Given func(key string) bool
 // expanded again. Problems are *FieldError with fields relative to the
 // config ("preset").
 func (c RetryConfig) Resolve(given Given) (RetryConfig, error) {
-	if c.resolved {
-		return c, nil
-	}
-	var base RetryConfig
-	if c.Preset != "" {
-		p, err := RetryPreset(c.Preset)
-		if err != nil {
-			return c, err
-		}
-		base = p
-	}
-	return resolveConfig(c, base, given, RetryConfig.withDefaults, func(r *RetryConfig) { r.resolved = true }), nil
+	return resolveConfig(c, c.resolved, c.Preset, RetryPreset, given, RetryConfig.withDefaults, func(r *RetryConfig) { r.resolved = true })
 }
 
 // withDefaults fills the retry defaults: one attempt.
@@ -142,100 +131,80 @@ func (c RetryConfig) withDefaults() RetryConfig {
 // Resolve expands the preset and applies the kind's defaults, once; see
 // RetryConfig.Resolve.
 func (c BudgetConfig) Resolve(given Given) (BudgetConfig, error) {
-	if c.resolved {
-		return c, nil
-	}
-	var base BudgetConfig
-	if c.Preset != "" {
-		p, err := BudgetPreset(c.Preset)
-		if err != nil {
-			return c, err
-		}
-		base = p
-	}
-	return resolveConfig(c, base, given, BudgetConfig.withDefaults, func(b *BudgetConfig) { b.resolved = true }), nil
+	return resolveConfig(c, c.resolved, c.Preset, BudgetPreset, given, BudgetConfig.withDefaults, func(b *BudgetConfig) { b.resolved = true })
 }
 
 // Resolve expands the preset and applies the kind's defaults, once; see
 // RetryConfig.Resolve.
 func (c BreakerConfig) Resolve(given Given) (BreakerConfig, error) {
-	if c.resolved {
+	return resolveConfig(c, c.resolved, c.Preset, BreakerPreset, given, BreakerConfig.withDefaults, func(b *BreakerConfig) { b.resolved = true })
+}
+
+// resolveConfig is the one expansion rule: the named preset (if any) as
+// the base, then every given key of c over it, then defaults for what is
+// still zero, then the given keys again so that an explicit zero survives
+// the defaults. A config already resolved is returned as it is.
+func resolveConfig[T any](c T, resolved bool, preset string, lookup func(string) (T, error), given Given, defaults func(T) T, mark func(*T)) (T, error) {
+	if resolved {
 		return c, nil
 	}
-	var base BreakerConfig
-	if c.Preset != "" {
-		p, err := BreakerPreset(c.Preset)
+	var out T
+	if preset != "" {
+		p, err := lookup(preset)
 		if err != nil {
 			return c, err
 		}
-		base = p
+		out = p
 	}
-	return resolveConfig(c, base, given, BreakerConfig.withDefaults, func(b *BreakerConfig) { b.resolved = true }), nil
-}
-
-// resolveConfig is the one expansion rule: the preset base, then every
-// given key of c over it, then defaults for what is still zero, then the
-// given keys again so that an explicit zero survives the defaults.
-func resolveConfig[T any](c, base T, given Given, defaults func(T) T, mark func(*T)) T {
 	if given == nil {
-		given = nonZeroKeys(reflect.ValueOf(c), "")
+		given = nonZeroKeys(reflect.ValueOf(c))
 	}
-	out := base
-	overlay(reflect.ValueOf(&out).Elem(), reflect.ValueOf(c), "", given)
+	overlay(reflect.ValueOf(&out).Elem(), reflect.ValueOf(c), given)
 	out = defaults(out)
-	overlay(reflect.ValueOf(&out).Elem(), reflect.ValueOf(c), "", given)
+	overlay(reflect.ValueOf(&out).Elem(), reflect.ValueOf(c), given)
 	mark(&out)
-	return out
+	return out, nil
 }
 
-// overlay copies each field of src whose key is given into dst, descending
-// into nested configs; keys are the fields' yaml names joined by dots. The
-// preset's name is always copied: it records where the values came from.
-func overlay(dst, src reflect.Value, prefix string, given Given) {
-	t := src.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		key := yamlKey(f, prefix)
-		if f.Type.Kind() == reflect.Struct && f.Type != durationType {
-			overlay(dst.Field(i), src.Field(i), key+".", given)
-			continue
-		}
+// overlay copies each field of src whose key is given into dst; keys are
+// the fields' yaml names, joined by dots in nested configs. The preset's
+// name is always copied: it records where the values came from.
+func overlay(dst, src reflect.Value, given Given) {
+	from := make(map[string]reflect.Value)
+	leaves(src, "", func(key string, f reflect.Value) { from[key] = f })
+	leaves(dst, "", func(key string, f reflect.Value) {
 		if key == "preset" || given(key) {
-			dst.Field(i).Set(src.Field(i))
+			f.Set(from[key])
 		}
-	}
+	})
 }
 
 // nonZeroKeys is the Given of a Go caller: the keys of c's non-zero fields.
-func nonZeroKeys(c reflect.Value, prefix string) Given {
+func nonZeroKeys(c reflect.Value) Given {
 	set := make(map[string]bool)
-	var walk func(v reflect.Value, prefix string)
-	walk = func(v reflect.Value, prefix string) {
-		t := v.Type()
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			key := yamlKey(f, prefix)
-			if f.Type.Kind() == reflect.Struct && f.Type != durationType {
-				walk(v.Field(i), key+".")
-				continue
-			}
-			set[key] = !v.Field(i).IsZero() && !(v.Field(i).Kind() == reflect.Slice && v.Field(i).Len() == 0)
-		}
-	}
-	walk(c, prefix)
+	leaves(c, "", func(key string, f reflect.Value) {
+		set[key] = !f.IsZero() && !(f.Kind() == reflect.Slice && f.Len() == 0)
+	})
 	return func(key string) bool { return set[key] }
 }
 
-var durationType = reflect.TypeFor[time.Duration]()
-
-// yamlKey is a field's scenario key under prefix.
-func yamlKey(f reflect.StructField, prefix string) string {
-	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-	return prefix + name
+// leaves calls fn with the key and value of every exported field of the
+// config v, descending into nested configs (a retry's backoff).
+func leaves(v reflect.Value, prefix string, fn func(key string, f reflect.Value)) {
+	t := v.Type()
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		key := prefix + name
+		if sf.Type.Kind() == reflect.Struct && sf.Type != durationType {
+			leaves(v.Field(i), key+".", fn)
+			continue
+		}
+		fn(key, v.Field(i))
+	}
 }
+
+var durationType = reflect.TypeFor[time.Duration]()

@@ -22,21 +22,11 @@ workload:
   client:
     retry: {preset: grpc, backoff: {initial: 0}}
 services:
-  - name: a
-    workers: 1
-    service_time: {dist: constant, value: 1ms}
-    calls:
-      - to: b
-        budget: {preset: finagle, min_per_sec: 0}
-        breaker: {preset: gobreaker, open_for: 0}
-      - to: b
-        budget: {preset: aws, retry_cost: 0, throttle_cost: 0}
-        breaker: {preset: hystrix, slow_call_duration: 0}
-      - to: b
-        budget: {preset: finagle, min_per_sec: ~}
-  - name: b
-    workers: 1
-    service_time: {dist: constant, value: 1ms}
+  - {name: a, workers: 1, service_time: {dist: constant, value: 1ms}, calls: [
+      {to: b, budget: {preset: finagle, min_per_sec: 0}, breaker: {preset: gobreaker, open_for: 0}},
+      {to: b, budget: {preset: aws, retry_cost: 0, throttle_cost: 0}, breaker: {preset: hystrix, slow_call_duration: 0}},
+      {to: b, budget: {preset: finagle, min_per_sec: ~}}]}
+  - {name: b, workers: 1, service_time: {dist: constant, value: 1ms}}
 `
 
 // TestExplicitZeroBeatsPreset: a key written as 0 wins over the preset for
