@@ -1,7 +1,6 @@
 package load
 
 import (
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -145,7 +144,7 @@ func (r *recorder) progress() Progress {
 func (r *recorder) series() *metrics.TimeSeries {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cols := slices.Clone(metrics.RunColumns)
+	cols := metrics.RunColumns()
 	ts := &metrics.TimeSeries{Interval: r.interval, Columns: cols}
 	sec := r.interval.Seconds()
 	for _, w := range r.rows {

@@ -34,8 +34,11 @@ const (
 	ColLatencyMean = "latency_mean_ms"
 )
 
-// RunColumns are the run-wide columns every producer writes, in order.
-var RunColumns = []string{ColOffered, ColSucceeded, ColFailed, ColUnknown, ColGoodput, ColLatencyP50, ColLatencyP99}
+// RunColumns returns the run-wide columns every producer writes, in
+// order, in a new slice the caller may extend.
+func RunColumns() []string {
+	return []string{ColOffered, ColSucceeded, ColFailed, ColUnknown, ColGoodput, ColLatencyP50, ColLatencyP99}
+}
 
 // Per-entity metrics: a column is Column(metric, entity), where the entity
 // is a service name or an edge "A->B".

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -290,7 +289,7 @@ func newSeries(m *model, interval time.Duration) *series {
 			o.budget = e.pe.Budget
 		}
 	}
-	cols := append(slices.Clone(metrics.RunColumns), metrics.ColLatencyMean)
+	cols := append(metrics.RunColumns(), metrics.ColLatencyMean)
 	for _, sv := range m.services {
 		for _, c := range []string{metrics.MetricAttempts, metrics.MetricQueue, metrics.MetricQueueMax, metrics.MetricInflight,
 			metrics.MetricUtilization, metrics.MetricRejected, metrics.MetricShed} {

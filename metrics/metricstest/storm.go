@@ -16,7 +16,6 @@ package metricstest
 import (
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -107,7 +106,7 @@ func build(n, part int) *metrics.Result {
 	}
 	rows := int(Duration / Interval)
 	iv := Interval.Seconds()
-	cols := slices.Clone(metrics.RunColumns)
+	cols := metrics.RunColumns()
 	for _, s := range services {
 		for _, m := range []string{metrics.MetricAttempts, metrics.MetricQueue, metrics.MetricQueueMax, metrics.MetricInflight, metrics.MetricUtilization, metrics.MetricRejected} {
 			cols = append(cols, metrics.Column(m, s.name))
