@@ -120,10 +120,13 @@ func (c RetryConfig) Resolve(given Given) (RetryConfig, error) {
 	return resolveConfig(c, c.resolved, c.Preset, RetryPreset, given, RetryConfig.withDefaults, func(r *RetryConfig) { r.resolved = true })
 }
 
-// withDefaults fills the retry defaults: one attempt.
+// withDefaults fills the retry defaults: one attempt, multiplier 2.
 func (c RetryConfig) withDefaults() RetryConfig {
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = 1
+	}
+	if c.Backoff.Multiplier == 0 {
+		c.Backoff.Multiplier = 2
 	}
 	return c
 }

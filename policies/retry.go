@@ -24,6 +24,9 @@ func (c RetryConfig) validate() error {
 			return fieldErrorf("on", "%q cannot be retried (want unavailable, timeout, error or in_progress)", n)
 		}
 	}
+	if c.Backoff.Multiplier == 0 { // written as 0: NewBackoff would default it
+		return fieldErrorf("backoff.multiplier", "must be ≥ 1, got 0")
+	}
 	if _, err := NewBackoff(c.Backoff); err != nil {
 		return err
 	}
