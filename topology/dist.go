@@ -107,14 +107,12 @@ func (v *validator) dist(d *Dist, p string) {
 // loadSamples reads an empirical distribution's file, one sample per line
 // in d.Unit (default ms); blank lines and lines starting with # are skipped.
 func (v *validator) loadSamples(d *Dist, p string) {
+	if v.brokenUnder(p + ".unit") {
+		return // an unknown unit: the samples cannot be read
+	}
 	unit := time.Millisecond
 	if d.Unit != "" {
-		u, ok := units[d.Unit]
-		if !ok {
-			v.add(p+".unit", "unknown unit %q (want ns, us, ms or s)", d.Unit)
-			return
-		}
-		unit = u
+		unit = units[d.Unit]
 	}
 	if d.File == "" {
 		v.add(p+".file", "required: a file of samples, one per line")
@@ -193,9 +191,9 @@ func readSampleFile(path string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, maxSampleFile))
 }
 
-func unitName(u string) string {
+func unitName(u TimeUnit) string {
 	if u == "" {
 		return "ms"
 	}
-	return u
+	return string(u)
 }

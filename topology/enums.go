@@ -34,6 +34,15 @@ func (k *DistKind) UnmarshalText(text []byte) error {
 	return policies.ParseName("distribution", distKinds, text, k)
 }
 
+// TimeUnit is the unit of an empirical distribution's samples: ns, us (or
+// µs), ms or s.
+type TimeUnit string
+
+// UnmarshalText accepts the time units.
+func (u *TimeUnit) UnmarshalText(text []byte) error {
+	return policies.ParseName("unit", []TimeUnit{"ns", "us", "µs", "ms", "s"}, text, u)
+}
+
 // ErrorClass is the class of a service's injected errors: error or unavailable.
 type ErrorClass string
 

@@ -171,7 +171,7 @@ type Dist struct {
 	P99    time.Duration `yaml:"p99,omitempty"`
 	Modes  []Mode        `yaml:"modes,omitempty"`
 	File   string        `yaml:"file,omitempty"`
-	Unit   string        `yaml:"unit,omitempty"`
+	Unit   TimeUnit      `yaml:"unit,omitempty"`
 
 	// Samples holds an empirical distribution's samples, loaded from File
 	// (relative to the scenario's directory) at load time.

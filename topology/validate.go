@@ -29,7 +29,7 @@ const (
 )
 
 // units are the time units an empirical sample file may be written in.
-var units = map[string]time.Duration{"ns": time.Nanosecond, "us": time.Microsecond, "µs": time.Microsecond, "ms": time.Millisecond, "s": time.Second}
+var units = map[TimeUnit]time.Duration{"ns": time.Nanosecond, "us": time.Microsecond, "µs": time.Microsecond, "ms": time.Millisecond, "s": time.Second}
 
 // validator applies defaults to a decoded scenario and collects every
 // problem with it. Paths that already failed to decode are not judged again.
