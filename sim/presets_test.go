@@ -52,6 +52,8 @@ services:
 		t.Errorf("finagle preset: %d retries for %d calls, want every call's 2", preset.Retries, preset.Calls)
 	}
 	zero := run("{preset: finagle, min_per_sec: 0}")
+	t.Logf("preset: %d retries / %d calls; min_per_sec 0: %d retries (%d denied) / %d calls",
+		preset.Retries, preset.Calls, zero.Retries, zero.RetriesDenied, zero.Calls)
 	if limit := float64(zero.Calls) * 0.2 / 0.9; float64(zero.Retries) > limit+1 || zero.RetriesDenied == 0 {
 		t.Errorf("finagle with min_per_sec: 0: %d retries (%d denied) for %d calls, want at most %.1f",
 			zero.Retries, zero.RetriesDenied, zero.Calls, limit)
