@@ -105,8 +105,9 @@ func BreakerPreset(name string) (BreakerConfig, error) {
 
 // Given reports whether a config's key was written explicitly, by the
 // key's path in scenario key names relative to the config: "min_per_sec",
-// "backoff.initial". A nil Given takes every non-zero field as written,
-// which is all a Go caller can express.
+// "backoff.initial". Resolve takes every non-zero field as written (all a
+// Go caller can express, and what a config pasted from elsewhere holds);
+// a Given adds the keys written as zero. It may be nil.
 type Given func(key string) bool
 
 // Resolve expands the config's preset and applies the defaults, once: a
@@ -159,12 +160,14 @@ func resolveConfig[T any](c T, resolved bool, preset string, lookup func(string)
 		}
 		out = p
 	}
-	if given == nil {
-		given = nonZeroKeys(reflect.ValueOf(c))
+	written := nonZeroKeys(reflect.ValueOf(c))
+	if given != nil {
+		nonZero := written
+		written = func(key string) bool { return nonZero(key) || given(key) }
 	}
-	overlay(reflect.ValueOf(&out).Elem(), reflect.ValueOf(c), given)
+	overlay(reflect.ValueOf(&out).Elem(), reflect.ValueOf(c), written)
 	out = defaults(out)
-	overlay(reflect.ValueOf(&out).Elem(), reflect.ValueOf(c), given)
+	overlay(reflect.ValueOf(&out).Elem(), reflect.ValueOf(c), written)
 	mark(&out)
 	return out, nil
 }
