@@ -133,7 +133,7 @@ var tableRows = []struct {
 	{"max amplification", func(m *Measures) string { return strconv.FormatFloat(m.Amplification, 'f', 2, 64) + "x" }},
 	{"peak queue", func(m *Measures) string { return strconv.FormatInt(m.PeakQueue, 10) }},
 	{"duplicates", func(m *Measures) string { return strconv.FormatInt(m.Duplicates, 10) }},
-	{"status", func(m *Measures) string { return m.Status }},
+	{"status", func(m *Measures) string { return string(m.Status) }},
 }
 
 // WriteTable prints the comparison side by side: one column per variant,

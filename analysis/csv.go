@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/stormsim/stormsim/metrics"
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -37,7 +38,7 @@ func WriteRows(w io.Writer, rows []Row) error {
 		rec = rec[:0]
 		rec = append(rec,
 			strconv.Itoa(r.Index), strconv.Itoa(r.Point), r.Param, r.Value, r.VariantName,
-			strconv.Itoa(r.Replica), strconv.FormatUint(r.Seed, 10), r.Status)
+			strconv.Itoa(r.Replica), strconv.FormatUint(r.Seed, 10), string(r.Status))
 		for _, c := range measureColumns {
 			rec = append(rec, formatFloat(c.get(&r.Measures)))
 		}
@@ -95,7 +96,7 @@ func ReadRows(name string, r io.Reader) ([]Row, error) {
 		if row.Seed, err = strconv.ParseUint(rec[6], 10, 64); err != nil {
 			return nil, bad(6, fmt.Errorf("want an unsigned integer, got %q", rec[6]))
 		}
-		row.Status = rec[7]
+		row.Status = metrics.Status(rec[7])
 		for i, c := range measureColumns {
 			col := len(rowHeader) + i
 			v, err := strconv.ParseFloat(rec[col], 64)
@@ -223,7 +224,7 @@ func AggregateRows(rows []Row) []Aggregate {
 		a.Replicas = len(samples[i])
 		xs := make([]float64, len(samples[i]))
 		for _, r := range samples[i] {
-			if r.Status != "complete" {
+			if r.Status != metrics.StatusComplete {
 				a.Incomplete++
 			}
 		}

@@ -171,19 +171,19 @@ func SeriesOf(r *metrics.Result, end time.Duration) (Series, error) {
 		return Series{}, fmt.Errorf("time series interval %v: must be > 0", ts.Interval)
 	}
 	s := Series{Start: ts.Start, Interval: ts.Interval, End: end}
-	s.Goodput = ts.Values("goodput")
+	s.Goodput = ts.Values(metrics.ColGoodput)
 	if s.Goodput == nil {
-		s.Goodput = ts.Values("succeeded")
+		s.Goodput = ts.Values(metrics.ColSucceeded)
 	}
 	if s.Goodput == nil {
 		return Series{}, fmt.Errorf("time series has neither a goodput nor a succeeded column (columns: %s)", strings.Join(ts.Columns, ", "))
 	}
-	offered := ts.Values("offered")
+	offered := ts.Values(metrics.ColOffered)
 	if offered == nil {
 		return s, nil
 	}
 	for i, c := range ts.Columns {
-		if !strings.HasPrefix(c, "attempts/") || strings.Contains(c, "->") {
+		if !strings.HasPrefix(c, metrics.Column(metrics.MetricAttempts, "")) || strings.Contains(c, "->") {
 			continue
 		}
 		if s.Amplification == nil {

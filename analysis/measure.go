@@ -8,7 +8,7 @@ import (
 // taken from its summary.
 type Measures struct {
 	// Status is the run's status: complete, diverged or interrupted.
-	Status    string
+	Status    metrics.Status
 	Offered   int64
 	Succeeded int64
 	Failed    int64
@@ -45,7 +45,7 @@ func MeasuresOf(r *metrics.Result) Measures {
 		m.PeakQueue = max(m.PeakQueue, svc.QueueMax)
 	}
 	if m.Status == "" {
-		m.Status = "complete"
+		m.Status = metrics.StatusComplete
 	}
 	return m
 }

@@ -3,12 +3,13 @@ package analysis
 import (
 	"context"
 	"fmt"
-	"github.com/stormsim/stormsim/shard"
 	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/stormsim/stormsim/shard"
 
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/topology"
@@ -106,7 +107,7 @@ func RunMetastable(ctx context.Context, run Runner, b Builder, m *Metastable, op
 		}
 		t, _ := TriggerOf(sc)
 		lv.Verdict.Trigger = t
-		if row.Status == "diverged" {
+		if row.Status == metrics.StatusDiverged {
 			lv.Verdict.Recovers = false
 		} else {
 			series, err := SeriesOf(results[row.Index], sc.Duration)
@@ -192,7 +193,7 @@ func (r *MetastableReport) WriteTable(w io.Writer) error {
 
 func shortVerdict(lv Level) string {
 	switch {
-	case lv.Measures.Status == "diverged":
+	case lv.Measures.Status == metrics.StatusDiverged:
 		return "does not recover (diverged)"
 	case lv.Verdict.Recovers:
 		return fmt.Sprintf("recovers in %v", lv.Verdict.TimeToRecover)
@@ -272,12 +273,12 @@ func HysteresisOf(res *metrics.Result, r Ramp) (Hysteresis, error) {
 		return Hysteresis{}, fmt.Errorf("hysteresis: result has no time series")
 	}
 	perSec := 1 / ts.Interval.Seconds()
-	good := ts.Values("goodput")
+	good := ts.Values(metrics.ColGoodput)
 	goodScale := 1.0
 	if good == nil {
-		good, goodScale = ts.Values("succeeded"), perSec
+		good, goodScale = ts.Values(metrics.ColSucceeded), perSec
 	}
-	offered := ts.Values("offered")
+	offered := ts.Values(metrics.ColOffered)
 	if good == nil || offered == nil {
 		return Hysteresis{}, fmt.Errorf("hysteresis: time series lacks goodput or offered (columns: %s)", strings.Join(ts.Columns, ", "))
 	}

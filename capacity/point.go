@@ -126,7 +126,7 @@ func (e *evaluator) judge(step int, value float64, runs []runResult) Point {
 			continue
 		}
 		p.addSteadyRun(&p.Replicas[idx], &r.Summary, e.s.SLO)
-		diverged = diverged || r.Summary.Status == "diverged"
+		diverged = diverged || r.Summary.Status == metrics.StatusDiverged
 		steady.add(r.Summary.Services)
 	}
 	n := float64(len(p.Replicas))
@@ -156,7 +156,7 @@ func (e *evaluator) judge(step int, value float64, runs []runResult) Point {
 // addSteadyRun records a steady-state run in its replica (the SLO terms'
 // values) and adds its figures into the point's sums.
 func (p *Point) addSteadyRun(rep *Replica, sum *metrics.Summary, slo SLO) {
-	rep.Status = sum.Status
+	rep.Status = string(sum.Status)
 	for _, t := range slo {
 		v, err := t.Value(sum)
 		if err != nil {

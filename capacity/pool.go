@@ -303,7 +303,7 @@ func (e *evaluator) scenarioOf(spec RunSpec) (sc *topology.Scenario, trig analys
 // (a diverged run did not recover) and the series it read.
 func (e *evaluator) judgeRecovery(rec *RunRecord, res *metrics.Result, sc *topology.Scenario, trig analysis.Trigger) error {
 	v := analysis.Verdict{Trigger: trig}
-	if res.Summary.Status != "diverged" {
+	if res.Summary.Status != metrics.StatusDiverged {
 		series, err := analysis.SeriesOf(res, sc.Duration)
 		if err != nil {
 			return err

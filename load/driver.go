@@ -136,14 +136,6 @@ func CheckLoopback(host string) error {
 	return fmt.Errorf("%q: %w", host, ErrRemote)
 }
 
-// EdgeConfigOf converts a scenario call's policy to the policies package's form.
-func EdgeConfigOf(c topology.Call) policies.EdgeConfig {
-	return policies.EdgeConfig{
-		Timeout: c.Timeout, Retry: c.Retry, Budget: c.Budget, Breaker: c.Breaker,
-		Hedge: c.Hedge, Throttle: c.Throttle, HonorPushback: c.HonorPushback, MaxPushback: c.MaxPushback,
-	}
-}
-
 // NewTransport returns an HTTP transport holding at most conns connections
 // to each host, all kept alive for reuse.
 func NewTransport(conns int) *http.Transport {
@@ -178,7 +170,7 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 		defer tr.CloseIdleConnections()
 		client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	edge, err := policies.NewEdge(EdgeConfigOf(opt.Policy), rand.New(rand.NewPCG(opt.Seed, 0x6c6f6164)))
+	edge, err := policies.NewEdge(opt.Policy.EdgeConfig(), rand.New(rand.NewPCG(opt.Seed, 0x6c6f6164)))
 	if err != nil {
 		return nil, fmt.Errorf("load: client policy: %w", err)
 	}

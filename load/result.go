@@ -144,7 +144,7 @@ func (r *recorder) progress() Progress {
 func (r *recorder) series() *metrics.TimeSeries {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cols := []string{"offered", "succeeded", "failed", "unknown", "goodput", "latency_p50_ms", "latency_p99_ms"}
+	cols := metrics.RunColumns()
 	ts := &metrics.TimeSeries{Interval: r.interval, Columns: cols}
 	sec := r.interval.Seconds()
 	for _, w := range r.rows {
@@ -165,10 +165,10 @@ func (d *driver) result(interrupted bool, elapsed time.Duration) *metrics.Result
 	s := &res.Summary
 	s.Scenario, s.Seed, s.Version = opt.Scenario, opt.Seed, opt.Version
 	s.SimTimeS = elapsed.Seconds()
-	s.Status = "complete"
+	s.Status = metrics.StatusComplete
 	window := opt.Duration - opt.Warmup
 	if interrupted {
-		s.Status = "interrupted"
+		s.Status = metrics.StatusInterrupted
 		window = min(elapsed, opt.Duration) - opt.Warmup
 	}
 	if window > 0 {
@@ -209,18 +209,11 @@ func (d *driver) result(interrupted bool, elapsed time.Duration) *metrics.Result
 }
 
 func edgeSummary(from, to string, ec *EdgeClient) metrics.EdgeSummary {
-	st := ec.Stats()
-	e := metrics.EdgeSummary{
-		From: from, To: to, Calls: st.Calls, Attempts: st.Attempts, Retries: st.Retries,
-		RetriesDenied: st.RetriesDenied, RetriesDeadline: st.RetriesDeadline,
-		BreakerFastFail: st.BreakerFastFail, HedgesSent: st.HedgesSent, HedgesWon: st.HedgesWon,
-		PushbackWaits: st.PushbackWaits, Throttled: st.Throttled,
-		Succeeded: st.Succeeded, Failed: st.Failed, Unknown: st.Unknown,
+	var opens int64
+	if _, n, ok := ec.BreakerState(); ok {
+		opens = n
 	}
-	if _, opens, ok := ec.BreakerState(); ok {
-		e.BreakerOpens = opens
-	}
-	return e
+	return metrics.EdgeSummaryOf(from, to, ec.Stats(), opens)
 }
 
 func (d *driver) loadReport(elapsed time.Duration, interrupted bool) *metrics.LoadReport {

@@ -194,6 +194,12 @@ func faultLabel(f topology.Fault) string {
 
 func formatID(n uint64) string { return strconv.FormatUint(n+1, 10) }
 
+// add appends v to the column of metric for entity.
+func (sm *sampler) add(metric, entity string, v float64) {
+	c := metrics.Column(metric, entity)
+	sm.cols[c] = append(sm.cols[c], v)
+}
+
 // sampler reads every service's stats once per interval, for the
 // per-service columns of the time series.
 type sampler struct {
@@ -242,21 +248,21 @@ func (sm *sampler) take(cl *Cluster) {
 		p := sm.prev[st.Service]
 		sm.prev[st.Service] = st.Counted
 		n := st.Service
-		sm.cols["attempts/"+n] = append(sm.cols["attempts/"+n], float64(st.Counted.Attempts-p.Attempts))
-		sm.cols["rejected/"+n] = append(sm.cols["rejected/"+n], float64(st.Counted.Rejected-p.Rejected))
-		sm.cols["shed/"+n] = append(sm.cols["shed/"+n], float64(st.Counted.Shed-p.Shed))
-		sm.cols["queue/"+n] = append(sm.cols["queue/"+n], float64(st.Queue))
-		sm.cols["inflight/"+n] = append(sm.cols["inflight/"+n], float64(st.Busy+st.Queue))
+		sm.add(metrics.MetricAttempts, n, float64(st.Counted.Attempts-p.Attempts))
+		sm.add(metrics.MetricRejected, n, float64(st.Counted.Rejected-p.Rejected))
+		sm.add(metrics.MetricShed, n, float64(st.Counted.Shed-p.Shed))
+		sm.add(metrics.MetricQueue, n, float64(st.Queue))
+		sm.add(metrics.MetricInflight, n, float64(st.Busy+st.Queue))
 		if st.Workers > 0 {
-			sm.cols["utilization/"+n] = append(sm.cols["utilization/"+n], float64(st.Busy)/float64(st.Workers))
+			sm.add(metrics.MetricUtilization, n, float64(st.Busy)/float64(st.Workers))
 		}
 		for _, e := range s.edges {
 			name := n + "->" + e.to
 			if state, _, ok := e.ec.BreakerState(); ok {
-				sm.cols["breaker_state/"+name] = append(sm.cols["breaker_state/"+name], float64(state))
+				sm.add(metrics.MetricBreakerState, name, float64(state))
 			}
 			if level, ok := e.ec.BudgetLevel(); ok {
-				sm.cols["budget_level/"+name] = append(sm.cols["budget_level/"+name], level)
+				sm.add(metrics.MetricBudgetLevel, name, level)
 			}
 		}
 	}

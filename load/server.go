@@ -302,7 +302,7 @@ func (s *Service) wire(sc *topology.Scenario, c ServiceConfig) error {
 		if seed == 0 {
 			seed = 1
 		}
-		edge, err := policies.NewEdge(EdgeConfigOf(call), rand.New(rand.NewPCG(seed, hashName("edge/"+s.name+"->"+call.To))))
+		edge, err := policies.NewEdge(call.EdgeConfig(), rand.New(rand.NewPCG(seed, hashName("edge/"+s.name+"->"+call.To))))
 		if err != nil {
 			return nil, fmt.Errorf("load: %s: %w", path, err)
 		}

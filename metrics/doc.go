@@ -4,6 +4,14 @@
 // histograms in microseconds. The simulator and load mode produce a Result;
 // plots, reports and merges consume it.
 //
+// # Vocabulary
+//
+// vocab.go names what writers and readers share: a run's Status
+// (complete, interrupted, diverged) and the time-series columns, run-wide
+// (ColOffered, ColGoodput, ...; RunColumns in order) and per entity
+// (Column(MetricQueue, "db") = "queue/db"). EdgeSummaryOf is the one
+// conversion of an edge's policy counters into its summary.
+//
 // # Files
 //
 // Save writes a results directory, every file atomically (WriteFileAtomic:

@@ -24,7 +24,7 @@ const (
 	// largest value: each part saw the same peak or a lower one.
 	MaxColumn
 	// MeanColumn columns are per-caller state (breaker_state/A->B,
-	// budget_level/A->B, budget_tokens/A->B): the mean over the parts that
+	// budget_level/A->B): the mean over the parts that
 	// have the row.
 	MeanColumn
 	// LatencyColumn columns (latency_p50_ms, latency_p99_ms, ...) are combined
@@ -58,7 +58,7 @@ func KindOf(column string) ColumnKind {
 		return LatencyColumn
 	case metric == "max" || strings.HasSuffix(metric, "_max"):
 		return MaxColumn
-	case metric == "breaker_state" || strings.HasPrefix(metric, "budget_"):
+	case metric == MetricBreakerState || strings.HasPrefix(metric, "budget_"):
 		return MeanColumn
 	}
 	return SumColumn
@@ -227,7 +227,7 @@ func mergeSeries(parts []*Result) (*TimeSeries, error) {
 			continue
 		}
 		off := int((s.Start - start) / ref.Interval)
-		succ := s.Column("succeeded")
+		succ := s.Column(ColSucceeded)
 		for r, row := range s.Rows {
 			if len(row) != len(s.Columns) {
 				return nil, fmt.Errorf("row %d has %d values for %d columns", r, len(row), len(s.Columns))
@@ -278,7 +278,7 @@ func mergeFaults(parts []*Result) []FaultWindow {
 	return out
 }
 
-var statusRank = map[string]int{"": 0, "complete": 1, "interrupted": 2, "diverged": 3}
+var statusRank = map[Status]int{"": 0, StatusComplete: 1, StatusInterrupted: 2, StatusDiverged: 3}
 
 func mergeSummary(parts []*Result, out *Result) Summary {
 	first := parts[0].Summary
@@ -383,21 +383,7 @@ func mergeSummary(parts []*Result, out *Result) Summary {
 				edgeIdx[k] = i
 				s.Edges = append(s.Edges, EdgeSummary{From: pe.From, To: pe.To})
 			}
-			e := &s.Edges[i]
-			e.Calls += pe.Calls
-			e.Attempts += pe.Attempts
-			e.Retries += pe.Retries
-			e.RetriesDenied += pe.RetriesDenied
-			e.RetriesDeadline += pe.RetriesDeadline
-			e.BreakerFastFail += pe.BreakerFastFail
-			e.BreakerOpens += pe.BreakerOpens
-			e.HedgesSent += pe.HedgesSent
-			e.HedgesWon += pe.HedgesWon
-			e.PushbackWaits += pe.PushbackWaits
-			e.Throttled += pe.Throttled
-			e.Succeeded += pe.Succeeded
-			e.Failed += pe.Failed
-			e.Unknown += pe.Unknown
+			s.Edges[i].Add(pe)
 		}
 	}
 	return s

@@ -34,7 +34,8 @@ type FaultWindow struct {
 // follow "metric" for run-wide series (offered, goodput, succeeded, failed,
 // unknown, latency_p50_ms, latency_p99_ms) and "metric/entity" for
 // per-service or per-edge ones (attempts/db, queue/db, inflight/db,
-// utilization/db, breaker_state/gateway->db, budget_tokens/gateway->db).
+// utilization/db, breaker_state/gateway->db, budget_level/gateway->db).
+// vocab.go names them all.
 type TimeSeries struct {
 	Start    time.Duration
 	Interval time.Duration

@@ -12,7 +12,7 @@ type Summary struct {
 	// zero it is inferred from succeeded / goodput_rps.
 	WindowS float64 `json:"window_s,omitempty"`
 	// Status is complete, diverged or interrupted.
-	Status string `json:"status"`
+	Status Status `json:"status"`
 	// Diverged says where a runaway run was stopped (nil when complete).
 	Diverged *Divergence `json:"diverged,omitempty"`
 

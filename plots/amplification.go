@@ -19,7 +19,7 @@ func Amplification(r *metrics.Result) (*plot.Plot, error) {
 	if err != nil {
 		return nil, err
 	}
-	offered := ts.Values("offered")
+	offered := ts.Values(metrics.ColOffered)
 	if offered == nil {
 		return nil, ErrNoData
 	}
@@ -27,7 +27,7 @@ func Amplification(r *metrics.Result) (*plot.Plot, error) {
 	f := newFigure("Amplification per service", "time (s)", "attempts per offered request")
 	f.timeAxis(r)
 	for _, svc := range entities(r, "attempts") {
-		att := ts.Values("attempts/" + svc)
+		att := ts.Values(metrics.Column(metrics.MetricAttempts, svc))
 		amp := make([]float64, len(att))
 		for i := range att {
 			if offered[i] > 0 {

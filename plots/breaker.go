@@ -26,7 +26,7 @@ func Breaker(r *metrics.Result) (*plot.Plot, error) {
 	f.timeAxis(r)
 	// Offset each edge slightly so overlapping states stay visible.
 	for k, e := range edges {
-		v := ts.Values("breaker_state/" + e)
+		v := ts.Values(metrics.Column(metrics.MetricBreakerState, e))
 		off := 0.06 * float64(k)
 		xys := make(plotter.XYs, len(v))
 		for i, y := range v {

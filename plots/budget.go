@@ -19,11 +19,9 @@ func Budget(r *metrics.Result) (*plot.Plot, error) {
 	colors := NewColors(r)
 	f := newFigure("Retry budget level", "time (s)", "budget left (tokens)")
 	f.timeAxis(r)
-	for _, metric := range []string{"budget_level", "budget_tokens"} {
-		for _, e := range entities(r, metric) {
-			if err := f.line(timeXYs(ts, ts.Values(metric+"/"+e), nil), e, colors.Of(e), vg.Points(2), false); err != nil {
-				return nil, err
-			}
+	for _, e := range entities(r, metrics.MetricBudgetLevel) {
+		if err := f.line(timeXYs(ts, ts.Values(metrics.Column(metrics.MetricBudgetLevel, e)), nil), e, colors.Of(e), vg.Points(2), false); err != nil {
+			return nil, err
 		}
 	}
 	if f.empty() {

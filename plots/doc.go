@@ -10,7 +10,7 @@
 //	Latency        end-to-end p50/p99 per interval, log scale
 //	LatencyCDF     cumulative distribution from the HDR histograms, log x
 //	Breaker        breaker_state/A->B as steps (closed, open, half-open)
-//	Budget         budget_level/A->B or budget_tokens/A->B
+//	Budget         budget_level/A->B
 //
 // Time plots put each interval's value at its midpoint, in seconds, and
 // shade the result's fault windows with their labels. A service keeps one

@@ -26,9 +26,9 @@ func Latency(r *metrics.Result) (*plot.Plot, error) {
 		width     vg.Length
 		dashed    bool
 	}{
-		{"latency_p50_ms", "p50", 2, false},
+		{metrics.ColLatencyP50, "p50", 2, false},
 		{"latency_p90_ms", "p90", 1.5, true},
-		{"latency_p99_ms", "p99", 2, false},
+		{metrics.ColLatencyP99, "p99", 2, false},
 		{"latency_p999_ms", "p99.9", 1.5, true},
 	}
 	for i, l := range lines {

@@ -99,7 +99,7 @@ func Overlay(dir, name string, results map[string]*metrics.Result, column string
 // attempts/S and offered.
 func columnValues(ts *metrics.TimeSeries, column string) ([]float64, error) {
 	if svc, ok := strings.CutPrefix(column, "amplification/"); ok && ts.Column(column) < 0 {
-		att, off := ts.Values("attempts/"+svc), ts.Values("offered")
+		att, off := ts.Values(metrics.Column(metrics.MetricAttempts, svc)), ts.Values(metrics.ColOffered)
 		if att == nil || off == nil {
 			return nil, fmt.Errorf("no attempts/%s or offered column", svc)
 		}

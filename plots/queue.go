@@ -22,10 +22,10 @@ func Queue(r *metrics.Result) (*plot.Plot, error) {
 	f.timeAxis(r)
 	for _, svc := range entities(r, "queue") {
 		col := colors.Of(svc)
-		if err := f.line(timeXYs(ts, ts.Values("queue/"+svc), nil), svc+" mean", col, vg.Points(2), false); err != nil {
+		if err := f.line(timeXYs(ts, ts.Values(metrics.Column(metrics.MetricQueue, svc)), nil), svc+" mean", col, vg.Points(2), false); err != nil {
 			return nil, err
 		}
-		if mx := ts.Values("queue_max/" + svc); mx != nil {
+		if mx := ts.Values(metrics.Column(metrics.MetricQueueMax, svc)); mx != nil {
 			if err := f.line(timeXYs(ts, mx, nil), svc+" max", col, vg.Points(1), true); err != nil {
 				return nil, err
 			}

@@ -18,7 +18,7 @@ func Throughput(r *metrics.Result) (*plot.Plot, error) {
 	if err != nil {
 		return nil, err
 	}
-	offered := ts.Values("offered")
+	offered := ts.Values(metrics.ColOffered)
 	if offered == nil {
 		return nil, ErrNoData
 	}
@@ -35,12 +35,12 @@ func Throughput(r *metrics.Result) (*plot.Plot, error) {
 	if err := f.line(timeXYs(ts, rate(offered), nil), "offered", color.NRGBA{0x55, 0x55, 0x55, 0xff}, vg.Points(2), true); err != nil {
 		return nil, err
 	}
-	if g := ts.Values("goodput"); g != nil {
+	if g := ts.Values(metrics.ColGoodput); g != nil {
 		if err := f.line(timeXYs(ts, g, nil), "goodput", palette[4], vg.Points(2.5), false); err != nil {
 			return nil, err
 		}
 	}
-	failed, unknown := ts.Values("failed"), ts.Values("unknown")
+	failed, unknown := ts.Values(metrics.ColFailed), ts.Values(metrics.ColUnknown)
 	if failed != nil || unknown != nil {
 		bad := make([]float64, len(offered))
 		for i := range bad {

@@ -35,16 +35,16 @@ func (j Jitter) String() string {
 }
 
 // ParseJitter is the inverse of String; "" means none.
-func ParseJitter(s string) (Jitter, error) {
+func ParseJitter[S ~string](s S) (Jitter, error) {
 	if s == "" {
 		return NoJitter, nil
 	}
 	for i, n := range jitterNames {
-		if n == s {
+		if n == string(s) {
 			return Jitter(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown jitter %q (want none, full, equal, decorrelated or proportional)", s)
+	return 0, &EnumError{What: "jitter", Got: string(s), Allowed: jitterNames[:]}
 }
 
 // Backoff is capped exponential backoff with jitter, resolved from a
@@ -63,28 +63,32 @@ type Backoff struct {
 func NewBackoff(c BackoffConfig) (Backoff, error) {
 	j, err := ParseJitter(c.Jitter)
 	if err != nil {
-		return Backoff{}, fmt.Errorf("backoff.jitter: %w", err)
+		return Backoff{}, &FieldError{Field: "backoff.jitter", Err: err}
 	}
 	b := Backoff{Initial: c.Initial, Multiplier: c.Multiplier, Max: c.Max, Jitter: j, Spread: c.Spread}
 	if b.Multiplier == 0 {
 		b.Multiplier = 2
 	}
-	return b, b.Validate()
+	return b, inField("backoff", b.validate())
 }
 
-// Validate reports a configuration that cannot produce delays.
-func (b Backoff) Validate() error {
+// Validate reports a configuration that cannot produce delays, naming the
+// field relative to the retry block ("backoff.max").
+func (b Backoff) Validate() error { return inField("backoff", b.validate()) }
+
+// validate is Validate with fields relative to the backoff.
+func (b Backoff) validate() error {
 	switch {
 	case b.Initial < 0:
-		return fmt.Errorf("backoff.initial: must be ≥ 0, got %v", b.Initial)
+		return fieldErrorf("initial", "must be ≥ 0, got %v", b.Initial)
 	case b.Max < 0:
-		return fmt.Errorf("backoff.max: must be ≥ 0, got %v", b.Max)
+		return fieldErrorf("max", "must be ≥ 0, got %v", b.Max)
 	case b.Multiplier < 1 || math.IsNaN(b.Multiplier) || math.IsInf(b.Multiplier, 0):
-		return fmt.Errorf("backoff.multiplier: must be ≥ 1, got %v", b.Multiplier)
+		return fieldErrorf("multiplier", "must be ≥ 1, got %v", b.Multiplier)
 	case b.Spread < 0 || b.Spread > 1:
-		return fmt.Errorf("backoff.spread: must be in [0, 1], got %v", b.Spread)
+		return fieldErrorf("spread", "must be in [0, 1], got %v", b.Spread)
 	case b.Max > 0 && b.Max < b.Initial:
-		return fmt.Errorf("backoff.max: must be ≥ backoff.initial (%v), got %v", b.Initial, b.Max)
+		return fieldErrorf("max", "must be ≥ backoff.initial (%v), got %v", b.Initial, b.Max)
 	}
 	return nil
 }

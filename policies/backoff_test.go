@@ -36,7 +36,7 @@ func TestBackoffJitterBounds(t *testing.T) {
 		if r.IntN(4) > 0 {
 			c.Max = base + time.Duration(r.Int64N(int64(20*time.Second)))
 		}
-		for _, j := range []string{"none", "full", "equal", "decorrelated", "proportional"} {
+		for _, j := range []JitterName{"none", "full", "equal", "decorrelated", "proportional"} {
 			c.Jitter = j
 			b, err := NewBackoff(c)
 			if err != nil {
@@ -81,7 +81,7 @@ func TestBackoffJitterMeans(t *testing.T) {
 	const n = 20000
 	e := float64(800 * milli)
 	tests := []struct {
-		jitter   string
+		jitter   JitterName
 		mean, sd float64 // of one draw
 	}{
 		{"full", e / 2, e / math.Sqrt(12)},
@@ -129,12 +129,12 @@ func TestRetryValidate(t *testing.T) {
 		cfg  RetryConfig
 		want string
 	}{
-		{RetryConfig{MaxAttempts: 3, On: []string{"timeout"}}, ""},
+		{RetryConfig{MaxAttempts: 3, On: []RetryClass{"timeout"}}, ""},
 		{RetryConfig{Preset: "grpc", MaxAttempts: 5}, ""},
-		{RetryConfig{Preset: "grpcc"}, `retry.preset: unknown preset "grpcc"`},
+		{RetryConfig{Preset: "grpcc"}, `retry.preset: unknown retry preset "grpcc"`},
 		{RetryConfig{MaxAttempts: -1}, "retry.max_attempts"},
-		{RetryConfig{On: []string{"timeouts"}}, "retry.on"},
-		{RetryConfig{On: []string{"conflict"}}, `retry.on: "conflict" cannot be retried`},
+		{RetryConfig{On: []RetryClass{"timeouts"}}, "retry.on"},
+		{RetryConfig{On: []RetryClass{"conflict"}}, `retry.on: "conflict" cannot be retried`},
 		{RetryConfig{Backoff: BackoffConfig{Jitter: "x"}}, "retry.backoff"},
 	} {
 		err := tt.cfg.Validate()

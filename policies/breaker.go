@@ -1,7 +1,6 @@
 package policies
 
 import (
-	"fmt"
 	"math"
 	"time"
 )
@@ -64,38 +63,46 @@ func (c BreakerConfig) withDefaults() BreakerConfig {
 }
 
 // Validate reports the first field that cannot describe a breaker, naming
-// it. Zero fields are valid: they take their kind's default.
-func (c BreakerConfig) Validate() error {
-	c = c.withDefaults()
+// it relative to the call edge ("breaker.failures"). It judges the resolved
+// config: zero fields not given take their kind's default, and a zero given
+// explicitly where zero means nothing is an error, not a default.
+func (c BreakerConfig) Validate() error { return inField("breaker", c.validate()) }
+
+// validate is Validate with fields relative to the breaker.
+func (c BreakerConfig) validate() error {
+	c, err := c.Resolve(nil)
+	if err != nil {
+		return err
+	}
 	switch c.Kind {
 	case BreakerConsecutive, BreakerRate:
 	default:
-		return fmt.Errorf("breaker.kind: unknown kind %q (want consecutive or rate)", c.Kind)
+		return fieldErrorf("kind", "unknown kind %q (want consecutive or rate)", c.Kind)
 	}
 	switch {
-	case c.Failures < 0:
-		return fmt.Errorf("breaker.failures: must be > 0, got %d", c.Failures)
+	case c.Kind == BreakerConsecutive && c.Failures < 1:
+		return fieldErrorf("failures", "must be > 0, got %d", c.Failures)
 	case c.OpenFor < 0:
-		return fmt.Errorf("breaker.open_for: must be ≥ 0, got %v", c.OpenFor)
-	case c.HalfOpenCalls < 0:
-		return fmt.Errorf("breaker.half_open_calls: must be > 0, got %d", c.HalfOpenCalls)
+		return fieldErrorf("open_for", "must be ≥ 0, got %v", c.OpenFor)
+	case c.HalfOpenCalls < 1:
+		return fieldErrorf("half_open_calls", "must be > 0, got %d", c.HalfOpenCalls)
 	}
 	if c.Kind != BreakerRate {
 		return nil
 	}
 	switch {
 	case c.WindowType != WindowCount && c.WindowType != WindowTime:
-		return fmt.Errorf("breaker.window_type: must be count or time, got %q", c.WindowType)
-	case c.WindowSize < 0 || c.WindowSize > 1_000_000:
-		return fmt.Errorf("breaker.window_size: must be in [1, 1000000], got %d", c.WindowSize)
-	case c.MinCalls < 0:
-		return fmt.Errorf("breaker.min_calls: must be ≥ 1, got %d", c.MinCalls)
-	case !(c.FailureRate >= 0 && c.FailureRate <= 100):
-		return fmt.Errorf("breaker.failure_rate: must be a percentage in (0, 100], got %v", c.FailureRate)
-	case !(c.SlowCallRate >= 0 && c.SlowCallRate <= 100):
-		return fmt.Errorf("breaker.slow_call_rate: must be a percentage in (0, 100], got %v", c.SlowCallRate)
+		return fieldErrorf("window_type", "must be count or time, got %q", c.WindowType)
+	case c.WindowSize < 1 || c.WindowSize > 1_000_000:
+		return fieldErrorf("window_size", "must be in [1, 1000000], got %d", c.WindowSize)
+	case c.MinCalls < 1:
+		return fieldErrorf("min_calls", "must be ≥ 1, got %d", c.MinCalls)
+	case !(c.FailureRate > 0 && c.FailureRate <= 100):
+		return fieldErrorf("failure_rate", "must be a percentage in (0, 100], got %v", c.FailureRate)
+	case !(c.SlowCallRate > 0 && c.SlowCallRate <= 100):
+		return fieldErrorf("slow_call_rate", "must be a percentage in (0, 100], got %v", c.SlowCallRate)
 	case c.SlowCallDuration < 0:
-		return fmt.Errorf("breaker.slow_call_duration: must be ≥ 0, got %v", c.SlowCallDuration)
+		return fieldErrorf("slow_call_duration", "must be ≥ 0, got %v", c.SlowCallDuration)
 	}
 	return nil
 }
@@ -103,11 +110,10 @@ func (c BreakerConfig) Validate() error {
 // NewBreaker builds the circuit breaker a config describes, after applying
 // its preset and defaults. A breaker is not safe for concurrent use.
 func NewBreaker(c BreakerConfig) (Breaker, error) {
-	c, err := c.WithPreset()
+	c, err := c.Resolve(nil)
 	if err != nil {
-		return nil, err
+		return nil, inField("breaker", err)
 	}
-	c = c.withDefaults()
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

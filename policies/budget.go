@@ -1,7 +1,6 @@
 package policies
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -41,11 +40,10 @@ func CountsAsFailure(o Outcome) bool {
 // policies constructs it once and hands the same value to each edge.
 func NewBudget(c BudgetConfig, r *rand.Rand) (Budget, error) {
 	_ = r
-	c, err := c.WithPreset()
+	c, err := c.Resolve(nil)
 	if err != nil {
-		return nil, err
+		return nil, inField("budget", err)
 	}
-	c = c.withDefaults()
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -59,7 +57,7 @@ func NewBudget(c BudgetConfig, r *rand.Rand) (Budget, error) {
 	case BudgetConcurrency:
 		return &ConcurrencyBudget{percent: c.Percent, min: c.MinConcurrency}, nil
 	}
-	return nil, fmt.Errorf("budget.kind: unknown kind %q", c.Kind)
+	return nil, fieldErrorf("budget.kind", "unknown kind %q", c.Kind)
 }
 
 // withDefaults fills zero fields of the config's kind with their defaults.
@@ -107,32 +105,39 @@ func (c BudgetConfig) withDefaults() BudgetConfig {
 	return c
 }
 
-// Validate reports the first field that cannot describe a budget, naming it.
-// Zero fields are valid: they take their kind's default.
-func (c BudgetConfig) Validate() error {
-	c = c.withDefaults()
+// Validate reports the first field that cannot describe a budget, naming it
+// relative to the call edge ("budget.ratio"). It judges the resolved
+// config: zero fields not given take their kind's default.
+func (c BudgetConfig) Validate() error { return inField("budget", c.validate()) }
+
+// validate is Validate with fields relative to the budget.
+func (c BudgetConfig) validate() error {
+	c, err := c.Resolve(nil)
+	if err != nil {
+		return err
+	}
 	switch c.Scope {
-	case "", "edge", "service":
+	case "", ScopeEdge, ScopeService:
 	default:
-		return fmt.Errorf("budget.scope: must be edge or service, got %q", c.Scope)
+		return fieldErrorf("scope", "must be edge or service, got %q", c.Scope)
 	}
 	switch c.Kind {
 	case BudgetRatio:
 		if !(c.Ratio > 0 && c.Ratio <= 1) {
-			return fmt.Errorf("budget.ratio: must be in (0, 1], got %v", c.Ratio)
+			return fieldErrorf("ratio", "must be in (0, 1], got %v", c.Ratio)
 		}
 		if !(c.MinPerSec >= 0) || math.IsInf(c.MinPerSec, 0) {
-			return fmt.Errorf("budget.min_per_sec: must be ≥ 0, got %v", c.MinPerSec)
+			return fieldErrorf("min_per_sec", "must be ≥ 0, got %v", c.MinPerSec)
 		}
 		if c.Window < time.Millisecond || c.Window > time.Hour {
-			return fmt.Errorf("budget.window: must be in [1ms, 1h], got %v", c.Window)
+			return fieldErrorf("window", "must be in [1ms, 1h], got %v", c.Window)
 		}
 	case BudgetTokenBucket:
 		if !(c.MaxTokens > 0 && c.MaxTokens <= 1000) {
-			return fmt.Errorf("budget.max_tokens: must be in (0, 1000], got %v", c.MaxTokens)
+			return fieldErrorf("max_tokens", "must be in (0, 1000], got %v", c.MaxTokens)
 		}
 		if !(c.TokenRatio > 0) || math.IsInf(c.TokenRatio, 0) {
-			return fmt.Errorf("budget.token_ratio: must be > 0, got %v", c.TokenRatio)
+			return fieldErrorf("token_ratio", "must be > 0, got %v", c.TokenRatio)
 		}
 	case BudgetAWSQuota:
 		for _, f := range []struct {
@@ -141,20 +146,20 @@ func (c BudgetConfig) Validate() error {
 		}{{"capacity", c.Capacity}, {"retry_cost", c.RetryCost}, {"timeout_cost", c.TimeoutCost},
 			{"throttle_cost", c.ThrottleCost}, {"no_retry_increment", c.NoRetryIncrement}} {
 			if f.v < 0 {
-				return fmt.Errorf("budget.%s: must be ≥ 0, got %d", f.name, f.v)
+				return fieldErrorf(f.name, "must be ≥ 0, got %d", f.v)
 			}
 		}
 	case BudgetConcurrency:
 		if !(c.Percent > 0) || math.IsInf(c.Percent, 0) {
-			return fmt.Errorf("budget.percent: must be > 0, got %v", c.Percent)
+			return fieldErrorf("percent", "must be > 0, got %v", c.Percent)
 		}
 		if c.MinConcurrency < 0 {
-			return fmt.Errorf("budget.min_concurrency: must be ≥ 0, got %d", c.MinConcurrency)
+			return fieldErrorf("min_concurrency", "must be ≥ 0, got %d", c.MinConcurrency)
 		}
 	case "":
-		return fmt.Errorf("budget.kind: missing (want ratio, token_bucket, aws_quota or concurrency)")
+		return fieldErrorf("kind", "missing (want ratio, token_bucket, aws_quota or concurrency)")
 	default:
-		return fmt.Errorf("budget.kind: unknown kind %q (want ratio, token_bucket, aws_quota or concurrency)", c.Kind)
+		return fieldErrorf("kind", "unknown kind %q (want ratio, token_bucket, aws_quota or concurrency)", c.Kind)
 	}
 	return nil
 }

@@ -94,35 +94,37 @@ type Edge struct {
 	Stats EdgeStats
 }
 
-// NewEdge resolves c into an Edge drawing from r. It builds the budget,
-// breaker, throttle and hedger c asks for. Errors name the offending key
-// relative to the call ("retry.on: ...", "budget.ratio: ...").
+// NewEdge resolves c into an Edge drawing from r. It expands the retry
+// preset (RetryConfig.Resolve, the expansion the scenario loader uses;
+// a config it resolved is used as it is) and builds the budget, breaker,
+// throttle and hedger c asks for. Errors are *FieldError naming the
+// offending key relative to the call ("retry.on", "budget.ratio").
 func NewEdge(c EdgeConfig, r *rand.Rand) (*Edge, error) {
 	if r == nil {
 		return nil, fmt.Errorf("policies: NewEdge needs a random stream")
 	}
 	if c.Timeout < 0 {
-		return nil, fmt.Errorf("timeout: must be ≥ 0, got %v", c.Timeout)
+		return nil, fieldErrorf("timeout", "must be ≥ 0, got %v", c.Timeout)
 	}
 	if c.MaxPushback < 0 {
-		return nil, fmt.Errorf("max_pushback: must be ≥ 0, got %v", c.MaxPushback)
+		return nil, fieldErrorf("max_pushback", "must be ≥ 0, got %v", c.MaxPushback)
 	}
-	e := &Edge{Timeout: c.Timeout, MaxAttempts: c.Retry.MaxAttempts, HonorPushback: c.HonorPushback, MaxPushback: c.MaxPushback, Rand: r}
-	if e.MaxAttempts == 0 {
-		e.MaxAttempts = 1
+	retry, err := c.Retry.Resolve(nil)
+	if err != nil {
+		return nil, inField("retry", err)
 	}
-	if e.MaxAttempts < 0 {
-		return nil, fmt.Errorf("retry.max_attempts: must be ≥ 1, got %d", c.Retry.MaxAttempts)
+	e := &Edge{Timeout: c.Timeout, MaxAttempts: retry.MaxAttempts, HonorPushback: c.HonorPushback, MaxPushback: c.MaxPushback, Rand: r}
+	if e.MaxAttempts < 1 {
+		return nil, fieldErrorf("retry.max_attempts", "must be ≥ 1, got %d", retry.MaxAttempts)
 	}
 	if e.MaxPushback == 0 {
 		e.MaxPushback = DefaultMaxPushback
 	}
-	var err error
-	if e.RetryOn, err = ParseOutcomeSet(c.Retry.On, DefaultRetryOn); err != nil {
-		return nil, fmt.Errorf("retry.on: %w", err)
+	if e.RetryOn, err = ParseOutcomeSet(retry.On, DefaultRetryOn); err != nil {
+		return nil, &FieldError{Field: "retry.on", Err: err}
 	}
-	if e.Backoff, err = NewBackoff(c.Retry.Backoff); err != nil {
-		return nil, fmt.Errorf("retry.%w", err)
+	if e.Backoff, err = NewBackoff(retry.Backoff); err != nil {
+		return nil, inField("retry", err)
 	}
 	if c.Budget != nil {
 		if e.Budget, err = NewBudget(*c.Budget, r); err != nil {

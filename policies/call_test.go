@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -120,7 +121,7 @@ func TestCallScripts(t *testing.T) {
 		},
 		{
 			name: "retry classes are configurable",
-			cfg:  EdgeConfig{Retry: RetryConfig{MaxAttempts: 2, On: []string{"error"}}},
+			cfg:  EdgeConfig{Retry: RetryConfig{MaxAttempts: 2, On: []RetryClass{"error"}}},
 			script: []step{
 				{at: 0, op: "start", want: send(1, 0)},
 				{at: 1 * ms, op: "answer", k: 1, o: Unavailable, want: finish(Unavailable, Failed)},
@@ -277,7 +278,7 @@ func TestCallBreakerFastFails(t *testing.T) {
 		require.Empty(t, b.dones, "a fast fail is not a result the breaker counts")
 	})
 	t.Run("retried when listed, and results reach the breaker", func(t *testing.T) {
-		e := newTestEdge(t, EdgeConfig{Retry: RetryConfig{MaxAttempts: 3, On: []string{"breaker_open", "unavailable"}, Backoff: BackoffConfig{Initial: 10 * ms, Multiplier: 1}}})
+		e := newTestEdge(t, EdgeConfig{Retry: RetryConfig{MaxAttempts: 3, On: []RetryClass{"breaker_open", "unavailable"}, Backoff: BackoffConfig{Initial: 10 * ms, Multiplier: 1}}})
 		b := &fakeBreaker{}
 		e.Breaker = b
 		c := runScript(t, e, CallOptions{Counted: true}, []step{
@@ -309,7 +310,7 @@ func TestCallBudget(t *testing.T) {
 
 func TestCallMaxAttemptsBoundsAttempts(t *testing.T) {
 	for k := 1; k <= 6; k++ {
-		e := newTestEdge(t, EdgeConfig{Retry: RetryConfig{MaxAttempts: k, On: []string{"error"}}})
+		e := newTestEdge(t, EdgeConfig{Retry: RetryConfig{MaxAttempts: k, On: []RetryClass{"error"}}})
 		var c Call
 		a := c.Start(0, e, CallOptions{Counted: true})
 		sent := 0
@@ -342,7 +343,7 @@ func TestNewEdgeRejectsBadConfig(t *testing.T) {
 	for _, c := range []EdgeConfig{
 		{Timeout: -1},
 		{Retry: RetryConfig{MaxAttempts: -2}},
-		{Retry: RetryConfig{On: []string{"bogus"}}},
+		{Retry: RetryConfig{On: []RetryClass{"bogus"}}},
 		{Retry: RetryConfig{Backoff: BackoffConfig{Jitter: "wild"}}},
 		{MaxPushback: -1},
 	} {
@@ -525,7 +526,7 @@ func FuzzCall(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ops []byte, maxAttempts, hedge uint8, honor bool) {
 		cfg := EdgeConfig{
 			Timeout:       20 * ms,
-			Retry:         RetryConfig{MaxAttempts: int(maxAttempts%6) + 1, On: []string{"unavailable", "timeout"}, Backoff: BackoffConfig{Initial: ms, Jitter: "full"}},
+			Retry:         RetryConfig{MaxAttempts: int(maxAttempts%6) + 1, On: []RetryClass{"unavailable", "timeout"}, Backoff: BackoffConfig{Initial: ms, Jitter: "full"}},
 			HonorPushback: honor,
 		}
 		if hedge%4 >= 2 {
@@ -626,5 +627,34 @@ func BenchmarkCall(b *testing.B) {
 		a := c.Start(now, e, CallOptions{Counted: true, HasDeadline: true, Deadline: now + time.Second})
 		c.Answered(now+ms, a.Attempt, OK, 0, false)
 		now += ms
+	}
+}
+
+// TestNewEdgeRetryPreset: a Go caller naming a retry preset gets the
+// preset's policy (gRPC: 4 attempts on unavailable, 100ms initial backoff),
+// expanded by the same RetryConfig.Resolve the scenario loader uses, with
+// its own non-zero keys winning.
+func TestNewEdgeRetryPreset(t *testing.T) {
+	e := newTestEdge(t, EdgeConfig{Retry: RetryConfig{Preset: "grpc"}})
+	want, err := RetryPreset("grpc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.MaxAttempts != want.MaxAttempts || e.MaxAttempts != 4 {
+		t.Errorf("MaxAttempts = %d, want the grpc preset's %d", e.MaxAttempts, want.MaxAttempts)
+	}
+	if e.RetryOn != DefaultRetryOn&^(1<<Timeout) || !e.RetryOn.Has(Unavailable) {
+		t.Errorf("RetryOn = %b, want only unavailable", e.RetryOn)
+	}
+	if e.Backoff.Initial != 100*time.Millisecond || e.Backoff.Jitter != ProportionalJitter {
+		t.Errorf("Backoff = %+v, want the grpc preset's", e.Backoff)
+	}
+	e = newTestEdge(t, EdgeConfig{Retry: RetryConfig{Preset: "grpc", MaxAttempts: 2}})
+	if e.MaxAttempts != 2 || e.Backoff.Initial != 100*time.Millisecond {
+		t.Errorf("grpc with max_attempts 2: %d attempts, initial %v", e.MaxAttempts, e.Backoff.Initial)
+	}
+	_, err = NewEdge(EdgeConfig{Retry: RetryConfig{Preset: "grpcc"}}, rand.New(rand.NewPCG(1, 2)))
+	if fe, ok := errors.AsType[*FieldError](err); !ok || fe.Field != "retry.preset" {
+		t.Errorf("unknown preset: error %v, want a FieldError on retry.preset", err)
 	}
 }

@@ -5,8 +5,9 @@ import "time"
 // This file holds the plain-data configuration of every policy. The scenario
 // (package topology) embeds these structs directly, so a policy's YAML keys,
 // defaults, presets and validation live next to the code that implements it.
-// A zero value always means "off" or "use the documented default"; presets
-// fill a struct before the scenario's own keys are laid over it.
+// A zero value means "off" or "use the documented default". Retry, budget
+// and breaker configs name presets; Resolve expands them, once, with every
+// key given explicitly winning over the preset, zero included.
 
 // RetryConfig configures how a caller retries one call edge.
 //
@@ -21,9 +22,11 @@ type RetryConfig struct {
 	MaxAttempts int `yaml:"max_attempts,omitempty" json:"max_attempts,omitempty"`
 	// On lists the outcome classes that may be retried: unavailable,
 	// timeout, error. Empty means [unavailable, timeout].
-	On []string `yaml:"on,omitempty" json:"on,omitempty"`
+	On []RetryClass `yaml:"on,omitempty" json:"on,omitempty"`
 	// Backoff shapes the wait before each retry.
 	Backoff BackoffConfig `yaml:"backoff,omitempty" json:"backoff,omitempty"`
+
+	resolved bool // by Resolve: preset expanded, defaults applied
 }
 
 // BackoffConfig is capped exponential backoff with jitter:
@@ -35,7 +38,7 @@ type BackoffConfig struct {
 	Multiplier float64       `yaml:"multiplier,omitempty" json:"multiplier,omitempty"`
 	Max        time.Duration `yaml:"max,omitempty" json:"max,omitempty"`
 	// Jitter is none, full, equal, decorrelated or proportional.
-	Jitter string `yaml:"jitter,omitempty" json:"jitter,omitempty"`
+	Jitter JitterName `yaml:"jitter,omitempty" json:"jitter,omitempty"`
 	// Spread is the half-width of proportional jitter: the delay is
 	// expo·U(1−Spread, 1+Spread). gRPC uses 0.2. Ignored by other kinds.
 	Spread float64 `yaml:"spread,omitempty" json:"spread,omitempty"`
@@ -46,9 +49,9 @@ type BackoffConfig struct {
 type BudgetConfig struct {
 	Preset string `yaml:"preset,omitempty" json:"preset,omitempty"`
 	// Kind is ratio, token_bucket, aws_quota or concurrency.
-	Kind string `yaml:"kind,omitempty" json:"kind,omitempty"`
+	Kind BudgetKind `yaml:"kind,omitempty" json:"kind,omitempty"`
 	// Scope is edge (default) or service.
-	Scope string `yaml:"scope,omitempty" json:"scope,omitempty"`
+	Scope BudgetScope `yaml:"scope,omitempty" json:"scope,omitempty"`
 
 	// ratio (Finagle RetryBudget / Google SRE): retries in the last Window
 	// ≤ Ratio × requests in the last Window + MinPerSec × Window.
@@ -78,6 +81,8 @@ type BudgetConfig struct {
 	// max(Percent/100 × active requests, MinConcurrency).
 	Percent        float64 `yaml:"percent,omitempty" json:"percent,omitempty"`
 	MinConcurrency int     `yaml:"min_concurrency,omitempty" json:"min_concurrency,omitempty"`
+
+	resolved bool // by Resolve: preset expanded, defaults applied
 }
 
 // BreakerConfig configures a circuit breaker on a call edge. An open breaker
@@ -86,7 +91,7 @@ type BudgetConfig struct {
 type BreakerConfig struct {
 	Preset string `yaml:"preset,omitempty" json:"preset,omitempty"`
 	// Kind is consecutive (gobreaker-like) or rate (resilience4j-like).
-	Kind string `yaml:"kind,omitempty" json:"kind,omitempty"`
+	Kind BreakerKind `yaml:"kind,omitempty" json:"kind,omitempty"`
 
 	// Failures: consecutive failures that open the breaker.
 	Failures int `yaml:"failures,omitempty" json:"failures,omitempty"`
@@ -96,12 +101,14 @@ type BreakerConfig struct {
 	HalfOpenCalls int `yaml:"half_open_calls,omitempty" json:"half_open_calls,omitempty"`
 
 	// rate kind: WindowType count (WindowSize calls) or time (WindowSize seconds).
-	WindowType       string        `yaml:"window_type,omitempty" json:"window_type,omitempty"`
+	WindowType       WindowType    `yaml:"window_type,omitempty" json:"window_type,omitempty"`
 	WindowSize       int           `yaml:"window_size,omitempty" json:"window_size,omitempty"`
 	MinCalls         int           `yaml:"min_calls,omitempty" json:"min_calls,omitempty"`
 	FailureRate      float64       `yaml:"failure_rate,omitempty" json:"failure_rate,omitempty"`     // percent, trips at ≥
 	SlowCallRate     float64       `yaml:"slow_call_rate,omitempty" json:"slow_call_rate,omitempty"` // percent, trips at ≥
 	SlowCallDuration time.Duration `yaml:"slow_call_duration,omitempty" json:"slow_call_duration,omitempty"`
+
+	resolved bool // by Resolve: preset expanded, defaults applied
 }
 
 // HedgeConfig sends extra attempts of a call that has not answered yet.
@@ -135,7 +142,7 @@ type OverloadConfig struct {
 	ConcurrencyLimit int `yaml:"concurrency_limit,omitempty" json:"concurrency_limit,omitempty"`
 	// Discipline orders the queue: fifo (default), lifo or adaptive_lifo
 	// (LIFO while a standing queue exists).
-	Discipline string `yaml:"discipline,omitempty" json:"discipline,omitempty"`
+	Discipline Discipline `yaml:"discipline,omitempty" json:"discipline,omitempty"`
 	// CoDel drops queued work whose queue time stays above Target for an Interval.
 	CoDel *CoDelConfig `yaml:"codel,omitempty" json:"codel,omitempty"`
 	// MaxQueueTime sheds requests that waited in the queue longer than this.

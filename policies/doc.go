@@ -15,11 +15,14 @@
 // # Configuration
 //
 // Each policy is configured by a plain struct in config.go (embedded in the
-// scenario) with a Validate method whose errors name the field. A zero field
-// means the documented default. Presets (RetryPreset, BudgetPreset,
-// BreakerPreset) fill a config with the values of a real system;
-// docs/policies.md tables them with their sources, and a test keeps the two
-// in step. WithPreset lays a scenario's own keys over its preset.
+// scenario) with a Validate method whose errors are *FieldError naming the
+// field. A zero field means the documented default. Presets (RetryPreset,
+// BudgetPreset, BreakerPreset) fill a config with the values of a real
+// system; docs/policies.md tables them with their sources, and a test keeps
+// the two in step. Resolve expands a preset and applies defaults once, with
+// the keys a scenario wrote winning (zero included); the builders use a
+// resolved config as it is. Enumerated keys are named string types
+// (BudgetKind, JitterName, RetryClass, ...) that reject unknown names.
 //
 // # Formulas
 //

@@ -1,7 +1,6 @@
 package policies
 
 import (
-	"fmt"
 	"math"
 	"time"
 
@@ -23,17 +22,17 @@ const (
 func (c HedgeConfig) Validate() error {
 	switch {
 	case c.Delay < 0:
-		return fmt.Errorf("hedge.delay: must be ≥ 0, got %v", c.Delay)
+		return fieldErrorf("hedge.delay", "must be ≥ 0, got %v", c.Delay)
 	case !(c.Percentile >= 0 && c.Percentile < 1):
-		return fmt.Errorf("hedge.percentile: must be a quantile in [0, 1), got %v", c.Percentile)
+		return fieldErrorf("hedge.percentile", "must be a quantile in [0, 1), got %v", c.Percentile)
 	case c.Percentile > 0 && c.Delay == 0:
 		// Until MinSamples latencies are seen the fixed delay applies, and 0
 		// would send every hedge of those first calls at once.
-		return fmt.Errorf("hedge.delay: must be > 0 with hedge.percentile (it applies until min_samples latencies are seen)")
+		return fieldErrorf("hedge.delay", "must be > 0 with hedge.percentile (it applies until min_samples latencies are seen)")
 	case c.MinSamples < 0:
-		return fmt.Errorf("hedge.min_samples: must be ≥ 0, got %d", c.MinSamples)
+		return fieldErrorf("hedge.min_samples", "must be ≥ 0, got %d", c.MinSamples)
 	case c.MaxAttempts < 0 || c.MaxAttempts == 1:
-		return fmt.Errorf("hedge.max_attempts: must be ≥ 2 (the first attempt counts), got %d", c.MaxAttempts)
+		return fieldErrorf("hedge.max_attempts", "must be ≥ 2 (the first attempt counts), got %d", c.MaxAttempts)
 	}
 	return nil
 }

@@ -40,9 +40,9 @@ func (o Outcome) String() string {
 }
 
 // ParseOutcome is the inverse of String.
-func ParseOutcome(s string) (Outcome, error) {
+func ParseOutcome[S ~string](s S) (Outcome, error) {
 	for i, n := range outcomeNames {
-		if n == s {
+		if n == string(s) {
 			return Outcome(i), nil
 		}
 	}
@@ -59,7 +59,7 @@ func (s OutcomeSet) Has(o Outcome) bool { return s&(1<<o) != 0 }
 func (s OutcomeSet) With(o Outcome) OutcomeSet { return s | 1<<o }
 
 // ParseOutcomeSet parses class names; an empty list gives def.
-func ParseOutcomeSet(names []string, def OutcomeSet) (OutcomeSet, error) {
+func ParseOutcomeSet[S ~string](names []S, def OutcomeSet) (OutcomeSet, error) {
 	if len(names) == 0 {
 		return def, nil
 	}

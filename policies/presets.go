@@ -1,9 +1,10 @@
 package policies
 
 import (
-	"fmt"
+	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -14,25 +15,25 @@ import (
 
 var retryPresets = map[string]RetryConfig{
 	// gRPC A6 example policy; backoff jitter as revised in 2024 (±20 %).
-	"grpc": {MaxAttempts: 4, On: []string{"unavailable"},
+	"grpc": {MaxAttempts: 4, On: []RetryClass{"unavailable"},
 		Backoff: BackoffConfig{Initial: 100 * time.Millisecond, Multiplier: 2, Max: time.Second, Jitter: "proportional", Spread: 0.2}},
 	// botocore standard mode before 2026: U(0,1)·min(1s·2^i, 20s), i = 0 at the first retry.
-	"aws-standard": {MaxAttempts: 3, On: []string{"unavailable", "timeout", "error"},
+	"aws-standard": {MaxAttempts: 3, On: []RetryClass{"unavailable", "timeout", "error"},
 		Backoff: BackoffConfig{Initial: time.Second, Multiplier: 2, Max: 20 * time.Second, Jitter: "full"}},
 	// The 2026 behaviour for transient errors (50 ms base).
-	"aws-standard-2026": {MaxAttempts: 3, On: []string{"unavailable", "timeout", "error"},
+	"aws-standard-2026": {MaxAttempts: 3, On: []RetryClass{"unavailable", "timeout", "error"},
 		Backoff: BackoffConfig{Initial: 50 * time.Millisecond, Multiplier: 2, Max: 20 * time.Second, Jitter: "full"}},
 	// Envoy route retry policy: num_retries 1, retry_on 5xx, U[0, min(25ms·2^(n−1), 250ms)).
-	"envoy": {MaxAttempts: 2, On: []string{"unavailable", "timeout", "error"},
+	"envoy": {MaxAttempts: 2, On: []RetryClass{"unavailable", "timeout", "error"},
 		Backoff: BackoffConfig{Initial: 25 * time.Millisecond, Multiplier: 2, Max: 250 * time.Millisecond, Jitter: "full"}},
 	// Finagle requeues: only failures that never reached the server, retried
 	// at once (Backoff.constant(0)), bounded by the RetryBudget and per request
 	// by ⌈0.2 × budget balance⌉, which is 20 retries at an idle default budget.
-	"finagle": {MaxAttempts: 21, On: []string{"unavailable"},
+	"finagle": {MaxAttempts: 21, On: []RetryClass{"unavailable"},
 		Backoff: BackoffConfig{Multiplier: 2}},
 	// Google SRE book: at most 3 attempts with randomized exponential backoff;
 	// the book gives no delays, the 50 ms / 1 s values are stormsim's.
-	"sre": {MaxAttempts: 3, On: []string{"unavailable", "timeout"},
+	"sre": {MaxAttempts: 3, On: []RetryClass{"unavailable", "timeout"},
 		Backoff: BackoffConfig{Initial: 50 * time.Millisecond, Multiplier: 2, Max: time.Second, Jitter: "full"}},
 }
 
@@ -76,7 +77,7 @@ func BreakerPresetNames() []string { return presetNames(breakerPresets) }
 func RetryPreset(name string) (RetryConfig, error) {
 	c, ok := retryPresets[name]
 	if !ok {
-		return RetryConfig{}, fmt.Errorf("retry.preset: unknown preset %q (want one of %v)", name, RetryPresetNames())
+		return RetryConfig{}, &FieldError{Field: "preset", Err: &EnumError{What: "retry preset", Got: name, Allowed: RetryPresetNames()}}
 	}
 	c.On = slices.Clone(c.On)
 	return c, nil
@@ -87,7 +88,7 @@ func RetryPreset(name string) (RetryConfig, error) {
 func BudgetPreset(name string) (BudgetConfig, error) {
 	c, ok := budgetPresets[name]
 	if !ok {
-		return BudgetConfig{}, fmt.Errorf("budget.preset: unknown preset %q (want one of %v)", name, BudgetPresetNames())
+		return BudgetConfig{}, &FieldError{Field: "preset", Err: &EnumError{What: "budget preset", Got: name, Allowed: BudgetPresetNames()}}
 	}
 	return c, nil
 }
@@ -97,132 +98,119 @@ func BudgetPreset(name string) (BudgetConfig, error) {
 func BreakerPreset(name string) (BreakerConfig, error) {
 	c, ok := breakerPresets[name]
 	if !ok {
-		return BreakerConfig{}, fmt.Errorf("breaker.preset: unknown preset %q (want one of %v)", name, BreakerPresetNames())
+		return BreakerConfig{}, &FieldError{Field: "preset", Err: &EnumError{What: "breaker preset", Got: name, Allowed: BreakerPresetNames()}}
 	}
 	return c, nil
 }
 
-// WithPreset returns the config with its Preset expanded: the preset's
-// values, overridden by every non-zero field of c. Without a preset it
-// returns c unchanged.
-func (c RetryConfig) WithPreset() (RetryConfig, error) {
-	if c.Preset == "" {
-		return c, nil
-	}
-	p, err := RetryPreset(c.Preset)
-	if err != nil {
-		return c, err
-	}
-	p.Preset = c.Preset
-	if c.MaxAttempts != 0 {
-		p.MaxAttempts = c.MaxAttempts
-	}
-	if len(c.On) > 0 {
-		p.On = slices.Clone(c.On)
-	}
-	b := &p.Backoff
-	if c.Backoff.Initial != 0 {
-		b.Initial = c.Backoff.Initial
-	}
-	if c.Backoff.Multiplier != 0 {
-		b.Multiplier = c.Backoff.Multiplier
-	}
-	if c.Backoff.Max != 0 {
-		b.Max = c.Backoff.Max
-	}
-	if c.Backoff.Jitter != "" {
-		b.Jitter = c.Backoff.Jitter
-	}
-	if c.Backoff.Spread != 0 {
-		b.Spread = c.Backoff.Spread
-	}
-	return p, nil
+// Given reports whether a config's key was written explicitly, by the
+// key's path in scenario key names relative to the config: "min_per_sec",
+// "backoff.initial". Resolve takes every non-zero field as written (all a
+// Go caller can express, and what a config pasted from elsewhere holds);
+// a Given adds the keys written as zero. It may be nil.
+type Given func(key string) bool
+
+// Resolve expands the config's preset and applies the defaults, once: a
+// key given explicitly wins, zero included; a key not given takes the
+// preset's value, then the default. The result is marked resolved, and
+// NewEdge and Validate use a resolved config as it is, so a config the
+// scenario loader resolved (with the keys of the file as given) is never
+// expanded again. Problems are *FieldError with fields relative to the
+// config ("preset").
+func (c RetryConfig) Resolve(given Given) (RetryConfig, error) {
+	return resolveConfig(c, c.resolved, c.Preset, RetryPreset, given, RetryConfig.withDefaults, func(r *RetryConfig) { r.resolved = true })
 }
 
-// WithPreset returns the config with its Preset expanded: the preset's
-// values, overridden by every non-zero field of c.
-func (c BudgetConfig) WithPreset() (BudgetConfig, error) {
-	if c.Preset == "" {
-		return c, nil
+// withDefaults fills the retry defaults: one attempt, multiplier 2.
+func (c RetryConfig) withDefaults() RetryConfig {
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 1
 	}
-	p, err := BudgetPreset(c.Preset)
-	if err != nil {
-		return c, err
+	if c.Backoff.Multiplier == 0 {
+		c.Backoff.Multiplier = 2
 	}
-	p.Preset = c.Preset
-	if c.Kind != "" {
-		p.Kind = c.Kind
-	}
-	if c.Scope != "" {
-		p.Scope = c.Scope
-	}
-	setF := func(dst *float64, v float64) {
-		if v != 0 {
-			*dst = v
-		}
-	}
-	setI := func(dst *int, v int) {
-		if v != 0 {
-			*dst = v
-		}
-	}
-	setF(&p.Ratio, c.Ratio)
-	setF(&p.MinPerSec, c.MinPerSec)
-	if c.Window != 0 {
-		p.Window = c.Window
-	}
-	setF(&p.MaxTokens, c.MaxTokens)
-	setF(&p.TokenRatio, c.TokenRatio)
-	setI(&p.Capacity, c.Capacity)
-	setI(&p.RetryCost, c.RetryCost)
-	setI(&p.TimeoutCost, c.TimeoutCost)
-	setI(&p.ThrottleCost, c.ThrottleCost)
-	setI(&p.NoRetryIncrement, c.NoRetryIncrement)
-	setF(&p.Percent, c.Percent)
-	setI(&p.MinConcurrency, c.MinConcurrency)
-	return p, nil
+	return c
 }
 
-// WithPreset returns the config with its Preset expanded: the preset's
-// values, overridden by every non-zero field of c.
-func (c BreakerConfig) WithPreset() (BreakerConfig, error) {
-	if c.Preset == "" {
+// Resolve expands the preset and applies the kind's defaults, once; see
+// RetryConfig.Resolve.
+func (c BudgetConfig) Resolve(given Given) (BudgetConfig, error) {
+	return resolveConfig(c, c.resolved, c.Preset, BudgetPreset, given, BudgetConfig.withDefaults, func(b *BudgetConfig) { b.resolved = true })
+}
+
+// Resolve expands the preset and applies the kind's defaults, once; see
+// RetryConfig.Resolve.
+func (c BreakerConfig) Resolve(given Given) (BreakerConfig, error) {
+	return resolveConfig(c, c.resolved, c.Preset, BreakerPreset, given, BreakerConfig.withDefaults, func(b *BreakerConfig) { b.resolved = true })
+}
+
+// resolveConfig is the one expansion rule: the named preset (if any) as
+// the base, then every given key of c over it, then defaults for what is
+// still zero, then the given keys again so that an explicit zero survives
+// the defaults. A config already resolved is returned as it is.
+func resolveConfig[T any](c T, resolved bool, preset string, lookup func(string) (T, error), given Given, defaults func(T) T, mark func(*T)) (T, error) {
+	if resolved {
 		return c, nil
 	}
-	p, err := BreakerPreset(c.Preset)
-	if err != nil {
-		return c, err
-	}
-	p.Preset = c.Preset
-	setS := func(dst *string, v string) {
-		if v != "" {
-			*dst = v
+	var out T
+	if preset != "" {
+		p, err := lookup(preset)
+		if err != nil {
+			return c, err
 		}
+		out = p
 	}
-	setI := func(dst *int, v int) {
-		if v != 0 {
-			*dst = v
-		}
+	written := nonZeroKeys(reflect.ValueOf(c))
+	if given != nil {
+		nonZero := written
+		written = func(key string) bool { return nonZero(key) || given(key) }
 	}
-	setD := func(dst *time.Duration, v time.Duration) {
-		if v != 0 {
-			*dst = v
-		}
-	}
-	setF := func(dst *float64, v float64) {
-		if v != 0 {
-			*dst = v
-		}
-	}
-	setS(&p.Kind, c.Kind)
-	setI(&p.Failures, c.Failures)
-	setD(&p.OpenFor, c.OpenFor)
-	setI(&p.HalfOpenCalls, c.HalfOpenCalls)
-	setS(&p.WindowType, c.WindowType)
-	setI(&p.WindowSize, c.WindowSize)
-	setI(&p.MinCalls, c.MinCalls)
-	setF(&p.FailureRate, c.FailureRate)
-	setF(&p.SlowCallRate, c.SlowCallRate)
-	setD(&p.SlowCallDuration, c.SlowCallDuration)
-	return p, nil
+	overlay(reflect.ValueOf(&out).Elem(), reflect.ValueOf(c), written)
+	out = defaults(out)
+	overlay(reflect.ValueOf(&out).Elem(), reflect.ValueOf(c), written)
+	mark(&out)
+	return out, nil
 }
+
+// overlay copies each field of src whose key is given into dst; keys are
+// the fields' yaml names, joined by dots in nested configs. The preset's
+// name is always copied: it records where the values came from.
+func overlay(dst, src reflect.Value, given Given) {
+	from := make(map[string]reflect.Value)
+	leaves(src, "", func(key string, f reflect.Value) { from[key] = f })
+	leaves(dst, "", func(key string, f reflect.Value) {
+		if key == "preset" || given(key) {
+			f.Set(from[key])
+		}
+	})
+}
+
+// nonZeroKeys is the Given of a Go caller: the keys of c's non-zero fields.
+func nonZeroKeys(c reflect.Value) Given {
+	set := make(map[string]bool)
+	leaves(c, "", func(key string, f reflect.Value) {
+		set[key] = !f.IsZero() && !(f.Kind() == reflect.Slice && f.Len() == 0)
+	})
+	return func(key string) bool { return set[key] }
+}
+
+// leaves calls fn with the key and value of every exported field of the
+// config v, descending into nested configs (a retry's backoff).
+func leaves(v reflect.Value, prefix string, fn func(key string, f reflect.Value)) {
+	t := v.Type()
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		key := prefix + name
+		if sf.Type.Kind() == reflect.Struct && sf.Type != durationType {
+			leaves(v.Field(i), key+".", fn)
+			continue
+		}
+		fn(key, v.Field(i))
+	}
+}
+
+var durationType = reflect.TypeFor[time.Duration]()

@@ -2,6 +2,7 @@ package policies
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"reflect"
 	"slices"
@@ -157,13 +158,13 @@ func TestPresetsBuild(t *testing.T) {
 	}
 }
 
-func TestWithPresetOverrides(t *testing.T) {
-	r, err := RetryConfig{Preset: "grpc", MaxAttempts: 2, Backoff: BackoffConfig{Max: 5 * time.Second}}.WithPreset()
+func TestResolveOverrides(t *testing.T) {
+	r, err := RetryConfig{Preset: "grpc", MaxAttempts: 2, Backoff: BackoffConfig{Max: 5 * time.Second}}.Resolve(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.MaxAttempts != 2 || r.Backoff.Max != 5*time.Second || r.Backoff.Initial != 100*milli ||
-		r.Backoff.Jitter != "proportional" || !slices.Equal(r.On, []string{"unavailable"}) {
+		r.Backoff.Jitter != "proportional" || !slices.Equal(r.On, []RetryClass{"unavailable"}) {
 		t.Errorf("grpc with overrides = %+v", r)
 	}
 	// The preset's slice is not shared with the caller.
@@ -171,14 +172,14 @@ func TestWithPresetOverrides(t *testing.T) {
 	if again, _ := RetryPreset("grpc"); again.On[0] != "unavailable" {
 		t.Error("RetryPreset returned a shared slice")
 	}
-	b, err := BudgetConfig{Preset: "finagle", Ratio: 0.5, Scope: "service"}.WithPreset()
+	b, err := BudgetConfig{Preset: "finagle", Ratio: 0.5, Scope: "service"}.Resolve(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b.Ratio != 0.5 || b.MinPerSec != 10 || b.Window != 10*time.Second || b.Scope != "service" || b.Kind != "ratio" {
 		t.Errorf("finagle with overrides = %+v", b)
 	}
-	k, err := BreakerConfig{Preset: "resilience4j", WindowSize: 20, MinCalls: 10}.WithPreset()
+	k, err := BreakerConfig{Preset: "resilience4j", WindowSize: 20, MinCalls: 10}.Resolve(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,13 +187,77 @@ func TestWithPresetOverrides(t *testing.T) {
 		t.Errorf("resilience4j with overrides = %+v", k)
 	}
 	for _, bad := range []error{
-		func() error { _, err := (RetryConfig{Preset: "x"}).WithPreset(); return err }(),
-		func() error { _, err := (BudgetConfig{Preset: "x"}).WithPreset(); return err }(),
-		func() error { _, err := (BreakerConfig{Preset: "x"}).WithPreset(); return err }(),
+		func() error { _, err := (RetryConfig{Preset: "x"}).Resolve(nil); return err }(),
+		func() error { _, err := (BudgetConfig{Preset: "x"}).Resolve(nil); return err }(),
+		func() error { _, err := (BreakerConfig{Preset: "x"}).Resolve(nil); return err }(),
 	} {
-		if bad == nil || !strings.Contains(bad.Error(), `unknown preset "x"`) {
+		fe, ok := errors.AsType[*FieldError](bad)
+		ee, eok := errors.AsType[*EnumError](bad)
+		if !ok || fe.Field != "preset" || !eok || ee.Got != "x" || !strings.Contains(bad.Error(), `preset "x"`) {
 			t.Errorf("unknown preset: error %v", bad)
 		}
+	}
+}
+
+// TestResolveExplicitZero: a key given explicitly as zero wins over the
+// preset and over the kind's default, for each preset kind, and the
+// resolved config is used as it is, never expanded again.
+func TestResolveExplicitZero(t *testing.T) {
+	given := func(keys ...string) Given {
+		return func(k string) bool { return slices.Contains(keys, k) }
+	}
+	r, err := RetryConfig{Preset: "grpc"}.Resolve(given("backoff.initial"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Backoff.Initial != 0 || r.MaxAttempts != 4 || r.Backoff.Max != time.Second {
+		t.Errorf("grpc with backoff.initial: 0 = %+v, want initial 0, 4 attempts, max 1s", r)
+	}
+	if again, _ := r.Resolve(nil); again.Backoff.Initial != 0 {
+		t.Errorf("a resolved retry config was expanded again: initial %v", again.Backoff.Initial)
+	}
+
+	b, err := BudgetConfig{Preset: "finagle"}.Resolve(given("min_per_sec"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.MinPerSec != 0 || b.Ratio != 0.2 {
+		t.Errorf("finagle with min_per_sec: 0 = %+v, want 0 retries/s and ratio 0.2", b)
+	}
+	// Built into a budget, it admits no retry without requests: the
+	// preset's 10/s is not laid back under the explicit zero.
+	bud, err := NewBudget(b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bud.TryRetry(time.Second, Unavailable) {
+		t.Error("finagle with min_per_sec: 0 allowed a retry with no traffic")
+	}
+	q, err := BudgetConfig{Preset: "aws"}.Resolve(given("retry_cost", "throttle_cost"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.RetryCost != 0 || q.ThrottleCost != 0 || q.TimeoutCost != 10 {
+		t.Errorf("aws with retry_cost: 0, throttle_cost: 0 = %+v", q)
+	}
+
+	k, err := BreakerConfig{Preset: "gobreaker"}.Resolve(given("open_for"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.OpenFor != 0 || k.Failures != 6 {
+		t.Errorf("gobreaker with open_for: 0 = %+v, want open_for 0 and 6 failures", k)
+	}
+	if err := k.Validate(); err != nil {
+		t.Errorf("open_for: 0 is valid, got %v", err)
+	}
+	// A zero that means nothing is an error, not the default.
+	k, err = BreakerConfig{Preset: "gobreaker"}.Resolve(given("failures"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fe, ok := errors.AsType[*FieldError](k.Validate()); !ok || fe.Field != "breaker.failures" {
+		t.Errorf("failures: 0 validated as %v, want a breaker.failures error", k.Validate())
 	}
 }
 

@@ -1,7 +1,6 @@
 package policies
 
 import (
-	"fmt"
 	"math"
 	"time"
 )
@@ -10,11 +9,11 @@ import (
 func (p PushbackConfig) Validate() error {
 	switch {
 	case p.RetryAfter < 0:
-		return fmt.Errorf("pushback.retry_after: must be ≥ 0, got %v", p.RetryAfter)
+		return fieldErrorf("pushback.retry_after", "must be ≥ 0, got %v", p.RetryAfter)
 	case p.PerQueued < 0:
-		return fmt.Errorf("pushback.per_queued: must be ≥ 0, got %v", p.PerQueued)
+		return fieldErrorf("pushback.per_queued", "must be ≥ 0, got %v", p.PerQueued)
 	case p.Max < 0:
-		return fmt.Errorf("pushback.max: must be ≥ 0, got %v", p.Max)
+		return fieldErrorf("pushback.max", "must be ≥ 0, got %v", p.Max)
 	}
 	return nil
 }

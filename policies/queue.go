@@ -1,7 +1,6 @@
 package policies
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -23,22 +22,22 @@ func (c OverloadConfig) Validate() error {
 	switch c.Discipline {
 	case "", FIFO, LIFO, AdaptiveLIFO:
 	default:
-		return fmt.Errorf("overload.discipline: must be fifo, lifo or adaptive_lifo, got %q", c.Discipline)
+		return fieldErrorf("overload.discipline", "must be fifo, lifo or adaptive_lifo, got %q", c.Discipline)
 	}
 	if c.ConcurrencyLimit < 0 {
-		return fmt.Errorf("overload.concurrency_limit: must be ≥ 0, got %d", c.ConcurrencyLimit)
+		return fieldErrorf("overload.concurrency_limit", "must be ≥ 0, got %d", c.ConcurrencyLimit)
 	}
 	if c.MaxQueueTime < 0 {
-		return fmt.Errorf("overload.max_queue_time: must be ≥ 0, got %v", c.MaxQueueTime)
+		return fieldErrorf("overload.max_queue_time", "must be ≥ 0, got %v", c.MaxQueueTime)
 	}
 	if c.CoDel != nil {
 		if err := c.CoDel.Validate(); err != nil {
-			return fmt.Errorf("overload.%w", err)
+			return inField("overload", err)
 		}
 	}
 	if c.Pushback != nil {
 		if err := c.Pushback.Validate(); err != nil {
-			return fmt.Errorf("overload.%w", err)
+			return inField("overload", err)
 		}
 	}
 	return nil
@@ -49,11 +48,11 @@ func (c CoDelConfig) Validate() error {
 	t, i := c.withDefaults()
 	switch {
 	case c.Target < 0:
-		return fmt.Errorf("codel.target: must be > 0, got %v", c.Target)
+		return fieldErrorf("codel.target", "must be > 0, got %v", c.Target)
 	case c.Interval < 0:
-		return fmt.Errorf("codel.interval: must be > 0, got %v", c.Interval)
+		return fieldErrorf("codel.interval", "must be > 0, got %v", c.Interval)
 	case t >= i:
-		return fmt.Errorf("codel.target: must be below codel.interval (%v), got %v", i, t)
+		return fieldErrorf("codel.target", "must be below codel.interval (%v), got %v", i, t)
 	}
 	return nil
 }

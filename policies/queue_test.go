@@ -265,7 +265,7 @@ func FuzzQueue(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 2, 0, 6, 1, 0, 0, 10, 1, 1}, uint8(0), int8(2))
 	f.Fuzz(func(t *testing.T, ops []byte, disc uint8, limit int8) {
 		lifo := disc%2 == 1
-		cfg := OverloadConfig{Discipline: map[bool]string{false: "fifo", true: "lifo"}[lifo]}
+		cfg := OverloadConfig{Discipline: map[bool]Discipline{false: "fifo", true: "lifo"}[lifo]}
 		q, err := NewQueue[int](int(limit), cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -324,8 +324,8 @@ func FuzzQueue(f *testing.F) {
 }
 
 func BenchmarkQueue(b *testing.B) {
-	for _, d := range []string{"fifo", "lifo", "adaptive_lifo"} {
-		b.Run(d, func(b *testing.B) {
+	for _, d := range []Discipline{"fifo", "lifo", "adaptive_lifo"} {
+		b.Run(string(d), func(b *testing.B) {
 			q, err := NewQueue[int](1000, OverloadConfig{Discipline: d, CoDel: &CoDelConfig{}, MaxQueueTime: time.Second})
 			if err != nil {
 				b.Fatal(err)

@@ -1,7 +1,6 @@
 package policies
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -18,11 +17,11 @@ const (
 func (c ThrottleConfig) Validate() error {
 	switch {
 	case c.K < 0 || math.IsNaN(c.K) || math.IsInf(c.K, 0):
-		return fmt.Errorf("throttle.k: must be > 0, got %v", c.K)
+		return fieldErrorf("throttle.k", "must be > 0, got %v", c.K)
 	case c.K != 0 && c.K < 1:
-		return fmt.Errorf("throttle.k: must be ≥ 1 (below 1 it rejects healthy traffic), got %v", c.K)
+		return fieldErrorf("throttle.k", "must be ≥ 1 (below 1 it rejects healthy traffic), got %v", c.K)
 	case c.Window < 0:
-		return fmt.Errorf("throttle.window: must be > 0, got %v", c.Window)
+		return fieldErrorf("throttle.window", "must be > 0, got %v", c.Window)
 	}
 	return nil
 }

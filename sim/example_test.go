@@ -13,7 +13,7 @@ import (
 // Three attempts at each of three hops, the database always failing: every
 // logical request reaches the database 3³ = 27 times.
 func ExampleRun() {
-	retry := policies.RetryConfig{MaxAttempts: 3, On: []string{"error"}}
+	retry := policies.RetryConfig{MaxAttempts: 3, On: []policies.RetryClass{"error"}}
 	work := topology.Dist{Dist: "constant", Value: time.Millisecond}
 	sc := &topology.Scenario{
 		Name: "retry-storm", Seed: 1, Duration: time.Second, Interval: time.Second,

@@ -30,7 +30,7 @@ func fuzzScenario(b []byte) *topology.Scenario {
 		c := topology.Call{To: to, Timeout: ms(next() % 50), PropagateDeadline: flag(), HonorPushback: flag()}
 		c.Retry = policies.RetryConfig{MaxAttempts: next()%4 + 1, Backoff: policies.BackoffConfig{Initial: ms(next() % 5), Jitter: "full"}}
 		if flag() {
-			c.Retry.On = []string{"error", "timeout", "unavailable"}
+			c.Retry.On = []policies.RetryClass{"error", "timeout", "unavailable"}
 		}
 		if flag() {
 			net := exp(ms(next()%3 + 1))
@@ -64,10 +64,10 @@ func fuzzScenario(b []byte) *topology.Scenario {
 		case 1:
 			s.Queue = intp(next() % 5)
 		case 2:
-			s.Overload = policies.OverloadConfig{MaxQueueTime: ms(next()%20 + 1), Discipline: []string{"fifo", "lifo", "adaptive_lifo"}[next()%3],
+			s.Overload = policies.OverloadConfig{MaxQueueTime: ms(next()%20 + 1), Discipline: []policies.Discipline{"fifo", "lifo", "adaptive_lifo"}[next()%3],
 				Pushback: &policies.PushbackConfig{RetryAfter: ms(next() % 20)}}
 		case 3:
-			s.DownstreamFailure = []string{"propagate", "unavailable", "error", "timeout"}[next()%4]
+			s.DownstreamFailure = []topology.DownstreamFailure{"propagate", "unavailable", "error", "timeout"}[next()%4]
 		}
 		if i+1 < n {
 			if flag() && i+2 < n {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stormsim/stormsim/dist"
 	"github.com/stormsim/stormsim/idempotency"
+	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -70,7 +71,7 @@ type model struct {
 	maxIvEvents, ivEvents uint64
 	created               uint64
 	halted                bool
-	status                string
+	status                metrics.Status
 	diverged              *divergence
 	checkCtx              func() bool
 
@@ -250,10 +251,7 @@ func build(sc *topology.Scenario) (*model, error) {
 			streamName = fmt.Sprintf("%s#%d", streamName, n)
 		}
 		streamUse["edge/"+name]++
-		cfg := policies.EdgeConfig{
-			Timeout: c.Timeout, Retry: c.Retry, Budget: c.Budget, Breaker: c.Breaker,
-			Hedge: c.Hedge, Throttle: c.Throttle, HonorPushback: c.HonorPushback, MaxPushback: c.MaxPushback,
-		}
+		cfg := c.EdgeConfig()
 		shared := c.Budget != nil && c.Budget.Scope == "service"
 		if shared {
 			cfg.Budget = nil

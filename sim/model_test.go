@@ -24,7 +24,7 @@ func fp(v float64) *float64 { return &v }
 // chain is services s1 → s2 → … → sN, every call (the client's included)
 // making up to k attempts on errors, the bottom service always failing.
 func chain(n, k int) *topology.Scenario {
-	retry := policies.RetryConfig{MaxAttempts: k, On: []string{"error"}}
+	retry := policies.RetryConfig{MaxAttempts: k, On: []policies.RetryClass{"error"}}
 	sc := &topology.Scenario{
 		Name: fmt.Sprintf("chain-%d-%d", n, k), Seed: 1, Duration: time.Second, Interval: time.Second,
 		Workload: topology.Workload{Entry: "s1", Arrival: "constant", Rate: 10, Client: topology.Call{Retry: retry}},
@@ -407,7 +407,7 @@ func TestBadScenariosAreErrors(t *testing.T) {
 		"unknown callee":    func(sc *topology.Scenario) { sc.Services[0].Calls = []topology.Call{{To: "nope"}} },
 		"zero workers":      func(sc *topology.Scenario) { sc.Services[0].Workers = 0 },
 		"bad dist":          func(sc *topology.Scenario) { sc.Services[0].ServiceTime.Dist = "weird" },
-		"bad retry class":   func(sc *topology.Scenario) { sc.Workload.Client.Retry.On = []string{"sometimes"} },
+		"bad retry class":   func(sc *topology.Scenario) { sc.Workload.Client.Retry.On = []policies.RetryClass{"sometimes"} },
 		"bad arrival":       func(sc *topology.Scenario) { sc.Workload.Arrival = "bursty" },
 		"fault on nothing":  func(sc *topology.Scenario) { sc.Faults = []topology.Fault{{Service: "x", For: time.Second}} },
 		"quorum too big":    func(sc *topology.Scenario) { sc.Services[0].Calls = []topology.Call{{To: "s", Fanout: 2, WaitFor: 3}} },
@@ -481,7 +481,7 @@ func TestDownstreamFailureClasses(t *testing.T) {
 	// The client retries only what a answers as unavailable; a's call to
 	// b times out locally (b is slow, a's timeout is 5ms).
 	for _, tc := range []struct {
-		mode     string
+		mode     topology.DownstreamFailure
 		attempts int64 // at a, with the client retrying unavailable only
 	}{
 		{"propagate", 1}, // a local timeout propagates as timeout: not retried
@@ -489,11 +489,11 @@ func TestDownstreamFailureClasses(t *testing.T) {
 		{"error", 1},
 		{"unavailable", 3},
 	} {
-		t.Run(tc.mode, func(t *testing.T) {
+		t.Run(string(tc.mode), func(t *testing.T) {
 			sc := &topology.Scenario{
 				Name: "df", Seed: 1, Duration: 100 * time.Millisecond, Interval: time.Second,
 				Workload: topology.Workload{Entry: "a", Arrival: "constant", Rate: 10,
-					Client: topology.Call{Retry: policies.RetryConfig{MaxAttempts: 3, On: []string{"unavailable"}}}},
+					Client: topology.Call{Retry: policies.RetryConfig{MaxAttempts: 3, On: []policies.RetryClass{"unavailable"}}}},
 				Services: []topology.Service{
 					{Name: "a", Workers: 10, ServiceTime: constant(0), DownstreamFailure: tc.mode,
 						Calls: []topology.Call{{To: "b", Timeout: 5 * time.Millisecond}}},
@@ -510,7 +510,7 @@ func TestDownstreamFailureClasses(t *testing.T) {
 		sc := &topology.Scenario{
 			Name: "df-breaker", Seed: 1, Duration: time.Second, Interval: time.Second,
 			Workload: topology.Workload{Entry: "a", Arrival: "constant", Rate: 10,
-				Client: topology.Call{Retry: policies.RetryConfig{MaxAttempts: 2, On: []string{"unavailable"}}}},
+				Client: topology.Call{Retry: policies.RetryConfig{MaxAttempts: 2, On: []policies.RetryClass{"unavailable"}}}},
 			Services: []topology.Service{
 				{Name: "a", Workers: 10, ServiceTime: constant(0),
 					Calls: []topology.Call{{To: "b", Breaker: &policies.BreakerConfig{Kind: "consecutive", Failures: 1, OpenFor: time.Hour}}}},
@@ -544,9 +544,9 @@ func TestServiceScopedBudgetIsShared(t *testing.T) {
 	// a calls b (always failing) and c (always fine), retrying up to 3
 	// times under a 10% budget. Per edge, b may retry 10% of b's calls; one
 	// budget for the service counts c's calls too, so b may retry 20%.
-	run := func(scope string) float64 {
+	run := func(scope policies.BudgetScope) float64 {
 		budget := &policies.BudgetConfig{Kind: "ratio", Ratio: 0.1, Scope: scope}
-		retry := policies.RetryConfig{MaxAttempts: 3, On: []string{"error"}}
+		retry := policies.RetryConfig{MaxAttempts: 3, On: []policies.RetryClass{"error"}}
 		sc := &topology.Scenario{
 			Name: "shared-budget", Seed: 1, Duration: 10 * time.Second, Interval: time.Second,
 			Workload: topology.Workload{Entry: "a", Arrival: "constant", Rate: 100},

@@ -19,7 +19,7 @@ func flaky(errRate float64, attempts int, rate float64, d time.Duration) *topolo
 	return &topology.Scenario{
 		Name: "flaky", Seed: 7, Duration: d, Interval: time.Second,
 		Workload: topology.Workload{Entry: "s", Arrival: "constant", Rate: rate,
-			Client: topology.Call{Retry: policies.RetryConfig{MaxAttempts: attempts, On: []string{"error"}}}},
+			Client: topology.Call{Retry: policies.RetryConfig{MaxAttempts: attempts, On: []policies.RetryClass{"error"}}}},
 		Services: []topology.Service{{Name: "s", Workers: 1000, ServiceTime: constant(0), ErrorRate: errRate}},
 	}
 }

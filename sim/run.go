@@ -17,9 +17,9 @@ import (
 
 // Run statuses, as written to Summary.Status.
 const (
-	StatusComplete    = "complete"
-	StatusDiverged    = "diverged"
-	StatusInterrupted = "interrupted"
+	StatusComplete    = metrics.StatusComplete
+	StatusDiverged    = metrics.StatusDiverged
+	StatusInterrupted = metrics.StatusInterrupted
 )
 
 // Options tune a run without changing what is simulated.
@@ -289,19 +289,20 @@ func newSeries(m *model, interval time.Duration) *series {
 			o.budget = e.pe.Budget
 		}
 	}
-	cols := []string{"offered", "succeeded", "failed", "unknown", "goodput", "latency_p50_ms", "latency_p99_ms", "latency_mean_ms"}
+	cols := append(metrics.RunColumns(), metrics.ColLatencyMean)
 	for _, sv := range m.services {
-		for _, c := range []string{"attempts", "queue", "queue_max", "inflight", "utilization", "rejected", "shed"} {
-			cols = append(cols, c+"/"+sv.name)
+		for _, c := range []string{metrics.MetricAttempts, metrics.MetricQueue, metrics.MetricQueueMax, metrics.MetricInflight,
+			metrics.MetricUtilization, metrics.MetricRejected, metrics.MetricShed} {
+			cols = append(cols, metrics.Column(c, sv.name))
 		}
 	}
 	for _, o := range s.edges {
-		cols = append(cols, "retries/"+o.name)
+		cols = append(cols, metrics.Column(metrics.MetricRetries, o.name))
 		if o.breaker != nil {
-			cols = append(cols, "breaker_state/"+o.name)
+			cols = append(cols, metrics.Column(metrics.MetricBreakerState, o.name))
 		}
 		if o.budget != nil {
-			cols = append(cols, "budget_level/"+o.name)
+			cols = append(cols, metrics.Column(metrics.MetricBudgetLevel, o.name))
 		}
 	}
 	s.ts.Columns = cols
@@ -419,23 +420,11 @@ func (m *model) result(sc *topology.Scenario, opt Options, simEnd time.Duration,
 		o := &ser.edges[i]
 		es := metrics.EdgeSummary{From: o.from, To: o.to}
 		for _, e := range o.members {
-			st := &e.pe.Stats
-			es.Calls += st.Calls
-			es.Attempts += st.Attempts
-			es.Retries += st.Retries
-			es.RetriesDenied += st.RetriesDenied
-			es.RetriesDeadline += st.RetriesDeadline
-			es.BreakerFastFail += st.BreakerFastFail
-			es.HedgesSent += st.HedgesSent
-			es.HedgesWon += st.HedgesWon
-			es.PushbackWaits += st.PushbackWaits
-			es.Throttled += st.Throttled
-			es.Succeeded += st.Succeeded
-			es.Failed += st.Failed
-			es.Unknown += st.Unknown
+			var opens int64
 			if e.pe.Breaker != nil {
-				es.BreakerOpens += e.pe.Breaker.Opens()
+				opens = e.pe.Breaker.Opens()
 			}
+			es.Add(metrics.EdgeSummaryOf(o.from, o.to, e.pe.Stats, opens))
 		}
 		sum.Edges = append(sum.Edges, es)
 	}

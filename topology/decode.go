@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"encoding"
 	"fmt"
 	"maps"
 	"math"
@@ -12,8 +13,6 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/stormsim/stormsim/policies"
 )
 
 // pos is where a value came from: a file and line, or an override.
@@ -184,43 +183,9 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 			return
 		}
 		if err := setScalar(v, n.Value); err != nil {
-			d.add(n, path, "%v", err)
+			d.add(n, path, "%s", explain(err))
 		}
 	}
-}
-
-// fillPreset fills a retry, budget or breaker config from the preset its
-// mapping names, before the mapping's own keys are decoded over it.
-func (d *decoder) fillPreset(n *yaml.Node, v reflect.Value, path string) {
-	var name *yaml.Node
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if resolve(n.Content[i]).Value == "preset" {
-			name = resolve(n.Content[i+1])
-		}
-	}
-	if name == nil || name.Kind != yaml.ScalarNode || name.Value == "" {
-		return
-	}
-	var (
-		filled any
-		err    error
-	)
-	switch v.Addr().Interface().(type) {
-	case *policies.RetryConfig:
-		filled, err = policies.RetryPreset(name.Value)
-	case *policies.BudgetConfig:
-		filled, err = policies.BudgetPreset(name.Value)
-	case *policies.BreakerConfig:
-		filled, err = policies.BreakerPreset(name.Value)
-	default:
-		return
-	}
-	if err != nil {
-		p, msg := fieldError(path, err)
-		d.add(name, p, "%s", msg)
-		return
-	}
-	v.Set(reflect.ValueOf(filled))
 }
 
 func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string, depth int) {
@@ -231,7 +196,6 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string, depth
 	if d.tooFar(n, path, depth) { // merges re-enter here, not through decode
 		return
 	}
-	d.fillPreset(n, v, path)
 	// YAML merge keys ("<<: *base") come first, so the mapping's own keys
 	// override them wherever they are written; of several merged mappings
 	// the first wins.
@@ -283,6 +247,9 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string, depth
 
 // setScalar parses s into v according to v's Go type.
 func setScalar(v reflect.Value, s string) error {
+	if u, ok := v.Addr().Interface().(encoding.TextUnmarshaler); ok {
+		return u.UnmarshalText([]byte(s)) // the enumerated names
+	}
 	if v.Type() == durationType {
 		dur, err := time.ParseDuration(s)
 		if err != nil {

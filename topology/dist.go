@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stormsim/stormsim/policies"
 )
 
 // maxBadSampleLines bounds how many bad lines of one sample file are
@@ -19,7 +21,7 @@ import (
 const maxBadSampleLines = 3
 
 // distParams lists the parameter keys each distribution kind reads.
-var distParams = map[string][]string{
+var distParams = map[DistKind][]string{
 	"constant":    {"value"},
 	"exponential": {"mean"},
 	"uniform":     {"min", "max"},
@@ -50,15 +52,12 @@ func setParams(d *Dist) []string {
 // dist validates a distribution and loads an empirical one's samples.
 func (v *validator) dist(d *Dist, p string) {
 	if d.Dist == "" {
-		v.add(p+".dist", "required (one of %s)", orList(distKinds))
-		return
-	}
-	if !v.oneOf(p+".dist", "distribution", d.Dist, distKinds) {
+		v.add(p+".dist", "required (one of %s)", policies.OrList(policies.Names(distKinds)))
 		return
 	}
 	for _, k := range setParams(d) {
 		if !slices.Contains(distParams[d.Dist], k) {
-			v.add(p+"."+k, "does not apply to dist %s (it takes %s)", d.Dist, orList(distParams[d.Dist]))
+			v.add(p+"."+k, "does not apply to dist %s (it takes %s)", d.Dist, policies.OrList(distParams[d.Dist]))
 		}
 	}
 	for _, k := range []struct {
@@ -108,14 +107,12 @@ func (v *validator) dist(d *Dist, p string) {
 // loadSamples reads an empirical distribution's file, one sample per line
 // in d.Unit (default ms); blank lines and lines starting with # are skipped.
 func (v *validator) loadSamples(d *Dist, p string) {
+	if v.brokenUnder(p + ".unit") {
+		return // an unknown unit: the samples cannot be read
+	}
 	unit := time.Millisecond
 	if d.Unit != "" {
-		u, ok := units[d.Unit]
-		if !ok {
-			v.add(p+".unit", "unknown unit %q (want ns, us, ms or s)", d.Unit)
-			return
-		}
-		unit = u
+		unit = units[d.Unit]
 	}
 	if d.File == "" {
 		v.add(p+".file", "required: a file of samples, one per line")
@@ -194,9 +191,9 @@ func readSampleFile(path string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, maxSampleFile))
 }
 
-func unitName(u string) string {
+func unitName(u TimeUnit) string {
 	if u == "" {
 		return "ms"
 	}
-	return u
+	return string(u)
 }

@@ -15,14 +15,19 @@
 //     addressed by name, calls by their callee or index, other lists by
 //     index, and missing mappings are created;
 //  3. decode the tree strictly: unknown or duplicate keys, malformed
-//     durations and numbers, and wrong shapes are problems; a retry,
-//     budget or breaker block with "preset: NAME" is filled from the
-//     preset in package policies before its own keys are decoded over it;
-//  4. fill the documented defaults (seed 1, interval 1s, one attempt per
-//     call, fanout 1, ...; docs/scenario.md lists them all);
+//     durations and numbers, unknown names of enumerated keys (typed
+//     strings such as Arrival or policies.BudgetKind) and wrong shapes are
+//     problems; the decoder records which keys each block wrote;
+//  4. fill the documented defaults (seed 1, interval 1s, fanout 1, ...;
+//     docs/scenario.md lists them all) and resolve each retry, budget and
+//     breaker block once, with policies' Resolve: its preset, then the keys
+//     the file wrote (zero included), then the kind's defaults. The
+//     simulator and load mode build from these resolved configs as they
+//     are (Call.EdgeConfig), so what validate judged is what runs;
 //  5. validate: references, call cycles, ranges, distributions (loading
-//     empirical sample files), enumerations, each policy's own Validate,
-//     and that every variant's overrides apply.
+//     empirical sample files), each policy's own Validate (whose
+//     *policies.FieldError names the field, joined here to the block's
+//     path and line), and that every variant's overrides apply.
 //
 // Every problem found is returned at once as Problems, sorted by line, each
 // naming its file and line (or the --set that introduced it) and the

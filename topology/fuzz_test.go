@@ -43,8 +43,8 @@ func addScenarioSeeds(f *testing.F, add func(data []byte)) {
 }
 
 // FuzzParse checks that no input makes Parse panic and that every rejected
-// input is explained with positions. An accepted scenario must decode the
-// same way twice.
+// input is explained with positions. An accepted scenario is one the run
+// can build, from the very configs it carries (checkBuilds).
 func FuzzParse(f *testing.F) {
 	addScenarioSeeds(f, func(data []byte) { f.Add(data) })
 	f.Add([]byte("a: *x\n"))
@@ -59,6 +59,7 @@ func FuzzParse(f *testing.F) {
 		if sc.Duration <= 0 || len(sc.Services) == 0 || sc.Service(sc.Workload.Entry) == nil {
 			t.Fatalf("accepted an invalid scenario: %+v", sc)
 		}
+		checkBuilds(t, sc)
 	})
 }
 
@@ -69,6 +70,7 @@ func FuzzSet(f *testing.F) {
 		"services.back.workers=4", "workload.schedule.0.rate=900", "seed=7", "duration=30s",
 		"services.front.calls.back.budget.ratio=0.1", "services.front.calls.0.retry.on=[timeout,error]",
 		"services.front.calls.back.retry.preset=grpc", "faults.0.capacity=0.5", "services.2.name=x",
+		"services.front.calls.back.budget={preset: finagle, min_per_sec: 0}", "services.front.calls.back.breaker.kind=rate",
 		"services.back.queue=null", "workload=1", "=", "services..workers=1", "limits.max_events=2e9",
 	} {
 		f.Add(s)
@@ -86,5 +88,6 @@ func FuzzSet(f *testing.F) {
 		if sc.Service("front") == nil && sc.Service("back") == nil {
 			t.Fatalf("accepted scenario lost its services: %+v", sc.Services)
 		}
+		checkBuilds(t, sc)
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/internal/golden"
+	"github.com/stormsim/stormsim/policies"
 )
 
 // positioned matches a problem line that names where it comes from: a file
@@ -95,7 +96,7 @@ func TestArchitectureExample(t *testing.T) {
 		{"warmup", sc.Warmup, 5 * time.Second},
 		{"interval", sc.Interval, time.Second},
 		{"entry", sc.Workload.Entry, "gateway"},
-		{"arrival", sc.Workload.Arrival, "poisson"},
+		{"arrival", sc.Workload.Arrival, ArrivalPoisson},
 		{"rate", sc.Workload.Rate, 500.0},
 		{"schedule", len(sc.Workload.Schedule), 2},
 		{"schedule[0].at", sc.Workload.Schedule[0].At, 20 * time.Second},
@@ -104,18 +105,18 @@ func TestArchitectureExample(t *testing.T) {
 		{"client.timeout", sc.Workload.Client.Timeout, time.Second},
 		{"client.retry.max_attempts", sc.Workload.Client.Retry.MaxAttempts, 3},
 		{"client.retry.backoff.initial", sc.Workload.Client.Retry.Backoff.Initial, 50 * time.Millisecond},
-		{"client.retry.backoff.jitter", sc.Workload.Client.Retry.Backoff.Jitter, "full"},
+		{"client.retry.backoff.jitter", sc.Workload.Client.Retry.Backoff.Jitter, policies.JitterName("full")},
 		{"client.max_pushback (default)", sc.Workload.Client.MaxPushback, 30 * time.Second},
 		{"gateway.workers", gw.Workers, 64},
 		{"gateway.queue", *gw.Queue, 1000},
 		{"gateway.service_time", gw.ServiceTime.Mean, time.Millisecond},
-		{"gateway.error_class (default)", gw.ErrorClass, "error"},
-		{"gateway.downstream_failure (default)", gw.DownstreamFailure, "propagate"},
+		{"gateway.error_class (default)", gw.ErrorClass, ErrorClass("error")},
+		{"gateway.downstream_failure (default)", gw.DownstreamFailure, DownstreamFailure("propagate")},
 		{"call.to", call.To, "orders"},
 		{"call.fanout (default)", call.Fanout, 1},
 		{"call.timeout", call.Timeout, 300 * time.Millisecond},
 		{"call.propagate_deadline", call.PropagateDeadline, true},
-		{"call.retry.on", strings.Join(call.Retry.On, ","), "unavailable,timeout"},
+		{"call.retry.on", strings.Join(policies.Names(call.Retry.On), ","), "unavailable,timeout"},
 		{"call.budget.ratio", call.Budget.Ratio, 0.1},
 		{"call.breaker.failures", call.Breaker.Failures, 5},
 		{"call.breaker.open_for", call.Breaker.OpenFor, 5 * time.Second},

@@ -44,7 +44,7 @@ type Workload struct {
 	Entry string `yaml:"entry"`
 	// Arrival is poisson (default), constant, or closed (Clients users each
 	// sending one request after the previous one ended plus ThinkTime).
-	Arrival string `yaml:"arrival,omitempty"`
+	Arrival Arrival `yaml:"arrival,omitempty"`
 	// Rate is logical requests per second (open loop).
 	Rate float64 `yaml:"rate,omitempty"`
 	// Schedule makes the rate piecewise constant: from each step's At on,
@@ -87,12 +87,12 @@ type Service struct {
 	// ErrorRate is the probability an attempt ends in ErrorClass after doing its work.
 	ErrorRate float64 `yaml:"error_rate,omitempty"`
 	// ErrorClass is the class of injected errors: error (default) or unavailable.
-	ErrorClass string `yaml:"error_class,omitempty"`
+	ErrorClass ErrorClass `yaml:"error_class,omitempty"`
 	// DownstreamFailure is what this service answers when a downstream call
 	// finally fails: propagate (default: the downstream call's class, a
 	// local timeout answered as timeout, a breaker or throttle fast-fail as
 	// unavailable), unavailable, error or timeout.
-	DownstreamFailure string `yaml:"downstream_failure,omitempty"`
+	DownstreamFailure DownstreamFailure `yaml:"downstream_failure,omitempty"`
 	// CancelOnTimeout stops an attempt's work when its caller gives up.
 	// Default false: the server keeps working for nobody.
 	CancelOnTimeout bool `yaml:"cancel_on_timeout,omitempty"`
@@ -140,6 +140,17 @@ type Call struct {
 	MaxPushback time.Duration `yaml:"max_pushback,omitempty"`
 }
 
+// EdgeConfig is the call's policy in the policies package's form, the one
+// conversion the simulator and load mode build their edges from. The
+// retry, budget and breaker configs are the resolved ones the loader
+// validated, so what the run builds is what validate judged.
+func (c *Call) EdgeConfig() policies.EdgeConfig {
+	return policies.EdgeConfig{
+		Timeout: c.Timeout, Retry: c.Retry, Budget: c.Budget, Breaker: c.Breaker,
+		Hedge: c.Hedge, Throttle: c.Throttle, HonorPushback: c.HonorPushback, MaxPushback: c.MaxPushback,
+	}
+}
+
 // Dist is a distribution of durations.
 //
 //	constant     value
@@ -150,7 +161,7 @@ type Call struct {
 //	mixture      modes: [{weight, <dist>}...] (bimodal and beyond)
 //	empirical    file (one sample per line, in unit; default ms), resampled
 type Dist struct {
-	Dist   string        `yaml:"dist"`
+	Dist   DistKind      `yaml:"dist"`
 	Value  time.Duration `yaml:"value,omitempty"`
 	Mean   time.Duration `yaml:"mean,omitempty"`
 	Stddev time.Duration `yaml:"stddev,omitempty"`
@@ -160,7 +171,7 @@ type Dist struct {
 	P99    time.Duration `yaml:"p99,omitempty"`
 	Modes  []Mode        `yaml:"modes,omitempty"`
 	File   string        `yaml:"file,omitempty"`
-	Unit   string        `yaml:"unit,omitempty"`
+	Unit   TimeUnit      `yaml:"unit,omitempty"`
 
 	// Samples holds an empirical distribution's samples, loaded from File
 	// (relative to the scenario's directory) at load time.

@@ -48,11 +48,11 @@ func TestSetOverrides(t *testing.T) {
 			func(s *Scenario) (any, any) { return s.Workload.Schedule, []RateStep{{At: 2 * time.Second, Rate: 50}} }},
 		{"scalar list a,b", "base.yaml", []string{"services.front.calls.back.retry.on=timeout,error"},
 			func(s *Scenario) (any, any) {
-				return s.Service("front").Calls[0].Retry.On, []string{"timeout", "error"}
+				return s.Service("front").Calls[0].Retry.On, []policies.RetryClass{"timeout", "error"}
 			}},
 		{"scalar list [a, b]", "base.yaml", []string{"services.front.calls.back.retry.on=[unavailable, timeout]"},
 			func(s *Scenario) (any, any) {
-				return s.Service("front").Calls[0].Retry.On, []string{"unavailable", "timeout"}
+				return s.Service("front").Calls[0].Retry.On, []policies.RetryClass{"unavailable", "timeout"}
 			}},
 		{"later set wins", "base.yaml", []string{"workload.rate=10", "workload.rate=20"},
 			func(s *Scenario) (any, any) { return s.Workload.Rate, 20.0 }},
@@ -66,6 +66,7 @@ func TestSetOverrides(t *testing.T) {
 			func(s *Scenario) (any, any) {
 				want, _ := policies.RetryPreset("grpc")
 				want.Preset, want.MaxAttempts = "grpc", 2
+				want, _ = want.Resolve(nil)
 				return s.Service("front").Calls[0].Retry, want
 			}},
 	}
@@ -124,11 +125,14 @@ services:
 	c := sc.Service("a").Calls[0]
 
 	retry, _ := policies.RetryPreset("aws-standard")
-	retry.Preset, retry.MaxAttempts, retry.On, retry.Backoff.Max = "aws-standard", 5, []string{"timeout"}, 2*time.Second
+	retry.Preset, retry.MaxAttempts, retry.On, retry.Backoff.Max = "aws-standard", 5, []policies.RetryClass{"timeout"}, 2*time.Second
+	retry, _ = retry.Resolve(nil)
 	budget, _ := policies.BudgetPreset("envoy")
 	budget.Preset, budget.MinConcurrency = "envoy", 7
+	budget, _ = budget.Resolve(nil)
 	breaker, _ := policies.BreakerPreset("gobreaker")
 	breaker.Preset, breaker.OpenFor = "gobreaker", 5*time.Second
+	breaker, _ = breaker.Resolve(nil)
 
 	if !reflect.DeepEqual(c.Retry, retry) {
 		t.Errorf("retry = %+v, want %+v", c.Retry, retry)
@@ -141,7 +145,7 @@ services:
 	}
 	// The overlay must not have written into the preset table.
 	again, _ := policies.RetryPreset("aws-standard")
-	if again.MaxAttempts == 5 || slices.Equal(again.On, []string{"timeout"}) {
+	if again.MaxAttempts == 5 || slices.Equal(again.On, []policies.RetryClass{"timeout"}) {
 		t.Errorf("preset table modified: %+v", again)
 	}
 }

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,19 +28,8 @@ const (
 	DefaultMaxEventRate   = 20_000_000
 )
 
-// The names each enumerated key accepts.
-var (
-	arrivals    = []string{"poisson", "constant", "closed"}
-	distKinds   = []string{"constant", "exponential", "uniform", "normal", "lognormal", "mixture", "empirical"}
-	errorKinds  = []string{"error", "unavailable"}
-	downstreams = []string{"propagate", "unavailable", "error", "timeout"}
-	budgetKinds = []string{"ratio", "token_bucket", "aws_quota", "concurrency"}
-	scopes      = []string{"edge", "service"}
-	breakers    = []string{"consecutive", "rate"}
-	windowTypes = []string{"count", "time"}
-	disciplines = []string{"fifo", "lifo", "adaptive_lifo"}
-	units       = map[string]time.Duration{"ns": time.Nanosecond, "us": time.Microsecond, "µs": time.Microsecond, "ms": time.Millisecond, "s": time.Second}
-)
+// units are the time units an empirical sample file may be written in.
+var units = map[TimeUnit]time.Duration{"ns": time.Nanosecond, "us": time.Microsecond, "µs": time.Microsecond, "ms": time.Millisecond, "s": time.Second}
 
 // validator applies defaults to a decoded scenario and collects every
 // problem with it. Paths that already failed to decode are not judged again.
@@ -68,23 +58,15 @@ func (v *validator) given(path string) bool {
 	return v.d.given[path]
 }
 
-func (v *validator) oneOf(path, what, got string, allowed []string) bool {
-	if slices.Contains(allowed, got) {
-		return true
+// brokenUnder reports whether a path at or below prefix failed to decode:
+// a policy block with such a field is not judged as a whole.
+func (v *validator) brokenUnder(prefix string) bool {
+	for p := range v.broken {
+		if p == prefix || strings.HasPrefix(p, prefix+".") || strings.HasPrefix(p, prefix+"[") {
+			return true
+		}
 	}
-	msg := fmt.Sprintf("unknown %s %q (want %s)", what, got, orList(allowed))
-	if s := suggest(got, allowed); s != "" {
-		msg = fmt.Sprintf("unknown %s %q (did you mean %s?)", what, got, s)
-	}
-	v.add(path, "%s", msg)
 	return false
-}
-
-func orList(xs []string) string {
-	if len(xs) == 1 {
-		return xs[0]
-	}
-	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
 }
 
 // applyDefaults fills every documented default. A key given explicitly as
@@ -129,9 +111,16 @@ func (v *validator) applyDefaults() {
 	}
 }
 
+// callDefaults resolves the policies of a call: presets expanded and
+// defaults applied, once, with every key the file gives winning (zero
+// included), by the policies' own Resolve.
 func (v *validator) callDefaults(c *Call, path string) {
-	if c.Retry.MaxAttempts == 0 && !v.given(path+".retry.max_attempts") {
-		c.Retry.MaxAttempts = 1
+	c.Retry = resolved(v, path+".retry", c.Retry, policies.RetryConfig.Resolve)
+	if c.Budget != nil {
+		*c.Budget = resolved(v, path+".budget", *c.Budget, policies.BudgetConfig.Resolve)
+	}
+	if c.Breaker != nil {
+		*c.Breaker = resolved(v, path+".breaker", *c.Breaker, policies.BreakerConfig.Resolve)
 	}
 	if c.Fanout == 0 && !v.given(path+".fanout") && len(c.Parallel) == 0 {
 		c.Fanout = 1
@@ -142,6 +131,22 @@ func (v *validator) callDefaults(c *Call, path string) {
 	for i := range c.Parallel {
 		v.callDefaults(&c.Parallel[i], fmt.Sprintf("%s.parallel[%d]", path, i))
 	}
+}
+
+// resolved resolves the policy config at path with the keys the file gave;
+// a problem (an unknown preset) is reported at its field and the config is
+// left as written, its block marked so that it is not judged again.
+func resolved[T any](v *validator, path string, c T, resolve func(T, policies.Given) (T, error)) T {
+	if v.brokenUnder(path) {
+		return c
+	}
+	r, err := resolve(c, func(key string) bool { return v.given(path + "." + key) })
+	if err != nil {
+		v.policyProblem(path, err)
+		v.broken[path] = true
+		return c
+	}
+	return r
 }
 
 func idempotencyDefaults(id *Idempotency) {
@@ -228,8 +233,7 @@ func (v *validator) workload() {
 	case v.sc.Service(w.Entry) == nil:
 		v.unknownService(p+".entry", w.Entry)
 	}
-	closed := w.Arrival == "closed"
-	v.oneOf(p+".arrival", "arrival", w.Arrival, arrivals)
+	closed := w.Arrival == ArrivalClosed
 	switch {
 	case w.Rate < 0:
 		v.add(p+".rate", "must be > 0, got %v", w.Rate)
@@ -301,8 +305,6 @@ func (v *validator) services() {
 		v.dist(&s.ServiceTime, p+".service_time")
 		v.nonNegative(p+".slowdown_per_inflight", s.SlowdownPerInflight)
 		v.probability(p+".error_rate", s.ErrorRate)
-		v.oneOf(p+".error_class", "error class", s.ErrorClass, errorKinds)
-		v.oneOf(p+".downstream_failure", "downstream failure", s.DownstreamFailure, downstreams)
 		if id := s.Idempotency; id != nil {
 			v.positive(p+".idempotency.retention", id.Retention)
 			v.positive(p+".idempotency.lease", id.Lease)
@@ -313,21 +315,20 @@ func (v *validator) services() {
 				v.add(p+".idempotency.lease", "must be ≤ retention (%v), got %v", id.Retention, id.Lease)
 			}
 		}
-		v.overload(&s.Overload, p+".overload")
+		v.overload(&s.Overload, p)
 		for j := range s.Calls {
 			v.call(&s.Calls[j], fmt.Sprintf("%s.calls[%d]", p, j))
 		}
 	}
 }
 
-func (v *validator) overload(o *policies.OverloadConfig, p string) {
+// overload validates the overload protection of the service at sp.
+func (v *validator) overload(o *policies.OverloadConfig, sp string) {
+	p := sp + ".overload"
 	ok := true
 	if o.ConcurrencyLimit < 0 {
 		v.add(p+".concurrency_limit", "must be ≥ 0, got %d", o.ConcurrencyLimit)
 		ok = false
-	}
-	if o.Discipline != "" {
-		ok = v.oneOf(p+".discipline", "queue discipline", o.Discipline, disciplines) && ok
 	}
 	ok = v.nonNegative(p+".max_queue_time", o.MaxQueueTime) && ok
 	if c := o.CoDel; c != nil {
@@ -340,7 +341,7 @@ func (v *validator) overload(o *policies.OverloadConfig, p string) {
 		ok = v.nonNegative(p+".pushback.max", pb.Max) && ok
 	}
 	if ok {
-		v.policyValidate(p, o)
+		v.policyValidate(sp, "overload", o)
 	}
 }
 
@@ -384,32 +385,12 @@ func (v *validator) callPolicies(c *Call, p string, members int) {
 	if c.Network != nil {
 		v.dist(c.Network, p+".network")
 	}
-	v.retry(&c.Retry, p+".retry")
+	v.policyValidate(p, "retry", c.Retry)
 	if b := c.Budget; b != nil {
-		bp := p + ".budget"
-		ok := true
-		if b.Kind != "" {
-			ok = v.oneOf(bp+".kind", "budget kind", b.Kind, budgetKinds)
-		}
-		if b.Scope != "" {
-			ok = v.oneOf(bp+".scope", "budget scope", b.Scope, scopes) && ok
-		}
-		if ok {
-			v.policyValidate(bp, b)
-		}
+		v.policyValidate(p, "budget", b)
 	}
 	if b := c.Breaker; b != nil {
-		bp := p + ".breaker"
-		ok := true
-		if b.Kind != "" {
-			ok = v.oneOf(bp+".kind", "breaker kind", b.Kind, breakers)
-		}
-		if b.WindowType != "" {
-			ok = v.oneOf(bp+".window_type", "window type", b.WindowType, windowTypes) && ok
-		}
-		if ok {
-			v.policyValidate(bp, b)
-		}
+		v.policyValidate(p, "breaker", b)
 	}
 	if h := c.Hedge; h != nil {
 		hp := p + ".hedge"
@@ -420,7 +401,7 @@ func (v *validator) callPolicies(c *Call, p string, members int) {
 			ok = false
 		}
 		if ok {
-			v.policyValidate(hp, h)
+			v.policyValidate(p, "hedge", h)
 		}
 	}
 	if t := c.Throttle; t != nil {
@@ -431,63 +412,43 @@ func (v *validator) callPolicies(c *Call, p string, members int) {
 			ok = false
 		}
 		if ok {
-			v.policyValidate(tp, t)
+			v.policyValidate(p, "throttle", t)
 		}
 	}
 }
 
-func (v *validator) retry(r *policies.RetryConfig, p string) {
-	ok := true
-	if r.MaxAttempts < 1 {
-		v.add(p+".max_attempts", "must be ≥ 1 (1 means no retry), got %d", r.MaxAttempts)
-		ok = false
+// policyValidate reports the error of the Validate method of the policy
+// config held at holder under key block, unless a field of the block
+// failed to decode (it was reported then).
+func (v *validator) policyValidate(holder, block string, cfg interface{ Validate() error }) {
+	if v.brokenUnder(holder + "." + block) {
+		return
 	}
-	for i, o := range r.On {
-		if out, err := policies.ParseOutcome(o); err != nil || out == policies.OK {
-			classes := []string{"unavailable", "timeout", "error", "in_progress"}
-			if s := suggest(o, classes); s != "" {
-				v.add(fmt.Sprintf("%s.on[%d]", p, i), "unknown outcome class %q (did you mean %s?)", o, s)
-			} else {
-				v.add(fmt.Sprintf("%s.on[%d]", p, i), "unknown outcome class %q (want %s)", o, orList(classes))
-			}
-			ok = false
-		}
-	}
-	if _, err := policies.ParseJitter(r.Backoff.Jitter); err != nil {
-		v.add(p+".backoff.jitter", "%v", err)
-		ok = false
-	}
-	if ok {
-		v.policyValidate(p, r)
+	if err := cfg.Validate(); err != nil {
+		v.policyProblem(holder, err)
 	}
 }
 
-// policyValidate reports the error of a policy config's own Validate
-// method, where the config has one.
-func (v *validator) policyValidate(p string, cfg any) {
-	if val, ok := cfg.(interface{ Validate() error }); ok {
-		if err := val.Validate(); err != nil {
-			path, msg := fieldError(p, err)
-			v.add(path, "%s", msg)
-		}
+// policyProblem reports a policy error at the field it names: a
+// *policies.FieldError's field is relative to holder; an enumerated name
+// gets a suggestion when one is close.
+func (v *validator) policyProblem(holder string, err error) {
+	path := holder
+	if fe, ok := errors.AsType[*policies.FieldError](err); ok {
+		path, err = holder+"."+fe.Field, fe.Err
 	}
+	v.add(path, "%s", explain(err))
 }
 
-// fieldError turns a policy error such as "retry.backoff.max: must be ≥ 0"
-// reported for the block at path "services[0].calls[1].retry" into the
-// field's own path and the bare message, so the position is the field's line.
-func fieldError(path string, err error) (string, string) {
-	msg := err.Error()
-	block := path[strings.LastIndexAny(path, ".]")+1:]
-	rest, ok := strings.CutPrefix(msg, block+".")
-	if !ok || block == "" {
-		return path, msg
+// explain is the message of a problem: an unknown enumerated name gets the
+// closest allowed name as a suggestion, or the list of them.
+func explain(err error) string {
+	if e, ok := errors.AsType[*policies.EnumError](err); ok {
+		if s := suggest(e.Got, e.Allowed); s != "" {
+			return fmt.Sprintf("unknown %s %q (did you mean %s?)", e.What, e.Got, s)
+		}
 	}
-	field, m, ok := strings.Cut(rest, ": ")
-	if !ok || strings.ContainsAny(field, " \t") {
-		return path, msg
-	}
-	return path + "." + field, m
+	return err.Error()
 }
 
 func (v *validator) faults() {

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/stormsim/stormsim/shard"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/stormsim/stormsim/shard"
 
 	"github.com/spf13/pflag"
 
@@ -230,11 +231,11 @@ func writeComparison(dir string, c *analysis.Comparison, partial bool) error {
 		order = append(order, col.Variant.Name)
 	}
 	type overlay struct{ name, column, label string }
-	overlays := []overlay{{"goodput", "goodput", "goodput (req/s)"}}
+	overlays := []overlay{{"goodput", metrics.ColGoodput, "goodput (req/s)"}}
 	for _, svc := range c.Columns[0].Result.Summary.Services {
 		overlays = append(overlays,
 			overlay{"amplification_" + svc.Name, "amplification/" + svc.Name, "attempts at " + svc.Name + " per offered request"},
-			overlay{"queue_" + svc.Name, "queue/" + svc.Name, "queue length at " + svc.Name})
+			overlay{"queue_" + svc.Name, metrics.Column(metrics.MetricQueue, svc.Name), "queue length at " + svc.Name})
 	}
 	for _, o := range overlays {
 		_, err := plots.Overlay(dir, o.name, results, o.column,

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/stormsim/stormsim/capacity"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/stormsim/stormsim/capacity"
 
 	"github.com/spf13/pflag"
 
@@ -241,11 +242,11 @@ func notReady(dirs []string, shards int) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		var s struct{ Status string }
+		var s struct{ Status metrics.Status }
 		if err := json.Unmarshal(b, &s); err != nil {
 			return "", fmt.Errorf("%s: %w", name, err)
 		}
-		if s.Status == "interrupted" {
+		if s.Status == metrics.StatusInterrupted {
 			return d + " was interrupted", nil
 		}
 	}

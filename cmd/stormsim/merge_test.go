@@ -320,7 +320,7 @@ func TestMergeWaitsOutInterruptedShards(t *testing.T) {
 	require.Equal(t, exitInterrupted, code, errOut)
 	s, err := metrics.Load(filepath.Join(dir, "m2"))
 	require.NoError(t, err)
-	require.Equal(t, "interrupted", s.Summary.Status)
+	require.Equal(t, metrics.StatusInterrupted, s.Summary.Status)
 }
 
 // TestCompareShardsMergeToTheWhole: a comparison split over shards, each

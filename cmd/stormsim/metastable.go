@@ -191,7 +191,7 @@ func writeMetastable(dir string, rep *analysis.MetastableReport) error {
 			if lv.Verdict.Recovers {
 				ttr = strconv.FormatFloat(lv.Verdict.TimeToRecover.Seconds(), 'g', -1, 64)
 			}
-			cw.Write([]string{rep.Param, lv.Value, lv.VariantName, lv.Measures.Status, strconv.FormatBool(lv.Verdict.Recovers), ttr,
+			cw.Write([]string{rep.Param, lv.Value, lv.VariantName, string(lv.Measures.Status), strconv.FormatBool(lv.Verdict.Recovers), ttr,
 				strconv.FormatFloat(lv.Verdict.Baseline, 'g', 6, 64), strconv.FormatFloat(lv.Verdict.Final, 'g', 6, 64),
 				strconv.FormatFloat(lv.Measures.GoodputRPS, 'g', 6, 64), strconv.FormatFloat(lv.Measures.Amplification, 'g', 6, 64)})
 		}

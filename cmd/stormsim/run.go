@@ -96,9 +96,9 @@ func emitResult(w io.Writer, res *metrics.Result, format, out string) error {
 		}
 	}
 	switch res.Summary.Status {
-	case "interrupted":
+	case metrics.StatusInterrupted:
 		return fmt.Errorf("%w: partial results written", errInterrupted)
-	case "diverged":
+	case metrics.StatusDiverged:
 		d := res.Summary.Diverged
 		msg := "the simulated system diverged"
 		if d != nil {

@@ -183,7 +183,7 @@ func requireNoTemp(t *testing.T, dir string) {
 }
 
 // requireSummaryStatus reads dir/summary.json and checks its status.
-func requireSummaryStatus(t *testing.T, dir, status string) metrics.Summary {
+func requireSummaryStatus(t *testing.T, dir string, status metrics.Status) metrics.Summary {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, metrics.SummaryFile))
 	require.NoError(t, err)

@@ -140,7 +140,8 @@ func batchMeans(xs []float64) batchStat {
 func (c queueCase) measureOf(sc *topology.Scenario, r *metrics.Result) ([]float64, int64) {
 	ts := r.Series
 	col := func(n string) int { return ts.Column(n) }
-	lat, ok, att, rej := col("latency_mean_ms"), col("succeeded"), col("attempts/server"), col("rejected/server")
+	lat, ok := col(metrics.ColLatencyMean), col(metrics.ColSucceeded)
+	att, rej := col(metrics.Column(metrics.MetricAttempts, "server")), col(metrics.Column(metrics.MetricRejected, "server"))
 	var xs []float64
 	for k, row := range ts.Rows {
 		start := ts.Start + time.Duration(k)*ts.Interval

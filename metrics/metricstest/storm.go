@@ -106,10 +106,10 @@ func build(n, part int) *metrics.Result {
 	}
 	rows := int(Duration / Interval)
 	iv := Interval.Seconds()
-	cols := []string{"offered", "succeeded", "failed", "unknown", "goodput", "latency_p50_ms", "latency_p99_ms"}
+	cols := metrics.RunColumns()
 	for _, s := range services {
-		for _, m := range []string{"attempts", "queue", "queue_max", "inflight", "utilization", "rejected"} {
-			cols = append(cols, m+"/"+s.name)
+		for _, m := range []string{metrics.MetricAttempts, metrics.MetricQueue, metrics.MetricQueueMax, metrics.MetricInflight, metrics.MetricUtilization, metrics.MetricRejected} {
+			cols = append(cols, metrics.Column(m, s.name))
 		}
 	}
 	cols = append(cols, "retries/gateway->orders", "retries/orders->db", "breaker_state/gateway->orders", "budget_level/gateway->orders")
@@ -134,7 +134,7 @@ func build(n, part int) *metrics.Result {
 		r.ServiceLatency[s.name] = metrics.NewLatencyHistogram()
 	}
 	sum := &r.Summary
-	sum.Scenario, sum.Seed, sum.Version, sum.Status = "synthetic-storm", 1, "test", "complete"
+	sum.Scenario, sum.Seed, sum.Version, sum.Status = "synthetic-storm", 1, "test", metrics.StatusComplete
 	sum.SimTimeS, sum.WindowS = Duration.Seconds(), Duration.Seconds()
 	svc := make([]metrics.ServiceSummary, len(services))
 	for i, s := range services {
@@ -159,7 +159,7 @@ func build(n, part int) *metrics.Result {
 			st := stream(seed ^ uint64(k)*0x2545f4914f6cdd1d)
 			t := float64(row)*iv + (float64(j)+st.float())/Rate
 			s := Stress(t)
-			vals[col("offered")]++
+			vals[col(metrics.ColOffered)]++
 			sum.Requests.Offered++
 
 			// Attempts: the client retries the gateway, the gateway
@@ -179,7 +179,7 @@ func build(n, part int) *metrics.Result {
 			}
 			counts := []int{gw, ord, dbAttempts}
 			for i, c := range counts {
-				vals[col("attempts/"+services[i].name)] += float64(c)
+				vals[col(metrics.Column(metrics.MetricAttempts, services[i].name))] += float64(c)
 				svc[i].Attempts += int64(c)
 			}
 			vals[col("rejected/orders")] += float64(rej)
@@ -231,16 +231,16 @@ func build(n, part int) *metrics.Result {
 				d := time.Duration(lat) * time.Microsecond
 				metrics.RecordLatency(r.Latency, d)
 				metrics.RecordLatency(rowHist, d)
-				vals[col("succeeded")]++
+				vals[col(metrics.ColSucceeded)]++
 				sum.Requests.Succeeded++
 				edges[0].Succeeded++
 				svc[0].Succeeded++
 			} else if u < 1-0.4*s {
-				vals[col("failed")]++
+				vals[col(metrics.ColFailed)]++
 				sum.Requests.Failed++
 				edges[0].Failed++
 			} else {
-				vals[col("unknown")]++
+				vals[col(metrics.ColUnknown)]++
 				sum.Requests.Unknown++
 				edges[0].Unknown++
 				svc[0].TimedOut++
@@ -248,20 +248,20 @@ func build(n, part int) *metrics.Result {
 		}
 		mid := (float64(row) + 0.5) * iv
 		s := Stress(mid)
-		vals[col("goodput")] = vals[col("succeeded")] / iv
+		vals[col(metrics.ColGoodput)] = vals[col(metrics.ColSucceeded)] / iv
 		// Per-row latency percentiles; partial-row shards see fewer.
 		if rowHist.TotalCount() > 0 {
-			vals[col("latency_p50_ms")] = float64(rowHist.ValueAtQuantile(50)) / 1000
-			vals[col("latency_p99_ms")] = float64(rowHist.ValueAtQuantile(99)) / 1000
+			vals[col(metrics.ColLatencyP50)] = float64(rowHist.ValueAtQuantile(50)) / 1000
+			vals[col(metrics.ColLatencyP99)] = float64(rowHist.ValueAtQuantile(99)) / 1000
 		}
 		for i, sv := range services {
-			vals[col("queue/"+sv.name)] = float64(rowArea[i]) / 1e6 / iv
-			vals[col("inflight/"+sv.name)] = float64(rowArea[i]+rowBusy[i]) / 1e6 / iv
-			vals[col("utilization/"+sv.name)] = float64(rowBusy[i]) / 1e6 / (sv.workers * iv)
+			vals[col(metrics.Column(metrics.MetricQueue, sv.name))] = float64(rowArea[i]) / 1e6 / iv
+			vals[col(metrics.Column(metrics.MetricInflight, sv.name))] = float64(rowArea[i]+rowBusy[i]) / 1e6 / iv
+			vals[col(metrics.Column(metrics.MetricUtilization, sv.name))] = float64(rowBusy[i]) / 1e6 / (sv.workers * iv)
 			// The peak queue is a property of the shared system, the same
 			// whichever requests a part holds.
 			qmax := math.Min(sv.queue, math.Round(s*s*sv.peak+2))
-			vals[col("queue_max/"+sv.name)] = qmax
+			vals[col(metrics.Column(metrics.MetricQueueMax, sv.name))] = qmax
 			svc[i].QueueMax = max(svc[i].QueueMax, int64(qmax))
 			busy[i] += rowBusy[i]
 			area[i] += rowArea[i]
