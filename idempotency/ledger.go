@@ -69,6 +69,16 @@ func (l *Ledger) Executed(req uint64) {
 func (l *Ledger) Finish(req uint64, v CallerView) {
 	n := int64(l.live[req])
 	delete(l.live, req)
+	l.Fold(n, v)
+}
+
+// Fold adds one finished request whose side effect executed n times, as
+// its caller saw it end, to the totals. It is Finish for a driver that
+// counts a live request's executions itself: the simulator keeps them in
+// its request record (no map per request), load mode reads them from the
+// committing service when the run is over. Both modes thus derive
+// duplicates and unknown outcomes by this one rule.
+func (l *Ledger) Fold(n int64, v CallerView) {
 	t := &l.t
 	t.Requests++
 	t.Executions += n

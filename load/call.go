@@ -153,101 +153,130 @@ func (r *callRun) finish(cancelAll bool) {
 func (ec *EdgeClient) Do(ctx context.Context, opt policies.CallOptions, tmpl *Attempt, wg *sync.WaitGroup) CallResult {
 	c := ec.calls.Get().(*policies.Call)
 	defer ec.calls.Put(c)
-
 	root := ec.Root
 	if root == nil {
 		root = context.Background()
 	}
 	cctx, cancel := context.WithCancelCause(root)
-	run := &callRun{cancel: cancel}
 	// Each attempt sends exactly one answer; the channel holds them all so
 	// an abandoned attempt never blocks.
-	limit := ec.edge.MaxAttempts
-	if ec.edge.HedgeMax > limit {
-		limit = ec.edge.HedgeMax
-	}
-	answers := make(chan answer, limit)
-
+	d := &doing{ec: ec, c: c, ctx: ctx, cctx: cctx, run: &callRun{cancel: cancel}, opt: opt, tmpl: tmpl, wg: wg,
+		answers: make(chan answer, max(ec.edge.MaxAttempts, ec.edge.HedgeMax))}
+	defer d.stopTimer()
 	ec.mu.Lock()
 	act := c.Start(time.Since(ec.Epoch), ec.edge, opt)
 	ec.mu.Unlock()
-
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
 	for {
 		switch act.Kind {
 		case policies.Send:
-			a := *tmpl
-			a.Number = act.Attempt
-			if opt.HasDeadline && tmpl.Remaining > 0 {
-				a.Remaining = opt.Deadline - time.Since(ec.Epoch)
-				if a.Remaining <= 0 {
-					a.Remaining = time.Microsecond
-				}
-			} else {
-				a.Remaining = 0
-			}
-			if ec.edge.Hedger == nil && !act.Wake && c.InFlight() == 1 {
-				// Nothing can happen before this attempt ends but the
-				// attempt's own timeout or ctx: send it from this
-				// goroutine, without a goroutine and channel hop.
-				an := answer{k: a.Number, a: ec.sendInline(ctx, &a, act.Timeout)}
-				if ctx.Err() != nil {
-					ec.kinds[KindCanceled].Add(1)
-					ec.mu.Lock()
-					act = c.Abort(time.Since(ec.Epoch))
-					ec.mu.Unlock()
-					continue
-				}
-				act = ec.answered(c, an)
+			if next, inline := d.send(act); inline {
+				act = next
 				continue
 			}
-			run.mu.Lock()
-			run.pending++
-			run.mu.Unlock()
-			if wg != nil {
-				wg.Add(1)
-			}
-			go ec.attempt(cctx, run, &a, act.Timeout, answers, wg)
 		case policies.Finish:
-			run.finish(act.CancelOthers || ctx.Err() != nil)
+			d.run.finish(act.CancelOthers || ctx.Err() != nil)
 			return CallResult{Outcome: act.Outcome, Result: act.Result, Attempts: c.Attempts()}
 		}
-		var wake <-chan time.Time
-		if act.Wake {
-			d := act.WakeAt - time.Since(ec.Epoch)
-			if timer == nil {
-				timer = time.NewTimer(d)
-			} else {
-				timer.Reset(d)
-			}
-			wake = timer.C
-		}
-		select {
-		case an := <-answers:
-			act = ec.answered(c, an)
-		case <-wake:
-			ec.mu.Lock()
-			act = c.Wake(time.Since(ec.Epoch))
-			ec.mu.Unlock()
-		case <-ctx.Done():
-			ec.mu.Lock()
-			act = c.Abort(time.Since(ec.Epoch))
-			ec.mu.Unlock()
-			if act.Kind != policies.Finish {
-				// Already finished: cannot happen while we loop, but never spin.
-				run.finish(true)
-				return CallResult{Outcome: c.Outcome(), Result: c.Result(), Attempts: c.Attempts()}
-			}
-		}
-		if act.Kind == policies.Wait && timer != nil && !act.Wake {
-			timer.Stop()
+		var done bool
+		if act, done = d.await(act); done {
+			d.run.finish(true)
+			return CallResult{Outcome: c.Outcome(), Result: c.Result(), Attempts: c.Attempts()}
 		}
 	}
+}
+
+// doing is the state of one Do: the call machine and what drives it.
+type doing struct {
+	ec        *EdgeClient
+	c         *policies.Call
+	ctx, cctx context.Context
+	run       *callRun
+	opt       policies.CallOptions
+	tmpl      *Attempt
+	wg        *sync.WaitGroup
+	answers   chan answer
+	timer     *time.Timer
+}
+
+func (d *doing) stopTimer() {
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+}
+
+// attempt builds the attempt the action sends: its number, and the
+// deadline left when the call propagates one.
+func (d *doing) attempt(act policies.Action) Attempt {
+	a := *d.tmpl
+	a.Number = act.Attempt
+	a.Remaining = 0
+	if d.opt.HasDeadline && d.tmpl.Remaining > 0 {
+		a.Remaining = max(d.opt.Deadline-time.Since(d.ec.Epoch), time.Microsecond)
+	}
+	return a
+}
+
+// send sends the attempt of a Send action. When nothing can happen before
+// it ends but its own timeout or ctx, it is sent from this goroutine,
+// without a goroutine and channel hop, and inline is true with the call's
+// next action; otherwise it runs in its own goroutine.
+func (d *doing) send(act policies.Action) (next policies.Action, inline bool) {
+	ec, a := d.ec, d.attempt(act)
+	if ec.edge.Hedger == nil && !act.Wake && d.c.InFlight() == 1 {
+		an := answer{k: a.Number, a: ec.sendInline(d.ctx, &a, act.Timeout)}
+		if d.ctx.Err() != nil {
+			ec.kinds[KindCanceled].Add(1)
+			ec.mu.Lock()
+			defer ec.mu.Unlock()
+			return d.c.Abort(time.Since(ec.Epoch)), true
+		}
+		return ec.answered(d.c, an), true
+	}
+	d.run.mu.Lock()
+	d.run.pending++
+	d.run.mu.Unlock()
+	if d.wg != nil {
+		d.wg.Add(1)
+	}
+	go ec.attempt(d.cctx, d.run, &a, act.Timeout, d.answers, d.wg)
+	return act, false
+}
+
+// await waits for what the call waits on (an answer, its wake-up time, or
+// ctx ending) and returns its next action; done means ctx ended a call
+// that had already finished.
+func (d *doing) await(act policies.Action) (next policies.Action, done bool) {
+	ec := d.ec
+	var wake <-chan time.Time
+	if act.Wake {
+		w := act.WakeAt - time.Since(ec.Epoch)
+		if d.timer == nil {
+			d.timer = time.NewTimer(w)
+		} else {
+			d.timer.Reset(w)
+		}
+		wake = d.timer.C
+	}
+	select {
+	case an := <-d.answers:
+		next = ec.answered(d.c, an)
+	case <-wake:
+		ec.mu.Lock()
+		next = d.c.Wake(time.Since(ec.Epoch))
+		ec.mu.Unlock()
+	case <-d.ctx.Done():
+		ec.mu.Lock()
+		next = d.c.Abort(time.Since(ec.Epoch))
+		ec.mu.Unlock()
+		if next.Kind != policies.Finish {
+			// Already finished: cannot happen while we loop, but never spin.
+			return next, true
+		}
+	}
+	if next.Kind == policies.Wait && d.timer != nil && !next.Wake {
+		d.timer.Stop()
+	}
+	return next, false
 }
 
 // answered counts an attempt's answer and reports it to the call.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -158,39 +159,11 @@ func (c *Cluster) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// CommittingService names the service that executes writes' side effects:
-// the one marked commits, else the last service reached from the entry
-// (depth first, in call order).
+// CommittingService names the service that executes writes' side effects,
+// by the one rule of both modes (model.Committer).
 func CommittingService(sc *topology.Scenario) string {
-	for _, s := range sc.Services {
-		if s.Commits {
-			return s.Name
-		}
+	if i := model.Committer(sc); i >= 0 {
+		return sc.Services[i].Name
 	}
-	last := ""
-	seen := map[string]bool{}
-	var visit func(name string)
-	visit = func(name string) {
-		if seen[name] {
-			return
-		}
-		seen[name] = true
-		last = name
-		svc := sc.Service(name)
-		if svc == nil {
-			return
-		}
-		var calls func(cs []topology.Call)
-		calls = func(cs []topology.Call) {
-			for _, c := range cs {
-				if c.To != "" {
-					visit(c.To)
-				}
-				calls(c.Parallel)
-			}
-		}
-		calls(svc.Calls)
-	}
-	visit(sc.Workload.Entry)
-	return last
+	return ""
 }

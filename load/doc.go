@@ -50,13 +50,17 @@
 //
 // # The emulated services (Service, StartCluster)
 //
-// A Service holds Workers workers and a policies.Queue waiting room (its
-// limit is the scenario's queue; overload control, CoDel and max queue
-// time come from the queue). An attempt that finds no room is answered 503
-// with the pushback of policies.RetryAfter; one shed from the queue
-// likewise. Holding a worker, it sleeps its service time (drawn from the
-// scenario's distribution, plus slowdown per busy worker, plus fault
-// latency), fails with error_rate, then makes the service's downstream
+// A Service drives the scenario's callee machine (model.Callee, the code
+// the simulator runs) from its HTTP handlers under a mutex, with its clock:
+// Workers workers and a policies.Queue waiting room (its limit is the
+// scenario's queue; overload control, CoDel and max queue time come from
+// the queue). An attempt that finds no room is answered 503 with the
+// pushback of policies.RetryAfter; one shed from the queue likewise.
+// Holding a worker, it sleeps its service time (drawn from the scenario's
+// distribution, plus slowdown per other attempt in flight, queued ones
+// included, plus fault latency) measured from the worker's own virtual
+// busy-until time, so timer overshoot does not accumulate; it fails with
+// error_rate, then makes the service's downstream
 // calls in order through each edge's call policy, still holding the worker.
 // Fault windows are offsets from the run's epoch on the wall clock.
 // reject_expired answers 504 when the propagated deadline passed before the
@@ -64,8 +68,8 @@
 // caller's disconnect (its attempt timed out) stops the work, queued or
 // running; without it the work runs on for nobody and counts as wasted.
 //
-// The committing service (commits: true, else the last service reached
-// from the entry) executes writes' side effects and counts executions per
+// The committing service (model.Committer: commits: true, else the end of
+// the first path from the entry) executes writes' side effects and counts executions per
 // logical request; with an Idempotency-Key it consults an idempotency
 // store when the work starts: the first arrival owns the key and executes,
 // a concurrent one is answered 425 with Retry-After-Ms (the store's

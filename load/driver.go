@@ -82,6 +82,10 @@ type Options struct {
 	Grace time.Duration
 	// Seed drives the arrival draws, write draws and the policies' jitter.
 	Seed uint64
+	// Rand, if set, is the client policy's random stream instead of one
+	// derived from Seed: RunScenario passes the simulator's stream of the
+	// client edge (model.EdgeStreams), so both modes draw the same jitter.
+	Rand *rand.Rand
 	// Scenario and Version label the result.
 	Scenario string
 	Version  string
@@ -92,8 +96,9 @@ type Options struct {
 	// Progress, if set, is called about every ProgressEvery (default 250ms).
 	Progress      func(Progress)
 	ProgressEvery time.Duration
-	// OnDone, if set, is called when a logical request ends.
-	OnDone func(id uint64, write bool, r policies.CallResult)
+	// OnDone, if set, is called when a logical request ends; counted says
+	// it arrived after the warm-up.
+	OnDone func(id uint64, write, counted bool, r policies.CallResult)
 	// Epoch is the instant time 0 of the schedule (default: when Run
 	// starts); a scenario run shares it with its services' fault windows.
 	Epoch time.Time
@@ -170,7 +175,11 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 		defer tr.CloseIdleConnections()
 		client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	edge, err := policies.NewEdge(opt.Policy.EdgeConfig(), rand.New(rand.NewPCG(opt.Seed, 0x6c6f6164)))
+	r := opt.Rand
+	if r == nil {
+		r = rand.New(rand.NewPCG(opt.Seed, 0x6c6f6164))
+	}
+	edge, err := policies.NewEdge(opt.Policy.EdgeConfig(), r)
 	if err != nil {
 		return nil, fmt.Errorf("load: client policy: %w", err)
 	}
@@ -349,6 +358,9 @@ func (opt *Options) drainLimit() time.Duration {
 func (d *driver) schedule(ctx context.Context, jobs chan<- job) {
 	opt := d.opt
 	wr := rand.New(rand.NewPCG(opt.Seed, 0x7772697465))
+	// A scenario's pacer (model.Arrivals) says which requests are writes,
+	// drawn as the simulator draws them.
+	writes, _ := opt.Pacer.(interface{ Write(n uint64) bool })
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for n := uint64(0); opt.MaxRequests == 0 || n < opt.MaxRequests; n++ {
@@ -356,7 +368,12 @@ func (d *driver) schedule(ctx context.Context, jobs chan<- job) {
 		if !ok || at >= opt.Duration {
 			return
 		}
-		j := job{n: n, at: at, write: opt.WriteFraction > 0 && wr.Float64() < opt.WriteFraction}
+		j := job{n: n, at: at}
+		if writes != nil {
+			j.write = writes.Write(n)
+		} else {
+			j.write = opt.WriteFraction > 0 && wr.Float64() < opt.WriteFraction
+		}
 		if !opt.Shard.Owns(int(n)) {
 			continue
 		}
@@ -404,7 +421,7 @@ func (d *driver) drop(j job) {
 	d.unsent.Add(1)
 	d.rec.record(j.at, time.Since(d.epoch), policies.Failed, j.at >= d.opt.Warmup)
 	if d.opt.OnDone != nil {
-		d.opt.OnDone(j.n, j.write, policies.Failed)
+		d.opt.OnDone(j.n, j.write, j.at >= d.opt.Warmup, policies.Failed)
 	}
 }
 
@@ -445,7 +462,7 @@ func (d *driver) serve(ctx, hard context.Context, j job, attempts *sync.WaitGrou
 	res := d.ec.Do(hard, co, &a, attempts)
 	d.rec.record(j.at, time.Since(d.epoch), res.Result, counted)
 	if opt.OnDone != nil {
-		opt.OnDone(j.n, j.write, res.Result)
+		opt.OnDone(j.n, j.write, counted, res.Result)
 	}
 }
 

@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"sort"
 	"time"
-
-	"github.com/stormsim/stormsim/topology"
 )
 
 // A Pacer gives the intended send time of every logical request of a run.
@@ -137,20 +135,4 @@ func (p *StepPacer) atCount(x float64) (time.Duration, bool) {
 		}
 	}
 	return 0, false
-}
-
-// WorkloadPacer builds the pacer of a scenario's workload: constant or
-// poisson arrivals at its rate and schedule over its duration, drawing from r.
-func WorkloadPacer(w topology.Workload, duration time.Duration, r *rand.Rand) (Pacer, error) {
-	steps := make([]Step, len(w.Schedule))
-	for i, s := range w.Schedule {
-		steps[i] = Step{At: s.At, Rate: s.Rate}
-	}
-	switch w.Arrival {
-	case "constant":
-		return NewStepPacer(w.Rate, steps, duration)
-	case "", "poisson":
-		return NewPoissonPacer(w.Rate, steps, duration, r)
-	}
-	return nil, fmt.Errorf("load: workload.arrival: %q is not supported in load mode (want constant or poisson)", w.Arrival)
 }

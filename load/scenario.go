@@ -3,13 +3,14 @@ package load
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
+	"github.com/stormsim/stormsim/model"
 	"net/http"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/stormsim/stormsim/idempotency"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
@@ -57,16 +58,14 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	if seed == 0 {
 		seed = 1
 	}
-	pacer, err := WorkloadPacer(w, sc.Duration, rand.New(rand.NewPCG(seed, hashName("arrivals"))))
-	if err != nil {
-		return nil, fmt.Errorf("load: %s: %w", scenarioName(sc), err)
-	}
+	pacer := scenarioArrivals(sc)
 	entry := cl.URLs[w.Entry]
 	if entry == "" {
 		return nil, fmt.Errorf("load: %s: workload.entry: no service %q", scenarioName(sc), w.Entry)
 	}
-	// The caller's view of each write, to split unknown writes by whether
-	// their effect executed (joined with the ledger once all work drained).
+	// The caller's view of each counted write, joined with the committing
+	// service's executions once all work drained, as the simulator folds
+	// them: the same ledger, the same requests (after the warm-up).
 	var vmu sync.Mutex
 	views := map[uint64]policies.CallResult{}
 	var samples sampler
@@ -74,10 +73,10 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	res, err := Run(ctx, Options{
 		Target: entry, Method: http.MethodGet, WriteMethod: http.MethodPost, Pacer: pacer, Duration: sc.Duration, Warmup: sc.Warmup, Interval: sc.Interval,
 		Deadline: w.Deadline, Policy: w.Client, WriteFraction: w.WriteFraction, IdempotencyKeys: w.IdempotencyKeys,
-		Workers: opt.Workers, Connections: opt.Connections, Seed: seed, Scenario: sc.Name, Version: opt.Version,
+		Workers: opt.Workers, Connections: opt.Connections, Seed: seed, Rand: model.Stream(sc.Seed, model.EdgeStreams{}.Name("client", w.Entry)), Scenario: sc.Name, Version: opt.Version,
 		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
-		OnDone: func(id uint64, write bool, r policies.CallResult) {
-			if write {
+		OnDone: func(id uint64, write, counted bool, r policies.CallResult) {
+			if write && counted {
 				vmu.Lock()
 				views[id] = r
 				vmu.Unlock()
@@ -93,24 +92,21 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	fillServices(res, sc, cl, &samples)
 	committer := cl.Service(CommittingService(sc))
 	if committer != nil && len(views) > 0 {
-		var dup, uc, unc int64
+		var l idempotency.Ledger
 		for id, v := range views {
-			n := committer.Executions(formatID(id))
-			if n > 1 {
-				dup += int64(n - 1)
-			}
-			if v == policies.Unknown {
-				if n > 0 {
-					uc++
-				} else {
-					unc++
-				}
-			}
+			l.Fold(int64(committer.Executions(formatID(id))), model.View(v))
 		}
-		res.Summary.Duplicates = dup
-		res.Summary.UnknownCommitted, res.Summary.UnknownNotCommitted = uc, unc
+		t := l.Totals()
+		res.Summary.Duplicates = t.Duplicates
+		res.Summary.UnknownCommitted, res.Summary.UnknownNotCommitted = t.UnknownCommitted, t.UnknownNotCommitted
 	}
 	return res, nil
+}
+
+// scenarioArrivals is the simulator's arrival process of sc: the same
+// requests at the same intended times, the same ones writes.
+func scenarioArrivals(sc *topology.Scenario) *model.Arrivals {
+	return model.NewArrivals(&sc.Workload, sc.Duration, model.Stream(sc.Seed, "arrivals"))
 }
 
 func scenarioName(sc *topology.Scenario) string {
@@ -127,7 +123,7 @@ func drain(cl *Cluster, d time.Duration) {
 		idle := true
 		for _, s := range cl.Services {
 			s.mu.Lock()
-			if s.busy > 0 || s.q.Len() > 0 {
+			if s.cm.Busy() > 0 || s.cm.QueueLen() > 0 {
 				idle = false
 			}
 			s.mu.Unlock()
@@ -256,7 +252,7 @@ func (sm *sampler) take(cl *Cluster) {
 		if st.Workers > 0 {
 			sm.add(metrics.MetricUtilization, n, float64(st.Busy)/float64(st.Workers))
 		}
-		for _, e := range s.edges {
+		for _, e := range s.outEdges {
 			name := n + "->" + e.to
 			if state, _, ok := e.ec.BreakerState(); ok {
 				sm.add(metrics.MetricBreakerState, name, float64(state))

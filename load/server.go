@@ -1,23 +1,22 @@
 package load
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"io"
-	"math"
-	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/stormsim/stormsim/dist"
-	"github.com/stormsim/stormsim/idempotency"
 	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -126,49 +125,52 @@ const (
 	waiting waitState = iota
 	granted
 	shed
+	expired
 	cancelled
 )
 
-// waiter is one queued attempt.
+// waiter is one queued attempt: the machine's queue item in serve.
 type waiter struct {
-	state waitState
-	ready chan struct{}
+	state       waitState
+	ready       chan struct{}
+	arrived     time.Duration
+	hasDeadline bool
+	deadline    time.Duration
+	slot        int // the worker it holds, once granted
 }
 
-// Service emulates one scenario service over HTTP: a pool of workers with
-// a waiting room (policies.Queue under a mutex), service times drawn from
-// the scenario's distribution, injected errors, fault windows on the wall
-// clock (relative to the run's epoch), deadline checks, cancellation on
-// the caller's disconnect, idempotency, and downstream calls through each
-// edge's call policy. It is an http.Handler; safe for concurrent use.
+// Service emulates one scenario service over HTTP. What happens to an
+// attempt is decided by the scenario's callee machine (model.Callee, the
+// very code the simulator runs), driven here from HTTP handlers under a
+// mutex with the service's clock: admission, queueing, shedding, service
+// times, injected errors, faults, idempotency and dropped replies. The
+// handler does the waiting the machine asks for, and the downstream calls
+// through each edge's call policy. It is an http.Handler; safe for
+// concurrent use.
 type Service struct {
 	name  string
 	cfg   topology.Service
 	epoch time.Time
+	now   func() time.Duration
+	sleep func(ctx context.Context, d time.Duration) bool
 
-	faults  []topology.Fault
-	sampler dist.Sampler
-	errOut  policies.Outcome
-
-	rmu sync.Mutex
-	rng *rand.Rand
-
-	mu       sync.Mutex
-	q        *policies.Queue[*waiter]
-	busy     int
-	lastT    time.Duration
-	busyA    float64 // worker-nanoseconds
-	queueA   float64 // request-nanoseconds
-	queueMax int64
-	latency  *hdrhistogram.Histogram // attempt latency, µs (counted attempts)
+	mu sync.Mutex
+	cm *model.Callee[*waiter]
+	// faults of this service, and the instants their set changes
+	faults    []topology.Fault
+	edges     []time.Duration
+	nextEdge  int
+	active    []*topology.Fault
+	queueMax  int64
+	latency   *hdrhistogram.Histogram // attempt latency, µs (counted attempts)
+	busyUntil []time.Duration         // per worker: the virtual end of its last work
+	freeSlots []int
 
 	all, counted counters
 
 	// The ledger of side effects, for a committing service.
-	commits bool
-	store   *idempotency.Locked
-	lmu     sync.Mutex
-	execs   map[string]uint32
+	lmu   sync.Mutex
+	execs map[string]uint32
 	// With ledgerWindow > 0, oldExecs is the previous generation of the
 	// ledger and rotated when execs became the current one.
 	ledgerWindow time.Duration
@@ -180,8 +182,8 @@ type Service struct {
 	inProg       atomic.Int64
 	conflict     atomic.Int64
 
-	calls []callSpec
-	edges []*edgeRef
+	calls    []callSpec
+	outEdges []*edgeRef
 
 	stop    context.Context
 	cancel  context.CancelFunc
@@ -221,6 +223,11 @@ type ServiceConfig struct {
 	// long the service runs. Zero keeps every request of the run, as
 	// RunScenario needs to join them with the callers' views.
 	LedgerWindow time.Duration
+	// Now and Sleep are the service's clock (the offset since Epoch) and
+	// its way of waiting; nil means the wall clock and a timer. Tests
+	// inject a fake clock to script arrivals exactly.
+	Now   func() time.Duration
+	Sleep func(ctx context.Context, d time.Duration) bool
 }
 
 // NewService builds the emulation of service name of sc.
@@ -235,45 +242,29 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 	if c.Epoch.IsZero() {
 		c.Epoch = time.Now()
 	}
-	s := &Service{name: name, cfg: *svc, epoch: c.Epoch, commits: c.Commits, latency: metrics.NewLatencyHistogram()}
+	s := &Service{name: name, cfg: *svc, epoch: c.Epoch, now: c.Now, sleep: c.Sleep, latency: metrics.NewLatencyHistogram()}
+	if s.now == nil {
+		epoch := c.Epoch
+		s.now = func() time.Duration { return time.Since(epoch) }
+	}
+	if s.sleep == nil {
+		s.sleep = sleep
+	}
+	// Writes are deduped when the workload sends keys or the service has
+	// a store configured (a standalone serve, keys sent by another client).
+	keyed := sc.Workload.IdempotencyKeys || svc.Idempotency != nil
 	var err error
-	if s.sampler, err = dist.New(svc.ServiceTime); err != nil {
-		return nil, fmt.Errorf("load: services.%s.service_time: %w", name, err)
+	if s.cm, err = model.NewCallee[*waiter](svc, model.Stream(sc.Seed, model.ServiceStream(name)), c.Commits, keyed); err != nil {
+		return nil, fmt.Errorf("load: services.%s.%w", name, err)
 	}
-	limit := -1
-	if svc.Queue != nil {
-		limit = *svc.Queue
-	}
-	if s.q, err = policies.NewQueue[*waiter](limit, svc.Overload); err != nil {
-		return nil, fmt.Errorf("load: services.%s.overload: %w", name, err)
-	}
-	switch svc.ErrorClass {
-	case "", "error":
-		s.errOut = policies.Error
-	case "unavailable":
-		s.errOut = policies.Unavailable
-	default:
-		return nil, fmt.Errorf("load: services.%s.error_class: %q (want error or unavailable)", name, svc.ErrorClass)
-	}
-	seed := sc.Seed
-	if seed == 0 {
-		seed = 1
-	}
-	s.rng = rand.New(rand.NewPCG(seed, hashName("service/"+name)))
+	s.cm.TrackCancelled(func(w *waiter) bool { return w.state == cancelled }, func(*waiter) {})
 	for _, f := range sc.Faults {
 		if f.Service == name {
 			s.faults = append(s.faults, f)
+			s.edges = append(s.edges, f.At, f.At+f.For)
 		}
 	}
-	if c.Commits && svc.Idempotency != nil || c.Commits && sc.Workload.IdempotencyKeys {
-		var ic idempotency.Config
-		if svc.Idempotency != nil {
-			ic = idempotency.Config{Retention: svc.Idempotency.Retention, Lease: svc.Idempotency.Lease, InProgressRetryAfter: svc.Idempotency.InProgressRetryAfter}
-		}
-		if s.store, err = idempotency.NewLocked(ic); err != nil {
-			return nil, fmt.Errorf("load: services.%s.idempotency: %w", name, err)
-		}
-	}
+	slices.Sort(s.edges)
 	s.execs = make(map[string]uint32)
 	s.ledgerWindow = c.LedgerWindow
 	s.stop, s.cancel = context.WithCancel(context.Background())
@@ -281,28 +272,28 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 		s.cancel()
 		return nil, err
 	}
-	for _, f := range s.faults {
-		// When a capacity fault ends, queued work may start.
-		s.timers = append(s.timers, time.AfterFunc(time.Until(s.epoch.Add(f.At+f.For)), s.dispatch))
+	if c.Now == nil {
+		for _, at := range s.edges {
+			// When a fault starts or ends, queued work may start.
+			s.timers = append(s.timers, time.AfterFunc(time.Until(s.epoch.Add(at)), s.dispatch))
+		}
 	}
 	s.metrics = s.promHandler()
 	return s, nil
 }
 
-// wire resolves the service's downstream calls into edges.
+// wire resolves the service's downstream calls into edges. Edge policies
+// draw from the streams the simulator names (model.EdgeStreams).
 func (s *Service) wire(sc *topology.Scenario, c ServiceConfig) error {
 	var shared *sync.Mutex // edges sharing a service-scoped budget
 	var sharedBudget policies.Budget
+	streams := model.EdgeStreams{}
 	newEdge := func(call topology.Call, path string) (*edgeRef, error) {
 		u, ok := c.URLs[call.To]
 		if !ok {
 			return nil, fmt.Errorf("load: %s.to: no service %q", path, call.To)
 		}
-		seed := sc.Seed
-		if seed == 0 {
-			seed = 1
-		}
-		edge, err := policies.NewEdge(call.EdgeConfig(), rand.New(rand.NewPCG(seed, hashName("edge/"+s.name+"->"+call.To))))
+		edge, err := policies.NewEdge(call.EdgeConfig(), model.Stream(sc.Seed, streams.Name(s.name, call.To)))
 		if err != nil {
 			return nil, fmt.Errorf("load: %s: %w", path, err)
 		}
@@ -317,48 +308,33 @@ func (s *Service) wire(sc *topology.Scenario, c ServiceConfig) error {
 		// Attempts abandoned by a finished call (losing hedges) end with
 		// their timeout, or when the service closes.
 		ref.ec.Root = s.stop
-		s.edges = append(s.edges, ref)
+		s.outEdges = append(s.outEdges, ref)
 		return ref, nil
 	}
 	for i, call := range s.cfg.Calls {
 		path := fmt.Sprintf("services.%s.calls[%d]", s.name, i)
 		var spec callSpec
-		switch {
-		case len(call.Parallel) > 0:
-			for j, m := range call.Parallel {
-				if len(m.Parallel) > 0 {
-					return fmt.Errorf("load: %s.parallel[%d]: nested parallel groups are not supported in load mode", path, j)
-				}
-				ref, err := newEdge(m, fmt.Sprintf("%s.parallel[%d]", path, j))
-				if err != nil {
-					return err
-				}
-				for range max(m.Fanout, 1) {
-					spec.members = append(spec.members, ref)
-				}
-			}
-		default:
-			ref, err := newEdge(call, path)
+		members := []topology.Call{call}
+		if len(call.Parallel) > 0 {
+			members = call.Parallel
+		}
+		for _, m := range members {
+			ref, err := newEdge(m, path)
 			if err != nil {
 				return err
 			}
-			for range max(call.Fanout, 1) {
+			for range max(m.Fanout, 1) {
 				spec.members = append(spec.members, ref)
 			}
 		}
+		// topology rejects a wait_for outside [0, members]; 0 means all.
 		spec.waitFor = call.WaitFor
-		if spec.waitFor <= 0 || spec.waitFor > len(spec.members) {
+		if spec.waitFor <= 0 {
 			spec.waitFor = len(spec.members)
 		}
 		s.calls = append(s.calls, spec)
 	}
 	return nil
-}
-
-func hashName(s string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return h.Sum64()
 }
 
 // Name returns the service's name.
@@ -372,96 +348,84 @@ func (s *Service) Close() {
 	s.cancel()
 }
 
-// faultState is the combined effect of the faults active at now.
-type faultState struct {
-	capacity   float64
-	latencyAdd time.Duration
-	errorRate  float64
-	drop       float64
-}
-
-func (s *Service) faultAt(now time.Duration) faultState {
-	fs := faultState{capacity: 1, errorRate: s.cfg.ErrorRate}
-	for _, f := range s.faults {
-		if now < f.At || now >= f.At+f.For {
-			continue
+// clock reads the service's clock and brings the machine's faults up to
+// it (under mu). The machine sees the faults change at their window edges,
+// as the simulator's fault events do.
+func (s *Service) clock() time.Duration {
+	now := s.now()
+	if s.nextEdge < len(s.edges) && now >= s.edges[s.nextEdge] {
+		for s.nextEdge < len(s.edges) && now >= s.edges[s.nextEdge] {
+			s.nextEdge++
 		}
-		if f.Capacity != nil {
-			fs.capacity *= *f.Capacity
+		s.active = s.active[:0]
+		for i := range s.faults {
+			if f := &s.faults[i]; now >= f.At && now < f.At+f.For {
+				s.active = append(s.active, f)
+			}
 		}
-		fs.latencyAdd += f.LatencyAdd
-		if f.ErrorRate != nil {
-			fs.errorRate = *f.ErrorRate
-		}
-		fs.drop = max(fs.drop, f.DropResponse)
+		// In the order they started, as the simulator applies them.
+		slices.SortStableFunc(s.active, func(a, b *topology.Fault) int { return cmp.Compare(a.At, b.At) })
+		s.cm.SetFaults(now, s.active)
 	}
-	return fs
-}
-
-// workersAt is the number of workers that may be busy at now: the nominal
-// count scaled by the capacity faults, rounded down.
-func (s *Service) workersAt(now time.Duration) int {
-	return int(math.Floor(float64(s.cfg.Workers)*s.faultAt(now).capacity + 1e-9))
-}
-
-// account integrates busy workers and queue length up to now (under mu).
-func (s *Service) account(now time.Duration) {
-	if dt := now - s.lastT; dt > 0 {
-		s.busyA += float64(s.busy) * float64(dt)
-		s.queueA += float64(s.q.Len()) * float64(dt)
-		s.lastT = now
-	}
+	return now
 }
 
 // dispatch starts queued work on free workers.
 func (s *Service) dispatch() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.dispatchLocked(time.Since(s.epoch))
+	s.dispatchLocked(s.clock())
 }
 
+// dispatchLocked hands the queued attempts the machine now lets start
+// their workers; those shed or found expired are woken to be rejected.
 func (s *Service) dispatchLocked(now time.Duration) {
-	s.account(now)
-	limit := s.workersAt(now)
-	for s.busy < limit {
-		w, ok := s.q.Next(now, func(w *waiter) {
-			if w.state == waiting {
-				w.state = shed
-				close(w.ready)
-			}
+	s.cm.Advance(now)
+	for {
+		w, ok := s.cm.Next(now, func(w *waiter) {
+			w.state = shed
+			close(w.ready)
 		})
 		if !ok {
 			return
 		}
-		if w.state != waiting {
-			continue // its caller went away while it waited
+		if s.cm.Expired(now, w.hasDeadline, w.deadline) {
+			w.state = expired
+			close(w.ready)
+			continue
 		}
-		w.state = granted
-		s.busy++
+		s.cm.Start()
+		s.grant(w)
 		close(w.ready)
 	}
 }
 
-// release frees a worker and starts the next queued attempt.
-func (s *Service) release() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Since(s.epoch)
-	s.account(now)
-	s.busy--
-	s.dispatchLocked(now)
+// grant gives w a worker slot (under mu; the machine counted it busy).
+func (s *Service) grant(w *waiter) {
+	w.state = granted
+	if n := len(s.freeSlots); n > 0 {
+		w.slot = s.freeSlots[n-1]
+		s.freeSlots = s.freeSlots[:n-1]
+		return
+	}
+	w.slot = len(s.busyUntil)
+	s.busyUntil = append(s.busyUntil, 0)
 }
 
-func (s *Service) float64() float64 {
-	s.rmu.Lock()
-	defer s.rmu.Unlock()
-	return s.rng.Float64()
+// startAt is when w's work starts in the service's time: when it arrived,
+// or when its worker finished its previous work if that was later. Measuring
+// each service time from the worker's own virtual busy-until time, not from
+// when the handler woke up, keeps timer overshoot from accumulating along a
+// worker's queue, as in the simulator.
+func (s *Service) startAt(w *waiter) time.Duration {
+	return max(w.arrived, s.busyUntil[w.slot])
 }
 
-func (s *Service) sample() time.Duration {
-	s.rmu.Lock()
-	defer s.rmu.Unlock()
-	return s.sampler.Sample(s.rng)
+// freeSlot frees w's worker slot, busy until the virtual time until
+// (under mu); the caller tells the machine and dispatches.
+func (s *Service) freeSlot(w *waiter, until time.Duration) {
+	s.busyUntil[w.slot] = until
+	s.freeSlots = append(s.freeSlots, w.slot)
 }
 
 // ServeHTTP serves /stats (JSON counters), /metrics (Prometheus) and, on
@@ -530,218 +494,266 @@ func (a *attemptInfo) refuse(status int, msg string) {
 	}
 }
 
+// reply answers one attempt and counts it, in all and, unless the
+// logical request is in warm-up, in counted.
+type reply struct {
+	s       *Service
+	w       http.ResponseWriter
+	warm    bool
+	arrived time.Time
+}
+
+func (rp *reply) add(fs ...func(*counters) *atomic.Int64) {
+	for _, f := range fs {
+		f(&rp.s.all).Add(1)
+		if !rp.warm {
+			f(&rp.s.counted).Add(1)
+		}
+	}
+}
+
+// send writes the answer: its status, and for a failure its class and
+// pushback headers.
+func (rp *reply) send(status int, ans model.Answer) {
+	if ans.Outcome != policies.OK {
+		rp.w.Header().Set(HeaderOutcome, ans.Outcome.String())
+		SetRetryAfter(rp.w.Header(), ans.RetryAfter, ans.DontRetry)
+	}
+	rp.w.WriteHeader(status)
+	if !rp.warm {
+		rp.s.mu.Lock()
+		metrics.RecordLatency(rp.s.latency, time.Since(rp.arrived))
+		rp.s.mu.Unlock()
+	}
+}
+
+func cAttempts(c *counters) *atomic.Int64  { return &c.attempts }
+func cSucceeded(c *counters) *atomic.Int64 { return &c.succeeded }
+func cFailed(c *counters) *atomic.Int64    { return &c.failed }
+func cRejected(c *counters) *atomic.Int64  { return &c.rejected }
+func cShed(c *counters) *atomic.Int64      { return &c.shed }
+func cExpired(c *counters) *atomic.Int64   { return &c.expired }
+func cTimedOut(c *counters) *atomic.Int64  { return &c.timedOut }
+func cWasted(c *counters) *atomic.Int64    { return &c.wasted }
+func cCancelled(c *counters) *atomic.Int64 { return &c.cancelled }
+func cDropped(c *counters) *atomic.Int64   { return &c.dropped }
+
+// work serves one attempt: arrival (start, queue or reject), the wait for
+// a worker, then the work.
 func (s *Service) work(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	a := parseAttempt(r, arrived)
-	cs := []*counters{&s.all}
-	if !a.warm {
-		cs = append(cs, &s.counted)
-	}
-	add := func(f func(*counters) *atomic.Int64) {
-		for _, c := range cs {
-			f(c).Add(1)
-		}
-	}
-	add(func(c *counters) *atomic.Int64 { return &c.attempts })
-	answer := func(status int, o policies.Outcome, retryAfter time.Duration, dontRetry bool) {
-		if o != policies.OK {
-			w.Header().Set(HeaderOutcome, o.String())
-			SetRetryAfter(w.Header(), retryAfter, dontRetry)
-		}
-		w.WriteHeader(status)
-		if !a.warm {
-			s.mu.Lock()
-			metrics.RecordLatency(s.latency, time.Since(arrived))
-			s.mu.Unlock()
-		}
-	}
-
+	rp := &reply{s: s, w: w, warm: a.warm, arrived: arrived}
+	rp.add(cAttempts)
 	if a.refused != 0 {
 		// Sending the same request again cannot help: don't retry.
-		add(func(c *counters) *atomic.Int64 { return &c.rejected })
+		rp.add(cRejected)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		answer(a.refused, policies.Error, 0, true)
+		rp.send(a.refused, model.Answer{Outcome: policies.Error, DontRetry: true})
 		io.WriteString(w, a.refusedMsg+"\n")
 		return
 	}
-
-	// reject_expired: the propagated deadline passed before the work started.
-	expired := func() bool {
-		return s.cfg.RejectExpired && !a.deadline.IsZero() && !time.Now().Before(a.deadline)
-	}
-	if expired() {
-		add(func(c *counters) *atomic.Int64 { return &c.rejected })
-		add(func(c *counters) *atomic.Int64 { return &c.expired })
-		answer(StatusExpired, policies.Timeout, 0, false)
+	wctx, done := s.workContext(r)
+	defer done()
+	wt := s.admit(rp, a)
+	if wt == nil || wt.state != granted && !s.await(wctx, rp, wt) {
 		return
 	}
+	s.serveWork(wctx, r, rp, a, wt)
+}
 
-	// The work's context: the caller's, if the service cancels on its
-	// caller's timeout; otherwise it keeps working for nobody until the
-	// service closes.
-	wctx := s.stop
-	if s.cfg.CancelOnTimeout {
-		var stopMerge func() bool
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithCancel(r.Context())
-		stopMerge = context.AfterFunc(s.stop, cancel)
-		defer func() { stopMerge(); cancel() }()
+// workContext is the work's context: the caller's, if the service cancels
+// on its caller's timeout; otherwise it keeps working for nobody until the
+// service closes.
+func (s *Service) workContext(r *http.Request) (context.Context, func()) {
+	if !s.cfg.CancelOnTimeout {
+		return s.stop, func() {}
 	}
+	ctx, cancel := context.WithCancel(r.Context())
+	stopMerge := context.AfterFunc(s.stop, cancel)
+	return ctx, func() { stopMerge(); cancel() }
+}
 
-	// Admission: a free worker, else the waiting room, else reject.
-	wt := &waiter{ready: make(chan struct{})}
+// admit runs the machine's arrival: the attempt starts on a worker, waits
+// in the queue, or is answered at once (nil).
+func (s *Service) admit(rp *reply, a attemptInfo) *waiter {
 	s.mu.Lock()
-	now := time.Since(s.epoch)
-	s.account(now)
-	switch {
-	case s.q.Len() == 0 && s.busy < s.workersAt(now) && s.q.Admits(s.busy):
-		s.busy++
-		wt.state = granted
-	case s.q.Offer(now, wt, s.busy):
-		if n := int64(s.q.Len()); n > s.queueMax {
-			s.queueMax = n
-		}
-	default:
-		d, dont := policies.RetryAfter(s.cfg.Overload.Pushback, s.q.Len())
-		s.mu.Unlock()
-		add(func(c *counters) *atomic.Int64 { return &c.rejected })
-		answer(http.StatusServiceUnavailable, policies.Unavailable, d, dont)
-		return
+	now := s.clock()
+	wt := &waiter{ready: make(chan struct{}), arrived: now}
+	if !a.deadline.IsZero() {
+		wt.hasDeadline, wt.deadline = true, now+a.deadline.Sub(rp.arrived)
 	}
-	started := wt.state == granted
+	adm, ans := s.cm.Arrive(now, wt, s.cm.Expired(now, wt.hasDeadline, wt.deadline))
+	switch adm {
+	case model.Started:
+		s.grant(wt)
+		s.mu.Unlock()
+		return wt
+	case model.Queued:
+		s.queueMax = max(s.queueMax, int64(s.cm.QueueLen()))
+		s.mu.Unlock()
+		return wt
+	}
+	s.cm.Finish(now, ans.Outcome, false, false, "", 0)
 	s.mu.Unlock()
-	if !started {
-		select {
-		case <-wt.ready:
-		case <-wctx.Done():
-		}
-		s.mu.Lock()
-		st := wt.state
-		if st == waiting {
-			wt.state = cancelled
-		}
-		qlen := s.q.Len()
-		s.mu.Unlock()
-		switch st {
-		case waiting:
-			add(func(c *counters) *atomic.Int64 { return &c.cancelled })
-			add(func(c *counters) *atomic.Int64 { return &c.timedOut })
-			return
-		case shed:
-			add(func(c *counters) *atomic.Int64 { return &c.rejected })
-			add(func(c *counters) *atomic.Int64 { return &c.shed })
-			d, dont := policies.RetryAfter(s.cfg.Overload.Pushback, qlen)
-			answer(http.StatusServiceUnavailable, policies.Unavailable, d, dont)
-			return
-		}
-	}
-	defer s.release()
-	if expired() {
-		add(func(c *counters) *atomic.Int64 { return &c.rejected })
-		add(func(c *counters) *atomic.Int64 { return &c.expired })
-		answer(StatusExpired, policies.Timeout, 0, false)
-		return
-	}
+	s.reject(rp, ans)
+	return nil
+}
 
-	// Idempotency: the committing service consults its store when the work starts.
-	var fence uint64
-	useStore := s.store != nil && a.write && a.key != ""
-	if useStore {
-		d, f, saved := s.store.Begin(time.Since(s.epoch), s.name, a.key, digest(a.body))
-		switch d {
-		case idempotency.Execute:
-			fence = f
-		case idempotency.Replay:
-			s.replays.Add(1)
-			add(func(c *counters) *atomic.Int64 { return &c.succeeded })
-			answer(max(saved.Status, http.StatusOK), policies.OK, 0, false)
-			return
-		case idempotency.InProgress:
-			s.inProg.Add(1)
-			add(func(c *counters) *atomic.Int64 { return &c.failed })
-			answer(StatusInProgress, policies.InProgress, s.store.Config().InProgressRetryAfter, false)
-			return
-		case idempotency.Full:
-			add(func(c *counters) *atomic.Int64 { return &c.rejected })
-			answer(http.StatusServiceUnavailable, policies.Unavailable, s.store.Config().InProgressRetryAfter, false)
-			return
-		default: // Conflict, Expired: the key cannot be used for this request
-			s.conflict.Add(1)
-			add(func(c *counters) *atomic.Int64 { return &c.failed })
-			answer(StatusConflict, policies.Conflict, 0, false)
-			return
-		}
+// reject answers an attempt refused before any work.
+func (s *Service) reject(rp *reply, ans model.Answer) {
+	rp.add(cRejected)
+	if ans.Outcome == policies.Timeout {
+		rp.add(cExpired)
+		rp.send(StatusExpired, ans)
+		return
 	}
-	abort := func() {
-		if fence != 0 {
-			_ = s.store.Abort(time.Since(s.epoch), s.name, a.key, fence)
-		}
-	}
+	rp.send(statusOf(ans.Outcome), ans)
+}
 
-	// The work: service time plus contention plus fault latency.
-	now = time.Since(s.epoch)
-	fs := s.faultAt(now)
-	d := s.sample() + fs.latencyAdd
-	if s.cfg.SlowdownPerInflight > 0 {
-		s.mu.Lock()
-		others := s.busy - 1
+// await waits for a queued attempt's turn. It reports whether the attempt
+// got a worker; otherwise it has been answered (shed, expired) or its
+// caller went away.
+func (s *Service) await(ctx context.Context, rp *reply, wt *waiter) bool {
+	select {
+	case <-wt.ready:
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	now := s.clock()
+	var ans model.Answer
+	switch wt.state {
+	case granted:
 		s.mu.Unlock()
-		d += time.Duration(others) * s.cfg.SlowdownPerInflight
+		return true
+	case waiting:
+		wt.state = cancelled
+		s.cm.CancelQueued(now)
+		s.mu.Unlock()
+		rp.add(cCancelled, cTimedOut)
+		return false
+	case shed:
+		ans = s.cm.Overloaded()
+		rp.add(cShed)
+	default: // expired
+		ans = model.Answer{Outcome: policies.Timeout}
 	}
-	if !sleep(wctx, d) {
-		abort()
-		add(func(c *counters) *atomic.Int64 { return &c.cancelled })
-		add(func(c *counters) *atomic.Int64 { return &c.timedOut })
+	s.cm.Finish(now, ans.Outcome, false, false, "", 0)
+	s.mu.Unlock()
+	s.reject(rp, ans)
+	return false
+}
+
+// serveWork does a started attempt's work: the idempotency decision or
+// the service time, the injected error, the downstream steps, then the
+// answer (or a dropped reply).
+func (s *Service) serveWork(ctx context.Context, r *http.Request, rp *reply, a attemptInfo, wt *waiter) {
+	key := ""
+	dedupe := a.write && a.key != ""
+	if dedupe {
+		key = a.key
+	}
+	s.mu.Lock()
+	now := s.clock()
+	start := s.startAt(wt)
+	service, fence, preset := s.cm.Begin(now, dedupe, key, digest(a.body))
+	ans := s.cm.PresetAnswer()
+	s.mu.Unlock()
+	if preset {
+		s.answerPreset(rp, wt, start, ans)
 		return
 	}
-	outcome := policies.OK
-	if fs.errorRate > 0 && s.float64() < fs.errorRate {
-		outcome = s.errOut
+	end := start + service
+	o, spent := policies.OK, time.Duration(0)
+	if s.sleep(ctx, end-s.now()) {
+		o, spent = s.afterWork(ctx, a)
 	}
-	if outcome == policies.OK {
-		for _, spec := range s.calls {
-			if o := s.callDownstream(wctx, &spec, a, !a.warm); o != policies.OK {
-				outcome = s.downstreamFailure(o)
-				break
-			}
-		}
-	}
-	if wctx.Err() != nil {
-		abort()
-		add(func(c *counters) *atomic.Int64 { return &c.cancelled })
-		add(func(c *counters) *atomic.Int64 { return &c.timedOut })
+	if ctx.Err() != nil {
+		s.mu.Lock()
+		now = s.clock()
+		s.cm.CancelWorking(now, key, fence, true)
+		s.freeSlot(wt, now)
+		s.dispatchLocked(now)
+		s.mu.Unlock()
+		rp.add(cCancelled, cTimedOut)
 		return
 	}
-	if outcome == policies.OK && a.write && s.commits {
+	s.mu.Lock()
+	now = s.clock()
+	executed := s.cm.Finish(now, o, true, a.write, key, fence)
+	s.freeSlot(wt, end+spent)
+	s.cm.Release()
+	s.dispatchLocked(now)
+	gone := r.Context().Err() != nil
+	dropped := !gone && s.cm.Dropped()
+	s.mu.Unlock()
+	if executed {
 		s.executed(a.id)
-		if fence != 0 {
-			_ = s.store.Commit(time.Since(s.epoch), s.name, a.key, fence, idempotency.Result{Status: http.StatusOK})
-		}
-	} else {
-		abort()
 	}
-	if fs.drop > 0 && s.float64() < fs.drop {
+	switch {
+	case gone:
+		rp.add(cTimedOut, cWasted)
+	case dropped:
 		// The reply is lost: the caller hears nothing until it gives up.
-		add(func(c *counters) *atomic.Int64 { return &c.dropped })
-		add(func(c *counters) *atomic.Int64 { return &c.timedOut })
+		rp.add(cDropped, cTimedOut)
 		select {
 		case <-r.Context().Done():
 		case <-s.stop.Done():
 		}
+	case o == policies.OK:
+		rp.add(cSucceeded)
+		rp.send(http.StatusOK, model.Answer{Outcome: o})
+	default:
+		rp.add(cFailed)
+		rp.send(statusOf(o), model.Answer{Outcome: o})
+	}
+}
+
+// afterWork runs when the service time is over: the injected error, else
+// the downstream steps in order. spent is the time the steps took.
+func (s *Service) afterWork(ctx context.Context, a attemptInfo) (o policies.Outcome, spent time.Duration) {
+	s.mu.Lock()
+	o, ok := s.cm.WorkDone()
+	s.mu.Unlock()
+	if !ok {
+		return o, 0
+	}
+	from := s.now()
+	for _, spec := range s.calls {
+		if d := s.callDownstream(ctx, &spec, a, !a.warm); d != policies.OK {
+			o = s.cm.DownstreamFailure(d)
+			break
+		}
+	}
+	return o, s.now() - from
+}
+
+// answerPreset answers with the idempotency store's decision: a replay,
+// in progress, a conflict, store full or key expired. The attempt held its
+// worker for no time.
+func (s *Service) answerPreset(rp *reply, wt *waiter, start time.Duration, ans model.Answer) {
+	s.mu.Lock()
+	now := s.clock()
+	s.cm.Finish(now, ans.Outcome, false, false, "", 0)
+	s.freeSlot(wt, start)
+	s.cm.Release()
+	s.dispatchLocked(now)
+	s.mu.Unlock()
+	switch ans.Outcome {
+	case policies.OK:
+		s.replays.Add(1)
+	case policies.InProgress:
+		s.inProg.Add(1)
+	case policies.Conflict, policies.Error:
+		s.conflict.Add(1)
+	}
+	if ans.Outcome == policies.OK {
+		rp.add(cSucceeded)
+		rp.send(http.StatusOK, ans)
 		return
 	}
-	if r.Context().Err() != nil {
-		add(func(c *counters) *atomic.Int64 { return &c.timedOut })
-		add(func(c *counters) *atomic.Int64 { return &c.wasted })
-		return
-	}
-	if outcome == policies.OK {
-		add(func(c *counters) *atomic.Int64 { return &c.succeeded })
-		answer(http.StatusOK, policies.OK, 0, false)
-		return
-	}
-	add(func(c *counters) *atomic.Int64 { return &c.failed })
-	answer(statusOf(outcome), outcome, 0, false)
+	rp.add(cFailed)
+	rp.send(statusOf(ans.Outcome), ans)
 }
 
 // statusOf is the HTTP status a service answers a failure class with.
@@ -757,24 +769,6 @@ func statusOf(o policies.Outcome) int {
 		return StatusInProgress
 	}
 	return http.StatusInternalServerError
-}
-
-// downstreamFailure maps a failed downstream call's class to this
-// service's answer, per downstream_failure: propagate (default: the class
-// itself, a breaker or throttle fast-fail as unavailable), or a fixed class.
-func (s *Service) downstreamFailure(o policies.Outcome) policies.Outcome {
-	switch s.cfg.DownstreamFailure {
-	case "unavailable":
-		return policies.Unavailable
-	case "error":
-		return policies.Error
-	case "timeout":
-		return policies.Timeout
-	}
-	if o == policies.BreakerOpen || o == policies.Throttled {
-		return policies.Unavailable
-	}
-	return o
 }
 
 // callDownstream makes one entry of the service's calls: its members at
@@ -896,15 +890,16 @@ func (s *Service) Executions(id string) uint32 {
 func (s *Service) Stats() Stats {
 	st := Stats{Service: s.name, UptimeS: time.Since(s.epoch).Seconds(), All: s.all.snapshot(), Counted: s.counted.snapshot(), Workers: s.cfg.Workers}
 	s.mu.Lock()
-	s.account(time.Since(s.epoch))
-	st.Busy, st.Queue, st.QueueMax = s.busy, s.q.Len(), s.queueMax
-	st.BusyS, st.QueueS = s.busyA/1e9, s.queueA/1e9
+	s.cm.Advance(s.clock())
+	busyA, queueA := s.cm.Areas()
+	st.Busy, st.Queue, st.QueueMax = s.cm.Busy(), s.cm.QueueLen(), s.queueMax
+	st.BusyS, st.QueueS = busyA/1e9, queueA/1e9
 	s.mu.Unlock()
 	s.lmu.Lock()
 	st.Executions, st.Duplicates = s.nExec, s.nDup
 	s.lmu.Unlock()
 	st.Replays, st.InProgress, st.Conflicts = s.replays.Load(), s.inProg.Load(), s.conflict.Load()
-	for _, e := range s.edges {
+	for _, e := range s.outEdges {
 		st.Edges = append(st.Edges, edgeSummary(s.name, e.to, e.ec))
 	}
 	return st

@@ -3,6 +3,7 @@ package sim
 import (
 	"time"
 
+	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
 )
 
@@ -38,14 +39,14 @@ type callRun struct {
 	done        bool
 }
 
-func (m *model) newGroup(owner *attempt, req *request, need, total int) *group {
+func (m *run) newGroup(owner *attempt, req *request, need, total int) *group {
 	g := m.groups.get()
 	members := g.members[:0]
 	*g = group{owner: owner, req: req, need: need, total: total, members: members}
 	return g
 }
 
-func (m *model) freeGroupAndMembers(g *group) {
+func (m *run) freeGroupAndMembers(g *group) {
 	// startCall sets every field of a reused callRun; its Call keeps its storage.
 	for i, cr := range g.members {
 		m.calls.put(cr)
@@ -57,7 +58,7 @@ func (m *model) freeGroupAndMembers(g *group) {
 
 // startCall starts a call of req over e: a member of g, or req's root call
 // when g is nil.
-func (m *model) startCall(g *group, req *request, e *edge) {
+func (m *run) startCall(g *group, req *request, e *edge) {
 	cr := m.calls.get()
 	cr.edge, cr.grp, cr.req = e, g, req
 	cr.slots = cr.slots[:0]
@@ -76,7 +77,7 @@ func (m *model) startCall(g *group, req *request, e *edge) {
 
 // apply carries out a Call's Action. Sending is done last: with no
 // network delay the callee may answer at once, re-entering apply.
-func (m *model) apply(cr *callRun, a policies.Action) {
+func (m *run) apply(cr *callRun, a policies.Action) {
 	if a.Wake || cr.wakeSet {
 		m.setWake(cr, a)
 	}
@@ -90,7 +91,7 @@ func (m *model) apply(cr *callRun, a policies.Action) {
 	}
 }
 
-func (m *model) setWake(cr *callRun, a policies.Action) {
+func (m *run) setWake(cr *callRun, a policies.Action) {
 	if a.Wake && a.Kind != policies.Finish {
 		if cr.wakeSet && cr.wakeAt == a.WakeAt {
 			return
@@ -107,13 +108,13 @@ func (m *model) setWake(cr *callRun, a policies.Action) {
 	}
 }
 
-func (m *model) wake(cr *callRun) {
+func (m *run) wake(cr *callRun) {
 	cr.wakeSet = false
 	m.apply(cr, cr.pc.Wake(m.eng.Now()))
 }
 
 // send creates attempt k of cr and puts it on the network.
-func (m *model) send(cr *callRun, k int, timeout time.Duration) {
+func (m *run) send(cr *callRun, k int, timeout time.Duration) {
 	e := cr.edge
 	a := m.newAttempt()
 	a.svc, a.req, a.edge, a.caller, a.k = e.callee, cr.req, e, cr, k
@@ -137,7 +138,7 @@ func (m *model) send(cr *callRun, k int, timeout time.Duration) {
 }
 
 // deliver hands a's answer to its caller, if it still waits.
-func (m *model) deliver(a *attempt) {
+func (m *run) deliver(a *attempt) {
 	a.ev = Timer{}
 	cr, k := a.caller, a.k
 	if cr == &m.direct {
@@ -157,7 +158,7 @@ func (m *model) deliver(a *attempt) {
 }
 
 // attemptTimedOut runs when the caller's per-attempt timeout of a fires.
-func (m *model) attemptTimedOut(a *attempt) {
+func (m *run) attemptTimedOut(a *attempt) {
 	a.tmo = Timer{}
 	cr, k := a.caller, a.k
 	m.abandon(a, true)
@@ -167,7 +168,7 @@ func (m *model) attemptTimedOut(a *attempt) {
 // abandon makes a's caller stop waiting for it. The callee cancels the
 // attempt if asked to and it honours cancellation; otherwise it keeps
 // working for nobody.
-func (m *model) abandon(a *attempt, cancel bool) {
+func (m *run) abandon(a *attempt, cancel bool) {
 	cr := a.caller
 	cr.slots[a.k-1] = nil
 	a.caller = nil
@@ -184,14 +185,14 @@ func (m *model) abandon(a *attempt, cancel bool) {
 	// Otherwise the callee keeps working; answer sees a.caller == nil.
 }
 
-func (m *model) countTimedOut(a *attempt) {
+func (m *run) countTimedOut(a *attempt) {
 	if a.counted && !a.lost {
 		a.lost = true // counted once
 		a.svc.c.timedOut++
 	}
 }
 
-func (m *model) abandonAll(cr *callRun, cancel bool) {
+func (m *run) abandonAll(cr *callRun, cancel bool) {
 	if len(cr.slots) == 1 && cr.slots[0] == nil {
 		return // the common case: the single attempt was answered
 	}
@@ -204,7 +205,7 @@ func (m *model) abandonAll(cr *callRun, cancel bool) {
 
 // memberDone records that call cr finished: a request's root call ends the
 // request, a member of a group counts toward the group's quorum.
-func (m *model) memberDone(cr *callRun, o policies.Outcome, r policies.CallResult) {
+func (m *run) memberDone(cr *callRun, o policies.Outcome, r policies.CallResult) {
 	g := cr.grp
 	if g == nil {
 		// Finish left nothing referring to cr: no attempt, no wake-up.
@@ -225,7 +226,7 @@ func (m *model) memberDone(cr *callRun, o policies.Outcome, r policies.CallResul
 }
 
 // evaluate completes g once its quorum is met or can no longer be.
-func (m *model) evaluate(g *group) {
+func (m *run) evaluate(g *group) {
 	switch {
 	case g.done:
 	case g.succ >= g.need:
@@ -235,7 +236,7 @@ func (m *model) evaluate(g *group) {
 	}
 }
 
-func (m *model) complete(g *group, ok bool, o policies.Outcome) {
+func (m *run) complete(g *group, ok bool, o policies.Outcome) {
 	g.done = true
 	for _, cr := range g.members {
 		if !cr.done {
@@ -248,7 +249,7 @@ func (m *model) complete(g *group, ok bool, o policies.Outcome) {
 }
 
 // abortGroup tears g down without continuing its owner (the owner was cancelled).
-func (m *model) abortGroup(g *group) {
+func (m *run) abortGroup(g *group) {
 	g.done = true
 	for _, cr := range g.members {
 		if !cr.done {
@@ -258,7 +259,7 @@ func (m *model) abortGroup(g *group) {
 	m.freeGroupAndMembers(g)
 }
 
-func (m *model) abortCall(cr *callRun) {
+func (m *run) abortCall(cr *callRun) {
 	a := cr.pc.Abort(m.eng.Now())
 	m.setWake(cr, a)
 	cr.done = true
@@ -266,7 +267,7 @@ func (m *model) abortCall(cr *callRun) {
 }
 
 // runStep starts step i of a's downstream calls.
-func (m *model) runStep(a *attempt, i int) {
+func (m *run) runStep(a *attempt, i int) {
 	st := &a.svc.steps[i]
 	a.stepIdx = i
 	g := m.newGroup(a, a.req, st.need, len(st.members))
@@ -290,14 +291,13 @@ func (m *model) runStep(a *attempt, i int) {
 
 // startRequest creates a logical request arriving now; client is the
 // closed-loop client sending it (-1 for open loop).
-func (m *model) startRequest(client int) {
+func (m *run) startRequest(client int, write bool) {
 	now := m.eng.Now()
 	req := m.newRequest()
 	m.nextID++
 	req.id, req.arrived, req.client, req.refs = m.nextID, now, client, 1
 	req.counted = now >= m.warmup
-	// Always draw, so write_fraction does not shift the other draws.
-	req.write = m.arrivals.Float64() < m.writeFraction
+	req.write = write
 	if m.deadline > 0 {
 		req.hasDeadline, req.deadline = true, now+m.deadline
 	}
@@ -326,7 +326,7 @@ func plainEdge(e *policies.Edge) bool {
 // startDirect starts req's root call over a plain client edge (plainEdge,
 // and no workload deadline): it counts the call and its attempt as
 // policies.Call.Start would and sends attempt 1 with m.direct as its caller.
-func (m *model) startDirect(req *request) {
+func (m *run) startDirect(req *request) {
 	e := m.client
 	if req.counted {
 		e.pe.Stats.Calls++
@@ -347,7 +347,7 @@ func (m *model) startDirect(req *request) {
 // succeeds, a Timeout class leaves the result unknown (the work may have
 // been done), anything else fails — the result policies.Call gives a
 // single attempt that cannot be retried.
-func (m *model) deliverDirect(a *attempt) {
+func (m *run) deliverDirect(a *attempt) {
 	req, o := a.req, a.answer
 	a.caller = nil
 	m.releaseServer(a)
@@ -372,7 +372,7 @@ func (m *model) deliverDirect(a *attempt) {
 	m.requestDone(req, r)
 }
 
-func (m *model) newRequest() *request {
+func (m *run) newRequest() *request {
 	var r *request
 	if n := len(m.requests.free); n > 0 {
 		r = m.requests.free[n-1]
@@ -387,7 +387,7 @@ func (m *model) newRequest() *request {
 }
 
 // requestDone records a logical request's outcome.
-func (m *model) requestDone(req *request, r policies.CallResult) {
+func (m *run) requestDone(req *request, r policies.CallResult) {
 	now := m.eng.Now()
 	req.result = r
 	req.open = false
@@ -423,7 +423,7 @@ func (m *model) requestDone(req *request, r policies.CallResult) {
 
 // unref drops one hold on req; the last one folds its side-effect
 // executions into the totals and frees it.
-func (m *model) unref(req *request) {
+func (m *run) unref(req *request) {
 	req.refs--
 	if req.refs > 0 {
 		return
@@ -434,19 +434,10 @@ func (m *model) unref(req *request) {
 	m.requests.put(req)
 }
 
-// fold adds req's side-effect executions to the totals.
-func (m *model) fold(req *request) {
+// fold adds req's side-effect executions to the run's ledger.
+func (m *run) fold(req *request) {
 	if !req.counted || !req.write {
 		return
 	}
-	if req.executions > 1 {
-		m.totals.duplicates += int64(req.executions - 1)
-	}
-	if req.result == policies.Unknown || req.result == policies.Pending {
-		if req.executions > 0 {
-			m.totals.unknownCommitted++
-		} else {
-			m.totals.unknownNotCommitted++
-		}
-	}
+	m.ledger.Fold(int64(req.executions), model.View(req.result))
 }

@@ -96,8 +96,8 @@
 // UNKNOWN when it ended without OK while some attempt timed out or was
 // abandoned unanswered, or when the run ended first.
 //
-// The committing service (commits: true; by default the last service
-// reached from the entry, depth first) executes a write's side effect when
+// The committing service (model.Committer: commits: true; by default the
+// end of the first path from the entry) executes a write's side effect when
 // an attempt of the write answers OK there. Executions are counted per
 // logical request while any of its attempts is alive and then folded into
 // duplicates (executions beyond the first) and unknown_committed /

@@ -14,13 +14,13 @@ import (
 
 // generic turns off every fast path of a built model, so it runs the
 // general machinery: the reference the fast paths must reproduce exactly.
-func generic(m *model) {
+func generic(m *run) {
 	m.clientDirect = false
 }
 
 // runModel builds sc, lets adjust change the model, runs it and returns
 // its summary and time series as JSON.
-func runModel(t *testing.T, sc *topology.Scenario, adjust func(*model)) (summary, series string) {
+func runModel(t *testing.T, sc *topology.Scenario, adjust func(*run)) (summary, series string) {
 	t.Helper()
 	m, err := build(sc)
 	require.NoError(t, err)
@@ -99,7 +99,7 @@ func TestFastPathsMatchTheGeneralModel(t *testing.T) {
 	for name, sc := range fastPathScenarios() {
 		t.Run(name, func(t *testing.T) {
 			var took bool
-			fastSum, fastSeries := runModel(t, sc, func(m *model) { took = m.clientDirect })
+			fastSum, fastSeries := runModel(t, sc, func(m *run) { took = m.clientDirect })
 			require.True(t, took, "the scenario must take the fast path")
 			sum, series := runModel(t, sc, generic)
 			require.Equal(t, sum, fastSum)

@@ -121,8 +121,8 @@ func FuzzRun(f *testing.F) {
 			t.Fatalf("left alive: %d attempts, %d requests", m.alive, m.liveReqs)
 		}
 		for _, s := range m.services {
-			if s.busy != 0 || s.qlen() != 0 || s.queue.Cancelled() != 0 || s.inflt != 0 {
-				t.Fatalf("%s not drained: busy %d queue %d dead %d inflight %d", s.name, s.busy, s.qlen(), s.queue.Cancelled(), s.inflt)
+			if !s.cm.Drained() {
+				t.Fatalf("%s not drained: busy %d queue %d inflight %d", s.name, s.cm.Busy(), s.qlen(), s.cm.Inflight())
 			}
 		}
 		for _, s := range sum.Services {

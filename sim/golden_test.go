@@ -31,7 +31,7 @@ func goldenScenario() *topology.Scenario {
 					Breaker: &policies.BreakerConfig{Kind: "consecutive", Failures: 10, OpenFor: 200 * time.Millisecond}},
 			}},
 			{Name: "cache", Workers: 8, ServiceTime: topology.Dist{Dist: "lognormal", P50: time.Millisecond, P99: 8 * time.Millisecond}, CancelOnTimeout: true},
-			{Name: "db", Workers: 4, Queue: intp(20), ServiceTime: exp(3 * time.Millisecond), ErrorRate: 0.02, RejectExpired: true},
+			{Name: "db", Workers: 4, Queue: intp(20), ServiceTime: exp(3 * time.Millisecond), ErrorRate: 0.02, RejectExpired: true, Commits: true},
 		},
 		Faults: []topology.Fault{{Service: "db", At: 2 * time.Second, For: 500 * time.Millisecond, Capacity: fp(0.25)}},
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stormsim/stormsim/dist"
 	"github.com/stormsim/stormsim/idempotency"
 	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -19,10 +20,10 @@ const (
 	DefaultMaxEventRate = 20_000_000 // events per simulated second
 )
 
-// model is the state of one run: the services, the call edges with their
+// run is the state of one run: the services, the call edges with their
 // policy state, the logical requests and attempts alive, pools of records,
 // and the running totals that become the Result.
-type model struct {
+type run struct {
 	eng      *Engine
 	sc       *topology.Scenario
 	services []*service
@@ -36,15 +37,12 @@ type model struct {
 	writeFraction    float64
 	closed           bool
 	think            time.Duration
-	phase            time.Duration // constant arrivals: start of the current phase
-	phaseN           int64         // arrivals since it
 	clients          []closedClient
-	constant         bool // constant arrivals
-	// the schedule segment [segFrom, segUntil) at segRate, cached by rateAt
-	segOK             bool
-	segFrom, segUntil time.Duration
-	segRate           float64
-	nextID            uint64
+	// open is the open-loop arrival process; nextWrite says whether its
+	// scheduled next request is a write.
+	open      *model.Arrivals
+	nextWrite bool
+	nextID    uint64
 
 	// reqRecs holds every request record the run made, alive or pooled,
 	// so the end of the run can find the alive ones without the event loop
@@ -76,6 +74,9 @@ type model struct {
 	checkCtx              func() bool
 
 	totals totals
+	// ledger folds each counted write's executions with its outcome:
+	// duplicates and unknown outcomes, committed or not
+	ledger idempotency.Ledger
 	iv     intervalTotals
 	lat    *latencyCounts // of requests after warm-up
 	ivLat  *latencyCounts // of the current series interval
@@ -109,8 +110,6 @@ type divergence struct {
 // totals are run-wide counters after warm-up.
 type totals struct {
 	offered, succeeded, failed, unknown int64
-	duplicates, unknownCommitted        int64
-	unknownNotCommitted                 int64
 }
 
 // intervalTotals are run-wide counters of the current series interval.
@@ -159,7 +158,7 @@ type step struct {
 	need    int
 }
 
-func (m *model) bindHandlers() {
+func (m *run) bindHandlers() {
 	m.hArrival = func(*Engine, any) { m.openArrival() }
 	m.hClient = func(_ *Engine, a any) { m.closedArrival(a.(*closedClient)) }
 	m.hAttArrive = func(_ *Engine, a any) { m.arrive(a.(*attempt)) }
@@ -171,13 +170,29 @@ func (m *model) bindHandlers() {
 	m.hDeferred = func(_ *Engine, a any) { m.answerDeferred(a.(*service)) }
 }
 
-// build resolves a scenario into a model.
-func build(sc *topology.Scenario) (*model, error) {
+// build resolves a scenario into a run. The scenario is one topology
+// validated (topology.Load or Parse): build checks only what it must to
+// wire the run (that names resolve), not the values topology checked.
+func build(sc *topology.Scenario) (*run, error) {
 	src := sc.File
 	if src == "" {
 		src = "scenario"
 	}
-	m := &model{
+	m := newRun(sc)
+	b := &builder{m: m, sc: sc, byName: map[string]*service{}, outIdx: map[string]int{},
+		streams: model.EdgeStreams{}, budgets: map[string]policies.Budget{}}
+	for _, step := range []func() error{b.arrivals, b.services, b.calls, b.faults} {
+		if err := step(); err != nil {
+			return nil, fmt.Errorf("%s: %w", src, err)
+		}
+	}
+	m.clientDirect = plainEdge(m.client.pe) && m.deadline <= 0
+	return m, nil
+}
+
+// newRun makes the run's record with its limits.
+func newRun(sc *topology.Scenario) *run {
+	m := &run{
 		eng: NewEngine(), sc: sc, duration: sc.Duration, warmup: sc.Warmup,
 		deadline: sc.Workload.Deadline, writeFraction: sc.Workload.WriteFraction,
 		arrivals:    Stream(sc.Seed, "arrivals"),
@@ -199,222 +214,155 @@ func build(sc *topology.Scenario) (*model, error) {
 		iv = time.Second
 	}
 	m.maxIvEvents = uint64(rate * iv.Seconds())
-	if sc.Duration <= 0 {
-		return nil, fmt.Errorf("%s: duration: must be > 0, got %v", src, sc.Duration)
-	}
-	w := &sc.Workload
+	m.bindHandlers()
+	return m
+}
+
+// builder wires a run from its scenario, one part at a time.
+type builder struct {
+	m       *run
+	sc      *topology.Scenario
+	byName  map[string]*service
+	outIdx  map[string]int // output index of each merged edge, by name
+	streams model.EdgeStreams
+	budgets map[string]policies.Budget // service-scoped budgets, by caller
+}
+
+// arrivals sets up the open-loop arrival process or the closed clients.
+func (b *builder) arrivals() error {
+	m, w := b.m, &b.sc.Workload
 	switch w.Arrival {
 	case "", "poisson", "constant":
-		m.constant = w.Arrival == "constant"
-		if w.Rate < 0 {
-			return nil, fmt.Errorf("%s: workload.rate: must be ≥ 0, got %v", src, w.Rate)
-		}
+		m.open = model.NewArrivals(w, b.sc.Duration, m.arrivals)
 	case "closed":
-		if w.Clients <= 0 {
-			return nil, fmt.Errorf("%s: workload.clients: a closed workload needs clients > 0, got %d", src, w.Clients)
-		}
-		if w.ThinkTime < 0 {
-			return nil, fmt.Errorf("%s: workload.think_time: must be ≥ 0, got %v", src, w.ThinkTime)
-		}
 		m.closed, m.think = true, w.ThinkTime
 	default:
-		return nil, fmt.Errorf("%s: workload.arrival: unknown arrival %q (want poisson, constant or closed)", src, w.Arrival)
+		return fmt.Errorf("workload.arrival: unknown arrival %q (want poisson, constant or closed)", w.Arrival)
 	}
-	byName := map[string]*service{}
-	for i := range sc.Services {
-		cfg := &sc.Services[i]
-		s, err := newService(m, i, cfg)
+	return nil
+}
+
+// services builds each service's callee machine; the committing service
+// is the model's one rule.
+func (b *builder) services() error {
+	m := b.m
+	committer := model.Committer(b.sc)
+	for i := range b.sc.Services {
+		cfg := &b.sc.Services[i]
+		s, err := newService(m, i, cfg, i == committer)
 		if err != nil {
-			return nil, fmt.Errorf("%s: services[%d].%w", src, i, err)
+			return fmt.Errorf("services[%d].%w", i, err)
 		}
-		if byName[cfg.Name] != nil {
-			return nil, fmt.Errorf("%s: services[%d].name: duplicate service %q", src, i, cfg.Name)
-		}
-		byName[cfg.Name] = s
+		b.byName[cfg.Name] = s
 		m.services = append(m.services, s)
 	}
-	m.entry = byName[w.Entry]
-	if m.entry == nil {
-		return nil, fmt.Errorf("%s: workload.entry: no service named %q", src, w.Entry)
+	if m.entry = b.byName[b.sc.Workload.Entry]; m.entry == nil {
+		return fmt.Errorf("workload.entry: no service named %q", b.sc.Workload.Entry)
 	}
-	outIdx := map[string]int{}
-	var outNames []string
-	streamUse := map[string]int{}
-	newEdge := func(from string, c *topology.Call, field string, budgets map[string]policies.Budget) (*edge, error) {
-		callee := byName[c.To]
-		if callee == nil {
-			return nil, fmt.Errorf("%s.to: no service named %q", field, c.To)
-		}
-		name := from + "->" + c.To
-		streamName := "edge/" + name
-		if n := streamUse[streamName]; n > 0 {
-			streamName = fmt.Sprintf("%s#%d", streamName, n)
-		}
-		streamUse["edge/"+name]++
-		cfg := c.EdgeConfig()
-		shared := c.Budget != nil && c.Budget.Scope == "service"
-		if shared {
-			cfg.Budget = nil
-		}
-		pe, err := policies.NewEdge(cfg, Stream(sc.Seed, streamName))
-		if err != nil {
-			return nil, fmt.Errorf("%s.%w", field, err)
-		}
-		if shared {
-			if b := budgets[from]; b != nil {
-				pe.Budget = b
-			} else if pe.Budget, err = policies.NewBudget(*c.Budget, pe.Rand); err != nil {
-				return nil, fmt.Errorf("%s.%w", field, err)
-			} else {
-				budgets[from] = pe.Budget
-			}
-		}
-		e := &edge{pe: pe, from: from, to: c.To, callee: callee, propagate: c.PropagateDeadline}
-		if e.net, e.hasNet, err = newDelay(c.Network, field+".network"); err != nil {
-			return nil, err
-		}
-		idx, ok := outIdx[name]
-		if !ok {
-			idx = len(outNames)
-			outIdx[name] = idx
-			outNames = append(outNames, name)
-		}
-		e.out = idx
-		m.edges = append(m.edges, e)
-		return e, nil
-	}
-	budgets := map[string]policies.Budget{}
-	client := w.Client
-	client.To = w.Entry
+	return nil
+}
+
+// calls builds the client's edge and each service's steps of calls.
+func (b *builder) calls() error {
+	client := b.sc.Workload.Client
+	client.To = b.sc.Workload.Entry
 	var err error
-	if m.client, err = newEdge("client", &client, "workload.client", budgets); err != nil {
-		return nil, fmt.Errorf("%s: %w", src, err)
+	if b.m.client, err = b.edge("client", &client, "workload.client"); err != nil {
+		return err
 	}
-	for i, s := range m.services {
+	for i, s := range b.m.services {
 		for j := range s.cfg.Calls {
-			c := &s.cfg.Calls[j]
-			field := fmt.Sprintf("services[%d].calls[%d]", i, j)
-			st, err := m.buildStep(s.cfg.Name, c, field, budgets, newEdge)
+			st, err := b.step(s.cfg.Name, &s.cfg.Calls[j], fmt.Sprintf("services[%d].calls[%d]", i, j))
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", src, err)
+				return err
 			}
 			s.steps = append(s.steps, st)
 		}
 	}
-	if err := m.markCommitter(); err != nil {
-		return nil, fmt.Errorf("%s: %w", src, err)
-	}
-	if err := m.openStores(); err != nil {
-		return nil, fmt.Errorf("%s: %w", src, err)
-	}
-	m.clientDirect = plainEdge(m.client.pe) && m.deadline <= 0
-	m.bindHandlers()
-	for i := range sc.Faults {
-		if err := m.addFault(i, &sc.Faults[i], byName); err != nil {
-			return nil, fmt.Errorf("%s: %w", src, err)
-		}
-	}
-	return m, nil
+	return nil
 }
 
-type edgeMaker func(from string, c *topology.Call, field string, budgets map[string]policies.Budget) (*edge, error)
+// edge builds one call edge from -> c.To with its policy state, drawing
+// from the edge's named stream; a service-scoped budget is shared by the
+// caller's edges.
+func (b *builder) edge(from string, c *topology.Call, field string) (*edge, error) {
+	callee := b.byName[c.To]
+	if callee == nil {
+		return nil, fmt.Errorf("%s.to: no service named %q", field, c.To)
+	}
+	cfg := c.EdgeConfig()
+	shared := c.Budget != nil && c.Budget.Scope == "service"
+	if shared {
+		cfg.Budget = nil
+	}
+	pe, err := policies.NewEdge(cfg, Stream(b.sc.Seed, b.streams.Name(from, c.To)))
+	if err != nil {
+		return nil, fmt.Errorf("%s.%w", field, err)
+	}
+	if shared {
+		if pe.Budget = b.budgets[from]; pe.Budget == nil {
+			if pe.Budget, err = policies.NewBudget(*c.Budget, pe.Rand); err != nil {
+				return nil, fmt.Errorf("%s.%w", field, err)
+			}
+			b.budgets[from] = pe.Budget
+		}
+	}
+	e := &edge{pe: pe, from: from, to: c.To, callee: callee, propagate: c.PropagateDeadline}
+	if e.net, e.hasNet, err = model.Delay(c.Network, field+".network"); err != nil {
+		return nil, err
+	}
+	name := from + "->" + c.To
+	idx, ok := b.outIdx[name]
+	if !ok {
+		idx = len(b.outIdx)
+		b.outIdx[name] = idx
+	}
+	e.out = idx
+	b.m.edges = append(b.m.edges, e)
+	return e, nil
+}
 
-func (m *model) buildStep(from string, c *topology.Call, field string, budgets map[string]policies.Budget, newEdge edgeMaker) (step, error) {
+// step builds one entry of a service's calls: a call, a fan-out of one
+// edge or a parallel group, with its quorum (wait_for 0: all of them).
+func (b *builder) step(from string, c *topology.Call, field string) (step, error) {
 	var st step
-	add := func(c *topology.Call, field string) error {
-		n := c.Fanout
-		if n < 0 {
-			return fmt.Errorf("%s.fanout: must be ≥ 1, got %d", field, n)
+	members := []*topology.Call{c}
+	if len(c.Parallel) > 0 {
+		members = members[:0]
+		for i := range c.Parallel {
+			members = append(members, &c.Parallel[i])
 		}
-		n = max(n, 1)
-		e, err := newEdge(from, c, field, budgets)
+	}
+	for i, p := range members {
+		f := field
+		if len(c.Parallel) > 0 {
+			f = fmt.Sprintf("%s.parallel[%d]", field, i)
+		}
+		e, err := b.edge(from, p, f)
 		if err != nil {
-			return err
+			return st, err
 		}
-		for range n {
+		for range max(p.Fanout, 1) {
 			st.members = append(st.members, e)
 		}
-		return nil
-	}
-	if len(c.Parallel) > 0 {
-		if c.To != "" {
-			return st, fmt.Errorf("%s: give either to or parallel, not both", field)
-		}
-		for i := range c.Parallel {
-			p := &c.Parallel[i]
-			if len(p.Parallel) > 0 {
-				return st, fmt.Errorf("%s.parallel[%d].parallel: nested parallel groups are not supported", field, i)
-			}
-			if err := add(p, fmt.Sprintf("%s.parallel[%d]", field, i)); err != nil {
-				return st, err
-			}
-		}
-	} else if err := add(c, field); err != nil {
-		return st, err
 	}
 	st.need = c.WaitFor
-	if st.need < 0 || st.need > len(st.members) {
-		return st, fmt.Errorf("%s.wait_for: must be in [0, %d], got %d", field, len(st.members), c.WaitFor)
-	}
-	if st.need == 0 {
-		st.need = len(st.members)
+	if st.need <= 0 || st.need > len(st.members) {
+		st.need = len(st.members) // topology rejects a wait_for beyond the group
 	}
 	return st, nil
 }
 
-// markCommitter picks the service that executes writes' side effects: the
-// one marked commits, else the last service reached from the entry (depth
-// first, in call order).
-func (m *model) markCommitter() error {
-	n := 0
-	for _, s := range m.services {
-		if s.cfg.Commits {
-			s.commits = true
-			n++
+// faults schedules each fault's start and end on its service.
+func (b *builder) faults() error {
+	for i := range b.sc.Faults {
+		f := &b.sc.Faults[i]
+		s := b.byName[f.Service]
+		if s == nil {
+			return fmt.Errorf("faults[%d].service: no service named %q", i, f.Service)
 		}
-	}
-	if n > 0 {
-		return nil
-	}
-	seen := map[*service]bool{}
-	var last *service
-	var walk func(s *service)
-	walk = func(s *service) {
-		if seen[s] {
-			return
-		}
-		seen[s] = true
-		last = s
-		for _, st := range s.steps {
-			for _, e := range st.members {
-				walk(e.callee)
-			}
-		}
-	}
-	walk(m.entry)
-	last.commits = true
-	return nil
-}
-
-// openStores gives each committing service its idempotency store when
-// writes carry keys.
-func (m *model) openStores() error {
-	if !m.sc.Workload.IdempotencyKeys {
-		return nil
-	}
-	for i, s := range m.services {
-		if !s.commits {
-			continue
-		}
-		var c idempotency.Config
-		if ic := s.cfg.Idempotency; ic != nil {
-			c = idempotency.Config{Retention: ic.Retention, Lease: ic.Lease, InProgressRetryAfter: ic.InProgressRetryAfter}
-		}
-		st, err := idempotency.NewStore(c)
-		if err != nil {
-			return fmt.Errorf("services[%d].idempotency: %w", i, err)
-		}
-		s.store, s.inProgress = st, st.Config().InProgressRetryAfter
+		b.m.eng.At(f.At, b.m.hFault, &faultEvent{svc: s, f: f, start: true})
+		b.m.eng.At(f.At+f.For, b.m.hFault, &faultEvent{svc: s, f: f, start: false})
 	}
 	return nil
 }

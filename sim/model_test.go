@@ -400,28 +400,21 @@ func TestWritesCountDuplicates(t *testing.T) {
 	require.EqualValues(t, 30, sum.Services[0].Executions)
 }
 
+// TestBadScenariosAreErrors: what the simulator cannot wire is an error.
+// Values out of range are topology's to reject (topology/testdata/broken,
+// TestWhatValidateAcceptsTheSimulatorBuilds); the simulator does not
+// check them again.
 func TestBadScenariosAreErrors(t *testing.T) {
 	ok := func() *topology.Scenario { return queueScenario(10, 1, exp(time.Millisecond), nil, time.Second) }
 	for name, mutate := range map[string]func(*topology.Scenario){
-		"unknown entry":     func(sc *topology.Scenario) { sc.Workload.Entry = "nope" },
-		"unknown callee":    func(sc *topology.Scenario) { sc.Services[0].Calls = []topology.Call{{To: "nope"}} },
-		"zero workers":      func(sc *topology.Scenario) { sc.Services[0].Workers = 0 },
-		"bad dist":          func(sc *topology.Scenario) { sc.Services[0].ServiceTime.Dist = "weird" },
-		"bad retry class":   func(sc *topology.Scenario) { sc.Workload.Client.Retry.On = []policies.RetryClass{"sometimes"} },
-		"bad arrival":       func(sc *topology.Scenario) { sc.Workload.Arrival = "bursty" },
-		"fault on nothing":  func(sc *topology.Scenario) { sc.Faults = []topology.Fault{{Service: "x", For: time.Second}} },
-		"quorum too big":    func(sc *topology.Scenario) { sc.Services[0].Calls = []topology.Call{{To: "s", Fanout: 2, WaitFor: 3}} },
-		"bad error class":   func(sc *topology.Scenario) { sc.Services[0].ErrorClass = "boom" },
-		"no closed clients": func(sc *topology.Scenario) { sc.Workload.Arrival = "closed" },
-		"negative think time": func(sc *topology.Scenario) {
-			sc.Workload.Arrival, sc.Workload.Clients, sc.Workload.ThinkTime = "closed", 1, -time.Second
-		},
-		"negative slowdown": func(sc *topology.Scenario) { sc.Services[0].SlowdownPerInflight = -time.Millisecond },
-		"negative latency add": func(sc *topology.Scenario) {
-			sc.Faults = []topology.Fault{{Service: "s", For: time.Second, LatencyAdd: -time.Second}}
-		},
-		"negative timeout":  func(sc *topology.Scenario) { sc.Workload.Client.Timeout = -time.Second },
-		"negative duration": func(sc *topology.Scenario) { sc.Duration = -time.Second },
+		"unknown entry":    func(sc *topology.Scenario) { sc.Workload.Entry = "nope" },
+		"unknown callee":   func(sc *topology.Scenario) { sc.Services[0].Calls = []topology.Call{{To: "nope"}} },
+		"bad dist":         func(sc *topology.Scenario) { sc.Services[0].ServiceTime.Dist = "weird" },
+		"bad retry class":  func(sc *topology.Scenario) { sc.Workload.Client.Retry.On = []policies.RetryClass{"sometimes"} },
+		"bad arrival":      func(sc *topology.Scenario) { sc.Workload.Arrival = "bursty" },
+		"fault on nothing": func(sc *topology.Scenario) { sc.Faults = []topology.Fault{{Service: "x", For: time.Second}} },
+		"bad error class":  func(sc *topology.Scenario) { sc.Services[0].ErrorClass = "boom" },
+		"negative timeout": func(sc *topology.Scenario) { sc.Workload.Client.Timeout = -time.Second },
 	} {
 		t.Run(name, func(t *testing.T) {
 			sc := ok()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -51,7 +50,7 @@ func Run(ctx context.Context, sc *topology.Scenario, opt Options) (*metrics.Resu
 }
 
 // run simulates the built model to its end.
-func (m *model) run(ctx context.Context, opt Options) *metrics.Result {
+func (m *run) run(ctx context.Context, opt Options) *metrics.Result {
 	sc := m.sc
 	if ctx.Done() != nil {
 		m.checkCtx = func() bool { return ctx.Err() != nil }
@@ -125,7 +124,7 @@ func (m *model) run(ctx context.Context, opt Options) *metrics.Result {
 
 // releaseCounts recycles the model's latency counts once the result holds
 // its own copies of them.
-func (m *model) releaseCounts() {
+func (m *run) releaseCounts() {
 	m.lat.release()
 	m.ivLat.release()
 	for _, s := range m.services {
@@ -136,7 +135,7 @@ func (m *model) releaseCounts() {
 // overEvents stops the run as diverged when it has processed more events
 // than limits.max_events, or more in the current interval than
 // limits.max_event_rate allows.
-func (m *model) overEvents() bool {
+func (m *run) overEvents() bool {
 	n := m.eng.Events()
 	switch {
 	case n > m.maxEvents:
@@ -149,7 +148,7 @@ func (m *model) overEvents() bool {
 	return true
 }
 
-func (m *model) diverge(reason string) {
+func (m *run) diverge(reason string) {
 	if m.halted {
 		return
 	}
@@ -159,7 +158,7 @@ func (m *model) diverge(reason string) {
 	m.eng.Halt()
 }
 
-func (m *model) interrupt() {
+func (m *run) interrupt() {
 	if m.halted {
 		return
 	}
@@ -168,17 +167,17 @@ func (m *model) interrupt() {
 	m.eng.Halt()
 }
 
-func (m *model) snapshotWarmup(at time.Duration) {
+func (m *run) snapshotWarmup(at time.Duration) {
 	for _, s := range m.services {
-		s.advance(at)
-		s.warmBusy, s.warmQueue = s.busyArea, s.queueArea
+		s.cm.Advance(at)
+		s.warmBusy, s.warmQueue = s.cm.Areas()
 		s.queueMax = s.qlen()
 	}
 }
 
 // startArrivals schedules the first arrival of the open-loop process, or
 // each closed-loop client's first request at U(0, think_time).
-func (m *model) startArrivals() {
+func (m *run) startArrivals() {
 	if m.closed {
 		m.clients = make([]closedClient, m.sc.Workload.Clients)
 		for i := range m.clients {
@@ -190,74 +189,31 @@ func (m *model) startArrivals() {
 		}
 		return
 	}
-	if t, ok := m.nextArrival(0, true); ok {
+	m.scheduleArrival()
+}
+
+// scheduleArrival schedules the open-loop process's next request.
+func (m *run) scheduleArrival() {
+	if t, write, ok := m.open.Next(); ok {
+		m.nextWrite = write
 		m.eng.At(t, m.hArrival, nil)
 	}
 }
 
-func (m *model) openArrival() {
-	m.startRequest(-1)
-	if t, ok := m.nextArrival(m.eng.Now(), false); ok {
-		m.eng.At(t, m.hArrival, nil)
-	}
+func (m *run) openArrival() {
+	m.startRequest(-1, m.nextWrite)
+	m.scheduleArrival()
 }
 
-func (m *model) closedArrival(c *closedClient) { m.startRequest(c.idx) }
-
-// rateAt returns the offered rate at t and when it next changes. The
-// schedule segment found last is kept, since arrivals ask about the same one
-// over and over.
-func (m *model) rateAt(t time.Duration) (rate float64, until time.Duration) {
-	if m.segOK && t >= m.segFrom && t < m.segUntil {
-		return m.segRate, m.segUntil
-	}
-	w := &m.sc.Workload
-	rate, until = w.Rate, m.duration
-	from := time.Duration(0)
-	for _, s := range w.Schedule {
-		if s.At <= t {
-			rate, from = s.Rate, s.At
-		} else if s.At < until {
-			until = s.At
-			break
-		}
-	}
-	m.segOK, m.segFrom, m.segUntil, m.segRate = true, from, until, rate
-	return rate, until
-}
-
-// nextArrival returns the first arrival after t (at t itself for a
-// constant process's first arrival). A rate change restarts the process at
-// the change: exact for Poisson (memoryless), a phase reset for constant,
-// whose arrivals fall at phase start + n/rate (no rounding drift).
-func (m *model) nextArrival(t time.Duration, first bool) (time.Duration, bool) {
-	for t < m.duration {
-		rate, until := m.rateAt(t)
-		if !(rate > 0) {
-			t, first = until, true
-			continue
-		}
-		var next time.Duration
-		switch {
-		case m.constant && first:
-			m.phase, m.phaseN, next = t, 0, t
-		case m.constant:
-			m.phaseN++
-			next = m.phase + time.Duration(math.Round(float64(m.phaseN)*float64(time.Second)/rate))
-		default:
-			next = t + time.Duration(math.Round(m.arrivals.ExpFloat64()*float64(time.Second)/rate))
-		}
-		if next < until {
-			return next, true
-		}
-		t, first = until, true
-	}
-	return 0, false
+// closedArrival starts a closed-loop client's request. Always draw, so
+// write_fraction does not shift the other draws.
+func (m *run) closedArrival(c *closedClient) {
+	m.startRequest(c.idx, m.arrivals.Float64() < m.writeFraction)
 }
 
 // series accumulates the per-interval time series.
 type series struct {
-	m     *model
+	m     *run
 	ts    *metrics.TimeSeries
 	edges []outEdge
 }
@@ -273,7 +229,7 @@ type outEdge struct {
 	prevRetries int64
 }
 
-func newSeries(m *model, interval time.Duration) *series {
+func newSeries(m *run, interval time.Duration) *series {
 	s := &series{m: m, ts: &metrics.TimeSeries{Interval: interval}}
 	for _, e := range m.edges {
 		for len(s.edges) <= e.out {
@@ -331,11 +287,12 @@ func (s *series) flush(from, to time.Duration) {
 	*iv = intervalTotals{}
 	m.ivLat.reset()
 	for _, sv := range m.services {
-		sv.advance(to)
+		sv.cm.Advance(to)
+		busyArea, queueArea := sv.cm.Areas()
 		wns := float64(to - from)
-		row = append(row, float64(sv.ivAttempts), (sv.queueArea-sv.ivQueue)/wns, float64(sv.ivQMax),
-			float64(sv.inflt), (sv.busyArea-sv.ivBusy)/(wns*float64(sv.workers)), float64(sv.ivRejected), float64(sv.ivShed))
-		sv.ivBusy, sv.ivQueue = sv.busyArea, sv.queueArea
+		row = append(row, float64(sv.ivAttempts), (queueArea-sv.ivQueue)/wns, float64(sv.ivQMax),
+			float64(sv.cm.Inflight()), (busyArea-sv.ivBusy)/(wns*float64(sv.cm.Workers())), float64(sv.ivRejected), float64(sv.ivShed))
+		sv.ivBusy, sv.ivQueue = busyArea, queueArea
 		sv.ivQMax = sv.qlen()
 		sv.ivAttempts, sv.ivRejected, sv.ivShed = 0, 0, 0
 	}
@@ -358,7 +315,7 @@ func (s *series) flush(from, to time.Duration) {
 }
 
 // result assembles the run's Result.
-func (m *model) result(sc *topology.Scenario, opt Options, simEnd time.Duration, ser *series) *metrics.Result {
+func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, ser *series) *metrics.Result {
 	// Requests still open when the run ended never learnt their outcome.
 	for _, req := range m.reqRecs {
 		if !req.alive {
@@ -373,14 +330,15 @@ func (m *model) result(sc *topology.Scenario, opt Options, simEnd time.Duration,
 		m.fold(req)
 	}
 	t := &m.totals
+	lt := m.ledger.Totals()
 	lat := m.lat.hist()
 	sum := metrics.Summary{
 		Scenario: sc.Name, Seed: sc.Seed, Version: opt.Version, SimTimeS: simEnd.Seconds(), Status: m.status,
 		Requests:            metrics.Requests{Offered: t.offered, Succeeded: t.succeeded, Failed: t.failed, Unknown: t.unknown},
 		LatencyMs:           m.lat.latency(),
-		Duplicates:          t.duplicates,
-		UnknownCommitted:    t.unknownCommitted,
-		UnknownNotCommitted: t.unknownNotCommitted,
+		Duplicates:          lt.Duplicates,
+		UnknownCommitted:    lt.UnknownCommitted,
+		UnknownNotCommitted: lt.UnknownNotCommitted,
 	}
 	// A run stopped early (diverged, interrupted) measured only up to
 	// where it stopped; dividing by the whole window would understate goodput.
@@ -392,22 +350,23 @@ func (m *model) result(sc *topology.Scenario, opt Options, simEnd time.Duration,
 	span := float64(simEnd - m.warmup)
 	var biggest *service
 	for _, s := range m.services {
-		s.advance(simEnd)
+		s.cm.Advance(simEnd)
 		hist := s.hist.hist()
 		ss := metrics.ServiceSummary{
 			Name: s.name, Attempts: s.c.attempts, Succeeded: s.c.succeeded, Failed: s.c.failed,
 			Rejected: s.c.rejected, TimedOut: s.c.timedOut, Wasted: s.c.wasted, QueueMax: int64(s.queueMax),
 			LatencyMs: s.hist.latency(), Shed: s.c.shed, Executions: s.c.executions,
 		}
-		if s.commits {
-			ss.Duplicates = t.duplicates
+		if s.cm.Commits() {
+			ss.Duplicates = lt.Duplicates
 		}
 		if t.offered > 0 {
 			ss.Amplification = float64(s.c.attempts) / float64(t.offered)
 		}
 		if span > 0 {
-			ss.Utilization = (s.busyArea - s.warmBusy) / (span * float64(s.workers))
-			ss.QueueMean = (s.queueArea - s.warmQueue) / span
+			busyArea, queueArea := s.cm.Areas()
+			ss.Utilization = (busyArea - s.warmBusy) / (span * float64(s.cm.Workers()))
+			ss.QueueMean = (queueArea - s.warmQueue) / span
 		}
 		sum.Amplification = max(sum.Amplification, ss.Amplification)
 		sum.Services = append(sum.Services, ss)

@@ -43,10 +43,10 @@ func (u *TimeUnit) UnmarshalText(text []byte) error {
 	return policies.ParseName("unit", []TimeUnit{"ns", "us", "µs", "ms", "s"}, text, u)
 }
 
-// ErrorClass is the class of a service's injected errors: error or unavailable.
+// ErrorClass is the class of a service's injected errors: error, unavailable or timeout.
 type ErrorClass string
 
-var errorClasses = []ErrorClass{"error", "unavailable"}
+var errorClasses = []ErrorClass{"error", "unavailable", "timeout"}
 
 // UnmarshalText accepts the error classes.
 func (c *ErrorClass) UnmarshalText(text []byte) error {

@@ -86,7 +86,7 @@ type Service struct {
 	SlowdownPerInflight time.Duration `yaml:"slowdown_per_inflight,omitempty"`
 	// ErrorRate is the probability an attempt ends in ErrorClass after doing its work.
 	ErrorRate float64 `yaml:"error_rate,omitempty"`
-	// ErrorClass is the class of injected errors: error (default) or unavailable.
+	// ErrorClass is the class of injected errors: error (default), unavailable or timeout.
 	ErrorClass ErrorClass `yaml:"error_class,omitempty"`
 	// DownstreamFailure is what this service answers when a downstream call
 	// finally fails: propagate (default: the downstream call's class, a

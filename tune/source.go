@@ -3,7 +3,6 @@ package tune
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/stormsim/stormsim/dist"
 	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -274,9 +274,7 @@ func sampleScenario(path, service string, n int, seed uint64) ([]time.Duration, 
 		}
 		return nil, fmt.Errorf("%s: no service %q (have: %s)", path, service, strings.Join(names, ", "))
 	}
-	h := fnv.New64a()
-	h.Write([]byte("tune/" + service))
-	m := &scenarioModel{sc: sc, r: rand.New(rand.NewPCG(seed, h.Sum64())), samplers: map[*topology.Dist]*dist.Sampler{}}
+	m := &scenarioModel{sc: sc, r: model.Stream(seed, "tune/"+service), samplers: map[*topology.Dist]*dist.Sampler{}}
 	out := make([]time.Duration, n)
 	for i := range out {
 		d, err := m.service(service, 0)

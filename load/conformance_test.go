@@ -1,0 +1,444 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/model"
+	"github.com/stormsim/stormsim/policies"
+	"github.com/stormsim/stormsim/sim"
+	"github.com/stormsim/stormsim/topology"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeClock is a service clock the test moves by hand: Sleep parks the
+// handler until the test advances the clock past its wake time.
+type fakeClock struct {
+	mu       sync.Mutex
+	now      time.Duration
+	sleepers []*sleeper
+}
+
+type sleeper struct {
+	at time.Duration
+	ch chan struct{}
+}
+
+func (c *fakeClock) Now() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	c.mu.Lock()
+	sl := &sleeper{at: c.now + d, ch: make(chan struct{})}
+	c.sleepers = append(c.sleepers, sl)
+	c.mu.Unlock()
+	select {
+	case <-sl.ch:
+		return true
+	case <-ctx.Done():
+		c.mu.Lock()
+		c.sleepers = slices.DeleteFunc(c.sleepers, func(s *sleeper) bool { return s == sl })
+		c.mu.Unlock()
+		return false
+	}
+}
+
+// earliest returns the first sleeper to wake (the first parked among
+// equal wake times, as the simulator's event order has it).
+func (c *fakeClock) earliest() *sleeper {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var first *sleeper
+	for _, s := range c.sleepers {
+		if first == nil || s.at < first.at {
+			first = s
+		}
+	}
+	return first
+}
+
+func (c *fakeClock) parked() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.sleepers)
+}
+
+// wake moves the clock to sl's wake time and releases it.
+func (c *fakeClock) wake(sl *sleeper) {
+	c.mu.Lock()
+	c.now = sl.at
+	c.sleepers = slices.DeleteFunc(c.sleepers, func(s *sleeper) bool { return s == sl })
+	c.mu.Unlock()
+	close(sl.ch)
+}
+
+func (c *fakeClock) set(t time.Duration) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+// scripted drives one emulated service with scripted arrivals on a fake
+// clock: each step (an arrival, a wake-up) runs until every handler is
+// parked again (sleeping, queued, holding a dropped reply) or done, so the
+// service sees the events one at a time, in time order, as the simulator
+// does.
+type scripted struct {
+	t       *testing.T
+	svc     *Service
+	clock   *fakeClock
+	sent    int
+	done    atomic.Int64
+	mu      sync.Mutex
+	ends    map[int]time.Duration
+	answers map[int]*httptest.ResponseRecorder
+	cancels []context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+func newScripted(t *testing.T, sc *topology.Scenario, name string) *scripted {
+	t.Helper()
+	clk := &fakeClock{}
+	committer := CommittingService(sc)
+	s, err := NewService(sc, name, ServiceConfig{URLs: map[string]string{}, Commits: name == committer, Now: clk.Now, Sleep: clk.Sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc2 := &scripted{t: t, svc: s, clock: clk, ends: map[int]time.Duration{}, answers: map[int]*httptest.ResponseRecorder{}}
+	t.Cleanup(func() {
+		for _, c := range sc2.cancels {
+			c()
+		}
+		s.Close()
+		sc2.wg.Wait()
+	})
+	return sc2
+}
+
+// run sends request i (made by mk) at arrivals[i] and lets the service
+// run until nothing is left to wake.
+func (s *scripted) run(arrivals []time.Duration, mk func(i int) *http.Request) {
+	i := 0
+	for {
+		sl := s.clock.earliest()
+		switch {
+		case i < len(arrivals) && (sl == nil || arrivals[i] < sl.at):
+			s.clock.set(arrivals[i])
+			s.launch(i, mk(i))
+			i++
+		case sl != nil:
+			s.clock.wake(sl)
+		default:
+			return
+		}
+		s.settle()
+	}
+}
+
+func (s *scripted) launch(i int, r *http.Request) {
+	ctx, cancel := context.WithCancel(r.Context())
+	s.cancels = append(s.cancels, cancel)
+	rec := httptest.NewRecorder()
+	s.sent++
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.svc.ServeHTTP(rec, r.WithContext(ctx))
+		s.mu.Lock()
+		s.ends[i], s.answers[i] = s.clock.Now(), rec
+		s.mu.Unlock()
+		s.done.Add(1)
+	}()
+}
+
+// settle waits until every handler is parked or done.
+func (s *scripted) settle() {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		s.svc.mu.Lock()
+		queued := s.svc.cm.QueueLen()
+		s.svc.mu.Unlock()
+		parked := s.clock.parked() + queued + int(s.svc.all.dropped.Load())
+		if parked+int(s.done.Load()) == s.sent {
+			return
+		}
+		time.Sleep(20 * time.Microsecond)
+	}
+	s.t.Fatalf("handlers did not settle: %d sent, %d done", s.sent, s.done.Load())
+}
+
+// constantArrivals are the simulator's constant arrivals at rate over d.
+func constantArrivals(rate float64, d time.Duration) []time.Duration {
+	var at []time.Duration
+	for n := 0; ; n++ {
+		t := time.Duration(math.Round(float64(n) * float64(time.Second) / rate))
+		if t >= d {
+			return at
+		}
+		at = append(at, t)
+	}
+}
+
+func get(i int) *http.Request {
+	r := httptest.NewRequest(http.MethodGet, "/svc", nil)
+	r.Header.Set(HeaderRequestID, fmt.Sprint(i+1))
+	return r
+}
+
+func parseScenario(t *testing.T, yaml string) *topology.Scenario {
+	t.Helper()
+	sc, err := topology.Parse("conformance.yaml", []byte(yaml), nil)
+	require.NoError(t, err)
+	return sc
+}
+
+// TestConformanceSimulatorAndServe: scripted arrivals, faults and
+// idempotency cases run through the callee machine in the simulator and
+// through serve on a fake clock give the same outcomes; one row per
+// divergence the issue found between the two modes.
+func TestConformanceSimulatorAndServe(t *testing.T) {
+	// One service, one attempt per request (no retries), arrivals far
+	// enough apart or scripted so both modes see them in the same order.
+	one := func(extra, faults string, rate float64, duration string) string {
+		return `
+name: conformance
+seed: 7
+duration: ` + duration + `
+workload:
+  entry: svc
+  arrival: constant
+  rate: ` + fmt.Sprint(rate) + `
+  client: {timeout: 1s, retry: {max_attempts: 1}}
+services:
+  - name: svc
+    workers: 1
+` + extra + faults
+	}
+	rows := []struct {
+		name  string
+		check func(t *testing.T)
+	}{
+		{"error_class timeout is accepted and answered as timeout in both", func(t *testing.T) {
+			sc := parseScenario(t, one("    service_time: {dist: exponential, mean: 1ms}\n    error_rate: 0.3\n    error_class: timeout\n", "", 50, "2s"))
+			simS := runSim(t, sc).Services[0]
+			s := newScripted(t, sc, "svc")
+			s.run(constantArrivals(50, 2*time.Second), get)
+			st := s.svc.Stats().All
+			if st.Attempts != simS.Attempts || st.Failed != simS.Failed || st.Succeeded != simS.Succeeded {
+				t.Errorf("serve %+v, simulator %+v", st, simS)
+			}
+			for i, rec := range s.answers {
+				if o := rec.Header().Get(HeaderOutcome); o != "" && o != policies.Timeout.String() {
+					t.Errorf("request %d answered %q, want %q", i, o, policies.Timeout)
+				}
+			}
+			if simS.Failed == 0 {
+				t.Error("no injected error: the row tests nothing")
+			}
+		}},
+		{"overlapping drop_response faults drop with 1 − Π(1 − p)", func(t *testing.T) {
+			faults := "faults:\n  - {service: svc, at: 0s, for: 2s, drop_response: 0.5}\n  - {service: svc, at: 0s, for: 2s, drop_response: 0.5}\n"
+			sc := parseScenario(t, one("    service_time: {dist: constant, value: 1ms}\n", faults, 100, "2s"))
+			simS := runSim(t, sc).Services[0]
+			s := newScripted(t, sc, "svc")
+			s.run(constantArrivals(100, 2*time.Second), get)
+			st := s.svc.Stats().All
+			if st.Dropped != simS.TimedOut {
+				t.Errorf("dropped: serve %d, simulator %d", st.Dropped, simS.TimedOut)
+			}
+			// 200 replies dropped each with 0.75: 150 ± 4σ (σ = 6.1); the
+			// max(p) rule would drop 100.
+			if st.Dropped < 125 || st.Dropped > 175 {
+				t.Errorf("dropped %d of 200, want 150 ± 25", st.Dropped)
+			}
+		}},
+		{"slowdown_per_inflight counts queued attempts too", func(t *testing.T) {
+			// 10 arrivals 1 ms apart into one worker of 5.5 ms: the i-th
+			// to start is slowed by the others in flight, queued included.
+			sc := parseScenario(t, one("    service_time: {dist: constant, value: 5500us}\n    slowdown_per_inflight: 1ms\n", "", 1000, "10ms"))
+			simSum := runSim(t, sc)
+			arr := constantArrivals(1000, 10*time.Millisecond)
+			s := newScripted(t, sc, "svc")
+			s.run(arr, get)
+			var sum, mx float64
+			for i, at := range arr {
+				l := float64(s.ends[i]-at) / 1e6
+				sum += l
+				mx = max(mx, l)
+			}
+			mean := sum / float64(len(arr))
+			// The simulator's latencies are kept to 3 significant digits.
+			if math.Abs(mean-simSum.LatencyMs.Mean) > 0.005*mean || math.Abs(mx-simSum.LatencyMs.Max) > 0.005*mx {
+				t.Errorf("latency mean/max: serve %.3f/%.3f ms, simulator %.3f/%.3f ms", mean, mx, simSum.LatencyMs.Mean, simSum.LatencyMs.Max)
+			}
+			// The last starts at 81.5 ms and ends at 87 ms: 78 ms after it
+			// arrived. Counting busy workers only, nothing is slowed (one
+			// worker) and it would end at 55 ms, 46 ms after it arrived.
+			if math.Abs(mx-78) > 0.01 {
+				t.Errorf("max latency %.3f ms, want 78 ms", mx)
+			}
+		}},
+		{"an expired idempotency key answers error, which a caller may retry", func(t *testing.T) {
+			yaml := one("    service_time: {dist: constant, value: 1ms}\n    idempotency: {retention: 1s, lease: 100ms}\n", "", 1, "1s")
+			yaml = strings.Replace(yaml, "  rate: 1\n", "  rate: 1\n  write_fraction: 1\n  idempotency_keys: true\n", 1)
+			sc := parseScenario(t, yaml)
+			post := func(i int) *http.Request {
+				r := httptest.NewRequest(http.MethodPost, "/svc", strings.NewReader("x"))
+				r.Header.Set(HeaderRequestID, "1")
+				r.Header.Set(HeaderWrite, "1")
+				r.Header.Set(HeaderIdempotencyKey, "k")
+				return r
+			}
+			at := []time.Duration{0, 500 * time.Millisecond, 1500 * time.Millisecond}
+			s := newScripted(t, sc, "svc")
+			s.run(at, post)
+			// The simulator's side: the very machine sim builds for svc.
+			cm, err := model.NewCallee[int](&sc.Services[0], model.Stream(sc.Seed, model.ServiceStream("svc")), true, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, t0 := range at {
+				var want model.Answer
+				if adm, _ := cm.Arrive(t0, i, false); adm == model.Started {
+					d, fence, preset := cm.Begin(t0, true, "k", digest([]byte("x")))
+					if preset {
+						want = cm.PresetAnswer()
+					}
+					cm.Finish(t0+d, want.Outcome, !preset, true, "k", fence)
+					cm.Release()
+				}
+				got := s.answers[i].Header().Get(HeaderOutcome)
+				if want.Outcome == policies.OK && got != "" || want.Outcome != policies.OK && got != want.Outcome.String() {
+					t.Errorf("attempt %d at %v: serve %q, simulator's machine %v", i, t0, got, want.Outcome)
+				}
+			}
+			if got := s.answers[2].Header().Get(HeaderOutcome); got != policies.Error.String() {
+				t.Errorf("expired key: serve answered %q, want %q", got, policies.Error)
+			}
+		}},
+		{"two calls to the same callee draw from separate streams", func(t *testing.T) {
+			sc := parseScenario(t, `
+name: twice
+seed: 5
+duration: 1s
+workload: {entry: gw, rate: 1}
+services:
+  - name: gw
+    workers: 1
+    service_time: {dist: constant, value: 1ms}
+    calls: [{to: b}, {to: b}]
+  - name: b
+    workers: 1
+    service_time: {dist: constant, value: 1ms}
+`)
+			s, err := NewService(sc, "gw", ServiceConfig{URLs: map[string]string{"b": "http://127.0.0.1:1/b"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			a, b := s.outEdges[0].ec.edge.Rand.Uint64(), s.outEdges[1].ec.edge.Rand.Uint64()
+			names := model.EdgeStreams{}
+			wa, wb := model.Stream(5, names.Name("gw", "b")).Uint64(), model.Stream(5, names.Name("gw", "b")).Uint64()
+			if a == b || a != wa || b != wb {
+				t.Errorf("serve's streams %x, %x; the simulator's %x, %x", a, b, wa, wb)
+			}
+		}},
+		{"gw -> [a, b] commits at a in both modes", func(t *testing.T) {
+			sc := &topology.Scenario{
+				Name: "commit", Seed: 1, Duration: time.Second, Interval: time.Second,
+				Workload: topology.Workload{Entry: "gw", Arrival: "constant", Rate: 10, WriteFraction: 1},
+				Services: []topology.Service{
+					{Name: "gw", Workers: 1, ServiceTime: topology.Dist{Dist: "constant", Value: time.Millisecond},
+						Calls: []topology.Call{{Parallel: []topology.Call{{To: "a"}, {To: "b"}}}}},
+					{Name: "a", Workers: 1, ServiceTime: topology.Dist{Dist: "constant", Value: time.Millisecond}},
+					{Name: "b", Workers: 1, ServiceTime: topology.Dist{Dist: "constant", Value: time.Millisecond}},
+				},
+			}
+			sum := runSim(t, sc)
+			if sum.Services[1].Executions != 10 || sum.Services[2].Executions != 0 {
+				t.Errorf("simulator executions a %d, b %d, want 10, 0", sum.Services[1].Executions, sum.Services[2].Executions)
+			}
+			if got := CommittingService(sc); got != "a" {
+				t.Errorf("serve commits at %q, want a", got)
+			}
+			loaded := parseScenario(t, "name: c\nduration: 1s\nworkload: {entry: gw, rate: 1}\nservices:\n  - {name: gw, workers: 1, service_time: {dist: constant, value: 1ms}, calls: [{parallel: [{to: a}, {to: b}]}]}\n  - {name: a, workers: 1, service_time: {dist: constant, value: 1ms}}\n  - {name: b, workers: 1, service_time: {dist: constant, value: 1ms}}\n")
+			if i := model.Committer(loaded); loaded.Services[i].Name != "a" {
+				t.Errorf("a loaded scenario commits at %q, want a", loaded.Services[i].Name)
+			}
+		}},
+		{"arrivals restart their phase at a rate step, and writes are drawn alike", func(t *testing.T) {
+			// 3/s, then 2/s from 500 ms: arrivals at 0, 333 ms, then 500 ms,
+			// 1 s, 1.5 s (the integral of the rate would give 750 ms,
+			// 1.25 s, 1.75 s). Counted per 250 ms, the two differ.
+			sc := parseScenario(t, `
+name: step
+seed: 3
+duration: 2s
+interval: 250ms
+workload:
+  entry: svc
+  arrival: constant
+  rate: 3
+  schedule: [{at: 500ms, rate: 2}]
+  write_fraction: 0.5
+services:
+  - name: svc
+    workers: 4
+    service_time: {dist: constant, value: 1ms}
+`)
+			res, err := sim.Run(context.Background(), sc, sim.Options{})
+			require.NoError(t, err)
+			simBins := res.Series.Values("offered")
+			bins := make([]float64, len(simBins))
+			p, writes := scenarioArrivals(sc), int64(0)
+			for n := uint64(0); ; n++ {
+				at, ok := p.At(n)
+				if !ok {
+					break
+				}
+				bins[at/(250*time.Millisecond)]++
+				if p.Write(n) {
+					writes++
+				}
+			}
+			require.Equal(t, []float64{1, 1, 1, 0, 1, 0, 1, 0}, simBins, "the simulator's arrivals per 250 ms")
+			require.Equal(t, simBins, bins, "the load driver's arrivals per 250 ms")
+			require.Positive(t, writes, "no writes drawn: the row tests nothing")
+			require.Equal(t, res.Summary.Services[0].Executions, writes, "writes: simulator executions, driver writes")
+		}},
+		{"wait_for beyond the group is an error, not clamped", func(t *testing.T) {
+			_, err := topology.Parse("q.yaml", []byte("name: q\nduration: 1s\nworkload: {entry: gw, rate: 1}\nservices:\n  - {name: gw, workers: 1, service_time: {dist: constant, value: 1ms}, calls: [{to: b, fanout: 2, wait_for: 3}]}\n  - {name: b, workers: 1, service_time: {dist: constant, value: 1ms}}\n"), nil)
+			if err == nil || !strings.Contains(err.Error(), "wait_for") {
+				t.Errorf("got %v, want an error naming wait_for", err)
+			}
+		}},
+	}
+	for _, row := range rows {
+		t.Run(row.name, row.check)
+	}
+}
+
+func runSim(t *testing.T, sc *topology.Scenario) metrics.Summary {
+	t.Helper()
+	res, err := sim.Run(context.Background(), sc, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Summary
+}

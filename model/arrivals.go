@@ -1,0 +1,135 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/stormsim/stormsim/topology"
+)
+
+// Arrivals is the open-loop arrival process of a workload, the one both
+// modes use: the simulator schedules its logical requests with it, and the
+// load driver sends them at the same intended times. It draws from one
+// stream ("arrivals"), in one order: arrival n's time, then whether it is a
+// write (always drawn, so write_fraction does not shift the other draws).
+//
+// A rate step restarts the process at the step: exact for Poisson
+// (memoryless), a phase reset for constant arrivals, whose n-th arrival
+// after a step at s falls at s + n/rate (no rounding drift). Times are
+// rounded to the nanosecond.
+//
+// Arrivals is sequential: request n is known once n-1 is. At and Write
+// give the n-th request for drivers that index them (n must not go back).
+// Not safe for concurrent use.
+type Arrivals struct {
+	w        *topology.Workload
+	duration time.Duration
+	r        *rand.Rand
+	constant bool
+
+	phase  time.Duration // constant arrivals: start of the current phase
+	phaseN int64         // arrivals since it
+	// the schedule segment [segFrom, segUntil) at segRate, cached by rateAt
+	segOK             bool
+	segFrom, segUntil time.Duration
+	segRate           float64
+
+	n       uint64 // index of the current request, valid when has
+	at      time.Duration
+	write   bool
+	has     bool
+	started bool
+	done    bool
+}
+
+// NewArrivals returns the arrivals of workload w (poisson or constant)
+// over [0, duration), drawing from r.
+func NewArrivals(w *topology.Workload, duration time.Duration, r *rand.Rand) *Arrivals {
+	return &Arrivals{w: w, duration: duration, r: r, constant: w.Arrival == "constant"}
+}
+
+// Next returns the next request's arrival time and whether it is a write;
+// ok is false once the process has no more requests before the duration.
+func (a *Arrivals) Next() (at time.Duration, write, ok bool) {
+	if a.done {
+		return 0, false, false
+	}
+	t, first := a.at, !a.started
+	a.started = true
+	if at, ok = a.next(t, first); !ok {
+		a.done = true
+		return 0, false, false
+	}
+	write = a.r.Float64() < a.w.WriteFraction
+	if a.has {
+		a.n++
+	}
+	a.at, a.write, a.has = at, write, true
+	return at, write, true
+}
+
+// At returns request n's arrival time, drawing the requests up to it.
+// n must not go back (it may repeat the last n).
+func (a *Arrivals) At(n uint64) (time.Duration, bool) {
+	if a.has && n < a.n {
+		panic("model: Arrivals.At going back")
+	}
+	for !a.has || a.n < n {
+		if _, _, ok := a.Next(); !ok {
+			return 0, false
+		}
+	}
+	return a.at, true
+}
+
+// Write reports whether request n, the last At asked for, is a write.
+func (a *Arrivals) Write(n uint64) bool { return a.has && a.n == n && a.write }
+
+// rateAt returns the offered rate at t and when it next changes. The
+// schedule segment found last is kept, since arrivals ask about the same one
+// over and over.
+func (a *Arrivals) rateAt(t time.Duration) (rate float64, until time.Duration) {
+	if a.segOK && t >= a.segFrom && t < a.segUntil {
+		return a.segRate, a.segUntil
+	}
+	rate, until = a.w.Rate, a.duration
+	from := time.Duration(0)
+	for _, s := range a.w.Schedule {
+		if s.At <= t {
+			rate, from = s.Rate, s.At
+		} else if s.At < until {
+			until = s.At
+			break
+		}
+	}
+	a.segOK, a.segFrom, a.segUntil, a.segRate = true, from, until, rate
+	return rate, until
+}
+
+// next returns the first arrival after t (at t itself for a constant
+// process's first arrival).
+func (a *Arrivals) next(t time.Duration, first bool) (time.Duration, bool) {
+	for t < a.duration {
+		rate, until := a.rateAt(t)
+		if !(rate > 0) {
+			t, first = until, true
+			continue
+		}
+		var next time.Duration
+		switch {
+		case a.constant && first:
+			a.phase, a.phaseN, next = t, 0, t
+		case a.constant:
+			a.phaseN++
+			next = a.phase + time.Duration(math.Round(float64(a.phaseN)*float64(time.Second)/rate))
+		default:
+			next = t + time.Duration(math.Round(a.r.ExpFloat64()*float64(time.Second)/rate))
+		}
+		if next < until {
+			return next, true
+		}
+		t, first = until, true
+	}
+	return 0, false
+}

@@ -1,0 +1,55 @@
+package model_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/stormsim/stormsim/model"
+	"github.com/stormsim/stormsim/policies"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// ExampleCallee drives the callee machine by hand, as the simulator does
+// from events and serve from HTTP handlers: one worker, a waiting room of
+// one, three attempts arriving at once.
+func ExampleCallee() {
+	queue := 1
+	cfg := topology.Service{Name: "db", Workers: 1, Queue: &queue,
+		ServiceTime: topology.Dist{Dist: "constant", Value: 10 * time.Millisecond}}
+	c, err := model.NewCallee[string](&cfg, model.Stream(1, model.ServiceStream("db")), false, false)
+	if err != nil {
+		panic(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		adm, ans := c.Arrive(0, id, false)
+		fmt.Println(id, adm == model.Started, adm == model.Queued, ans.Outcome)
+	}
+	d, _, _ := c.Begin(0, false, "", 0)
+	fmt.Println("a works for", d)
+	c.Finish(d, policies.OK, true, false, "", 0)
+	c.Release()
+	next, _ := c.Next(d, nil)
+	fmt.Println("then", next)
+	// Output:
+	// a true false ok
+	// b false true ok
+	// c false false unavailable
+	// a works for 10ms
+	// then b
+}
+
+// ExampleArrivals lists a constant workload's arrivals across a rate step.
+func ExampleArrivals() {
+	w := &topology.Workload{Arrival: "constant", Rate: 2, Schedule: []topology.RateStep{{At: time.Second, Rate: 4}}}
+	a := model.NewArrivals(w, 2*time.Second, rand.New(rand.NewPCG(1, 1)))
+	for {
+		at, _, ok := a.Next()
+		if !ok {
+			break
+		}
+		fmt.Print(at, " ")
+	}
+	fmt.Println()
+	// Output: 0s 500ms 1s 1.25s 1.5s 1.75s
+}

@@ -1,0 +1,240 @@
+package model
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stormsim/stormsim/idempotency"
+	"github.com/stormsim/stormsim/policies"
+	"github.com/stormsim/stormsim/topology"
+)
+
+func fp(v float64) *float64 { return &v }
+
+func TestCombine(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		faults []*topology.Fault
+		want   FaultState
+	}{
+		{"none", nil, FaultState{Capacity: 1}},
+		{"drops are independent", []*topology.Fault{{DropResponse: 0.5}, {DropResponse: 0.5}}, FaultState{Capacity: 1, Drop: 0.75}},
+		{"capacities multiply, latencies add", []*topology.Fault{{Capacity: fp(0.5), LatencyAdd: time.Millisecond}, {Capacity: fp(0.5), LatencyAdd: 2 * time.Millisecond}},
+			FaultState{Capacity: 0.25, LatencyAdd: 3 * time.Millisecond}},
+		{"the last error rate wins", []*topology.Fault{{ErrorRate: fp(0.2)}, {ErrorRate: fp(0.7)}, {}}, FaultState{Capacity: 1, ErrorRate: 0.7, HasErrorRate: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Combine(tc.faults); got != tc.want {
+				t.Errorf("Combine = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCommitter(t *testing.T) {
+	svc := func(name string, calls ...topology.Call) topology.Service {
+		return topology.Service{Name: name, Calls: calls}
+	}
+	to := func(n string) topology.Call { return topology.Call{To: n} }
+	for _, tc := range []struct {
+		name string
+		sc   topology.Scenario
+		want int
+	}{
+		{"the marked one", topology.Scenario{Workload: topology.Workload{Entry: "a"},
+			Services: []topology.Service{svc("a", to("b")), {Name: "b", Commits: false}, {Name: "c", Commits: true}}}, 2},
+		{"a chain ends at its last", topology.Scenario{Workload: topology.Workload{Entry: "a"},
+			Services: []topology.Service{svc("a", to("b")), svc("b", to("c")), svc("c")}}, 2},
+		{"gw -> [a, b] commits at a", topology.Scenario{Workload: topology.Workload{Entry: "gw"},
+			Services: []topology.Service{svc("gw", topology.Call{Parallel: []topology.Call{to("a"), to("b")}}), svc("a"), svc("b")}}, 1},
+		{"gw -> a, then b: the first call", topology.Scenario{Workload: topology.Workload{Entry: "gw"},
+			Services: []topology.Service{svc("gw", to("a"), to("b")), svc("a"), svc("b")}}, 1},
+		{"an entry calling nothing", topology.Scenario{Workload: topology.Workload{Entry: "a"}, Services: []topology.Service{svc("a")}}, 0},
+		{"no services", topology.Scenario{Workload: topology.Workload{Entry: "a"}}, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Committer(&tc.sc); got != tc.want {
+				t.Errorf("Committer = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestEdgeStreamsSeparateRepeatedCalls(t *testing.T) {
+	u := EdgeStreams{}
+	got := []string{u.Name("gw", "b"), u.Name("gw", "b"), u.Name("gw", "c"), u.Name("x", "b")}
+	want := []string{"edge/gw->b", "edge/gw->b#1", "edge/gw->c", "edge/x->b"}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("name %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+}
+
+func service(t *testing.T, cfg topology.Service, commits, keyed bool) *Callee[int] {
+	t.Helper()
+	if cfg.Name == "" {
+		cfg.Name = "s"
+	}
+	if cfg.ServiceTime.Dist == "" {
+		cfg.ServiceTime = topology.Dist{Dist: "constant", Value: 10 * time.Millisecond}
+	}
+	c, err := NewCallee[int](&cfg, rand.New(rand.NewPCG(1, 1)), commits, keyed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestCalleeAdmission(t *testing.T) {
+	q := 1
+	c := service(t, topology.Service{Workers: 1, Queue: &q, Overload: policies.OverloadConfig{Pushback: &policies.PushbackConfig{RetryAfter: 50 * time.Millisecond}}}, false, false)
+	for i, want := range []Admission{Started, Queued, Rejected} {
+		adm, ans := c.Arrive(0, i, false)
+		if adm != want {
+			t.Fatalf("arrival %d: %v, want %v", i, adm, want)
+		}
+		if adm == Rejected && (ans.Outcome != policies.Unavailable || ans.RetryAfter <= 0) {
+			t.Errorf("full queue answers %+v, want unavailable with a retry-after", ans)
+		}
+	}
+	if adm, ans := c.Arrive(0, 9, true); adm != Rejected || ans.Outcome != policies.Timeout {
+		t.Errorf("expired arrival: %v %+v, want rejected as timeout", adm, ans)
+	}
+}
+
+// TestCalleeSlowdownCountsQueued: with one attempt working and two queued,
+// the next to start is slowed by the two others still in flight.
+func TestCalleeSlowdownCountsQueued(t *testing.T) {
+	c := service(t, topology.Service{Workers: 1, SlowdownPerInflight: time.Millisecond}, false, false)
+	for i := range 3 {
+		c.Arrive(0, i, false)
+	}
+	if d, _, _ := c.Begin(0, false, "", 0); d != 12*time.Millisecond {
+		t.Errorf("first start with 3 in flight: %v, want 10 ms + 2 × 1 ms", d)
+	}
+	c.Finish(10*time.Millisecond, policies.OK, true, false, "", 0)
+	c.Release()
+	if _, ok := c.Next(10*time.Millisecond, nil); !ok {
+		t.Fatal("nothing queued to start")
+	}
+	c.Start()
+	if d, _, _ := c.Begin(10*time.Millisecond, false, "", 0); d != 11*time.Millisecond {
+		t.Errorf("second start with 2 in flight: %v, want 11 ms", d)
+	}
+}
+
+// TestCalleeIdempotency: the store's decisions become answers: execute
+// once, replay, in progress with the store's retry-after, expired as a
+// retryable error.
+func TestCalleeIdempotency(t *testing.T) {
+	cfg := topology.Service{Workers: 4, Idempotency: &topology.Idempotency{Retention: time.Second, Lease: 100 * time.Millisecond, InProgressRetryAfter: 30 * time.Millisecond}}
+	c := service(t, cfg, true, true)
+	type work struct {
+		fence  uint64
+		preset bool
+		answer Answer
+	}
+	begin := func(now time.Duration) work {
+		c.Arrive(now, 0, false)
+		_, fence, preset := c.Begin(now, true, "k", 1)
+		return work{fence, preset, c.PresetAnswer()}
+	}
+	first := begin(0)
+	if first.preset || first.fence == 0 {
+		t.Fatalf("first arrival: %+v, want to execute owning the key", first)
+	}
+	if w := begin(time.Millisecond); !w.preset || w.answer.Outcome != policies.InProgress || w.answer.RetryAfter != 30*time.Millisecond {
+		t.Errorf("while working: %+v, want in_progress after 30 ms", w)
+	}
+	if !c.Finish(10*time.Millisecond, policies.OK, true, true, "k", first.fence) {
+		t.Error("the owner's success did not execute the write")
+	}
+	if w := begin(20 * time.Millisecond); !w.preset || w.answer.Outcome != policies.OK {
+		t.Errorf("after the commit: %+v, want a replayed ok", w)
+	}
+	if w := begin(1500 * time.Millisecond); !w.preset || w.answer.Outcome != policies.Error {
+		t.Errorf("after retention: %+v, want error (expired)", w)
+	}
+}
+
+func TestCalleeErrorClassTimeout(t *testing.T) {
+	c := service(t, topology.Service{Workers: 1, ErrorRate: 1, ErrorClass: "timeout"}, false, false)
+	if o, ok := c.WorkDone(); ok || o != policies.Timeout {
+		t.Errorf("WorkDone = %v, %v; want timeout", o, ok)
+	}
+}
+
+// TestArrivalsRateStepRestartsThePhase: constant arrivals at 3/s then
+// 2/s from 500 ms: the step restarts the process at 500 ms.
+func TestArrivalsRateStepRestartsThePhase(t *testing.T) {
+	w := &topology.Workload{Arrival: "constant", Rate: 3, Schedule: []topology.RateStep{{At: 500 * time.Millisecond, Rate: 2}}}
+	a := NewArrivals(w, 2*time.Second, rand.New(rand.NewPCG(1, 1)))
+	var got []time.Duration
+	for {
+		at, _, ok := a.Next()
+		if !ok {
+			break
+		}
+		got = append(got, at)
+	}
+	want := []time.Duration{0, 333333333, 500 * time.Millisecond, time.Second, 1500 * time.Millisecond}
+	if len(got) != len(want) {
+		t.Fatalf("arrivals %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("arrival %d at %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
+// TestArrivalsAtMatchesNext: indexing the process gives the same times
+// and writes as iterating it.
+func TestArrivalsAtMatchesNext(t *testing.T) {
+	w := &topology.Workload{Arrival: "poisson", Rate: 100, WriteFraction: 0.3}
+	it := NewArrivals(w, time.Second, rand.New(rand.NewPCG(4, 4)))
+	ix := NewArrivals(w, time.Second, rand.New(rand.NewPCG(4, 4)))
+	writes := 0
+	for n := uint64(0); ; n++ {
+		at, write, ok := it.Next()
+		at2, ok2 := ix.At(n)
+		if ok != ok2 || at != at2 || (ok && ix.Write(n) != write) {
+			t.Fatalf("request %d: Next %v %v %v, At %v %v write %v", n, at, write, ok, at2, ok2, ix.Write(n))
+		}
+		if !ok {
+			// 100/s for 1 s: 100 ± 4σ (σ = 10); writes 30 % of them.
+			if n < 60 || n > 140 || writes == 0 || writes == int(n) {
+				t.Errorf("%d requests, %d writes", n, writes)
+			}
+			return
+		}
+		if write {
+			writes++
+		}
+	}
+}
+
+// TestCalleeStoreFullIsUnavailableWithoutRetryAfter: a store with no room
+// for a new key answers unavailable, with no retry-after (the store is
+// full, not busy with this key). No scenario key bounds the store, so the
+// machine's store is swapped for a one-record one.
+func TestCalleeStoreFullIsUnavailableWithoutRetryAfter(t *testing.T) {
+	c := service(t, topology.Service{Workers: 4}, true, true)
+	var err error
+	if c.store, err = idempotency.NewStore(idempotency.Config{MaxRecords: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c.Arrive(0, 0, false)
+	if _, _, preset := c.Begin(0, true, "first", 1); preset {
+		t.Fatal("the first key did not execute")
+	}
+	c.Arrive(0, 1, false)
+	if _, _, preset := c.Begin(0, true, "second", 1); !preset {
+		t.Fatal("a second key found room in a one-record store")
+	}
+	if a := c.PresetAnswer(); a != (Answer{Outcome: policies.Unavailable}) {
+		t.Errorf("store full: %+v, want unavailable without retry-after", a)
+	}
+}

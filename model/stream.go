@@ -1,0 +1,37 @@
+package model
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+)
+
+// Stream returns the random stream of one named component of a run. Each
+// component (the arrivals, each service, each call edge, each policy) draws
+// from its own stream derived from the run's seed and the component's name,
+// so adding a service does not reshuffle the draws of any other.
+func Stream(seed uint64, name string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return rand.New(rand.NewPCG(seed, h.Sum64()))
+}
+
+// ServiceStream names the stream of service name: its service times,
+// injected errors and dropped replies.
+func ServiceStream(name string) string { return "service/" + name }
+
+// EdgeStreams names the streams of call edges. The n-th edge (0-based)
+// from one caller to one callee is "edge/from->to", then "edge/from->to#n":
+// two calls to the same callee draw from separate streams.
+type EdgeStreams map[string]int
+
+// Name returns the stream name of the next edge from -> to.
+func (u EdgeStreams) Name(from, to string) string {
+	name := "edge/" + from + "->" + to
+	n := u[name]
+	u[name]++
+	if n > 0 {
+		return fmt.Sprintf("%s#%d", name, n)
+	}
+	return name
+}
