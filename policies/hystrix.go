@@ -1,9 +1,6 @@
 package policies
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // BreakerHystrix is the breaker kind that follows Netflix Hystrix.
 const BreakerHystrix BreakerKind = "hystrix"
@@ -173,15 +170,15 @@ func (b *hystrixBreaker) Opens() int64 { return b.opens }
 func validateHystrix(c BreakerConfig) error {
 	switch {
 	case c.WindowSize < 1 || c.WindowSize > 3600:
-		return fmt.Errorf("breaker.window_size: must be in [1, 3600] seconds, got %d", c.WindowSize)
+		return fieldErrorf("window_size", "must be in [1, 3600] seconds, got %d", c.WindowSize)
 	case c.MinCalls < 0:
-		return fmt.Errorf("breaker.min_calls: must be ≥ 1, got %d", c.MinCalls)
+		return fieldErrorf("min_calls", "must be ≥ 1, got %d", c.MinCalls)
 	case !(c.FailureRate > 0 && c.FailureRate <= 100):
-		return fmt.Errorf("breaker.failure_rate: must be a percentage in (0, 100], got %v", c.FailureRate)
+		return fieldErrorf("failure_rate", "must be a percentage in (0, 100], got %v", c.FailureRate)
 	case c.MaxConcurrent < 0:
-		return fmt.Errorf("breaker.max_concurrent: must be ≥ 0, got %d", c.MaxConcurrent)
+		return fieldErrorf("max_concurrent", "must be ≥ 0, got %d", c.MaxConcurrent)
 	case c.ExecutionTimeout < 0:
-		return fmt.Errorf("breaker.execution_timeout: must be ≥ 0, got %v", c.ExecutionTimeout)
+		return fieldErrorf("execution_timeout", "must be ≥ 0, got %v", c.ExecutionTimeout)
 	}
 	return nil
 }
