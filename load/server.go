@@ -608,6 +608,10 @@ func (s *Service) reject(rp *reply, ans model.Answer) {
 		rp.send(StatusExpired, ans)
 		return
 	}
+	if ans.Limited {
+		rp.send(http.StatusTooManyRequests, ans) // Envoy's local rate limit
+		return
+	}
 	rp.send(statusOf(ans.Outcome), ans)
 }
 

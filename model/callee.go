@@ -38,6 +38,9 @@ type Answer struct {
 	Outcome    policies.Outcome
 	RetryAfter time.Duration
 	DontRetry  bool
+	// Limited marks a refusal by the service's local rate limit
+	// (overload.rate_limit), which serve answers 429 as Envoy does.
+	Limited bool
 }
 
 // Callee is the clock-free state machine of one service's callee side, the
@@ -79,6 +82,7 @@ type callee struct {
 	errClass  policies.Outcome
 	errorRate float64
 	pushback  *policies.PushbackConfig
+	limiter   *policies.RateLimiter // overload.rate_limit (Envoy local rate limit)
 	rejectExp bool
 	preset    Answer // the store's answer of the last preset Begin
 	noErrors  bool   // no error rate, from the service or a fault
@@ -106,6 +110,11 @@ func NewCallee[T any](cfg *topology.Service, rng *rand.Rand, commits, keyed bool
 	var err error
 	if c.st, _, err = Delay(&cfg.ServiceTime, "service_time"); err != nil {
 		return nil, err
+	}
+	if rl := cfg.Overload.RateLimit; rl != nil {
+		if c.limiter, err = policies.NewRateLimiter(*rl); err != nil {
+			return nil, fmt.Errorf("overload.rate_limit.%w", err)
+		}
 	}
 	switch cfg.ErrorClass {
 	case "", "error":
@@ -217,13 +226,20 @@ func (c *callee) Expired(now time.Duration, hasDeadline bool, deadline time.Dura
 }
 
 // Arrive admits an attempt (item v) at now: rejected when expired
-// (Timeout), started on a free worker, queued, or rejected as Unavailable
-// with the service's pushback when the queue refuses it.
+// (Timeout), rejected as Unavailable with a Retry-After to the next fill
+// when the local rate limit has no token, started on a free worker,
+// queued, or rejected as Unavailable with the service's pushback when the
+// queue refuses it.
 func (c *Callee[T]) Arrive(now time.Duration, v T, expired bool) (Admission, Answer) {
 	c.Advance(now)
 	c.inflight++
 	if expired {
 		return Rejected, Answer{Outcome: policies.Timeout}
+	}
+	if c.limiter != nil {
+		if ok, ra := c.limiter.Admit(now); !ok {
+			return Rejected, Answer{Outcome: policies.Unavailable, RetryAfter: ra, Limited: true}
+		}
 	}
 	if c.busy < c.allowed && c.qlen == 0 && c.queue.Admits(c.busy) {
 		c.busy++

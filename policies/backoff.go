@@ -57,6 +57,8 @@ type Backoff struct {
 	Max        time.Duration // 0: no cap
 	Jitter     Jitter
 	Spread     float64
+	// ThrottleInitial replaces Initial after Unavailable when > 0.
+	ThrottleInitial time.Duration
 }
 
 // NewBackoff resolves a config, applying defaults (Multiplier 2).
@@ -65,7 +67,7 @@ func NewBackoff(c BackoffConfig) (Backoff, error) {
 	if err != nil {
 		return Backoff{}, &FieldError{Field: "backoff.jitter", Err: err}
 	}
-	b := Backoff{Initial: c.Initial, Multiplier: c.Multiplier, Max: c.Max, Jitter: j, Spread: c.Spread}
+	b := Backoff{Initial: c.Initial, Multiplier: c.Multiplier, Max: c.Max, Jitter: j, Spread: c.Spread, ThrottleInitial: c.ThrottleInitial}
 	if b.Multiplier == 0 {
 		b.Multiplier = 2
 	}
@@ -89,8 +91,21 @@ func (b Backoff) validate() error {
 		return fieldErrorf("spread", "must be in [0, 1], got %v", b.Spread)
 	case b.Max > 0 && b.Max < b.Initial:
 		return fieldErrorf("max", "must be ≥ backoff.initial (%v), got %v", b.Initial, b.Max)
+	case b.ThrottleInitial < 0:
+		return fieldErrorf("throttle_initial", "must be ≥ 0, got %v", b.ThrottleInitial)
+	case b.Max > 0 && b.Max < b.ThrottleInitial:
+		return fieldErrorf("max", "must be ≥ backoff.throttle_initial (%v), got %v", b.ThrottleInitial, b.Max)
 	}
 	return nil
+}
+
+// after returns the backoff that applies to a retry after cause: the
+// throttling base replaces Initial after Unavailable.
+func (b Backoff) after(cause Outcome) Backoff {
+	if cause == Unavailable && b.ThrottleInitial > 0 {
+		b.Initial = b.ThrottleInitial
+	}
+	return b
 }
 
 // Expo returns min(Max, Initial·Multiplier^(n−1)) for retry n ≥ 1, the

@@ -29,6 +29,14 @@ func (c BreakerConfig) withDefaults() BreakerConfig {
 		if c.WindowType == WindowTime && c.WindowSize == 0 {
 			c.WindowSize = 10 // resilience4j's documented example; 100 s would be odd
 		}
+	case BreakerHystrix:
+		d = breakerPresets["hystrix"]
+		if c.MaxConcurrent == 0 {
+			c.MaxConcurrent = d.MaxConcurrent
+		}
+		if c.ExecutionTimeout == 0 {
+			c.ExecutionTimeout = d.ExecutionTimeout
+		}
 	default:
 		return c
 	}
@@ -75,9 +83,9 @@ func (c BreakerConfig) validate() error {
 		return err
 	}
 	switch c.Kind {
-	case BreakerConsecutive, BreakerRate:
+	case BreakerConsecutive, BreakerRate, BreakerHystrix:
 	default:
-		return fieldErrorf("kind", "unknown kind %q (want consecutive or rate)", c.Kind)
+		return fieldErrorf("kind", "unknown kind %q (want consecutive, rate or hystrix)", c.Kind)
 	}
 	switch {
 	case c.Kind == BreakerConsecutive && c.Failures < 1:
@@ -86,6 +94,9 @@ func (c BreakerConfig) validate() error {
 		return fieldErrorf("open_for", "must be ≥ 0, got %v", c.OpenFor)
 	case c.HalfOpenCalls < 1:
 		return fieldErrorf("half_open_calls", "must be > 0, got %d", c.HalfOpenCalls)
+	}
+	if c.Kind == BreakerHystrix {
+		return validateHystrix(c)
 	}
 	if c.Kind != BreakerRate {
 		return nil
@@ -117,10 +128,13 @@ func NewBreaker(c BreakerConfig) (Breaker, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if c.Kind == BreakerConsecutive {
-		return &ConsecutiveBreaker{breakerCore: breakerCore{openFor: c.OpenFor, probes: c.HalfOpenCalls}, failures: c.Failures}, nil
+	if c.Kind == BreakerHystrix {
+		return newHystrixBreaker(c), nil
 	}
-	b := &RateBreaker{
+	if c.Kind == BreakerConsecutive {
+		return &consecutiveBreaker{breakerCore: breakerCore{openFor: c.OpenFor, probes: c.HalfOpenCalls}, failures: c.Failures}, nil
+	}
+	b := &rateBreaker{
 		breakerCore: breakerCore{openFor: c.OpenFor, probes: c.HalfOpenCalls}, minCalls: c.MinCalls,
 		failureRate: c.FailureRate, slowRate: c.SlowCallRate, slowAfter: c.SlowCallDuration,
 	}
@@ -136,8 +150,10 @@ func NewBreaker(c BreakerConfig) (Breaker, error) {
 
 // breakerCore is the state machine both breakers share: the state, the
 // generation that tickets carry, when the breaker opened, and half-open
-// admission. Every transition starts a new generation, so results of
-// attempts admitted before it are discarded.
+// admission. Every transition starts a new generation; the consecutive
+// breaker discards results of attempts admitted before it, as gobreaker
+// does, while the rate breaker hands every result to the current state, as
+// resilience4j and Hystrix do.
 type breakerCore struct {
 	state    BreakerState
 	gen      uint64
@@ -148,9 +164,12 @@ type breakerCore struct {
 	opens    int64
 }
 
-// refresh applies the lazy open → half-open transition.
+// refresh applies the lazy open → half-open transition, once the open time
+// has strictly passed: gobreaker (expiry.Before(now)), resilience4j
+// (isAfter) and Hystrix (currentTime > openedAt + sleepWindow) all wait
+// past the boundary.
 func (b *breakerCore) refresh(now time.Duration) {
-	if b.state == Open && now-b.openedAt >= b.openFor {
+	if b.state == Open && now-b.openedAt > b.openFor {
 		b.state = HalfOpen
 		b.gen++
 		b.admitted = 0
@@ -183,6 +202,14 @@ func (b *breakerCore) close() {
 	b.gen++
 }
 
+// cancel frees the half-open place of a probe that was abandoned unanswered.
+func (b *breakerCore) cancel(now time.Duration, ticket uint64) {
+	b.refresh(now)
+	if b.state == HalfOpen && ticket == b.gen && b.admitted > 0 {
+		b.admitted--
+	}
+}
+
 // current reports whether a result with ticket belongs to the current
 // generation and should count.
 func (b *breakerCore) current(now time.Duration, ticket uint64, o Outcome) bool {
@@ -190,12 +217,12 @@ func (b *breakerCore) current(now time.Duration, ticket uint64, o Outcome) bool 
 	return ticket == b.gen && o != BreakerOpen && o != Throttled
 }
 
-// ConsecutiveBreaker is sony/gobreaker's breaker: it opens when Failures
+// consecutiveBreaker is sony/gobreaker's breaker: it opens when Failures
 // failures in a row are reported while closed; after OpenFor it turns
 // half-open and admits HalfOpenCalls probes; any failed probe reopens it and
 // HalfOpenCalls successes close it. Failures are CountsAsFailure outcomes;
 // every other reported outcome is a success.
-type ConsecutiveBreaker struct {
+type consecutiveBreaker struct {
 	breakerCore
 	failures  int
 	consec    int // failures in a row while closed
@@ -204,10 +231,10 @@ type ConsecutiveBreaker struct {
 
 // Allow admits an attempt unless the breaker is open, or half-open with all
 // its probes already admitted.
-func (b *ConsecutiveBreaker) Allow(now time.Duration) (uint64, bool) { return b.allow(now) }
+func (b *consecutiveBreaker) Allow(now time.Duration) (uint64, bool) { return b.allow(now) }
 
 // Done records an admitted attempt's result; a stale ticket is ignored.
-func (b *ConsecutiveBreaker) Done(now time.Duration, ticket uint64, o Outcome, _ time.Duration) {
+func (b *consecutiveBreaker) Done(now time.Duration, ticket uint64, o Outcome, _ time.Duration) {
 	if !b.current(now, ticket, o) {
 		return
 	}
@@ -237,16 +264,20 @@ func (b *ConsecutiveBreaker) Done(now time.Duration, ticket uint64, o Outcome, _
 	}
 }
 
+// Cancel forgets an abandoned attempt, as gobreaker v2's IsExcluded does
+// with its error: it counts neither way, and a probe's place is freed.
+func (b *consecutiveBreaker) Cancel(now time.Duration, ticket uint64) { b.cancel(now, ticket) }
+
 // State returns the state at now.
-func (b *ConsecutiveBreaker) State(now time.Duration) BreakerState {
+func (b *consecutiveBreaker) State(now time.Duration) BreakerState {
 	b.refresh(now)
 	return b.state
 }
 
 // Opens counts transitions to open.
-func (b *ConsecutiveBreaker) Opens() int64 { return b.opens }
+func (b *consecutiveBreaker) Opens() int64 { return b.opens }
 
-// RateBreaker is resilience4j's breaker: while closed it records calls in a
+// rateBreaker is resilience4j's breaker: while closed it records calls in a
 // sliding window (the last WindowSize calls, or the last WindowSize seconds
 // in one-second buckets) and opens when, with at least MinCalls calls
 // recorded, the failure rate or the slow-call rate (latency >
@@ -254,7 +285,13 @@ func (b *ConsecutiveBreaker) Opens() int64 { return b.opens }
 // turns half-open, admits HalfOpenCalls calls and judges them as one batch
 // once all have reported: a rate at or above a threshold reopens it,
 // otherwise it closes with an empty window.
-type RateBreaker struct {
+//
+// Like resilience4j's CircuitBreakerStateMachine (and Hystrix's
+// markSuccess / markNonSuccess), it hands every result to the state current
+// when the result arrives: a call admitted while closed that answers in
+// half-open counts as one of the half-open calls; results that arrive while
+// open are dropped.
+type rateBreaker struct {
 	breakerCore
 	minCalls              int
 	failureRate, slowRate float64
@@ -265,11 +302,12 @@ type RateBreaker struct {
 
 // Allow admits an attempt unless the breaker is open, or half-open with all
 // its probes already admitted.
-func (b *RateBreaker) Allow(now time.Duration) (uint64, bool) { return b.allow(now) }
+func (b *rateBreaker) Allow(now time.Duration) (uint64, bool) { return b.allow(now) }
 
-// Done records an admitted attempt's result; a stale ticket is ignored.
-func (b *RateBreaker) Done(now time.Duration, ticket uint64, o Outcome, latency time.Duration) {
-	if !b.current(now, ticket, o) {
+// Done records an admitted attempt's result in the current state.
+func (b *rateBreaker) Done(now time.Duration, _ uint64, o Outcome, latency time.Duration) {
+	b.refresh(now)
+	if o == BreakerOpen || o == Throttled {
 		return
 	}
 	fail, slow := CountsAsFailure(o), latency > b.slowAfter
@@ -297,7 +335,7 @@ func (b *RateBreaker) Done(now time.Duration, ticket uint64, o Outcome, latency 
 	}
 }
 
-func (b *RateBreaker) tripped(w callWindow, now time.Duration, minCalls int) bool {
+func (b *rateBreaker) tripped(w callWindow, now time.Duration, minCalls int) bool {
 	calls, fails, slows := w.totals(now)
 	if calls == 0 || calls < minCalls {
 		return false
@@ -306,14 +344,18 @@ func (b *RateBreaker) tripped(w callWindow, now time.Duration, minCalls int) boo
 		100*float64(slows)/float64(calls) >= b.slowRate
 }
 
+// Cancel forgets an abandoned attempt (resilience4j's releasePermission):
+// it is not recorded, and a probe's place is freed.
+func (b *rateBreaker) Cancel(now time.Duration, ticket uint64) { b.cancel(now, ticket) }
+
 // State returns the state at now.
-func (b *RateBreaker) State(now time.Duration) BreakerState {
+func (b *rateBreaker) State(now time.Duration) BreakerState {
 	b.refresh(now)
 	return b.state
 }
 
 // Opens counts transitions to open.
-func (b *RateBreaker) Opens() int64 { return b.opens }
+func (b *rateBreaker) Opens() int64 { return b.opens }
 
 // callWindow counts calls, failures and slow calls over a sliding window.
 type callWindow interface {

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -84,24 +85,19 @@ func done(at time.Duration, name string, o Outcome) breakerStep {
 
 func TestBreakerScripts(t *testing.T) {
 	sec := time.Second
-	tests := []struct {
-		name  string
-		cfg   BreakerConfig
-		steps []breakerStep
-		opens int64
-	}{
+	tests := []breakerCase{
 		{"consecutive/trips at Failures, success resets",
 			BreakerConfig{Kind: "consecutive", Failures: 3, OpenFor: sec, HalfOpenCalls: 2},
 			brSteps(calls(0, Timeout, 2), calls(0, OK, 1), calls(0, Error, 2), st(0, "closed"),
 				calls(0, Conflict, 1), calls(0, InProgress, 1), calls(0, Unavailable, 2), st(0, "closed"),
 				calls(10*milli, Unavailable, 1), st(10*milli, "open"),
 				[]breakerStep{allow(500*milli, "x", "deny")},
-				st(1009*milli, "open"), st(1010*milli, "half-open")),
+				st(1010*milli, "open"), st(1010*milli+1, "half-open")),
 			1},
 		{"consecutive/half-open probe race and close",
 			BreakerConfig{Kind: "consecutive", Failures: 1, OpenFor: sec, HalfOpenCalls: 2},
 			brSteps(calls(0, Error, 1),
-				[]breakerStep{allow(sec, "p1", "ok"), allow(sec, "p2", "ok"), allow(sec, "p3", "deny"),
+				[]breakerStep{allow(sec+1, "p1", "ok"), allow(sec+1, "p2", "ok"), allow(sec+1, "p3", "deny"),
 					done(sec+milli, "p1", OK)},
 				st(sec+milli, "half-open"),
 				[]breakerStep{allow(sec+milli, "p4", "deny"), done(sec+2*milli, "p2", OK)},
@@ -110,8 +106,8 @@ func TestBreakerScripts(t *testing.T) {
 		{"consecutive/any failed probe reopens",
 			BreakerConfig{Kind: "consecutive", Failures: 1, OpenFor: sec, HalfOpenCalls: 3},
 			brSteps(calls(0, Error, 1),
-				[]breakerStep{allow(sec, "p1", "ok"), allow(sec, "p2", "ok"), done(sec, "p1", OK), done(sec, "p2", Timeout)},
-				st(sec, "open"), st(2*sec-1, "open"), st(2*sec, "half-open")),
+				[]breakerStep{allow(sec+1, "p1", "ok"), allow(sec+1, "p2", "ok"), done(sec+1, "p1", OK), done(sec+1, "p2", Timeout)},
+				st(sec+1, "open"), st(2*sec+1, "open"), st(2*sec+2, "half-open")),
 			2},
 		{"consecutive/stale tickets are discarded",
 			BreakerConfig{Kind: "consecutive", Failures: 2, OpenFor: sec, HalfOpenCalls: 1},
@@ -120,17 +116,17 @@ func TestBreakerScripts(t *testing.T) {
 				calls(0, Error, 2), st(0, "open"),
 				// Results of attempts admitted before the breaker opened count nothing.
 				[]breakerStep{done(milli, "old1", Error)},
-				[]breakerStep{allow(sec, "probe", "ok")},
+				[]breakerStep{allow(sec+1, "probe", "ok")},
 				// A stale success must not close the half-open breaker ...
-				[]breakerStep{done(sec, "old2", OK)}, st(sec, "half-open"),
+				[]breakerStep{done(sec+1, "old2", OK)}, st(sec+1, "half-open"),
 				// ... nor a stale failure reopen it.
-				[]breakerStep{done(sec, "old3", Timeout)}, st(sec, "half-open"),
-				[]breakerStep{done(sec, "probe", OK)}, st(sec, "closed")),
+				[]breakerStep{done(sec+1, "old3", Timeout)}, st(sec+1, "half-open"),
+				[]breakerStep{done(sec+1, "probe", OK)}, st(sec+1, "closed")),
 			1},
 		{"gobreaker preset trips on the 6th failure",
 			BreakerConfig{Preset: "gobreaker"},
 			brSteps(calls(0, Error, 5), st(0, "closed"), calls(0, Error, 1), st(0, "open"),
-				st(60*sec-1, "open"), st(60*sec, "half-open")),
+				st(60*sec, "open"), st(60*sec+1, "half-open")),
 			1},
 		{"rate/min calls gate, trips at ≥ threshold",
 			BreakerConfig{Kind: "rate", WindowType: "count", WindowSize: 10, MinCalls: 5, FailureRate: 50, OpenFor: sec, HalfOpenCalls: 2},
@@ -171,36 +167,19 @@ func TestBreakerScripts(t *testing.T) {
 		{"rate/half-open judges the probes as a batch",
 			BreakerConfig{Kind: "rate", WindowType: "count", WindowSize: 2, MinCalls: 2, FailureRate: 50, OpenFor: sec, HalfOpenCalls: 4},
 			brSteps(calls(0, Error, 2), st(0, "open"),
-				[]breakerStep{allow(sec, "a", "ok"), allow(sec, "b", "ok"), allow(sec, "c", "ok"), allow(sec, "d", "ok"),
-					allow(sec, "e", "deny"), done(sec, "a", Error)},
-				st(sec, "half-open"), // one failure does not reopen before the batch ends
-				[]breakerStep{done(sec, "b", OK), done(sec, "c", OK), done(sec, "d", OK)},
-				st(sec, "closed"),
+				[]breakerStep{allow(sec+1, "a", "ok"), allow(sec+1, "b", "ok"), allow(sec+1, "c", "ok"), allow(sec+1, "d", "ok"),
+					allow(sec+1, "e", "deny"), done(sec+1, "a", Error)},
+				st(sec+1, "half-open"), // one failure does not reopen before the batch ends
+				[]breakerStep{done(sec+1, "b", OK), done(sec+1, "c", OK), done(sec+1, "d", OK)},
+				st(sec+1, "closed"),
 				// Closed with an empty window: one failure is below MinCalls.
-				calls(sec, Error, 1), st(sec, "closed"), calls(sec, Error, 1), st(sec, "open"),
-				[]breakerStep{allow(2*sec, "a", "ok"), allow(2*sec, "b", "ok"), allow(2*sec, "c", "ok"), allow(2*sec, "d", "ok"),
-					done(2*sec, "a", Error), done(2*sec, "b", Timeout), done(2*sec, "c", OK), done(2*sec, "d", OK)},
-				st(2*sec, "open")),
+				calls(sec+1, Error, 1), st(sec+1, "closed"), calls(sec+1, Error, 1), st(sec+1, "open"),
+				[]breakerStep{allow(2*sec+2, "a", "ok"), allow(2*sec+2, "b", "ok"), allow(2*sec+2, "c", "ok"), allow(2*sec+2, "d", "ok"),
+					done(2*sec+2, "a", Error), done(2*sec+2, "b", Timeout), done(2*sec+2, "c", OK), done(2*sec+2, "d", OK)},
+				st(2*sec+2, "open")),
 			3},
-		{"hystrix preset",
-			BreakerConfig{Preset: "hystrix"},
-			brSteps(calls(0, Error, 19), st(0, "closed"), calls(0, Error, 1), st(0, "open"),
-				[]breakerStep{allow(5*sec, "a", "ok"), allow(5*sec, "b", "deny"), done(5*sec, "a", OK)},
-				st(5*sec, "closed")),
-			1},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b, err := NewBreaker(tt.cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			runBreakerScript(t, b, tt.steps)
-			if got := b.Opens(); got != tt.opens {
-				t.Errorf("Opens = %d, want %d", got, tt.opens)
-			}
-		})
-	}
+	runBreakerCases(t, tests)
 }
 
 func TestBreakerValidate(t *testing.T) {
@@ -256,6 +235,100 @@ func BenchmarkBreakers(b *testing.B) {
 					}
 					br.Done(now, tk, o, time.Millisecond)
 				}
+			}
+		})
+	}
+}
+
+// TestHystrixBreaker encodes Netflix/Hystrix hystrix-core/src/main/java/com/
+// netflix/hystrix/HystrixCircuitBreaker.java at commit
+// 001526b797310fa0b5befa767750cb20e82376a1 (the State classes: CLOSED.open
+// from the health stream, OpenState.attemptExecution strictly after the
+// sleep window, HalfOpenState.markSuccess / markNonSuccess) and the
+// HealthCountsStream it subscribes to (500 ms snapshots): the
+// error rate is judged on 500 ms snapshot ticks only, the trial is let
+// through strictly after the sleep window, any result in half-open decides,
+// and thread-pool rejections and execution timeouts are errors.
+func TestHystrixBreaker(t *testing.T) {
+	sec := time.Second
+	tests := []breakerCase{
+		{"trips on a snapshot tick, trial strictly after the sleep window",
+			BreakerConfig{Preset: "hystrix"},
+			brSteps(calls(0, Error, 19), st(600*milli, "closed"), // 19 < requestVolumeThreshold 20
+				calls(600*milli, Error, 1), st(999*milli, "closed"), // judged at the next tick only
+				st(sec, "open"),
+				[]breakerStep{allow(6*sec, "a", "deny"), allow(6*sec+1, "trial", "ok"), allow(6*sec+2, "b", "deny"),
+					done(6*sec+3, "trial", OK)},
+				st(6*sec+3, "closed"),
+				// Closing restarts the counts: 19 old errors are gone.
+				calls(6*sec+4, Error, 19), st(8*sec, "closed")),
+			1},
+		{"a late result decides the half-open state",
+			BreakerConfig{Preset: "hystrix"},
+			brSteps([]breakerStep{allow(0, "late", "ok")},
+				calls(0, Error, 20), st(500*milli, "open"),
+				[]breakerStep{allow(5500*milli+1, "trial", "ok"), done(5600*milli, "late", Error)},
+				st(5600*milli, "open"),
+				// Reopened at 5.6 s: the next trial comes strictly after 10.6 s.
+				[]breakerStep{allow(10600*milli, "x", "deny"), allow(10600*milli+1, "y", "ok")}),
+			2},
+		{"thread-pool rejections are errors",
+			BreakerConfig{Preset: "hystrix", MaxConcurrent: 10},
+			brSteps([]breakerStep{allow(0, "1", "ok"), allow(0, "2", "ok"), allow(0, "3", "ok"), allow(0, "4", "ok"),
+				allow(0, "5", "ok"), allow(0, "6", "ok"), allow(0, "7", "ok"), allow(0, "8", "ok"), allow(0, "9", "ok"),
+				allow(0, "10", "ok")},
+				rejections(0, 19), st(500*milli, "closed"), // 19 rejected: below the volume threshold
+				[]breakerStep{done(600*milli, "1", OK), allow(600*milli, "11", "ok")}, // a freed thread is reused
+				rejections(600*milli, 1), st(sec, "open")), // 20 rejected of 21: 95 %
+			1},
+		{"slow results are timeouts",
+			BreakerConfig{Preset: "hystrix"},
+			brSteps(slow(0, 999*milli, 10), calls(0, OK, 10), st(500*milli, "closed"), // just inside the 1 s timeout
+				slow(600*milli, sec, 10), st(sec, "closed"), // 10 timeouts of 30
+				slow(1100*milli, sec, 10), st(1500*milli, "open")), // 20 of 40: 50 %
+			1},
+	}
+	runBreakerCases(t, tests)
+}
+
+// rejections asks n times while the pool is full.
+func rejections(at time.Duration, n int) []breakerStep {
+	s := make([]breakerStep, n)
+	for i := range s {
+		s[i] = allow(at, fmt.Sprintf("rej%d", i), "deny")
+	}
+	return s
+}
+
+// slow makes n calls at at that succeed after lat.
+func slow(at, lat time.Duration, n int) []breakerStep {
+	s := make([]breakerStep, n)
+	for i := range s {
+		s[i] = breakerStep{at: at, op: "call", o: OK, lat: lat}
+	}
+	return s
+}
+
+// breakerCase is a breaker built from cfg, driven through steps, that must
+// have opened opens times.
+type breakerCase struct {
+	name  string
+	cfg   BreakerConfig
+	steps []breakerStep
+	opens int64
+}
+
+func runBreakerCases(t *testing.T, tests []breakerCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := NewBreaker(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runBreakerScript(t, b, tt.steps)
+			if got := b.Opens(); got != tt.opens {
+				t.Errorf("Opens = %d, want %d", got, tt.opens)
 			}
 		})
 	}

@@ -51,11 +51,11 @@ func NewBudget(c BudgetConfig, r *rand.Rand) (Budget, error) {
 	case BudgetRatio:
 		return newRatioBudget(c), nil
 	case BudgetTokenBucket:
-		return &TokenBucketBudget{max: c.MaxTokens, ratio: c.TokenRatio, tokens: c.MaxTokens}, nil
+		return &tokenBucketBudget{max: c.MaxTokens, ratio: c.TokenRatio, tokens: c.MaxTokens}, nil
 	case BudgetAWSQuota:
 		return newAWSQuota(c), nil
 	case BudgetConcurrency:
-		return &ConcurrencyBudget{percent: c.Percent, min: c.MinConcurrency}, nil
+		return &concurrencyBudget{percent: c.Percent, min: c.MinConcurrency}, nil
 	}
 	return nil, fieldErrorf("budget.kind", "unknown kind %q", c.Kind)
 }
@@ -216,14 +216,14 @@ func (s *slidingCount) total(now time.Duration, series int) int64 {
 	return s.sum[series]
 }
 
-// RatioBudget is Finagle's RetryBudget and the Google SRE per-client budget:
+// ratioBudget is Finagle's RetryBudget and the Google SRE per-client budget:
 // a retry is admitted when, counting it, the retries in the sliding window
 // stay ≤ Ratio × first attempts in the window + MinPerSec × Window.
 //
 // Finagle's leaky bucket (each request deposits 1, a retry withdraws
 // 1/Ratio, a reserve of MinPerSec·ttl retries) admits exactly the same
 // sequences, up to the granularity of the window's buckets.
-type RatioBudget struct {
+type ratioBudget struct {
 	ratio   float64
 	reserve float64 // MinPerSec × Window, in retries
 	win     slidingCount
@@ -234,15 +234,15 @@ const (
 	seriesRetries  = 1
 )
 
-func newRatioBudget(c BudgetConfig) *RatioBudget {
-	return &RatioBudget{ratio: c.Ratio, reserve: c.MinPerSec * c.Window.Seconds(), win: newSlidingCount(c.Window)}
+func newRatioBudget(c BudgetConfig) *ratioBudget {
+	return &ratioBudget{ratio: c.Ratio, reserve: c.MinPerSec * c.Window.Seconds(), win: newSlidingCount(c.Window)}
 }
 
 // OnRequest deposits a first attempt.
-func (b *RatioBudget) OnRequest(now time.Duration) { b.win.add(now, seriesRequests, 1) }
+func (b *ratioBudget) OnRequest(now time.Duration) { b.win.add(now, seriesRequests, 1) }
 
 // TryRetry admits a retry if the window leaves room for it, and counts it.
-func (b *RatioBudget) TryRetry(now time.Duration, _ Outcome) bool {
+func (b *ratioBudget) TryRetry(now time.Duration, _ Outcome) bool {
 	// A tiny epsilon keeps ratio × requests exact for products like
 	// 0.29 × 100 whose binary value falls just below the decimal one.
 	if b.room(now)+1e-9 < 1 {
@@ -253,176 +253,171 @@ func (b *RatioBudget) TryRetry(now time.Duration, _ Outcome) bool {
 }
 
 // OnResult does nothing: the ratio budget counts attempts, not results.
-func (b *RatioBudget) OnResult(time.Duration, Outcome, bool) {}
+func (b *ratioBudget) OnResult(time.Duration, Report) {}
 
 // OnRequestDone does nothing.
-func (b *RatioBudget) OnRequestDone(time.Duration) {}
+func (b *ratioBudget) OnRequestDone(time.Duration) {}
 
 // Level is how many more retries the window admits now (may be fractional,
 // never below 0).
-func (b *RatioBudget) Level(now time.Duration) float64 { return max(b.room(now), 0) }
+func (b *ratioBudget) Level(now time.Duration) float64 { return max(b.room(now), 0) }
 
-func (b *RatioBudget) room(now time.Duration) float64 {
+func (b *ratioBudget) room(now time.Duration) float64 {
 	allowed := b.ratio*float64(b.win.total(now, seriesRequests)) + b.reserve
 	return allowed - float64(b.win.total(now, seriesRetries))
 }
 
-// TokenBucketBudget is gRPC retry throttling (A6): tokens start at MaxTokens;
-// each qualifying failure takes 1 (floored at 0), each OK gives TokenRatio
-// back (capped at MaxTokens); retries and hedges are admitted only while
-// tokens > MaxTokens/2. Every failed attempt costs a token, the last one of
-// a call included, as in grpc-go. It does not depend on time.
-type TokenBucketBudget struct {
+// tokenBucketBudget is gRPC retry throttling (A6) as grpc-go implements it
+// (stream.go shouldRetry, clientconn.go retryThrottler, v1.85.0): tokens
+// start at MaxTokens; each failure whose status the retry policy retries
+// (or that carries a don't-retry pushback) takes 1, floored at 0, the last
+// attempt of a call included; each successful call gives TokenRatio back,
+// capped at MaxTokens. A retry or hedge is admitted only while tokens >
+// MaxTokens/2, judged right after the failure's token is taken.
+// Non-retryable failures and cancelled attempts cost nothing. It does not
+// depend on time.
+type tokenBucketBudget struct {
 	max, ratio, tokens float64
 }
 
 // OnRequest does nothing: first attempts are never throttled.
-func (b *TokenBucketBudget) OnRequest(time.Duration) {}
+func (b *tokenBucketBudget) OnRequest(time.Duration) {}
 
 // TryRetry admits while tokens > MaxTokens/2; it charges nothing itself.
-func (b *TokenBucketBudget) TryRetry(time.Duration, Outcome) bool { return b.tokens > b.max/2 }
+func (b *tokenBucketBudget) TryRetry(time.Duration, Outcome) bool { return b.tokens > b.max/2 }
 
-// OnResult takes a token for a failure and gives TokenRatio back for an OK.
-func (b *TokenBucketBudget) OnResult(_ time.Duration, o Outcome, _ bool) {
+// OnResult takes a token for a retryable failure and gives TokenRatio back
+// for an OK.
+func (b *tokenBucketBudget) OnResult(_ time.Duration, r Report) {
 	switch {
-	case o == OK:
+	case r.Cancelled:
+	case r.Outcome == OK:
 		b.tokens = min(b.max, b.tokens+b.ratio)
-	case CountsAsFailure(o):
+	case CountsAsFailure(r.Outcome) && (r.Retryable || r.DontRetry):
 		b.tokens = max(0, b.tokens-1)
 	}
 }
 
 // OnRequestDone does nothing.
-func (b *TokenBucketBudget) OnRequestDone(time.Duration) {}
+func (b *tokenBucketBudget) OnRequestDone(time.Duration) {}
 
 // Level returns the current tokens.
-func (b *TokenBucketBudget) Level(time.Duration) float64 { return b.tokens }
+func (b *tokenBucketBudget) Level(time.Duration) float64 { return b.tokens }
 
-// AWSQuota is the AWS SDK standard-mode retry quota (botocore
-// retries/quota.py): a retry costs RetryCost (TimeoutCost after a timeout,
-// ThrottleCost after Unavailable) out of Capacity and is refused when the
-// quota is short; a first-try success refunds NoRetryIncrement, a success
-// after retries refunds the cost of the retry that succeeded. The quota never
-// exceeds Capacity. First attempts are never blocked.
-//
-// botocore remembers each request's last charge; the Budget interface does
-// not pass it back, so AWSQuota keeps counts of outstanding charges per cost
-// and refunds a successful retry at the cheapest outstanding cost. This is
-// exact whenever one cost class is in flight at a time.
-type AWSQuota struct {
+// awsQuota is the AWS SDK standard-mode retry quota (botocore
+// retries/quota.py; aws-sdk-go-v2 aws/retry/standard.go and
+// aws/ratelimit/token_rate_limit.go, v1.48.0): a retry costs RetryCost
+// (TimeoutCost after a timeout, ThrottleCost after Unavailable) out of
+// Capacity, taken at the failure before the backoff, and is refused when
+// the quota is short; a first-try success refunds NoRetryIncrement, a
+// successful retry refunds the cost its own retry was charged. The quota
+// never exceeds Capacity. First attempts are never blocked.
+type awsQuota struct {
 	capacity, available                  int
 	retryCost, timeoutCost, throttleCost int
 	noRetryIncrement                     int
-	outRetry, outTimeout, outThrottle    int
 }
 
-func newAWSQuota(c BudgetConfig) *AWSQuota {
-	return &AWSQuota{capacity: c.Capacity, available: c.Capacity, retryCost: c.RetryCost,
+func newAWSQuota(c BudgetConfig) *awsQuota {
+	return &awsQuota{capacity: c.Capacity, available: c.Capacity, retryCost: c.RetryCost,
 		timeoutCost: c.TimeoutCost, throttleCost: c.ThrottleCost, noRetryIncrement: c.NoRetryIncrement}
 }
 
 // OnRequest does nothing.
-func (q *AWSQuota) OnRequest(time.Duration) {}
+func (q *awsQuota) OnRequest(time.Duration) {}
 
-// TryRetry charges the cost of retrying after cause, if the quota holds it.
-func (q *AWSQuota) TryRetry(_ time.Duration, cause Outcome) bool {
-	cost, out := q.retryCost, &q.outRetry
+func (q *awsQuota) cost(cause Outcome) int {
 	switch cause {
 	case Timeout:
-		cost, out = q.timeoutCost, &q.outTimeout
+		return q.timeoutCost
 	case Unavailable:
-		cost, out = q.throttleCost, &q.outThrottle
+		return q.throttleCost
 	}
+	return q.retryCost
+}
+
+// TryRetry charges the cost of retrying after cause, if the quota holds it.
+func (q *awsQuota) TryRetry(_ time.Duration, cause Outcome) bool {
+	cost := q.cost(cause)
 	if cost > q.available {
 		return false
 	}
 	q.available -= cost
-	*out++
 	return true
 }
 
-// OnResult refunds on success as botocore does and settles a retry's charge.
-func (q *AWSQuota) OnResult(_ time.Duration, o Outcome, retry bool) {
-	if !retry {
-		if o == OK {
-			q.refund(q.noRetryIncrement)
-		}
+// OnResult refunds on success as the SDKs do: NoRetryIncrement for a first
+// attempt, the attempt's own charge for a retry. Failures keep the charge.
+func (q *awsQuota) OnResult(_ time.Duration, r Report) {
+	if r.Outcome != OK || r.Cancelled {
 		return
 	}
-	// Settle one outstanding charge: the cheapest on success (refunded),
-	// otherwise the dearest (kept).
-	type class struct {
-		n    *int
-		cost int
-	}
-	cs := [3]class{{&q.outRetry, q.retryCost}, {&q.outTimeout, q.timeoutCost}, {&q.outThrottle, q.throttleCost}}
-	pick := -1
-	for i, c := range cs {
-		if *c.n == 0 {
-			continue
-		}
-		if pick < 0 || (o == OK && c.cost < cs[pick].cost) || (o != OK && c.cost > cs[pick].cost) {
-			pick = i
-		}
-	}
-	if pick < 0 {
+	if r.Retry {
+		q.refund(q.cost(r.Cause))
 		return
 	}
-	*cs[pick].n--
-	if o == OK {
-		q.refund(cs[pick].cost)
-	}
+	q.refund(q.noRetryIncrement)
 }
 
-func (q *AWSQuota) refund(n int) { q.available = min(q.capacity, q.available+n) }
+func (q *awsQuota) refund(n int) { q.available = min(q.capacity, q.available+n) }
 
 // OnRequestDone does nothing.
-func (q *AWSQuota) OnRequestDone(time.Duration) {}
+func (q *awsQuota) OnRequestDone(time.Duration) {}
 
 // Level returns the quota left.
-func (q *AWSQuota) Level(time.Duration) float64 { return float64(q.available) }
+func (q *awsQuota) Level(time.Duration) float64 { return float64(q.available) }
 
-// ConcurrencyBudget is Envoy's retry_budget: concurrent retries ≤
+// concurrencyBudget is Envoy's retry_budget: concurrent retries ≤
 // max(Percent/100 × active attempts, MinConcurrency), where active attempts
 // are the requests in flight on the edge, retries included (Envoy's active
 // plus pending upstream requests). A retry is admitted while fewer retries
-// than that are active, and stays active until its result is reported.
-type ConcurrencyBudget struct {
+// than that are active, and stays active from when it is scheduled — its
+// backoff included, as Envoy's router counts it — until its result is
+// reported.
+type concurrencyBudget struct {
 	percent       float64
 	min           int
 	active, retry int
 }
 
 // OnRequest counts a first attempt as active.
-func (b *ConcurrencyBudget) OnRequest(time.Duration) { b.active++ }
+func (b *concurrencyBudget) OnRequest(time.Duration) { b.active++ }
 
 // TryRetry admits a retry while active retries are below the allowance.
-func (b *ConcurrencyBudget) TryRetry(now time.Duration, _ Outcome) bool {
+// The retry counts against the allowance from now (Envoy's retries()
+// resource), but is an active request only once sent (onSend), as Envoy's
+// requests() + pending_requests() count upstream requests.
+func (b *concurrencyBudget) TryRetry(now time.Duration, _ Outcome) bool {
 	if float64(b.retry) >= b.allowed() {
 		return false
 	}
 	b.retry++
-	b.active++
 	return true
 }
 
+// onSend makes a sent retry an active request.
+func (b *concurrencyBudget) onSend(time.Duration) { b.active++ }
+
 // allowed mirrors Envoy's integer arithmetic: the percentage is truncated.
-func (b *ConcurrencyBudget) allowed() float64 {
+func (b *concurrencyBudget) allowed() float64 {
 	return float64(max(int(b.percent/100*float64(b.active)), b.min))
 }
 
-// OnResult ends an active attempt.
-func (b *ConcurrencyBudget) OnResult(_ time.Duration, _ Outcome, retry bool) {
-	b.active = max(0, b.active-1)
-	if retry {
+// OnResult ends an attempt (a cancelled one too); a retry that was never
+// sent was never active.
+func (b *concurrencyBudget) OnResult(_ time.Duration, r Report) {
+	if !r.Retry || !r.Unsent {
+		b.active = max(0, b.active-1)
+	}
+	if r.Retry {
 		b.retry = max(0, b.retry-1)
 	}
 }
 
 // OnRequestDone does nothing: attempts end through OnResult.
-func (b *ConcurrencyBudget) OnRequestDone(time.Duration) {}
+func (b *concurrencyBudget) OnRequestDone(time.Duration) {}
 
 // Level returns how many more retries would be admitted now.
-func (b *ConcurrencyBudget) Level(time.Duration) float64 {
+func (b *concurrencyBudget) Level(time.Duration) float64 {
 	return max(0, b.allowed()-float64(b.retry))
 }

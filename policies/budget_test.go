@@ -17,6 +17,7 @@ type budgetStep struct {
 	op    string // req, retry, result, done, level
 	o     Outcome
 	retry bool
+	cause Outcome // result of a retry: what its TryRetry was asked with
 	want  float64 // retry: 1 admitted, 0 refused; level: the level
 }
 
@@ -32,7 +33,7 @@ func runBudgetScript(t *testing.T, b Budget, steps []budgetStep) {
 				t.Fatalf("step %d (t=%v): TryRetry(%v) = %v, want %v (level %v)", i, s.at, s.o, got, s.want == 1, b.Level(s.at))
 			}
 		case "result":
-			b.OnResult(s.at, s.o, s.retry)
+			b.OnResult(s.at, Report{Outcome: s.o, Retry: s.retry, Cause: s.cause, Retryable: true})
 		case "done":
 			b.OnRequestDone(s.at)
 		case "level":
@@ -125,12 +126,10 @@ func TestBudgetScripts(t *testing.T) {
 				budgetStep{op: "retry", o: Timeout, want: 0},
 				budgetStep{op: "retry", o: Unavailable, want: 1}, budgetStep{op: "level", want: 0},
 				budgetStep{op: "retry", o: Error, want: 0}),
-			// A successful retry refunds its cost; a failed one refunds nothing.
-			bOne(budgetStep{op: "result", o: OK, retry: true}, budgetStep{op: "level", want: 5},
-				budgetStep{op: "result", o: Timeout, retry: true}, budgetStep{op: "level", want: 5},
-				budgetStep{op: "result", o: OK, retry: true}, budgetStep{op: "level", want: 10}),
-			// No outstanding charge: a stray retry result refunds nothing.
-			bOne(budgetStep{op: "result", o: OK, retry: true}, budgetStep{op: "level", want: 10}),
+			// A successful retry refunds its own cost; a failed one refunds nothing.
+			bOne(budgetStep{op: "result", o: OK, retry: true, cause: Error}, budgetStep{op: "level", want: 5},
+				budgetStep{op: "result", o: Timeout, retry: true, cause: Unavailable}, budgetStep{op: "level", want: 5},
+				budgetStep{op: "result", o: OK, retry: true, cause: Timeout}, budgetStep{op: "level", want: 15}),
 			// First-try successes refund 1 each, capped at capacity.
 			bRepeat(budgetStep{op: "result", o: OK}, 15),
 			bOne(budgetStep{op: "level", want: 20}),
@@ -303,9 +302,9 @@ func BenchmarkBudgets(b *testing.B) {
 				now := time.Duration(i) * time.Microsecond * 100
 				bu.OnRequest(now)
 				if bu.TryRetry(now, Unavailable) {
-					bu.OnResult(now, OK, true)
+					bu.OnResult(now, Report{Outcome: OK, Retry: true, Cause: Unavailable})
 				}
-				bu.OnResult(now, Unavailable, false)
+				bu.OnResult(now, Report{Outcome: Unavailable, Retryable: true})
 				bu.OnRequestDone(now)
 			}
 		})
@@ -336,7 +335,7 @@ func TestTokenBucketThreshold(t *testing.T) {
 				if r.Float64() < tt.f {
 					o = Unavailable
 				}
-				b.OnResult(0, o, attempt > 1)
+				b.OnResult(0, Report{Outcome: o, Retry: attempt > 1, Retryable: true})
 				if o == OK || attempt == 3 {
 					break
 				}

@@ -2,6 +2,7 @@ package policies
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -25,6 +26,9 @@ type EdgeConfig struct {
 	HonorPushback bool
 	// MaxPushback caps an honoured retry-after; 0 means DefaultMaxPushback.
 	MaxPushback time.Duration
+	// SendRate limits how fast the caller sends attempts on the edge: an
+	// attempt without a token waits for the fill that brings one.
+	SendRate *RateLimitConfig
 }
 
 // EdgeStats counts what one edge's policies did. The fields mirror
@@ -51,6 +55,8 @@ type EdgeStats struct {
 	PushbackWaits int64
 	// Throttled counts attempts the adaptive throttle rejected locally.
 	Throttled int64
+	// SendWaits counts attempts delayed by the send-rate limit.
+	SendWaits int64
 	Succeeded int64
 	Failed    int64
 	Unknown   int64
@@ -71,6 +77,10 @@ type Edge struct {
 	// RetryOn is the set of outcome classes that may be retried.
 	RetryOn OutcomeSet
 	Backoff Backoff
+	// BudgetShare, if > 0, caps each call's retries at
+	// ⌈BudgetShare × ⌊Budget.Level⌋⌉, read when the call starts (Finagle's
+	// RequeueFilter maxRetriesPerReq over the RetryBudget's balance).
+	BudgetShare float64
 	// HonorPushback obeys retry-after and don't-retry hints, waiting at
 	// most MaxPushback.
 	HonorPushback bool
@@ -79,7 +89,9 @@ type Edge struct {
 	Budget   Budget
 	Breaker  Breaker
 	Throttle *Throttle
-	Hedger   *Hedger
+	// SendLimit delays attempts to the edge's send rate.
+	SendLimit *RateLimiter
+	Hedger    *Hedger
 	// HedgeMax is the number of attempts a hedged call may have in flight
 	// at once, the first included; hedging needs ≥ 2.
 	HedgeMax int
@@ -113,7 +125,11 @@ func NewEdge(c EdgeConfig, r *rand.Rand) (*Edge, error) {
 	if err != nil {
 		return nil, inField("retry", err)
 	}
-	e := &Edge{Timeout: c.Timeout, MaxAttempts: retry.MaxAttempts, HonorPushback: c.HonorPushback, MaxPushback: c.MaxPushback, Rand: r}
+	e := &Edge{Timeout: c.Timeout, MaxAttempts: retry.MaxAttempts, BudgetShare: retry.BudgetShare,
+		HonorPushback: c.HonorPushback, MaxPushback: c.MaxPushback, Rand: r}
+	if !(e.BudgetShare >= 0 && e.BudgetShare <= 1) {
+		return nil, fieldErrorf("retry.budget_share", "must be in [0, 1], got %v", retry.BudgetShare)
+	}
 	if e.MaxAttempts < 1 {
 		return nil, fieldErrorf("retry.max_attempts", "must be ≥ 1, got %d", retry.MaxAttempts)
 	}
@@ -139,6 +155,11 @@ func NewEdge(c EdgeConfig, r *rand.Rand) (*Edge, error) {
 	if c.Throttle != nil {
 		if e.Throttle, err = NewThrottle(*c.Throttle); err != nil {
 			return nil, err
+		}
+	}
+	if c.SendRate != nil {
+		if e.SendLimit, err = NewRateLimiter(*c.SendRate); err != nil {
+			return nil, inField("send_rate", err)
 		}
 	}
 	if h := c.Hedge; h != nil {
@@ -242,13 +263,15 @@ const (
 	wakeNone wakeKind = iota
 	wakeRetry
 	wakeHedge
+	wakeSend // an attempt waits for its send-rate token
 )
 
 type attemptState struct {
 	sentAt time.Duration
 	ticket uint64
-	live   bool // sent and neither answered nor timed out
-	retry  bool // admitted by the budget as a retry or hedge
+	live   bool    // sent and neither answered nor timed out
+	retry  bool    // admitted by the budget as a retry or hedge
+	cause  Outcome // what the budget was asked with (retry)
 	hedge  bool
 }
 
@@ -270,8 +293,15 @@ type attemptState struct {
 //     retry since the last pushback; a hedged call retries at once.
 //   - A retry that could not start before the deadline is not scheduled
 //     (counted in RetriesDeadline).
-//   - When the wait ends the budget is asked (TryRetry); refused, the call
-//     ends (RetriesDenied).
+//   - The budget is asked at the failure, before the wait (TryRetry), as
+//     grpc-go, the AWS SDKs and Envoy do; refused, the call ends
+//     (RetriesDenied).
+//
+// A failure whose class is not retried is fatal: it ends the call even when
+// hedges are in flight (gRPC A6), and they are cancelled. Attempts still in
+// flight when a call ends with an answer are cancelled — reported to the
+// budget and breaker as neither success nor failure — while those abandoned
+// by Abort count as timed out.
 //
 // Each attempt first passes the throttle (refused: a local Throttled
 // failure) and the breaker (open: a local BreakerOpen failure); these are
@@ -297,8 +327,15 @@ type Call struct {
 	wakeAt    time.Duration
 	last      Outcome
 	maybeDone bool // an attempt timed out or was abandoned: work may have happened
-	result    CallResult
-	outcome   Outcome
+	aborted   bool // the caller gave up (Abort)
+	// pendingCause is the failure a retry admitted by the budget and
+	// waiting out its backoff (wake == wakeRetry) follows.
+	pendingCause Outcome
+	// An attempt waiting for its send-rate token (wake == wakeSend): was
+	// it a retry, a hedge, and the cause its budget was asked with.
+	sendRetry, sendHedge, sendReady bool
+	result                          CallResult
+	outcome                         Outcome
 }
 
 // Start begins a logical call on e at now and returns the first Action
@@ -306,7 +343,8 @@ type Call struct {
 func (c *Call) Start(now time.Duration, e *Edge, opt CallOptions) (a Action) {
 	c.e, c.opt = e, opt
 	c.sent, c.live, c.retryN, c.prevDelay = 0, 0, 0, 0
-	c.wake, c.wakeAt, c.last, c.maybeDone = wakeNone, 0, OK, false
+	c.wake, c.wakeAt, c.last, c.maybeDone, c.aborted = wakeNone, 0, OK, false, false
+	c.sendReady = false
 	c.result, c.outcome = Pending, OK
 	c.limit = e.MaxAttempts
 	c.hedged = e.Hedger != nil && e.HedgeMax >= 2 && (!opt.Write || e.HedgeForce)
@@ -318,8 +356,14 @@ func (c *Call) Start(now time.Duration, e *Edge, opt CallOptions) (a Action) {
 	}
 	if e.Budget != nil {
 		e.Budget.OnRequest(now)
+		if e.BudgetShare > 0 {
+			// Finagle deposits the request, then reads the balance in whole
+			// retries; the epsilon keeps 0.2 × 80 at 16.
+			balance := math.Floor(e.Budget.Level(now) + 1e-9)
+			c.limit = min(c.limit, 1+int(math.Ceil(e.BudgetShare*balance-1e-9)))
+		}
 	}
-	c.launch(now, false, false, &a)
+	c.launch(now, false, false, OK, &a)
 	return a
 }
 
@@ -364,7 +408,8 @@ func (c *Call) answered(now time.Duration, k int, o Outcome, retryAfter time.Dur
 		e.Breaker.Done(now, st.ticket, o, latency)
 	}
 	if e.Budget != nil {
-		e.Budget.OnResult(now, o, st.retry)
+		e.Budget.OnResult(now, Report{Outcome: o, Retry: st.retry, Cause: st.cause,
+			Retryable: c.retryable(o), DontRetry: dontRetry && e.HonorPushback})
 	}
 	if e.Throttle != nil {
 		e.Throttle.Record(now, o != Unavailable && o != Timeout)
@@ -409,25 +454,42 @@ func (c *Call) wakeUp(now time.Duration, a *Action) {
 	}
 	kind := c.wake
 	c.wake = wakeNone
+	if kind == wakeSend {
+		c.sendReady = true // its token is taken
+		c.launch(now, c.sendRetry, c.sendHedge, c.pendingCause, a)
+		return
+	}
+	if kind == wakeRetry {
+		// The budget admitted this retry at the failure.
+		if c.sent >= c.limit {
+			c.dropRetry(now, c.pendingCause)
+			c.settle(now, a)
+			return
+		}
+		c.launch(now, true, false, c.pendingCause, a)
+		return
+	}
 	if c.sent >= c.limit {
 		c.settle(now, a)
 		return
 	}
-	cause := c.last
-	if kind == wakeHedge {
-		cause = OK
-	}
-	if c.e.Budget != nil && !c.e.Budget.TryRetry(now, cause) {
+	if c.e.Budget != nil && !c.e.Budget.TryRetry(now, OK) {
 		if c.opt.Counted {
 			c.e.Stats.RetriesDenied++
 		}
-		if kind == wakeHedge {
-			c.limit = c.sent // no further hedges or retries for this call
-		}
+		c.limit = c.sent // no further hedges or retries for this call
 		c.settle(now, a)
 		return
 	}
-	c.launch(now, true, kind == wakeHedge, a)
+	c.launch(now, true, true, OK, a)
+}
+
+// dropRetry reports a retry or hedge the budget admitted (asked with
+// cause) that will never be sent.
+func (c *Call) dropRetry(now time.Duration, cause Outcome) {
+	if c.e.Budget != nil {
+		c.e.Budget.OnResult(now, Report{Outcome: c.last, Retry: true, Cause: cause, Cancelled: true, Unsent: true})
+	}
 }
 
 // Abort ends the call at now because its caller gave up (its own timeout,
@@ -444,30 +506,47 @@ func (c *Call) Abort(now time.Duration) (a Action) {
 	if c.live > 0 || c.sent == 0 {
 		o = Timeout
 	}
+	c.aborted = true
 	c.finish(now, o, false, &a)
 	return a
 }
 
 // launch numbers the next attempt and either sends it or fails it locally.
-func (c *Call) launch(now time.Duration, retry, hedge bool, a *Action) {
+// cause is what the budget was asked with for a retry or hedge.
+func (c *Call) launch(now time.Duration, retry, hedge bool, cause Outcome, a *Action) {
 	e := c.e
 	if c.opt.HasDeadline && now >= c.opt.Deadline {
+		if retry {
+			c.dropRetry(now, cause)
+		}
 		c.last = Timeout
 		c.settle(now, a)
 		return
 	}
+	if e.SendLimit != nil && !c.sendReady {
+		if d := e.SendLimit.Reserve(now); d > 0 {
+			if c.opt.Counted {
+				e.Stats.SendWaits++
+			}
+			c.sendRetry, c.sendHedge, c.pendingCause = retry, hedge, cause
+			c.wake, c.wakeAt = wakeSend, now+d
+			c.waiting(a)
+			return
+		}
+	}
+	c.sendReady = false
 	c.sent++
 	if len(c.att) < c.sent {
 		c.att = append(c.att, attemptState{})
 	}
 	st := &c.att[c.sent-1]
-	*st = attemptState{sentAt: now, retry: retry, hedge: hedge}
+	*st = attemptState{sentAt: now, retry: retry, cause: cause, hedge: hedge}
 	if e.Throttle != nil && !e.Throttle.Allow(now, e.Rand) {
 		if c.opt.Counted {
 			e.Stats.Throttled++
 		}
 		if e.Budget != nil {
-			e.Budget.OnResult(now, Throttled, retry)
+			e.Budget.OnResult(now, Report{Outcome: Throttled, Retry: retry, Cause: cause, Retryable: c.retryable(Throttled), Unsent: true})
 		}
 		c.failed(now, Throttled, 0, false, a)
 		return
@@ -479,7 +558,7 @@ func (c *Call) launch(now time.Duration, retry, hedge bool, a *Action) {
 				e.Stats.BreakerFastFail++
 			}
 			if e.Budget != nil {
-				e.Budget.OnResult(now, BreakerOpen, retry)
+				e.Budget.OnResult(now, Report{Outcome: BreakerOpen, Retry: retry, Cause: cause, Retryable: c.retryable(BreakerOpen), Unsent: true})
 			}
 			c.failed(now, BreakerOpen, 0, false, a)
 			return
@@ -488,6 +567,9 @@ func (c *Call) launch(now time.Duration, retry, hedge bool, a *Action) {
 	}
 	st.live = true
 	c.live++
+	if s, ok := e.Budget.(sendCounter); ok && retry {
+		s.onSend(now)
+	}
 	if c.opt.Counted {
 		e.Stats.Attempts++
 		if hedge {
@@ -523,24 +605,28 @@ func (c *Call) armHedge(now time.Duration) {
 	c.wake, c.wakeAt = wakeHedge, at
 }
 
+// retryable reports whether the edge's retry policy retries class o.
+func (c *Call) retryable(o Outcome) bool {
+	return (c.e.RetryOn.Has(o) || o == InProgress) && o != Conflict
+}
+
 // failed decides what follows an attempt that ended with class o.
 func (c *Call) failed(now time.Duration, o Outcome, retryAfter time.Duration, dontRetry bool, a *Action) {
 	c.last = o
 	e := c.e
-	retryable := (e.RetryOn.Has(o) || o == InProgress) && o != Conflict
-	if e.HonorPushback && dontRetry {
-		retryable = false
-	}
-	if !retryable {
-		if c.hedged && c.live > 0 && o != Conflict && !dontRetry {
-			c.waiting(a) // let the other hedges answer
-			return
-		}
+	if !c.retryable(o) || (e.HonorPushback && dontRetry) {
+		// Fatal: it ends a hedged call too (A6).
 		c.finish(now, o, c.hedged && e.HedgeCancelOthers, a)
 		return
 	}
 	if c.sent >= c.limit {
 		c.settle(now, a)
+		return
+	}
+	if c.wake == wakeRetry || c.wake == wakeSend {
+		// A hedged call already has a retry on its way (waiting out a
+		// pushback or its send token): this failure adds none.
+		c.waiting(a)
 		return
 	}
 	var wait time.Duration
@@ -556,7 +642,7 @@ func (c *Call) failed(now time.Duration, o Outcome, retryAfter time.Duration, do
 		wait = 0
 	default:
 		c.retryN++
-		wait = e.Backoff.Delay(c.retryN, c.prevDelay, e.Rand)
+		wait = e.Backoff.after(o).Delay(c.retryN, c.prevDelay, e.Rand)
 		c.prevDelay = wait
 	}
 	if c.opt.HasDeadline && now+wait >= c.opt.Deadline {
@@ -567,6 +653,14 @@ func (c *Call) failed(now time.Duration, o Outcome, retryAfter time.Duration, do
 		c.settle(now, a)
 		return
 	}
+	if e.Budget != nil && !e.Budget.TryRetry(now, o) {
+		if c.opt.Counted {
+			e.Stats.RetriesDenied++
+		}
+		c.settle(now, a)
+		return
+	}
+	c.pendingCause = o
 	c.wake, c.wakeAt = wakeRetry, now+wait
 	if wait == 0 {
 		c.wakeUp(now, a)
@@ -605,6 +699,9 @@ func (c *Call) finish(now time.Duration, o Outcome, cancelOthers bool, a *Action
 		c.result = Failed
 	}
 	c.outcome = o
+	if c.wake == wakeRetry || (c.wake == wakeSend && c.sendRetry) {
+		c.dropRetry(now, c.pendingCause)
+	}
 	c.wake = wakeNone
 	e := c.e
 	if o == OK && e.Hedger != nil && c.sent > 0 && c.att[0].live {
@@ -613,8 +710,10 @@ func (c *Call) finish(now time.Duration, o Outcome, cancelOthers bool, a *Action
 		// (only fast first attempts would be seen) and hedge too often.
 		e.Hedger.Observe(now - c.att[0].sentAt)
 	}
-	// Attempts still in flight are abandoned: to the breaker and budget,
-	// which must hear of every attempt once, they timed out.
+	// Attempts still in flight are abandoned. The breaker and budget must
+	// hear of every attempt once: if the caller gave up (Abort) they timed
+	// out; if the call ended with an answer they were cancelled, which
+	// neither succeeds nor fails (a losing hedge is no sign of trouble).
 	for i := 0; c.live > 0 && i < c.sent; i++ {
 		st := &c.att[i]
 		if !st.live {
@@ -622,11 +721,20 @@ func (c *Call) finish(now time.Duration, o Outcome, cancelOthers bool, a *Action
 		}
 		st.live = false
 		c.live--
+		if c.aborted {
+			if e.Breaker != nil {
+				e.Breaker.Done(now, st.ticket, Timeout, now-st.sentAt)
+			}
+			if e.Budget != nil {
+				e.Budget.OnResult(now, Report{Outcome: Timeout, Retry: st.retry, Cause: st.cause, Retryable: c.retryable(Timeout)})
+			}
+			continue
+		}
 		if e.Breaker != nil {
-			e.Breaker.Done(now, st.ticket, Timeout, now-st.sentAt)
+			e.Breaker.Cancel(now, st.ticket)
 		}
 		if e.Budget != nil {
-			e.Budget.OnResult(now, Timeout, st.retry)
+			e.Budget.OnResult(now, Report{Outcome: o, Retry: st.retry, Cause: st.cause, Cancelled: true})
 		}
 	}
 	if c.opt.Counted {

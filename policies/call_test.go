@@ -226,8 +226,9 @@ func TestCallScripts(t *testing.T) {
 
 // fakeBreaker is open between opens and closes, and records what it saw.
 type fakeBreaker struct {
-	open  bool
-	dones []Outcome
+	open    bool
+	dones   []Outcome
+	cancels int
 }
 
 func (b *fakeBreaker) Allow(time.Duration) (uint64, bool) { return 7, !b.open }
@@ -244,6 +245,12 @@ func (b *fakeBreaker) State(time.Duration) BreakerState {
 	return Closed
 }
 func (b *fakeBreaker) Opens() int64 { return 0 }
+func (b *fakeBreaker) Cancel(_ time.Duration, ticket uint64) {
+	if ticket != 7 {
+		panic("wrong ticket")
+	}
+	b.cancels++
+}
 
 // fakeBudget admits retries while allow > 0 and logs every call.
 type fakeBudget struct {
@@ -260,8 +267,12 @@ func (b *fakeBudget) TryRetry(_ time.Duration, cause Outcome) bool {
 	}
 	return false
 }
-func (b *fakeBudget) OnResult(_ time.Duration, o Outcome, retry bool) {
-	b.log = append(b.log, fmt.Sprintf("result:%v:%v", o, retry))
+func (b *fakeBudget) OnResult(_ time.Duration, r Report) {
+	if r.Cancelled {
+		b.log = append(b.log, fmt.Sprintf("cancelled:%v:%v", r.Outcome, r.Retry))
+		return
+	}
+	b.log = append(b.log, fmt.Sprintf("result:%v:%v", r.Outcome, r.Retry))
 }
 func (b *fakeBudget) OnRequestDone(time.Duration) { b.log = append(b.log, "done") }
 func (b *fakeBudget) Level(time.Duration) float64 { return float64(b.allow) }
@@ -484,7 +495,7 @@ func TestCallReportsEveryAttemptOnce(t *testing.T) {
 		require.Equal(t, []string{"request", "result:breaker_open:false", "done"}, bu.log)
 		require.Empty(t, br.dones)
 	})
-	t.Run("a hedge winner leaves the loser reported", func(t *testing.T) {
+	t.Run("a hedge winner leaves the loser cancelled", func(t *testing.T) {
 		e := newTestEdge(t, EdgeConfig{Hedge: &HedgeConfig{Delay: 10 * ms, MaxAttempts: 2}})
 		br := &fakeBreaker{}
 		e.Breaker = br
@@ -492,7 +503,8 @@ func TestCallReportsEveryAttemptOnce(t *testing.T) {
 		c.Start(0, e, CallOptions{})
 		c.Wake(10 * ms)
 		require.Equal(t, finish(OK, Succeeded), c.Answered(12*ms, 2, OK, 0, false))
-		require.Equal(t, []Outcome{OK, Timeout}, br.dones)
+		require.Equal(t, []Outcome{OK}, br.dones)
+		require.Equal(t, 1, br.cancels, "the losing first attempt is cancelled, not failed")
 	})
 }
 
@@ -532,10 +544,20 @@ func FuzzCall(f *testing.F) {
 		if hedge%4 >= 2 {
 			cfg.Hedge = &HedgeConfig{Delay: 5 * ms, MaxAttempts: int(hedge%4) + 1}
 		}
+		if hedge >= 128 {
+			cfg.SendRate = &RateLimitConfig{MaxTokens: 1, FillInterval: 3 * ms}
+		}
 		e, err := NewEdge(cfg, rand.New(rand.NewPCG(uint64(len(ops)), 1)))
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Every attempt must be reported once: the concurrency budget ends
+		// a finished call with nothing active, and the breaker hears of
+		// each admitted attempt once.
+		budget := &concurrencyBudget{percent: 20, min: 100}
+		e.Budget = budget
+		breaker := &countingBreaker{}
+		e.Breaker = breaker
 		limit := max(e.MaxAttempts, e.HedgeMax)
 		deadline := 100 * ms
 		var c Call
@@ -607,6 +629,14 @@ func FuzzCall(f *testing.F) {
 		if finished > 1 {
 			t.Fatalf("finished %d times", finished)
 		}
+		if finished == 1 {
+			if budget.active != 0 || budget.retry != 0 {
+				t.Fatalf("finished call left %d attempts and %d retries active in the budget", budget.active, budget.retry)
+			}
+			if breaker.allowed != breaker.reported {
+				t.Fatalf("breaker admitted %d attempts, heard of %d", breaker.allowed, breaker.reported)
+			}
+		}
 		if e.Stats.Attempts > int64(limit) {
 			t.Fatalf("%d attempts, limit %d", e.Stats.Attempts, limit)
 		}
@@ -658,3 +688,14 @@ func TestNewEdgeRetryPreset(t *testing.T) {
 		t.Errorf("unknown preset: error %v, want a FieldError on retry.preset", err)
 	}
 }
+
+// countingBreaker admits everything and counts admissions and reports.
+type countingBreaker struct{ allowed, reported int }
+
+func (b *countingBreaker) Allow(time.Duration) (uint64, bool) { b.allowed++; return 0, true }
+func (b *countingBreaker) Done(time.Duration, uint64, Outcome, time.Duration) {
+	b.reported++
+}
+func (b *countingBreaker) Cancel(time.Duration, uint64)     { b.reported++ }
+func (b *countingBreaker) State(time.Duration) BreakerState { return Closed }
+func (b *countingBreaker) Opens() int64                     { return 0 }

@@ -25,6 +25,10 @@ type RetryConfig struct {
 	On []RetryClass `yaml:"on,omitempty" json:"on,omitempty"`
 	// Backoff shapes the wait before each retry.
 	Backoff BackoffConfig `yaml:"backoff,omitempty" json:"backoff,omitempty"`
+	// BudgetShare, in [0, 1], caps each call's retries at ⌈BudgetShare ×
+	// budget balance⌉, the balance (whole retries) read when the call
+	// starts: Finagle's RequeueFilter (0.2). 0 means no such cap.
+	BudgetShare float64 `yaml:"budget_share,omitempty" json:"budget_share,omitempty"`
 
 	resolved bool // by Resolve: preset expanded, defaults applied
 }
@@ -41,7 +45,10 @@ type BackoffConfig struct {
 	Jitter JitterName `yaml:"jitter,omitempty" json:"jitter,omitempty"`
 	// Spread is the half-width of proportional jitter: the delay is
 	// expo·U(1−Spread, 1+Spread). gRPC uses 0.2. Ignored by other kinds.
-	Spread float64 `yaml:"spread,omitempty" json:"spread,omitempty"`
+	Spread float64 `yaml:"spread,omitempty" json:"spread,omitempty"` // ThrottleInitial, if set, replaces Initial for a retry after
+	// Unavailable (AWS's throttling errors): the AWS SDKs' 2026 behaviour
+	// waits from a 1 s base there and a 50 ms one after transient errors.
+	ThrottleInitial time.Duration `yaml:"throttle_initial,omitempty" json:"throttle_initial,omitempty"`
 }
 
 // BudgetConfig limits retries (and hedges) on a call edge, or on all edges of
@@ -90,7 +97,8 @@ type BudgetConfig struct {
 // own failures.
 type BreakerConfig struct {
 	Preset string `yaml:"preset,omitempty" json:"preset,omitempty"`
-	// Kind is consecutive (gobreaker-like) or rate (resilience4j-like).
+	// Kind is consecutive (gobreaker-like), rate (resilience4j-like) or
+	// hystrix (Hystrix's command and breaker).
 	Kind BreakerKind `yaml:"kind,omitempty" json:"kind,omitempty"`
 
 	// Failures: consecutive failures that open the breaker.
@@ -107,6 +115,12 @@ type BreakerConfig struct {
 	FailureRate      float64       `yaml:"failure_rate,omitempty" json:"failure_rate,omitempty"`     // percent, trips at ≥
 	SlowCallRate     float64       `yaml:"slow_call_rate,omitempty" json:"slow_call_rate,omitempty"` // percent, trips at ≥
 	SlowCallDuration time.Duration `yaml:"slow_call_duration,omitempty" json:"slow_call_duration,omitempty"`
+
+	// hystrix kind: MaxConcurrent attempts run at once (the thread pool,
+	// no queue; 0: no limit) and one more is rejected as an error;
+	// ExecutionTimeout counts a slower result as a timeout error.
+	MaxConcurrent    int           `yaml:"max_concurrent,omitempty" json:"max_concurrent,omitempty"`
+	ExecutionTimeout time.Duration `yaml:"execution_timeout,omitempty" json:"execution_timeout,omitempty"`
 
 	resolved bool // by Resolve: preset expanded, defaults applied
 }
@@ -149,6 +163,10 @@ type OverloadConfig struct {
 	MaxQueueTime time.Duration `yaml:"max_queue_time,omitempty" json:"max_queue_time,omitempty"`
 	// Pushback makes rejections carry a retry-after hint.
 	Pushback *PushbackConfig `yaml:"pushback,omitempty" json:"pushback,omitempty"`
+	// RateLimit is Envoy's local rate limit in front of the service: a
+	// request finding the bucket empty is answered unavailable at once
+	// (Envoy's 429) with a Retry-After until the next fill.
+	RateLimit *RateLimitConfig `yaml:"rate_limit,omitempty" json:"rate_limit,omitempty"`
 }
 
 // CoDelConfig is controlled delay on queue time. Defaults: Target 5ms, Interval 100ms.

@@ -106,12 +106,12 @@ func (s *BudgetScope) UnmarshalText(text []byte) error {
 	return ParseName("budget scope", []BudgetScope{ScopeEdge, ScopeService}, text, s)
 }
 
-// BreakerKind is consecutive or rate.
+// BreakerKind is consecutive, rate or hystrix.
 type BreakerKind string
 
 // UnmarshalText accepts the breaker kinds.
 func (k *BreakerKind) UnmarshalText(text []byte) error {
-	return ParseName("breaker kind", []BreakerKind{BreakerConsecutive, BreakerRate}, text, k)
+	return ParseName("breaker kind", []BreakerKind{BreakerConsecutive, BreakerRate, BreakerHystrix}, text, k)
 }
 
 // WindowType is a rate breaker's window: count or time.

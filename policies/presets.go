@@ -20,16 +20,18 @@ var retryPresets = map[string]RetryConfig{
 	// botocore standard mode before 2026: U(0,1)·min(1s·2^i, 20s), i = 0 at the first retry.
 	"aws-standard": {MaxAttempts: 3, On: []RetryClass{"unavailable", "timeout", "error"},
 		Backoff: BackoffConfig{Initial: time.Second, Multiplier: 2, Max: 20 * time.Second, Jitter: "full"}},
-	// The 2026 behaviour for transient errors (50 ms base).
+	// The 2026 behaviour (aws-sdk-go-v2 v1.48.0 aws/retry/standard.go,
+	// jitter_backoff.go): 50 ms base after transient errors, 1 s after throttling.
 	"aws-standard-2026": {MaxAttempts: 3, On: []RetryClass{"unavailable", "timeout", "error"},
-		Backoff: BackoffConfig{Initial: 50 * time.Millisecond, Multiplier: 2, Max: 20 * time.Second, Jitter: "full"}},
+		Backoff: BackoffConfig{Initial: 50 * time.Millisecond, Multiplier: 2, Max: 20 * time.Second, Jitter: "full", ThrottleInitial: time.Second}},
 	// Envoy route retry policy: num_retries 1, retry_on 5xx, U[0, min(25ms·2^(n−1), 250ms)).
 	"envoy": {MaxAttempts: 2, On: []RetryClass{"unavailable", "timeout", "error"},
 		Backoff: BackoffConfig{Initial: 25 * time.Millisecond, Multiplier: 2, Max: 250 * time.Millisecond, Jitter: "full"}},
 	// Finagle requeues: only failures that never reached the server, retried
 	// at once (Backoff.constant(0)), bounded by the RetryBudget and per request
-	// by ⌈0.2 × budget balance⌉, which is 20 retries at an idle default budget.
-	"finagle": {MaxAttempts: 21, On: []RetryClass{"unavailable"},
+	// by ⌈0.2 × budget balance⌉ (RequeueFilter). Finagle has no attempt
+	// limit of its own; 1000 only bounds an edge without a budget.
+	"finagle": {MaxAttempts: 1000, On: []RetryClass{"unavailable"}, BudgetShare: 0.2,
 		Backoff: BackoffConfig{Multiplier: 2}},
 	// Google SRE book: at most 3 attempts with randomized exponential backoff;
 	// the book gives no delays, the 50 ms / 1 s values are stormsim's.
@@ -50,8 +52,8 @@ var breakerPresets = map[string]BreakerConfig{
 	"resilience4j": {Kind: BreakerRate, OpenFor: 60 * time.Second, HalfOpenCalls: 10, WindowType: WindowCount,
 		WindowSize: 100, MinCalls: 100, FailureRate: 50, SlowCallRate: 100, SlowCallDuration: 60 * time.Second},
 	"gobreaker": {Kind: BreakerConsecutive, Failures: 6, OpenFor: 60 * time.Second, HalfOpenCalls: 1},
-	"hystrix": {Kind: BreakerRate, OpenFor: 5 * time.Second, HalfOpenCalls: 1, WindowType: WindowTime,
-		WindowSize: 10, MinCalls: 20, FailureRate: 50, SlowCallRate: 100, SlowCallDuration: 60 * time.Second},
+	"hystrix": {Kind: BreakerHystrix, OpenFor: 5 * time.Second, HalfOpenCalls: 1,
+		WindowSize: 10, MinCalls: 20, FailureRate: 50, MaxConcurrent: 10, ExecutionTimeout: time.Second},
 }
 
 func presetNames[T any](m map[string]T) []string {

@@ -40,6 +40,11 @@ func (c OverloadConfig) Validate() error {
 			return inField("overload", err)
 		}
 	}
+	if c.RateLimit != nil {
+		if err := c.RateLimit.Validate(); err != nil {
+			return inField("overload.rate_limit", err)
+		}
+	}
 	return nil
 }
 

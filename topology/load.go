@@ -83,7 +83,7 @@ func ParseCall(name string, data []byte) (Call, error) {
 	// Paths read "client.retry.max_attempts": the policy is the client's.
 	d.decode(root, reflect.ValueOf(&c).Elem(), "client", 0)
 	probs = append(probs, d.probs...)
-	v := &validator{d: d, sc: &Scenario{}, broken: make(map[string]bool)}
+	v := &validator{d: d, sc: &Scenario{File: name}, broken: make(map[string]bool)}
 	for _, p := range d.probs {
 		v.broken[p.Path] = true
 	}

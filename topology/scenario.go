@@ -136,8 +136,22 @@ type Call struct {
 	Hedge         *policies.HedgeConfig    `yaml:"hedge,omitempty"`
 	Throttle      *policies.ThrottleConfig `yaml:"throttle,omitempty"`
 	HonorPushback bool                     `yaml:"honor_pushback,omitempty"`
+	// SendRate limits how fast the caller sends attempts on this call: an
+	// attempt without a token waits for the next fill.
+	SendRate *policies.RateLimitConfig `yaml:"send_rate,omitempty"`
 	// MaxPushback caps an honoured retry-after (default 30s).
 	MaxPushback time.Duration `yaml:"max_pushback,omitempty"`
+
+	// GRPCServiceConfig names a gRPC service config file whose methodConfig
+	// for GRPCMethod ("pkg.Service/Method"; optional when it has one) sets
+	// retry or hedge, and whose retryThrottling sets budget (package paste).
+	GRPCServiceConfig string `yaml:"grpc_service_config,omitempty"`
+	GRPCMethod        string `yaml:"grpc_method,omitempty"`
+	// EnvoyRoute names an Envoy route file whose retry_policy sets retry,
+	// timeout and honored pushback; EnvoyCluster an Envoy cluster file whose
+	// circuit_breakers set budget.
+	EnvoyRoute   string `yaml:"envoy_route,omitempty"`
+	EnvoyCluster string `yaml:"envoy_cluster,omitempty"`
 }
 
 // EdgeConfig is the call's policy in the policies package's form, the one
@@ -148,6 +162,7 @@ func (c *Call) EdgeConfig() policies.EdgeConfig {
 	return policies.EdgeConfig{
 		Timeout: c.Timeout, Retry: c.Retry, Budget: c.Budget, Breaker: c.Breaker,
 		Hedge: c.Hedge, Throttle: c.Throttle, HonorPushback: c.HonorPushback, MaxPushback: c.MaxPushback,
+		SendRate: c.SendRate,
 	}
 }
 

@@ -115,6 +115,7 @@ func (v *validator) applyDefaults() {
 // defaults applied, once, with every key the file gives winning (zero
 // included), by the policies' own Resolve.
 func (v *validator) callDefaults(c *Call, path string) {
+	v.pasteConfigs(c, path)
 	c.Retry = resolved(v, path+".retry", c.Retry, policies.RetryConfig.Resolve)
 	if c.Budget != nil {
 		*c.Budget = resolved(v, path+".budget", *c.Budget, policies.BudgetConfig.Resolve)
@@ -386,6 +387,9 @@ func (v *validator) callPolicies(c *Call, p string, members int) {
 		v.dist(c.Network, p+".network")
 	}
 	v.policyValidate(p, "retry", c.Retry)
+	if c.SendRate != nil {
+		v.policyValidate(p, "send_rate", sendRateBlock{c.SendRate})
+	}
 	if b := c.Budget; b != nil {
 		v.policyValidate(p, "budget", b)
 	}

@@ -1,0 +1,15 @@
+// Package paste turns production resilience configurations, pasted as they
+// are deployed, into stormsim call policies: a gRPC service config (gRFC
+// A6 retryPolicy, hedgingPolicy and retryThrottling), an Envoy route
+// (retry_policy) and an Envoy cluster (circuit_breakers thresholds with
+// retry_budget).
+//
+// Every field of a pasted file is either translated, exactly as the real
+// system defines it, or reported as a Problem naming the file, line and
+// field: nothing is ignored silently. Fields that only select what the
+// config applies to (a route's match, a cluster's name, a methodConfig's
+// name) are read as the selection that the stormsim call edge stands for.
+//
+// The package reads bytes and returns plain policy configs; resolving file
+// names and laying the result onto a scenario's call is package topology's.
+package paste
