@@ -3,7 +3,6 @@ package topology
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -11,18 +10,25 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/stormsim/stormsim/inputfile"
 )
 
 // Load reads, overrides, decodes, defaults and validates a scenario file.
 // sets are --set overrides ("services.db.workers=4"), applied in order.
 // Problems with the file or the overrides come back together as Problems.
 func Load(path string, sets []string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, MaxFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("topology: %w", err)
 	}
 	return Parse(path, data, sets)
 }
+
+// MaxFileSize bounds a scenario or policy file: far above any scenario a
+// person writes (thousands of services or variants fit in a few MiB), far
+// below what would exhaust memory while decoding.
+const MaxFileSize = 16 << 20
 
 // Parse does what Load does for in-memory YAML; name is used in error
 // positions and its directory anchors relative empirical sample files.

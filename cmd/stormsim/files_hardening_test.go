@@ -1,0 +1,90 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Issue 17, items 2 and 8: every file a user or a scenario names is checked
+// before it is opened (no devices, no named pipes), read within a bound, and
+// never quoted in an error.
+func init() {
+	badInputs = append(badInputs,
+		badInput{what: "scenario that is a device", args: []string{"run", "/dev/zero"}, code: exitError1, want: "/dev/zero: not a regular file: it is a device"},
+		badInput{what: "sample file that is a device", args: []string{"run", badFile("sample-device.yaml")}, code: exitError1, want: "sample-device.yaml:8: services[0].service_time.file: /dev/zero: not a regular file"},
+		badInput{what: "sample file that holds no samples (its lines are not quoted)", args: []string{"run", badFile("sample-not-samples.yaml")}, code: exitError1, want: "not-samples.txt:1: services[0].service_time.file: not a sample"},
+		badInput{what: "load --body from a device", args: []string{"load", "--target", "http://127.0.0.1:9/", "--body", "@/dev/zero"}, code: exitError1, want: "--body: /dev/zero: not a regular file"},
+		badInput{what: "load --policy from a device", args: []string{"load", "--target", "http://127.0.0.1:9/", "--policy", "/dev/zero"}, code: exitError1, want: "--policy: /dev/zero: not a regular file"},
+	)
+}
+
+// TestSampleFileContentIsNeverQuoted: a scenario pointing its samples at a
+// file of secrets learns which lines are bad, not what they hold.
+func TestSampleFileContentIsNeverQuoted(t *testing.T) {
+	_, errOut, code := runCLI(t, "run", badFile("sample-not-samples.yaml"))
+	require.Equal(t, exitError1, code, errOut)
+	require.Contains(t, errOut, "not-samples.txt:2:")
+	require.NotContains(t, errOut, "SECRET")
+	require.NotContains(t, errOut, "root")
+	require.NotContains(t, errOut, "daemon")
+}
+
+// TestSpecialFilesFailAtOnce: a named pipe given as the scenario, a --policy
+// or a --body, and a scenario or sample file over its size limit, fail at
+// once with an error naming the file; before, the pipe blocked in open
+// (swallowing the first SIGTERM) and /dev/zero was read until memory ran
+// out.
+func TestSpecialFilesFailAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	huge := filepath.Join(dir, "huge.yaml")
+	f, err := os.Create(huge)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(1<<30)) // sparse: no disk used
+	require.NoError(t, f.Close())
+	hugeSamples := filepath.Join(dir, "samples.yaml")
+	require.NoError(t, os.WriteFile(hugeSamples, []byte(strings.Replace(mustRead(t, badFile("sample-device.yaml")), "/dev/zero", "huge.yaml", 1)), 0o644))
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", fifo}, "fifo.yaml: not a regular file: it is a named pipe (FIFO)"},
+		{[]string{"validate", fifo}, "fifo.yaml: not a regular file"},
+		{[]string{"load", "--target", "http://127.0.0.1:9/", "--policy", fifo}, "--policy: " + fifo + ": not a regular file"},
+		{[]string{"load", "--target", "http://127.0.0.1:9/", "--body", "@" + fifo}, "--body: " + fifo + ": not a regular file"},
+		{[]string{"run", huge}, "huge.yaml: too large: 1 GiB, the limit is 16 MiB"},
+		{[]string{"run", hugeSamples}, "huge.yaml: too large: 1 GiB, the limit is 64 MiB"},
+	} {
+		type result struct {
+			out  string
+			code int
+		}
+		done := make(chan result, 1)
+		go func() {
+			stdout, errOut, code := runCLI(t, c.args...)
+			done <- result{stdout + errOut, code}
+		}()
+		select {
+		case r := <-done:
+			require.Equal(t, exitError1, r.code, r.out)
+			require.Contains(t, r.out, c.want)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%v: still running after 20s", c.args)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
+}
