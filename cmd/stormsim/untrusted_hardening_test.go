@@ -11,9 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 17, items 2 and 8: every file a user or a scenario names is checked
-// before it is opened (no devices, no named pipes), read within a bound, and
-// never quoted in an error.
+// The rows of issue 17 (untrusted scenarios and interrupted work) in the
+// bad-input matrix. Items 2 and 8: every file a user or a scenario names is
+// checked before it is opened (no devices, no named pipes), read within a
+// bound, and never quoted in an error.
 func init() {
 	badInputs = append(badInputs,
 		badInput{what: "scenario that is a device", args: []string{"run", "/dev/zero"}, code: exitError1, want: "/dev/zero: not a regular file: it is a device"},
@@ -21,6 +22,8 @@ func init() {
 		badInput{what: "sample file that holds no samples (its lines are not quoted)", args: []string{"run", badFile("sample-not-samples.yaml")}, code: exitError1, want: "not-samples.txt:1: services[0].service_time.file: not a sample"},
 		badInput{what: "load --body from a device", args: []string{"load", "--target", "http://127.0.0.1:9/", "--body", "@/dev/zero"}, code: exitError1, want: "--body: /dev/zero: not a regular file"},
 		badInput{what: "load --policy from a device", args: []string{"load", "--target", "http://127.0.0.1:9/", "--policy", "/dev/zero"}, code: exitError1, want: "--policy: /dev/zero: not a regular file"},
+		// Item 4: a zero quantile divided the budget by zero.
+		badInput{what: "tune samples that are all 0", args: []string{"tune", "--deadline", "1s", "--hops", "api=" + filepath.Join("testdata", "tune", "zeros.txt")}, code: exitError1, want: `hop "api": p99.9 of its 50 samples is 0`},
 	)
 }
 
