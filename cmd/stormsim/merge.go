@@ -182,6 +182,8 @@ func kindOf(dir string) (outputKind, error) {
 // waitComplete polls until the shards are ready to merge (see ready),
 // ctx is done, or timeout passes; the error says what is still missing.
 func waitComplete(ctx context.Context, dirs []string, shards int, timeout, poll time.Duration) error {
+	sig := ctx
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t := time.NewTicker(poll)
@@ -196,6 +198,10 @@ func waitComplete(ctx context.Context, dirs []string, shards int, timeout, poll 
 		}
 		select {
 		case <-ctx.Done():
+			// A signal cuts the wait short: say how long it really was.
+			if sig.Err() != nil {
+				return fmt.Errorf("%w after waiting %v of --wait %v; the shards are not ready: %s", errInterrupted, time.Since(start).Truncate(100*time.Millisecond), timeout, why)
+			}
 			return fmt.Errorf("waited %v and the shards are not ready: %s (merge without --wait to see what they hold)", timeout, why)
 		case <-t.C:
 		}
