@@ -125,6 +125,11 @@ func (c *capacityCommand) run(ctx context.Context, args []string, w io.Writer) e
 	if eerr := c.emit(w, rep); eerr != nil {
 		return eerr
 	}
+	if c.out != "" {
+		if eerr := metrics.WriteManifest(c.out, runIDFrom(ctx), "capacity.json"); eerr != nil {
+			return eerr
+		}
+	}
 	if rep.Interrupted {
 		// What the searches found before the signal is written, marked.
 		return fmt.Errorf("%w: partial capacity report written (%v)", errInterrupted, err)

@@ -137,6 +137,7 @@ func compareShard(ctx context.Context, b analysis.Builder, base *topology.Scenar
 			if err := os.MkdirAll(sub, 0o755); err != nil {
 				return err
 			}
+			col.Result.RunID = runIDFrom(ctx)
 			if err := metrics.Save(sub, col.Result); err != nil {
 				return fmt.Errorf("variant %s: %w", col.Variant.Name, err)
 			}
@@ -148,6 +149,9 @@ func compareShard(ctx context.Context, b analysis.Builder, base *topology.Scenar
 		enc.SetIndent("", "  ")
 		return enc.Encode(info)
 	}); err != nil {
+		return err
+	}
+	if err := metrics.WriteManifest(dir, runIDFrom(ctx), compareShardFile); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "shard %s: ran %d of %d variants %v into %s (merge the shards with 'stormsim merge')\n", spec, len(info.Owned), len(variants), info.Owned, dir)

@@ -124,6 +124,7 @@ func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error
 	if err != nil {
 		return err
 	}
+	res.RunID = runIDFrom(ctx)
 	return emitLoadResult(w, res, c.format, c.out)
 }
 
@@ -142,6 +143,7 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 	if err != nil {
 		return err
 	}
+	res.RunID = runIDFrom(ctx)
 	return emitLoadResult(w, res, c.format, c.out)
 }
 

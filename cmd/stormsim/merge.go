@@ -230,6 +230,9 @@ func notReady(dirs []string, shards int) (string, error) {
 		}
 		return fmt.Sprintf("%d of %d shard directories are not complete: %s", n, len(dirs), strings.Join(missing, ", ")), nil
 	}
+	if why, err := runMismatch(dirs); why != "" || err != nil {
+		return why, err
+	}
 	kind, err := commonKind(dirs)
 	if err != nil {
 		return "", err
@@ -321,6 +324,12 @@ func readSweepShards(dirs []string, shards int) ([]analysis.Row, error) {
 func mergeDirs(dirs []string, shards int, out, format string, w io.Writer) error {
 	kind, err := commonKind(dirs)
 	if err != nil {
+		return err
+	}
+	if why, err := runMismatch(dirs); err != nil || why != "" {
+		if err == nil {
+			err = errors.New(why)
+		}
 		return err
 	}
 	if kind == kindSweep {

@@ -35,6 +35,7 @@ func TestMergeKeepsVariantNamesInsideOut(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(d, compareShardFile),
 			[]byte(strings.ReplaceAll(string(info), `"baseline"`, `"`+evil+`"`)), 0o644))
+		reseal(t, d)
 	}
 	require.NoError(t, os.CopyFS(filepath.Join(shards[0], evil), os.DirFS(filepath.Join(shards[0], "baseline"))))
 	require.NoError(t, os.Rename(filepath.Join(shards[0], "baseline"), filepath.Join(shards[0], metrics.PathComponent(evil))))
