@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,10 @@ func init() {
 		badInput{what: "load --policy from a device", args: []string{"load", "--target", "http://127.0.0.1:9/", "--policy", "/dev/zero"}, code: exitError1, want: "--policy: /dev/zero: not a regular file"},
 		// Item 4: a zero quantile divided the budget by zero.
 		badInput{what: "tune samples that are all 0", args: []string{"tune", "--deadline", "1s", "--hops", "api=" + filepath.Join("testdata", "tune", "zeros.txt")}, code: exitError1, want: `hop "api": p99.9 of its 50 samples is 0`},
+	)
+	// Item 14: net/http read 4 KiB past MaxHeaderBytes, so 68 KiB passed.
+	badRequests = append(badRequests,
+		badRequest{what: "header block of 65 KiB", header: map[string]string{"X-Padding": strings.Repeat("a", 65<<10)}, status: http.StatusRequestHeaderFieldsTooLarge, want: "header block:"},
 	)
 }
 
