@@ -158,6 +158,9 @@ func parseYAML(name string, data []byte) (*yaml.Node, Problems) {
 		}
 		return nil, Problems{{File: name, Line: line, Msg: "invalid YAML: " + trimYAMLPrefix(msg)}}
 	}
+	if p := secondDocument(name, data); p != nil {
+		return nil, p
+	}
 	root := &doc
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
 		root = doc.Content[0]

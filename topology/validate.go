@@ -100,13 +100,15 @@ func (v *validator) applyDefaults() {
 			v.callDefaults(&s.Calls[j], fmt.Sprintf("%s.calls[%d]", p, j))
 		}
 	}
-	if sc.Limits.MaxInflight == 0 {
+	// An omitted limit takes its default; one written as 0 is an error
+	// (limits), not a silent default.
+	if sc.Limits.MaxInflight == 0 && !v.given("limits.max_inflight") {
 		sc.Limits.MaxInflight = DefaultMaxInflight
 	}
-	if sc.Limits.MaxEventRate == 0 {
+	if sc.Limits.MaxEventRate == 0 && !v.given("limits.max_event_rate") {
 		sc.Limits.MaxEventRate = DefaultMaxEventRate
 	}
-	if sc.Limits.MaxEvents == 0 {
+	if sc.Limits.MaxEvents == 0 && !v.given("limits.max_events") {
 		sc.Limits.MaxEvents = DefaultMaxEvents
 	}
 }
@@ -479,13 +481,13 @@ func (v *validator) faults() {
 }
 
 func (v *validator) limits() {
-	if v.sc.Limits.MaxInflight < 0 {
+	if v.sc.Limits.MaxInflight <= 0 {
 		v.add("limits.max_inflight", "must be > 0, got %d", v.sc.Limits.MaxInflight)
 	}
-	if !(v.sc.Limits.MaxEventRate >= 0) {
+	if !(v.sc.Limits.MaxEventRate > 0) {
 		v.add("limits.max_event_rate", "must be > 0, got %v", v.sc.Limits.MaxEventRate)
 	}
-	if v.sc.Limits.MaxEvents < 0 {
+	if v.sc.Limits.MaxEvents <= 0 {
 		v.add("limits.max_events", "must be > 0, got %d", v.sc.Limits.MaxEvents)
 	}
 }

@@ -23,6 +23,9 @@ func init() {
 		badInput{what: "sample file that holds no samples (its lines are not quoted)", args: []string{"run", badFile("sample-not-samples.yaml")}, code: exitError1, want: "not-samples.txt:1: services[0].service_time.file: not a sample"},
 		badInput{what: "load --body from a device", args: []string{"load", "--target", "http://127.0.0.1:9/", "--body", "@/dev/zero"}, code: exitError1, want: "--body: /dev/zero: not a regular file"},
 		badInput{what: "load --policy from a device", args: []string{"load", "--target", "http://127.0.0.1:9/", "--policy", "/dev/zero"}, code: exitError1, want: "--policy: /dev/zero: not a regular file"},
+		// Item 14: a second document was ignored; limits of 0 were defaults.
+		badInput{what: "two YAML documents in one scenario file", args: []string{"run", badFile("two-documents.yaml")}, code: exitError1, want: "two-documents.yaml:7: a second YAML document"},
+		badInput{what: "limits written as 0", args: []string{"run", badFile("limits-zero.yaml")}, code: exitError1, want: "limits-zero.yaml:7: limits.max_inflight: must be > 0, got 0"},
 		// Item 4: a zero quantile divided the budget by zero.
 		badInput{what: "tune samples that are all 0", args: []string{"tune", "--deadline", "1s", "--hops", "api=" + filepath.Join("testdata", "tune", "zeros.txt")}, code: exitError1, want: `hop "api": p99.9 of its 50 samples is 0`},
 	)
