@@ -61,7 +61,7 @@ func Parse(name string, data []byte, sets []string) (*Scenario, error) {
 	v.checkVariants(root)
 	probs = append(probs, v.probs...)
 	if len(probs) > 0 {
-		return nil, sortProblems(file, sets, probs)
+		return nil, capProblems(file, sortProblems(file, sets, probs), d.more+v.more)
 	}
 	v.defaultCommits()
 	sc.src = data
@@ -100,7 +100,7 @@ func ParseCall(name string, data []byte) (Call, error) {
 	v.callPolicies(&c, "client", 1)
 	probs = append(probs, v.probs...)
 	if len(probs) > 0 {
-		return Call{}, sortProblems(file, nil, probs)
+		return Call{}, capProblems(file, sortProblems(file, nil, probs), d.more+v.more)
 	}
 	return c, nil
 }

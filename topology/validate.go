@@ -38,6 +38,7 @@ type validator struct {
 	sc     *Scenario
 	broken map[string]bool
 	probs  Problems
+	more   int // problems past maxProblems, counted only
 }
 
 func (v *validator) add(path, format string, args ...any) {
@@ -48,6 +49,10 @@ func (v *validator) add(path, format string, args ...any) {
 		if !strings.ContainsAny(q, ".[") {
 			break
 		}
+	}
+	if len(v.probs) >= maxProblems {
+		v.more++
+		return
 	}
 	p := v.d.lookup(path)
 	v.probs = append(v.probs, Problem{File: p.file, Line: p.line, Path: path, Msg: fmt.Sprintf(format, args...)})
@@ -567,9 +572,12 @@ func (v *validator) probability(path string, x float64) bool {
 }
 
 // checkVariants checks that every variant's overrides parse and apply to
-// the scenario; each variant is tried on its own copy of the tree.
+// the scenario. Each variant is applied to the tree and then undone (a
+// journal of the nodes it changed): copying the whole tree per variant made
+// validation quadratic in the number of variants.
 func (v *validator) checkVariants(root *yaml.Node) {
 	names := make(map[string]bool)
+	var j journal
 	for i, vr := range v.sc.Variants {
 		p := fmt.Sprintf("variants[%d]", i)
 		if vr.Name == "" {
@@ -578,12 +586,12 @@ func (v *validator) checkVariants(root *yaml.Node) {
 			v.add(p+".name", "duplicate variant name %q", vr.Name)
 		}
 		names[vr.Name] = true
-		tree := cloneNode(root)
 		origin := make(map[*yaml.Node]string)
-		for j, s := range vr.Set {
-			if err := applySet(tree, s, origin); err != nil {
-				v.add(fmt.Sprintf("%s.set[%d]", p, j), "--set %s: %v", s, err)
+		for k, s := range vr.Set {
+			if err := applySetJournaled(root, s, origin, &j); err != nil {
+				v.add(fmt.Sprintf("%s.set[%d]", p, k), "--set %s: %v", s, err)
 			}
 		}
+		j.undo()
 	}
 }
