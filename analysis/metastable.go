@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -97,12 +98,12 @@ func RunMetastable(ctx context.Context, run Runner, b Builder, m *Metastable, op
 	opt.Keep = func(u Unit, r *metrics.Result) { results[u.Index] = r }
 	opt.Shard = shard.Spec{}
 	rows, runErr := RunSweep(ctx, run, jb, s, opt)
-	if runErr != nil && ctx.Err() == nil {
+	if runErr != nil && ctx.Err() == nil && !errors.Is(runErr, ErrUnitsFailed) {
 		return nil, fmt.Errorf("metastable: %w", runErr)
 	}
 	// Interrupted: judge the levels that finished, and return them with
 	// the error, so that what was found is not lost.
-	rep := &MetastableReport{Param: s.Param, Variants: m.Variants, Values: s.Values, Detector: cfg, Interrupted: runErr != nil}
+	rep := &MetastableReport{Param: s.Param, Variants: m.Variants, Values: s.Values, Detector: cfg, Interrupted: runErr != nil && ctx.Err() != nil}
 	for _, row := range rows {
 		lv := Level{Point: row.Point, Value: row.Value, VariantName: row.VariantName, Measures: row.Measures}
 		where := fmt.Sprintf("metastable: %s=%s, variant %s", s.Param, row.Value, row.VariantName)
@@ -112,7 +113,7 @@ func RunMetastable(ctx context.Context, run Runner, b Builder, m *Metastable, op
 		}
 		t, _ := TriggerOf(sc)
 		lv.Verdict.Trigger = t
-		if row.Status == metrics.StatusDiverged {
+		if row.Status == metrics.StatusDiverged || row.Status == StatusFailed {
 			lv.Verdict.Recovers = false
 		} else {
 			series, err := SeriesOf(results[row.Index], sc.Duration)
@@ -214,6 +215,8 @@ func shortVerdict(lv Level) string {
 	switch {
 	case lv.Measures.Status == metrics.StatusDiverged:
 		return "does not recover (diverged)"
+	case lv.Measures.Status == StatusFailed:
+		return "run failed"
 	case lv.Verdict.Recovers:
 		return fmt.Sprintf("recovers in %v", lv.Verdict.TimeToRecover)
 	}

@@ -107,6 +107,9 @@ func (s Search) Validate() error {
 		return fmt.Errorf("capacity: %s: range %g:%g holds fewer than two integers", s.Param, s.Lo, s.Hi)
 	case s.Replicas < 0:
 		return fmt.Errorf("capacity: replicas must be ≥ 1, got %d", s.Replicas)
+	case s.Replicas > MaxReplicas:
+		// Each step lays its runs out in memory before they start.
+		return fmt.Errorf("capacity: replicas must be at most %d, got %d", MaxReplicas, s.Replicas)
 	case s.Confidence < 0 || s.Confidence >= 1:
 		return fmt.Errorf("capacity: confidence must be in (0, 1), got %g", s.Confidence)
 	case len(s.SLO) == 0:
@@ -346,6 +349,9 @@ func (e *evaluator) stopped(ctx context.Context, out *Outcome, err error, pass, 
 	out.bracket(pass, fail)
 	return out, err
 }
+
+// MaxReplicas bounds the runs per point (--replicas 1e9 ran out of memory).
+const MaxReplicas = 10_000
 
 // bisect narrows the bracket (good, bad) until it is no wider than the
 // resolution, evaluating midpoints: a midpoint for which isGood holds

@@ -230,6 +230,7 @@ func (v *validator) validate() {
 	v.workload()
 	v.faults()
 	v.limits()
+	v.ranges()
 	v.cycles()
 }
 

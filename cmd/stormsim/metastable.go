@@ -107,6 +107,9 @@ func (c *metastableCommand) run(ctx context.Context, args []string, w io.Writer)
 	if rep.Interrupted {
 		return fmt.Errorf("%w: %d levels judged before the signal (%v)", errInterrupted, len(rep.Levels), err)
 	}
+	if err != nil {
+		return err // levels whose runs failed, the others judged and written
+	}
 	if !c.hyst {
 		return nil
 	}

@@ -23,6 +23,15 @@ func init() {
 		badInput{what: "sample file that holds no samples (its lines are not quoted)", args: []string{"run", badFile("sample-not-samples.yaml")}, code: exitError1, want: "not-samples.txt:1: services[0].service_time.file: not a sample"},
 		badInput{what: "load --body from a device", args: []string{"load", "--target", "http://127.0.0.1:9/", "--body", "@/dev/zero"}, code: exitError1, want: "--body: /dev/zero: not a regular file"},
 		badInput{what: "load --policy from a device", args: []string{"load", "--target", "http://127.0.0.1:9/", "--policy", "/dev/zero"}, code: exitError1, want: "--policy: /dev/zero: not a regular file"},
+		// Items 3 and 7: values that overflowed simulated time (a panic
+		// with a stack) or memory are out of range.
+		badInput{what: "arrival rate of one request per 3,000 years", args: []string{"run", "five-layer-chain", "--set", "workload.rate=1e-11"}, code: exitError1, want: "workload.rate: must be 0 or at least"},
+		badInput{what: "a timeout of 2562047h", args: []string{"run", "five-layer-chain", "--set", "workload.client.timeout=2562047h"}, code: exitError1, want: "workload.client.timeout: must be at most 10000h0m0s"},
+		badInput{what: "a slowdown per request in service of 1000000h", args: []string{"run", "five-layer-chain", "--set", "services.s1.slowdown_per_inflight=1000000h"}, code: exitError1, want: "services[0].slowdown_per_inflight: must be at most"},
+		badInput{what: "a fan-out of a billion calls", args: []string{"run", "five-layer-chain", "--set", "services.s1.calls.s2.fanout=1000000000"}, code: exitError1, want: "services[0].calls[0].fanout: must be at most 10000"},
+		badInput{what: "a time series of a billion rows", args: []string{"run", "five-layer-chain", "--set", "interval=1ns"}, code: exitError1, want: "interval: must be ≥ duration / 1000000"},
+		badInput{what: "sweep of a billion replicas", args: []string{"sweep", "five-layer-chain", "--param", "workload.rate", "--values", "1,2", "--replicas", "1000000000"}, code: exitUsage, want: "is more than 1000000 runs"},
+		badInput{what: "capacity with a billion replicas", args: []string{"capacity", "five-layer-chain", "--slo", "p99<300ms", "--replicas", "1000000000"}, code: exitError1, want: "replicas must be at most 10000"},
 		// Item 14: a second document was ignored; limits of 0 were defaults.
 		badInput{what: "two YAML documents in one scenario file", args: []string{"run", badFile("two-documents.yaml")}, code: exitError1, want: "two-documents.yaml:7: a second YAML document"},
 		badInput{what: "limits written as 0", args: []string{"run", badFile("limits-zero.yaml")}, code: exitError1, want: "limits-zero.yaml:7: limits.max_inflight: must be > 0, got 0"},
