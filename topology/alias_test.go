@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"strconv"
 	"testing"
 	"time"
 )
@@ -112,8 +113,8 @@ func FuzzSetAliases(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, s := range base.Services {
-			if s.Name == svc {
+		for i, s := range base.Services {
+			if s.Name == svc || strconv.Itoa(i) == svc { // the service the override names
 				continue
 			}
 			if got := sc.Service(s.Name); got == nil || got.ServiceTime.Value != s.ServiceTime.Value {
