@@ -46,6 +46,7 @@ var (
 // ranges walks the scenario and reports every duration, count and rate
 // out of range, by its path.
 func (v *validator) ranges() {
+	v.names()
 	v.rangesOf(reflect.ValueOf(v.sc).Elem(), "")
 	sc := v.sc
 	if sc.Interval > 0 && sc.Duration > 0 && sc.Duration/sc.Interval > MaxIntervals {
