@@ -24,6 +24,8 @@ const (
 	// MaxIntervals bounds the rows of a run's time series over its arrival
 	// window (duration / interval).
 	MaxIntervals = 1_000_000
+	// DefaultMaxDrain is limits.max_drain when the scenario gives none.
+	DefaultMaxDrain = time.Hour
 )
 
 // maxCounts bounds the count fields by key: each is something the
@@ -49,8 +51,9 @@ func (v *validator) ranges() {
 	v.names()
 	v.rangesOf(reflect.ValueOf(v.sc).Elem(), "")
 	sc := v.sc
-	if sc.Interval > 0 && sc.Duration > 0 && sc.Duration/sc.Interval > MaxIntervals {
-		v.add("interval", "must be ≥ duration / %d (%v), so the time series holds at most %d rows, got %v", MaxIntervals, sc.Duration/MaxIntervals, MaxIntervals, sc.Interval)
+	// The series has a row per interval of the window and of the drain.
+	if span := sc.Duration + max(sc.Limits.MaxDrain, 0); sc.Interval > 0 && sc.Duration > 0 && span/sc.Interval > MaxIntervals {
+		v.add("interval", "must be ≥ (duration + limits.max_drain) / %d (%v), so the time series holds at most %d rows, got %v", MaxIntervals, span/MaxIntervals, MaxIntervals, sc.Interval)
 	}
 	for i, s := range sc.Services {
 		// An attempt's slowdown is this times the others in service.

@@ -17,7 +17,7 @@ func TestRanges(t *testing.T) {
 		{"services.a.workers=1000000000", "services[0].workers: must be at most 1000000"},
 		{"services.a.calls.b.fanout=1000000000", "services[0].calls[0].fanout: must be at most 10000"},
 		{"services.a.calls.b.retry.max_attempts=5000", "retry.max_attempts: must be at most 1000"},
-		{"interval=1ns", "interval: must be ≥ duration / 1000000 (10µs)"},
+		{"interval=1ns", "interval: must be ≥ (duration + limits.max_drain) / 1000000 (3.61ms)"},
 		{"workload.rate=2.8e-8", ""},
 		{"workload.client.timeout=10000h", ""},
 		{"services.a.calls.b.fanout=10000", ""},

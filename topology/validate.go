@@ -116,6 +116,9 @@ func (v *validator) applyDefaults() {
 	if sc.Limits.MaxEvents == 0 && !v.given("limits.max_events") {
 		sc.Limits.MaxEvents = DefaultMaxEvents
 	}
+	if sc.Limits.MaxDrain == 0 && !v.given("limits.max_drain") {
+		sc.Limits.MaxDrain = DefaultMaxDrain
+	}
 }
 
 // callDefaults resolves the policies of a call: presets expanded and
@@ -492,6 +495,9 @@ func (v *validator) limits() {
 	}
 	if !(v.sc.Limits.MaxEventRate > 0) {
 		v.add("limits.max_event_rate", "must be > 0, got %v", v.sc.Limits.MaxEventRate)
+	}
+	if v.sc.Limits.MaxDrain <= 0 {
+		v.add("limits.max_drain", "must be > 0, got %v", v.sc.Limits.MaxDrain)
 	}
 	if v.sc.Limits.MaxEvents <= 0 {
 		v.add("limits.max_events", "must be > 0, got %d", v.sc.Limits.MaxEvents)

@@ -29,11 +29,15 @@ func init() {
 		badInput{what: "a timeout of 2562047h", args: []string{"run", "five-layer-chain", "--set", "workload.client.timeout=2562047h"}, code: exitError1, want: "workload.client.timeout: must be at most 10000h0m0s"},
 		badInput{what: "a slowdown per request in service of 1000000h", args: []string{"run", "five-layer-chain", "--set", "services.s1.slowdown_per_inflight=1000000h"}, code: exitError1, want: "services[0].slowdown_per_inflight: must be at most"},
 		badInput{what: "a fan-out of a billion calls", args: []string{"run", "five-layer-chain", "--set", "services.s1.calls.s2.fanout=1000000000"}, code: exitError1, want: "services[0].calls[0].fanout: must be at most 10000"},
-		badInput{what: "a time series of a billion rows", args: []string{"run", "five-layer-chain", "--set", "interval=1ns"}, code: exitError1, want: "interval: must be ≥ duration / 1000000"},
+		badInput{what: "a time series of a billion rows", args: []string{"run", "five-layer-chain", "--set", "interval=1ns"}, code: exitError1, want: "interval: must be ≥ (duration + limits.max_drain) / 1000000"},
 		badInput{what: "sweep of a billion replicas", args: []string{"sweep", "five-layer-chain", "--param", "workload.rate", "--values", "1,2", "--replicas", "1000000000"}, code: exitUsage, want: "is more than 1000000 runs"},
 		badInput{what: "capacity with a billion replicas", args: []string{"capacity", "five-layer-chain", "--slo", "p99<300ms", "--replicas", "1000000000"}, code: exitError1, want: "replicas must be at most 10000"},
 		// Item 13: names every mode can carry.
 		badInput{what: "a service name a URL cannot carry", args: []string{"run", badFile("service-name.yaml")}, code: exitError1, want: "service-name.yaml:7: services[0].name: \"a%zz\": want at most 128"},
+		// Item 6: slow work drains within limits.max_drain or the run
+		// stops as diverged.
+		badInput{what: "work that would drain 100 days after the window", args: []string{"run", badFile("slow-drain.yaml"), "--format", "json"}, code: exitDiverged, want: "(limits.max_drain)"},
+		badInput{what: "--max-drain without a unit", args: []string{"run", badFile("slow-drain.yaml"), "--max-drain", "10"}, code: exitError1, want: "limits.max_drain"},
 		// Item 14: a second document was ignored; limits of 0 were defaults.
 		badInput{what: "two YAML documents in one scenario file", args: []string{"run", badFile("two-documents.yaml")}, code: exitError1, want: "two-documents.yaml:7: a second YAML document"},
 		badInput{what: "limits written as 0", args: []string{"run", badFile("limits-zero.yaml")}, code: exitError1, want: "limits-zero.yaml:7: limits.max_inflight: must be > 0, got 0"},
