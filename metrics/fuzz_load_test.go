@@ -1,6 +1,10 @@
 package metrics_test
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,34 +19,38 @@ import (
 // answer is a result or an error, never a panic; a result Load accepts
 // with a manifest is one the manifest vouches for, and it prints.
 func FuzzLoad(f *testing.F) {
-	dir := f.TempDir()
-	// A small result: the fuzzer mutates every byte of every file.
+	// Seeds: the files of a small saved result, built in memory.
 	h := metrics.NewLatencyHistogram()
 	metrics.RecordLatency(h, 3*time.Millisecond)
-	r := &metrics.Result{
-		Summary: metrics.Summary{Scenario: "s", Seed: 1, Status: "complete", Requests: metrics.Requests{Offered: 2, Succeeded: 1}},
-		Series:  &metrics.TimeSeries{Interval: time.Second, Columns: []string{"goodput"}, Rows: [][]float64{{1}, {2}}},
-		Latency: h,
-		Faults:  []metrics.FaultWindow{{Service: "db", At: time.Second, For: time.Second, Label: "down"}},
-		RunID:   "seed",
-	}
-	if err := metrics.Save(dir, r); err != nil {
+	var sum, ser bytes.Buffer
+	if err := metrics.WriteJSON(&sum, &metrics.Summary{Scenario: "s", Seed: 1, Status: "complete", Requests: metrics.Requests{Offered: 2, Succeeded: 1}}); err != nil {
 		f.Fatal(err)
 	}
-	read := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		return b
+	ts := &metrics.TimeSeries{Interval: time.Second, Columns: []string{"goodput"}, Rows: [][]float64{{1}, {2}}}
+	if err := ts.WriteCSV(&ser); err != nil {
+		f.Fatal(err)
 	}
-	sum, ser, hist, flt, man := read(metrics.SummaryFile), read(metrics.SeriesFile), read(metrics.HistogramsFile), read(metrics.FaultsFile), read(metrics.ManifestFile)
-	f.Add(sum, ser, hist, flt, man)
-	f.Add(sum, ser, hist, flt, []byte(`{"run_id": "x", "files": {"../summary.json": "00"}}`))
+	hist, err := json.Marshal(metrics.Histograms{Latency: metrics.EncodeHistogram(h)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	flt := []byte(`[{"service": "db", "at": 1000000000, "for": 1000000000, "label": "down"}]`)
+	digest := func(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+	man, err := json.Marshal(metrics.Manifest{RunID: "seed", Files: map[string]string{
+		metrics.SummaryFile: digest(sum.Bytes()), metrics.SeriesFile: digest(ser.Bytes()),
+		metrics.HistogramsFile: digest(hist), metrics.FaultsFile: digest(flt)}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(sum.Bytes(), ser.Bytes(), hist, flt, man)
+	f.Add(sum.Bytes(), ser.Bytes(), hist, flt, []byte(`{"run_id": "x", "files": {"../summary.json": "00"}}`))
 	f.Add([]byte(`{"seed": 1e400}`), []byte("t_s,interval_s\n"), []byte(`{"latency": {"counts": [[-1, 5]]}}`), []byte(`[{"at": -1}]`), []byte(`{}`))
-	// One directory, its files overwritten by each input: creating and
-	// removing a directory per input slows the fuzzer to a crawl.
-	d := f.TempDir()
+	// One directory per worker, its files overwritten by each input.
+	d, err := os.MkdirTemp("", "fuzzload")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { os.RemoveAll(d) })
 	f.Fuzz(func(t *testing.T, sum, ser, hist, flt, man []byte) {
 		for name, b := range map[string][]byte{
 			metrics.SummaryFile: sum, metrics.SeriesFile: ser, metrics.HistogramsFile: hist,
