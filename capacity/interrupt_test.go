@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stormsim/stormsim/analysis"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -23,12 +24,12 @@ func TestSearchInterruptedKeepsItsBracket(t *testing.T) {
 	inner := fakeRunner(0, nil)
 	// 3 replicas per point: the two ends, then two bisection steps, finish;
 	// the signal arrives during the third step's first run.
-	run := func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
+	run := analysis.RunnerFunc(func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
 		if calls.Add(1) == 13 {
 			cancel()
 		}
-		return inner(ctx, sc)
-	}
+		return inner.Run(ctx, sc)
+	})
 	s := Search{Param: "workload.rate", Lo: 100, Hi: 900, Resolution: 1, Replicas: 3, SLO: fakeSLO(), Orientation: HoldsBelow}
 	out, err := Run(ctx, run, fakeBuilder(false, math.Inf(1)), s, Options{Workers: 1})
 	if !errors.Is(err, context.Canceled) {
@@ -77,9 +78,9 @@ func TestSearchInterruptedBeforeTheEnds(t *testing.T) {
 		t.Errorf("status %q, want interrupted", a.Status)
 	}
 	// A failure that is not a signal still returns no outcome.
-	_, err = Run(context.Background(), func(context.Context, *topology.Scenario) (*metrics.Result, error) {
+	_, err = Run(context.Background(), analysis.RunnerFunc(func(context.Context, *topology.Scenario) (*metrics.Result, error) {
 		return nil, errors.New("boom")
-	}, fakeBuilder(false, math.Inf(1)), s, Options{Workers: 1})
+	}), fakeBuilder(false, math.Inf(1)), s, Options{Workers: 1})
 	if err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Errorf("error %v, want boom", err)
 	}
