@@ -10,7 +10,7 @@ import (
 // keep the run going, one time-series row per interval, for hours or years
 // of simulated time (a latency_add of 2400h took 2.6 GB before it
 // drained). A scenario without the limit (built by hand) has none.
-func (m *model) pastDrain(next time.Duration) bool {
+func (m *run) pastDrain(next time.Duration) bool {
 	sc := m.sc
 	if sc.Limits.MaxDrain <= 0 || next <= sc.Duration+sc.Limits.MaxDrain {
 		return false
