@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -44,6 +45,9 @@ type MetastableReport struct {
 	Values   []string
 	Levels   []Level
 	Detector DetectorConfig
+	// Interrupted says the search was stopped (a signal) before every
+	// level ran: Levels holds the ones that finished, and the table says so.
+	Interrupted bool
 }
 
 // judgedBuilder builds a scenario long enough to judge: the arrival window
@@ -93,11 +97,13 @@ func RunMetastable(ctx context.Context, run Runner, b Builder, m *Metastable, op
 	results := make([]*metrics.Result, len(s.Units()))
 	opt.Keep = func(u Unit, r *metrics.Result) { results[u.Index] = r }
 	opt.Shard = shard.Spec{}
-	rows, err := RunSweep(ctx, run, jb, s, opt)
-	if err != nil {
-		return nil, fmt.Errorf("metastable: %w", err)
+	rows, runErr := RunSweep(ctx, run, jb, s, opt)
+	if runErr != nil && ctx.Err() == nil && !errors.Is(runErr, ErrUnitsFailed) {
+		return nil, fmt.Errorf("metastable: %w", runErr)
 	}
-	rep := &MetastableReport{Param: s.Param, Variants: m.Variants, Values: s.Values, Detector: cfg}
+	// Interrupted: judge the levels that finished, and return them with
+	// the error, so that what was found is not lost.
+	rep := &MetastableReport{Param: s.Param, Variants: m.Variants, Values: s.Values, Detector: cfg, Interrupted: runErr != nil && ctx.Err() != nil}
 	for _, row := range rows {
 		lv := Level{Point: row.Point, Value: row.Value, VariantName: row.VariantName, Measures: row.Measures}
 		where := fmt.Sprintf("metastable: %s=%s, variant %s", s.Param, row.Value, row.VariantName)
@@ -107,7 +113,7 @@ func RunMetastable(ctx context.Context, run Runner, b Builder, m *Metastable, op
 		}
 		t, _ := TriggerOf(sc)
 		lv.Verdict.Trigger = t
-		if row.Status == metrics.StatusDiverged {
+		if row.Status == metrics.StatusDiverged || row.Status == StatusFailed {
 			lv.Verdict.Recovers = false
 		} else {
 			series, err := SeriesOf(results[row.Index], sc.Duration)
@@ -119,6 +125,9 @@ func RunMetastable(ctx context.Context, run Runner, b Builder, m *Metastable, op
 			}
 		}
 		rep.Levels = append(rep.Levels, lv)
+	}
+	if runErr != nil {
+		return rep, fmt.Errorf("metastable: %w", runErr)
 	}
 	return rep, nil
 }
@@ -149,6 +158,9 @@ func (r *MetastableReport) Boundary(variant string) (highest int, gaps bool) {
 // the highest level that still recovers for each variant.
 func (r *MetastableReport) WriteTable(w io.Writer) error {
 	cfg := r.Detector
+	if r.Interrupted {
+		fmt.Fprintf(w, "partial: interrupted after %d of %d levels; the others were not run\n\n", len(r.Levels), len(r.Values)*len(r.Variants))
+	}
 	fmt.Fprintf(w, "recovered interval: goodput ≥ (1−%g)×baseline and amplification ≤ (1+%g)×baseline (widened to %g sd of a noisy baseline); %d in a row within %v of the trigger's end\n\n",
 		cfg.Tolerance, cfg.AmpTolerance, cfg.NoiseZ, cfg.Consecutive, cfg.RecoveryBound)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -163,8 +175,14 @@ func (r *MetastableReport) WriteTable(w io.Writer) error {
 	}
 	for p, val := range r.Values {
 		fmt.Fprint(tw, val)
-		for _, lv := range byPoint[p] {
-			fmt.Fprintf(tw, "\t%s", shortVerdict(lv))
+		for _, v := range r.Variants {
+			cell := "not run (interrupted)"
+			for _, lv := range byPoint[p] {
+				if lv.VariantName == v.Name {
+					cell = shortVerdict(lv)
+				}
+			}
+			fmt.Fprintf(tw, "\t%s", cell)
 		}
 		fmt.Fprintln(tw)
 	}
@@ -178,6 +196,8 @@ func (r *MetastableReport) WriteTable(w io.Writer) error {
 	for _, v := range r.Variants {
 		hi, gaps := r.Boundary(v.Name)
 		switch {
+		case hi < 0 && r.Interrupted:
+			fmt.Fprintf(w, "%s: recovers at none of the levels that finished\n", v.Name)
 		case hi < 0:
 			fmt.Fprintf(w, "%s: does not recover at any level tried\n", v.Name)
 		default:
@@ -195,6 +215,8 @@ func shortVerdict(lv Level) string {
 	switch {
 	case lv.Measures.Status == metrics.StatusDiverged:
 		return "does not recover (diverged)"
+	case lv.Measures.Status == StatusFailed:
+		return "run failed"
 	case lv.Verdict.Recovers:
 		return fmt.Sprintf("recovers in %v", lv.Verdict.TimeToRecover)
 	}

@@ -103,6 +103,9 @@ func (s *Sweep) Validate() error {
 		return errors.New("sweep: no variants")
 	case s.Replicas < 0:
 		return fmt.Errorf("sweep: replicas must be ≥ 1, got %d", s.Replicas)
+	case s.Replicas > MaxUnits || len(s.Values)*len(s.Variants)*max(s.Replicas, 1) > MaxUnits:
+		// The units are laid out in memory before the first run.
+		return fmt.Errorf("sweep: %d values × %d variants × %d replicas is more than %d runs", len(s.Values), len(s.Variants), max(s.Replicas, 1), MaxUnits)
 	}
 	for i, v := range s.Values {
 		if strings.TrimSpace(v) == "" || strings.ContainsAny(v, ",\n\"") {
@@ -264,6 +267,7 @@ func RunSweep(ctx context.Context, run Runner, b Builder, s *Sweep, opt SweepOpt
 	var (
 		mu       sync.Mutex // serializes rows, done, Keep and Progress
 		finished int
+		failed   []error // units whose run failed (not interrupted)
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
@@ -276,6 +280,19 @@ func RunSweep(ctx context.Context, run Runner, b Builder, s *Sweep, opt SweepOpt
 				return nil // stopped while this unit waited for a worker
 			}
 			row, res, err := runUnit(gctx, run, b, s, u, baseSeed)
+			if err != nil && gctx.Err() == nil {
+				// One point that fails (a scenario the simulator cannot
+				// run) is reported failed; the rest go on.
+				mu.Lock()
+				defer mu.Unlock()
+				failed = append(failed, err)
+				rows[i], done[i] = failedRow(s, u), true
+				finished++
+				if opt.Progress != nil {
+					opt.Progress(finished, len(units))
+				}
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -303,13 +320,22 @@ func RunSweep(ctx context.Context, run Runner, b Builder, s *Sweep, opt SweepOpt
 	if firstErr == nil && len(out) < len(units) {
 		firstErr = fmt.Errorf("sweep: stopped after %d of %d units: %w", len(out), len(units), context.Cause(ctx))
 	}
+	if firstErr == nil && len(failed) > 0 {
+		firstErr = unitsFailed(failed, len(units))
+	}
 	return out, firstErr
 }
 
-func runUnit(ctx context.Context, run Runner, b Builder, s *Sweep, u Unit, baseSeed uint64) (Row, *metrics.Result, error) {
+func runUnit(ctx context.Context, run Runner, b Builder, s *Sweep, u Unit, baseSeed uint64) (_ Row, _ *metrics.Result, err error) {
 	v := s.Variants[u.Variant]
 	val := s.Values[u.Point]
 	where := fmt.Sprintf("sweep: unit %d (%s=%s, variant %s, replica %d)", u.Index, s.Param, val, v.Name, u.Replica)
+	defer func() {
+		if p := recover(); p != nil {
+			// A run that panics is a failed point, not a dead sweep.
+			err = fmt.Errorf("%s: the run panicked: %v", where, p)
+		}
+	}()
 	sc, err := build(b, v, []string{s.Param + "=" + val}, baseSeed, u.Replica)
 	if err != nil {
 		return Row{}, nil, fmt.Errorf("%s: %w", where, err)

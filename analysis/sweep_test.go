@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stormsim/stormsim/internal/golden"
@@ -188,22 +189,34 @@ func TestShardUnionEqualsWhole(t *testing.T) {
 	}
 }
 
-func TestSweepStopsOnError(t *testing.T) {
+// TestSweepReportsFailedUnits: a unit whose run fails, or panics, is a row
+// of status failed and the error names it; every other unit still runs
+// (issue 17, item 3: one failing point killed the whole sweep).
+func TestSweepReportsFailedUnits(t *testing.T) {
 	boom := errors.New("boom")
-	calls := 0
+	var calls atomic.Int64
 	run := RunnerFunc(func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
-		calls++
-		if sc.Workload.Rate == 80 {
+		calls.Add(1)
+		switch sc.Workload.Rate {
+		case 80:
 			return nil, boom
+		case 40:
+			panic("sim: event scheduled before now")
 		}
 		return fakeRun(ctx, sc)
 	})
-	rows, err := RunSweep(context.Background(), run, fakeBuild, testSweep(), SweepOptions{Workers: 1})
-	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "workload.rate=80") {
-		t.Errorf("err = %v, want boom naming the unit", err)
+	rows, err := RunSweep(context.Background(), run, fakeBuild, testSweep(), SweepOptions{Workers: 2})
+	if !errors.Is(err, boom) || !errors.Is(err, ErrUnitsFailed) || !strings.HasPrefix(err.Error(), "sweep: 18 of 27 units failed") || !strings.Contains(err.Error(), "panicked") {
+		t.Errorf("err = %v, want the failed units counted and named, wrapping boom", err)
 	}
-	if len(rows) != 9 || calls != 10 {
-		t.Errorf("got %d rows after %d calls, want the 9 units before the failure after 10 calls", len(rows), calls)
+	s := testSweep()
+	if len(rows) != len(s.Units()) || int(calls.Load()) != len(rows) {
+		t.Fatalf("got %d rows after %d calls, want all %d units", len(rows), calls.Load(), len(s.Units()))
+	}
+	for _, r := range rows {
+		if failed := r.Value == "80" || r.Value == "40"; failed != (r.Status == StatusFailed) {
+			t.Errorf("unit %d (%s): status %q", r.Index, r.Value, r.Status)
+		}
 	}
 }
 

@@ -140,6 +140,16 @@ func (p *Plan) Run(ctx context.Context, run analysis.Runner, opt Options) (*Repo
 			o.Progress = func(done, _ int) { opt.Progress(base+done, total) }
 		}
 		out, err := Run(ctx, run, p.Build, ss, o)
+		if out != nil && out.Interrupted {
+			// Keep what the searches found before the signal.
+			rep.Interrupted = true
+			if i == 0 && !p.SkipCapacity {
+				rep.Capacity = out
+			} else {
+				rep.Solves = append(rep.Solves, Solve{Path: ss.Param, Target: p.Target, Outcome: out})
+			}
+			return rep, err
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -25,6 +25,9 @@ type Report struct {
 	Capacity *Outcome
 	// Solves are the what-if searches, in the order asked.
 	Solves []Solve
+	// Interrupted says a signal stopped the plan: the last search holds
+	// what it found so far (Outcome.Interrupted) and later ones are missing.
+	Interrupted bool
 }
 
 // Solve is one what-if search: the smallest (or largest) value of Path
@@ -38,7 +41,8 @@ type Solve struct {
 // Answer is what a search found, in words and numbers.
 type Answer struct {
 	// Status is "bracketed" (a boundary was found), "holds everywhere" (the
-	// SLO holds across the range) or "holds nowhere".
+	// SLO holds across the range), "holds nowhere", or "interrupted" (a
+	// signal stopped the search before it had a bracket).
 	Status string `json:"status"`
 	// HoldsAt is the value nearest the boundary shown to hold (NaN if none).
 	HoldsAt float64 `json:"holds_at"`
@@ -54,6 +58,8 @@ func (o *Outcome) Answer() Answer {
 	a := Answer{HoldsAt: math.NaN(), NotShownAt: math.NaN(), FailsAt: math.NaN()}
 	p, f := o.PassPoint(), o.FailPoint()
 	switch {
+	case o.Interrupted && (p == nil || f == nil):
+		a.Status = "interrupted"
 	case p != nil && f != nil:
 		a.Status = "bracketed"
 	case p != nil:
@@ -256,6 +262,9 @@ func (r *Report) unit() string {
 // WriteText writes the report for people.
 func (r *Report) WriteText(w io.Writer) error {
 	bw := metrics.NewErrWriter(w)
+	if r.Interrupted {
+		bw.Printf("partial: interrupted; each answer below is as far as its search got (a wider bracket), later searches did not run\n\n")
+	}
 	if o := r.Capacity; o != nil {
 		r.writeCapacity(bw, o)
 	}
@@ -342,6 +351,8 @@ func (r *Report) writeCapacity(bw *metrics.ErrWriter, o *Outcome) {
 		bw.Printf("\n")
 	case "holds everywhere":
 		bw.Printf("capacity: at least %s%s: the SLO holds across the range (raise --range)\n", f(a.HoldsAt), u)
+	case "interrupted":
+		bw.Printf("capacity: unknown: interrupted before the ends of the range were judged\n")
 	default:
 		bw.Printf("capacity: below %s%s: the SLO is not shown to hold anywhere in the range (lower --range)\n", f(s.Lo), u)
 	}
@@ -521,7 +532,8 @@ type jsonReport struct {
 		WithFaults float64 `json:"with_faults,omitempty"`
 		RetryShare float64 `json:"retry_share"`
 	} `json:"amplification_at_capacity,omitempty"`
-	Solves []jsonSolve `json:"solves,omitempty"`
+	Solves      []jsonSolve `json:"solves,omitempty"`
+	Interrupted bool        `json:"interrupted,omitempty"`
 }
 
 func searchJSON(o *Outcome) jsonSearch {
@@ -556,7 +568,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	} else if len(r.Solves) > 0 {
 		first = r.Solves[0].Outcome
 	}
-	jr := jsonReport{Scenario: r.Scenario, Current: r.Current}
+	jr := jsonReport{Scenario: r.Scenario, Current: r.Current, Interrupted: r.Interrupted}
 	if first != nil {
 		s := first.Search.withDefaults()
 		jr.SLO, jr.Confidence, jr.TermLevel, jr.Replicas = s.SLO.String(), s.Confidence, s.TermLevel(), s.Replicas

@@ -107,6 +107,9 @@ func (s Search) Validate() error {
 		return fmt.Errorf("capacity: %s: range %g:%g holds fewer than two integers", s.Param, s.Lo, s.Hi)
 	case s.Replicas < 0:
 		return fmt.Errorf("capacity: replicas must be ≥ 1, got %d", s.Replicas)
+	case s.Replicas > MaxReplicas:
+		// Each step lays its runs out in memory before they start.
+		return fmt.Errorf("capacity: replicas must be at most %d, got %d", MaxReplicas, s.Replicas)
 	case s.Confidence < 0 || s.Confidence >= 1:
 		return fmt.Errorf("capacity: confidence must be in (0, 1), got %g", s.Confidence)
 	case len(s.SLO) == 0:
@@ -191,6 +194,10 @@ type Outcome struct {
 	// Runs counts the simulations run; Steps the bisection steps.
 	Runs  int `json:"runs"`
 	Steps int `json:"steps"`
+	// Interrupted says the search was stopped (a signal) before it
+	// finished: Points are the ones evaluated, Pass and Fail the bracket it
+	// had narrowed to.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // PassPoint returns the boundary's holding point, or nil.
@@ -251,14 +258,14 @@ func Run(ctx context.Context, run analysis.Runner, build analysis.Builder, s Sea
 
 	ends, err := e.points(ctx, 0, s.Lo, s.Hi)
 	if err != nil {
-		return nil, err
+		return e.stopped(ctx, out, err, math.NaN(), math.NaN())
 	}
 	out.Points = append(out.Points, ends...)
 	o, pass, fail, bracketed := orient(s, ends[0], ends[1])
 	out.Orientation = o
 	if bracketed {
 		if pass, fail, err = e.narrow(ctx, out, pass, fail); err != nil {
-			return nil, err
+			return e.stopped(ctx, out, err, pass, fail)
 		}
 	}
 	out.Runs = e.runs
@@ -328,6 +335,24 @@ func (o *Outcome) bracket(pass, fail float64) {
 	}
 }
 
+// stopped ends a search that failed with err. A search stopped by ctx
+// (interrupted) returns what it found with err: the points evaluated and
+// the bracket (pass, fail) so far (NaN before the first bracket), so the
+// caller can report them; any other failure returns only err.
+func (e *evaluator) stopped(ctx context.Context, out *Outcome, err error, pass, fail float64) (*Outcome, error) {
+	if ctx.Err() == nil {
+		return nil, err
+	}
+	out.Interrupted = true
+	out.Runs = e.runs
+	out.finish()
+	out.bracket(pass, fail)
+	return out, err
+}
+
+// MaxReplicas bounds the runs per point (--replicas 1e9 ran out of memory).
+const MaxReplicas = 10_000
+
 // bisect narrows the bracket (good, bad) until it is no wider than the
 // resolution, evaluating midpoints: a midpoint for which isGood holds
 // replaces good, any other replaces bad. Points are appended to out.
@@ -343,7 +368,7 @@ func (e *evaluator) bisect(ctx context.Context, out *Outcome, step *int, good, b
 		}
 		pts, err := e.points(ctx, *step, mid)
 		if err != nil {
-			return 0, 0, err
+			return good, bad, err
 		}
 		out.Points = append(out.Points, pts[0])
 		out.Steps = *step

@@ -80,6 +80,7 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		c.tr.CloseIdleConnections()
 		return nil, err
 	}
+	conns := newConnLimit(serveConnBudget())
 	for i, svc := range sc.Services {
 		p := 0
 		if port != 0 {
@@ -89,7 +90,7 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		if err != nil {
 			return fail(fmt.Errorf("load: service %s: %w", svc.Name, err))
 		}
-		lns = append(lns, ln)
+		lns = append(lns, conns.listen(ln))
 		// Work is served on every path but /stats and /metrics; a service
 		// named like one of them gets a trailing slash.
 		path := "/" + svc.Name

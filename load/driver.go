@@ -152,6 +152,9 @@ func NewTransport(conns int) *http.Transport {
 		MaxIdleConnsPerHost: conns,
 		IdleConnTimeout:     30 * time.Second,
 		DisableCompression:  true,
+		// Bounded: net/http's default would let a peer make us hold 10 MB
+		// of headers per answer.
+		MaxResponseHeaderBytes: maxResponseHeaderBytes,
 	}
 }
 

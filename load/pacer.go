@@ -44,7 +44,13 @@ func (p ConstantPacer) At(n uint64) (time.Duration, bool) {
 	if p.Rate <= 0 {
 		return 0, false
 	}
-	at := time.Duration(float64(n) / p.Rate * float64(time.Second))
+	// In floating point first: at a tiny rate n/Rate overflows a Duration
+	// (and wrapped to a time long past, so the schedule never ended).
+	f := float64(n) / p.Rate * float64(time.Second)
+	if !(f < maxPacerOffset) {
+		return 0, false
+	}
+	at := time.Duration(f)
 	return at, at < p.Duration
 }
 
@@ -128,7 +134,11 @@ func (p *StepPacer) atCount(x float64) (time.Duration, bool) {
 	for ; i >= 0 && i < len(p.steps); i++ {
 		s := p.steps[i]
 		if s.Rate > 0 {
-			at := s.At + time.Duration((x-p.cum[i])/s.Rate*float64(time.Second))
+			d := (x - p.cum[i]) / s.Rate * float64(time.Second)
+			if d >= maxPacerOffset { // past any window, so not in this step
+				continue
+			}
+			at := s.At + time.Duration(d)
 			if i+1 == len(p.steps) || at < p.steps[i+1].At {
 				return at, at < p.duration
 			}

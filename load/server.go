@@ -166,6 +166,8 @@ type Service struct {
 	busyUntil []time.Duration         // per worker: the virtual end of its last work
 	freeSlots []int
 
+	heldBodies atomic.Int64 // bytes of request bodies of admitted attempts (holdBody)
+
 	all, counted counters
 
 	// The ledger of side effects, for a committing service.
@@ -472,6 +474,7 @@ func parseAttempt(r *http.Request, arrived time.Time) attemptInfo {
 			a.refuse(http.StatusBadRequest, fmt.Sprintf("%s: want a number of milliseconds, got %.40q", HeaderDeadline, v))
 		}
 	}
+	checkHeaderSize(r, &a)
 	if len(a.key) > maxKeyLen {
 		a.refuse(http.StatusBadRequest, fmt.Sprintf("%s: longer than %d bytes (%d)", HeaderIdempotencyKey, maxKeyLen, len(a.key)))
 	}
@@ -543,6 +546,7 @@ func cDropped(c *counters) *atomic.Int64   { return &c.dropped }
 func (s *Service) work(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	a := parseAttempt(r, arrived)
+	defer s.holdBody(&a)()
 	rp := &reply{s: s, w: w, warm: a.warm, arrived: arrived}
 	rp.add(cAttempts)
 	if a.refused != 0 {

@@ -19,6 +19,9 @@ type Result struct {
 	ServiceLatency map[string]*hdrhistogram.Histogram
 	// Faults are the scenario's fault windows, for shading plots.
 	Faults []FaultWindow
+	// RunID identifies the run for Save's ManifestFile (shards of one run
+	// share it); empty, Save derives one from the files' content.
+	RunID string
 }
 
 // FaultWindow is one fault for display: what, where, when.

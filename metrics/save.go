@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/stormsim/stormsim/inputfile"
 )
 
 // The files Save writes into a results directory.
@@ -63,10 +65,17 @@ func EncodeHistogram(h *hdrhistogram.Histogram) *HistogramJSON {
 	return out
 }
 
+// maxHistogramHighest bounds a decoded histogram's range: 2^40 µs, twelve
+// days of latency.
+const maxHistogramHighest = 1 << 40
+
 // Decode rebuilds the histogram, checking geometry, indices and the total.
 func (hj *HistogramJSON) Decode() (*hdrhistogram.Histogram, error) {
-	if hj.Lowest < 1 || hj.Highest < 2*hj.Lowest || hj.SignificantFigures < 1 || hj.SignificantFigures > 5 {
-		return nil, fmt.Errorf("bad geometry lowest=%d highest=%d significant_figures=%d", hj.Lowest, hj.Highest, hj.SignificantFigures)
+	// The bounds hold every histogram stormsim writes (1 µs to 1 h, 2 or 3
+	// figures) with room to spare, and keep a crafted file from sizing a
+	// histogram of hundreds of MB per service.
+	if hj.Lowest < 1 || hj.Highest < 2*hj.Lowest || hj.Highest > maxHistogramHighest || hj.SignificantFigures < 1 || hj.SignificantFigures > 3 {
+		return nil, fmt.Errorf("bad geometry lowest=%d highest=%d significant_figures=%d (want 1 ≤ lowest, 2·lowest ≤ highest ≤ %d, 1 to 3 figures)", hj.Lowest, hj.Highest, hj.SignificantFigures, int64(maxHistogramHighest))
 	}
 	// The counts length follows from the geometry; New computes it.
 	n := len(hdrhistogram.New(hj.Lowest, hj.Highest, int(hj.SignificantFigures)).Export().Counts)
@@ -101,7 +110,8 @@ func (hj *HistogramJSON) Decode() (*hdrhistogram.Histogram, error) {
 
 // Save writes r into dir (created if needed) as summary.json,
 // timeseries.csv (when r has a series), histograms.json and faults.json,
-// each atomically. The output is a deterministic function of r.
+// each atomically, and last the ManifestFile that binds them to r.RunID.
+// The output is a deterministic function of r.
 func Save(dir string, r *Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("metrics: save: %w", err)
@@ -111,10 +121,12 @@ func Save(dir string, r *Result) error {
 	}); err != nil {
 		return err
 	}
+	files := []string{SummaryFile, HistogramsFile, FaultsFile}
 	if r.Series != nil {
 		if err := WriteFileAtomic(filepath.Join(dir, SeriesFile), r.Series.WriteCSV); err != nil {
 			return err
 		}
+		files = append(files, SeriesFile)
 	}
 	h := Histograms{Latency: EncodeHistogram(r.Latency)}
 	if len(r.ServiceLatency) > 0 {
@@ -130,7 +142,10 @@ func Save(dir string, r *Result) error {
 	if faults == nil {
 		faults = []FaultWindow{}
 	}
-	return writeJSONFile(filepath.Join(dir, FaultsFile), faults)
+	if err := writeJSONFile(filepath.Join(dir, FaultsFile), faults); err != nil {
+		return err
+	}
+	return WriteManifest(dir, r.RunID, files...)
 }
 
 func writeJSONFile(path string, v any) error {
@@ -146,11 +161,18 @@ func writeJSONFile(path string, v any) error {
 
 // Load reads a results directory written by Save. summary.json is
 // required; a missing timeseries.csv, histograms.json or faults.json
-// leaves the matching field nil. Errors name the file at fault.
+// leaves the matching field nil. A directory with a ManifestFile must
+// match it: files of two saves (one killed midway) are an error, not a
+// result. Errors name the file at fault.
 func Load(dir string) (*Result, error) {
 	r := &Result{}
+	if m, err := ReadManifest(dir); err == nil {
+		r.RunID = m.RunID
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	sp := filepath.Join(dir, SummaryFile)
-	b, err := os.ReadFile(sp)
+	b, err := inputfile.Read(sp, maxOutputFile)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: load: %w", err)
 	}
@@ -161,9 +183,8 @@ func Load(dir string) (*Result, error) {
 	}
 
 	cp := filepath.Join(dir, SeriesFile)
-	if f, err := os.Open(cp); err == nil {
-		ts, err := ReadCSV(f)
-		f.Close()
+	if b, err := inputfile.Read(cp, maxOutputFile); err == nil {
+		ts, err := ReadCSV(bytes.NewReader(b))
 		if err != nil {
 			return nil, fmt.Errorf("metrics: load %s: %w", cp, err)
 		}
@@ -173,7 +194,7 @@ func Load(dir string) (*Result, error) {
 	}
 
 	hp := filepath.Join(dir, HistogramsFile)
-	if b, err := os.ReadFile(hp); err == nil {
+	if b, err := inputfile.Read(hp, maxOutputFile); err == nil {
 		var h Histograms
 		if err := decodeJSON(b, &h, true); err != nil {
 			return nil, fmt.Errorf("metrics: load %s: %w", hp, err)
@@ -199,7 +220,7 @@ func Load(dir string) (*Result, error) {
 	}
 
 	fp := filepath.Join(dir, FaultsFile)
-	if b, err := os.ReadFile(fp); err == nil {
+	if b, err := inputfile.Read(fp, maxOutputFile); err == nil {
 		if err := decodeJSON(b, &r.Faults, true); err != nil {
 			return nil, fmt.Errorf("metrics: load %s: %w", fp, err)
 		}

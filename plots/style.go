@@ -229,7 +229,8 @@ func (f *faultBands) Plot(c draw.Canvas, p *plot.Plot) {
 }
 
 // save writes p as dir/name.png and dir/name.svg, atomically, and returns
-// the two paths.
+// the two paths. name may hold a service or variant name, so it is escaped
+// (metrics.PathComponent) and never leaves dir.
 func save(p *plot.Plot, dir, name string) ([]string, error) {
 	var out []string
 	for _, ext := range []string{"png", "svg"} {
@@ -237,7 +238,7 @@ func save(p *plot.Plot, dir, name string) ([]string, error) {
 		if err != nil {
 			return out, fmt.Errorf("plots: %s: %w", name, err)
 		}
-		path := filepath.Join(dir, name+"."+ext)
+		path := filepath.Join(dir, metrics.PathComponent(name)+"."+ext)
 		if err := metrics.WriteFileAtomic(path, func(w io.Writer) error {
 			_, err := wt.WriteTo(w)
 			return err

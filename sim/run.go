@@ -76,7 +76,7 @@ func (m *run) run(ctx context.Context, opt Options) *metrics.Result {
 			break
 		}
 		next, ok := m.eng.NextAt()
-		if !ok {
+		if !ok || m.pastDrain(next) {
 			break
 		}
 		// Nothing happens before next: bring the interval rows and the

@@ -41,6 +41,7 @@ type decoder struct {
 	pos     map[string]pos        // field path -> where its value is
 	given   map[string]bool       // field paths given a non-null value
 	probs   Problems
+	more    int // problems past maxProblems, counted only
 	nodes   int
 	stopped bool // tooFar has reported
 }
@@ -58,6 +59,10 @@ func (d *decoder) posOf(n *yaml.Node) pos {
 }
 
 func (d *decoder) addAt(p pos, path, format string, args ...any) {
+	if len(d.probs) >= maxProblems {
+		d.more++
+		return
+	}
 	d.probs = append(d.probs, Problem{File: p.file, Line: p.line, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
@@ -132,7 +137,7 @@ func (d *decoder) tooFar(n *yaml.Node, path string, depth int) bool {
 	}
 	if !d.stopped {
 		d.stopped = true
-		d.add(n, path, "document nests, merges or expands too far (aliases?)")
+		d.add(n, path, "document nests deeper than %d or expands, through aliases and merges, past %d YAML nodes (about 20,000 services)", maxDecodeDepth, maxDecodeNodes)
 	}
 	return true
 }
@@ -229,6 +234,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string, depth
 			continue // a top-level extension key: a place to keep YAML anchors
 		}
 		if !ok {
+			kp = joinPath(path, shorten(key))
 			if s := suggest(key, slices.Sorted(maps.Keys(fields))); s != "" {
 				d.add(kn, kp, "unknown key (did you mean %s?)", s)
 			} else {

@@ -4,15 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/stormsim/stormsim/inputfile"
 	"github.com/stormsim/stormsim/policies"
 )
 
@@ -122,7 +121,7 @@ func (v *validator) loadSamples(d *Dist, p string) {
 	if !filepath.IsAbs(path) && v.sc.File != "" {
 		path = filepath.Join(filepath.Dir(v.sc.File), path)
 	}
-	data, err := readSampleFile(path)
+	data, err := inputfile.Read(path, maxSampleFile)
 	if err != nil {
 		v.add(p+".file", "%v", err)
 		return
@@ -140,9 +139,11 @@ func (v *validator) loadSamples(d *Dist, p string) {
 		msg := ""
 		switch {
 		case err != nil:
-			msg = fmt.Sprintf("invalid sample %q: want a number of %s", s, unitName(d.Unit))
-		case x < 0 || math.IsNaN(x) || x*float64(unit) > math.MaxInt64:
-			msg = fmt.Sprintf("sample %q out of range: want a non-negative duration", s)
+			// Never quote the line: the file may not be what the
+			// scenario's author says it is (empirical: {file: /etc/shadow}).
+			msg = fmt.Sprintf("not a sample: want one number of %s per line", unitName(d.Unit))
+		case x < 0 || math.IsNaN(x) || x*float64(unit) >= math.MaxInt64:
+			msg = "sample out of range: want a non-negative duration"
 		}
 		if msg != "" {
 			if bad++; bad <= maxBadSampleLines {
@@ -169,27 +170,6 @@ func (v *validator) loadSamples(d *Dist, p string) {
 
 // maxSampleFile bounds an empirical sample file's size.
 const maxSampleFile = 64 << 20
-
-// readSampleFile reads a regular file of at most maxSampleFile bytes, so
-// that a scenario naming a device or a huge file fails instead of hanging.
-func readSampleFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	if st.Size() > maxSampleFile {
-		return nil, fmt.Errorf("%s is larger than %d MiB", path, maxSampleFile>>20)
-	}
-	return io.ReadAll(io.LimitReader(f, maxSampleFile))
-}
 
 func unitName(u TimeUnit) string {
 	if u == "" {

@@ -3,7 +3,6 @@ package topology
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -11,18 +10,25 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/stormsim/stormsim/inputfile"
 )
 
 // Load reads, overrides, decodes, defaults and validates a scenario file.
 // sets are --set overrides ("services.db.workers=4"), applied in order.
 // Problems with the file or the overrides come back together as Problems.
 func Load(path string, sets []string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, MaxFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("topology: %w", err)
 	}
 	return Parse(path, data, sets)
 }
+
+// MaxFileSize bounds a scenario or policy file: far above any scenario a
+// person writes (thousands of services or variants fit in a few MiB), far
+// below what would exhaust memory while decoding.
+const MaxFileSize = 16 << 20
 
 // Parse does what Load does for in-memory YAML; name is used in error
 // positions and its directory anchors relative empirical sample files.
@@ -55,7 +61,7 @@ func Parse(name string, data []byte, sets []string) (*Scenario, error) {
 	v.checkVariants(root)
 	probs = append(probs, v.probs...)
 	if len(probs) > 0 {
-		return nil, sortProblems(file, sets, probs)
+		return nil, capProblems(file, sortProblems(file, sets, probs), d.more+v.more)
 	}
 	v.defaultCommits()
 	sc.src = data
@@ -94,7 +100,7 @@ func ParseCall(name string, data []byte) (Call, error) {
 	v.callPolicies(&c, "client", 1)
 	probs = append(probs, v.probs...)
 	if len(probs) > 0 {
-		return Call{}, sortProblems(file, nil, probs)
+		return Call{}, capProblems(file, sortProblems(file, nil, probs), d.more+v.more)
 	}
 	return c, nil
 }
@@ -151,6 +157,9 @@ func parseYAML(name string, data []byte) (*yaml.Node, Problems) {
 			line = badByteLine(data)
 		}
 		return nil, Problems{{File: name, Line: line, Msg: "invalid YAML: " + trimYAMLPrefix(msg)}}
+	}
+	if p := secondDocument(name, data); p != nil {
+		return nil, p
 	}
 	root := &doc
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/stormsim/stormsim/inputfile"
 	"github.com/stormsim/stormsim/paste"
 	"github.com/stormsim/stormsim/policies"
 )
@@ -48,7 +49,7 @@ func (v *validator) readPasted(name, key string) ([]byte, string, bool) {
 	if !filepath.IsAbs(file) && v.sc.File != "" {
 		file = filepath.Join(filepath.Dir(v.sc.File), file)
 	}
-	data, err := readSampleFile(file)
+	data, err := inputfile.Read(file, MaxFileSize)
 	if err != nil {
 		v.add(key, "%v", err)
 		return nil, "", false

@@ -47,7 +47,7 @@ func TestPastedConfigs(t *testing.T) {
 		{"unsupported field", "grpc_service_config: bad.json\n", "bad.json:2: client.grpc_service_config: methodConfig[0].timeout: not supported"},
 		{"conflict", "grpc_service_config: sc.json\nretry: {max_attempts: 2}\n", "client.retry: set by grpc_service_config too"},
 		{"method alone", "grpc_method: a.B/C\n", "client.grpc_method: needs grpc_service_config"},
-		{"missing file", "envoy_route: nope.yaml\n", "client.envoy_route: open"},
+		{"missing file", "envoy_route: nope.yaml\n", "client.envoy_route: stat "},
 		{"send rate", "send_rate: {max_tokens: 0, fill_interval: 1s}\n", "client.send_rate.max_tokens: must be ≥ 1"},
 		{"hystrix", "breaker: {preset: hystrix, max_concurrent: -1}\n", "client.breaker.max_concurrent: must be ≥ 0"},
 	} {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Problem is one thing wrong with a scenario, located as precisely as the
@@ -90,6 +91,9 @@ func sortProblems(file string, sets []string, ps Problems) Problems {
 // suggest returns the candidate closest to s in edit distance, or "" if none
 // is close enough to be a plausible typo.
 func suggest(s string, candidates []string) string {
+	if len(s) > maxShown {
+		return "" // and editDistance would cost len(s) per candidate
+	}
 	best, bestD := "", 3 // at most two edits away
 	for _, c := range candidates {
 		if d := editDistance(s, c); d < bestD && d < len(s) {
@@ -118,4 +122,46 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// maxProblems bounds the problems reported for one file: past it, a file
+// of a million unknown keys would print a million lines (and hold them
+// all in memory) where a person needs the first ones to see the pattern.
+const maxProblems = 200
+
+// capProblems keeps the first maxProblems of ps (sorted) and, when there
+// were more (more of them never recorded), ends with one that counts them.
+func capProblems(file string, ps Problems, more int) Problems {
+	if len(ps) > maxProblems {
+		more += len(ps) - maxProblems
+		ps = ps[:maxProblems]
+	}
+	if more > 0 {
+		ps = append(ps, Problem{File: file, Msg: fmt.Sprintf("and %s more problems (fix these first)", thousands(more))})
+	}
+	return ps
+}
+
+// thousands formats n with commas: 12,345.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// maxShown bounds how much of a key a problem quotes.
+const maxShown = 64
+
+// shorten cuts s to maxShown bytes (at a rune boundary), marking the cut.
+func shorten(s string) string {
+	if len(s) <= maxShown {
+		return s
+	}
+	i := maxShown
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }

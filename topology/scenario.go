@@ -241,6 +241,11 @@ type Limits struct {
 	// simulated second on a 2-core machine). A storm that packs more events
 	// into simulated time than that is a runaway, whatever its length.
 	MaxEventRate float64 `yaml:"max_event_rate,omitempty"`
+	// MaxDrain: simulated time allowed after the arrival window for the
+	// work still in the system to finish (default 1h). Slow work (a
+	// latency_add of 2400h) otherwise kept the run, and a time-series row
+	// per interval, going until it drained.
+	MaxDrain time.Duration `yaml:"max_drain,omitempty"`
 }
 
 // Service returns the service with that name, or nil.

@@ -21,8 +21,16 @@ var (
 // key is caught here, with a suggestion, rather than as a puzzling decode
 // error. Missing mappings on the way are created. Every node written is
 // recorded in origin so later problems with it are reported against the
-// override rather than a line of the file.
+// override rather than a line of the file. A node shared through a YAML
+// alias, or merged in with <<, is copied before it is changed, so the
+// override changes exactly the node it names.
 func applySet(root *yaml.Node, set string, origin map[*yaml.Node]string) error {
+	return applySetJournaled(root, set, origin, nil)
+}
+
+// applySetJournaled is applySet recording every node it changes in j (when
+// not nil), so that j.undo restores the tree.
+func applySetJournaled(root *yaml.Node, set string, origin map[*yaml.Node]string, j *journal) error {
 	path, value, ok := strings.Cut(set, "=")
 	if !ok || path == "" {
 		return fmt.Errorf("want PATH=VALUE")
@@ -55,13 +63,25 @@ func applySet(root *yaml.Node, set string, origin map[*yaml.Node]string) error {
 			if cur.Kind != yaml.MappingNode && !isNull(cur) && cur.Kind != 0 {
 				return fmt.Errorf("%s is %s, not a mapping", at, kindName(cur))
 			}
+			if cur.Kind != yaml.MappingNode {
+				j.touch(cur)
+			}
 			asMapping(cur, set, origin)
 			typ = typ.FieldByIndex(idx).Type
 			next = mappingValue(cur, seg)
 			if next == nil {
 				k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: seg}
-				next = &yaml.Node{}
-				origin[k], origin[next] = set, set
+				origin[k] = set
+				if m := mergedValue(cur, seg, 0); m != nil {
+					// The key comes from a << merge: the mapping gets its
+					// own copy, which overrides the merged one.
+					next = cloneNode(resolve(m))
+					next.Anchor = ""
+				} else {
+					next = &yaml.Node{}
+					origin[next] = set
+				}
+				j.touch(cur)
 				cur.Content = append(cur.Content, k, next)
 			}
 		case typ.Kind() == reflect.Slice:
@@ -69,6 +89,7 @@ func applySet(root *yaml.Node, set string, origin map[*yaml.Node]string) error {
 				if !isNull(cur) && cur.Kind != 0 {
 					return fmt.Errorf("%s is %s, not a list", at, kindName(cur))
 				}
+				j.touch(cur)
 				*cur = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
 				origin[cur] = set
 			}
@@ -80,11 +101,13 @@ func applySet(root *yaml.Node, set string, origin map[*yaml.Node]string) error {
 			if next == nil { // one past the end: append an element
 				next = &yaml.Node{}
 				origin[next] = set
+				j.touch(cur)
 				cur.Content = append(cur.Content, next)
 			}
 		default:
 			return fmt.Errorf("%s is a single value; it has no %q", at, seg)
 		}
+		next = privatize(cur, next, j)
 		if i < len(segs)-1 {
 			next = resolve(next)
 		}
@@ -95,6 +118,7 @@ func applySet(root *yaml.Node, set string, origin map[*yaml.Node]string) error {
 	}
 	switch {
 	case typ.Kind() == reflect.Slice && isScalarKind(typ.Elem()):
+		j.touch(cur)
 		*cur = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: yaml.FlowStyle}
 		origin[cur] = set
 		for _, item := range splitList(value) {
@@ -103,6 +127,7 @@ func applySet(root *yaml.Node, set string, origin map[*yaml.Node]string) error {
 			cur.Content = append(cur.Content, n)
 		}
 	case isScalarKind(typ):
+		j.touch(cur)
 		*cur = yaml.Node{Kind: yaml.ScalarNode, Value: value}
 		if value == "" {
 			cur.Style = yaml.DoubleQuotedStyle // empty means empty, not null
@@ -176,8 +201,8 @@ func listElement(seq *yaml.Node, seg string, elem reflect.Type, at string) (*yam
 	}
 	if byKey != "" {
 		for _, c := range seq.Content {
-			if c := resolve(c); c.Kind == yaml.MappingNode {
-				if v := mappingValue(c, byKey); v != nil && resolve(v).Value == seg {
+			if rc := resolve(c); rc.Kind == yaml.MappingNode {
+				if v := mappingValue(rc, byKey); v != nil && resolve(v).Value == seg {
 					return c, nil
 				}
 			}
@@ -207,7 +232,7 @@ func listElement(seq *yaml.Node, seg string, elem reflect.Type, at string) (*yam
 	if i == len(seq.Content) {
 		return nil, nil
 	}
-	return resolve(seq.Content[i]), nil
+	return seq.Content[i], nil
 }
 
 // cloneNode deep-copies a node tree, keeping aliases pointing into the copy.

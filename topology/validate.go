@@ -38,6 +38,7 @@ type validator struct {
 	sc     *Scenario
 	broken map[string]bool
 	probs  Problems
+	more   int // problems past maxProblems, counted only
 }
 
 func (v *validator) add(path, format string, args ...any) {
@@ -48,6 +49,10 @@ func (v *validator) add(path, format string, args ...any) {
 		if !strings.ContainsAny(q, ".[") {
 			break
 		}
+	}
+	if len(v.probs) >= maxProblems {
+		v.more++
+		return
 	}
 	p := v.d.lookup(path)
 	v.probs = append(v.probs, Problem{File: p.file, Line: p.line, Path: path, Msg: fmt.Sprintf(format, args...)})
@@ -100,14 +105,19 @@ func (v *validator) applyDefaults() {
 			v.callDefaults(&s.Calls[j], fmt.Sprintf("%s.calls[%d]", p, j))
 		}
 	}
-	if sc.Limits.MaxInflight == 0 {
+	// An omitted limit takes its default; one written as 0 is an error
+	// (limits), not a silent default.
+	if sc.Limits.MaxInflight == 0 && !v.given("limits.max_inflight") {
 		sc.Limits.MaxInflight = DefaultMaxInflight
 	}
-	if sc.Limits.MaxEventRate == 0 {
+	if sc.Limits.MaxEventRate == 0 && !v.given("limits.max_event_rate") {
 		sc.Limits.MaxEventRate = DefaultMaxEventRate
 	}
-	if sc.Limits.MaxEvents == 0 {
+	if sc.Limits.MaxEvents == 0 && !v.given("limits.max_events") {
 		sc.Limits.MaxEvents = DefaultMaxEvents
+	}
+	if sc.Limits.MaxDrain == 0 && !v.given("limits.max_drain") {
+		sc.Limits.MaxDrain = DefaultMaxDrain
 	}
 }
 
@@ -223,6 +233,7 @@ func (v *validator) validate() {
 	v.workload()
 	v.faults()
 	v.limits()
+	v.ranges()
 	v.cycles()
 }
 
@@ -479,13 +490,16 @@ func (v *validator) faults() {
 }
 
 func (v *validator) limits() {
-	if v.sc.Limits.MaxInflight < 0 {
+	if v.sc.Limits.MaxInflight <= 0 {
 		v.add("limits.max_inflight", "must be > 0, got %d", v.sc.Limits.MaxInflight)
 	}
-	if !(v.sc.Limits.MaxEventRate >= 0) {
+	if !(v.sc.Limits.MaxEventRate > 0) {
 		v.add("limits.max_event_rate", "must be > 0, got %v", v.sc.Limits.MaxEventRate)
 	}
-	if v.sc.Limits.MaxEvents < 0 {
+	if v.sc.Limits.MaxDrain <= 0 {
+		v.add("limits.max_drain", "must be > 0, got %v", v.sc.Limits.MaxDrain)
+	}
+	if v.sc.Limits.MaxEvents <= 0 {
 		v.add("limits.max_events", "must be > 0, got %d", v.sc.Limits.MaxEvents)
 	}
 }
@@ -565,9 +579,12 @@ func (v *validator) probability(path string, x float64) bool {
 }
 
 // checkVariants checks that every variant's overrides parse and apply to
-// the scenario; each variant is tried on its own copy of the tree.
+// the scenario. Each variant is applied to the tree and then undone (a
+// journal of the nodes it changed): copying the whole tree per variant made
+// validation quadratic in the number of variants.
 func (v *validator) checkVariants(root *yaml.Node) {
 	names := make(map[string]bool)
+	var j journal
 	for i, vr := range v.sc.Variants {
 		p := fmt.Sprintf("variants[%d]", i)
 		if vr.Name == "" {
@@ -576,12 +593,12 @@ func (v *validator) checkVariants(root *yaml.Node) {
 			v.add(p+".name", "duplicate variant name %q", vr.Name)
 		}
 		names[vr.Name] = true
-		tree := cloneNode(root)
 		origin := make(map[*yaml.Node]string)
-		for j, s := range vr.Set {
-			if err := applySet(tree, s, origin); err != nil {
-				v.add(fmt.Sprintf("%s.set[%d]", p, j), "--set %s: %v", s, err)
+		for k, s := range vr.Set {
+			if err := applySetJournaled(root, s, origin, &j); err != nil {
+				v.add(fmt.Sprintf("%s.set[%d]", p, k), "--set %s: %v", s, err)
 			}
 		}
+		j.undo()
 	}
 }

@@ -203,12 +203,14 @@ func Recommend(hops []Hop, opt Options) (*Plan, error) {
 			hp.OwnP50 = max(0, hp.P50-next.Quantile(0.5))
 			hp.OwnP99 = max(0, hp.P99-next.Quantile(0.99))
 		}
+		if hp.Quantile <= 0 {
+			// A timeout of 0 would mean none, and every budget would fit
+			// infinitely many attempts: nothing sound to recommend.
+			return nil, fmt.Errorf("hop %q: %s of its %d samples is 0, so no timeout can be derived from it: are they in a unit too coarse for them (e.g. ms for a cache hit)?", h.Name, PercentileName(opt.Percentile), s.Len())
+		}
 		hp.Timeout = hp.Quantile
 		if budget > 0 {
 			hp.Fit = int(budget / hp.Quantile)
-		}
-		if hp.Quantile == 0 {
-			hp.Fit = opt.MaxAttempts
 		}
 		if hp.Fit < 1 {
 			return nil, &DeadlineError{Hop: h.Name, Budget: budget, Timeout: hp.Quantile,

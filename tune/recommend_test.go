@@ -155,6 +155,9 @@ func TestRecommendBadOptions(t *testing.T) {
 		{Options{Deadline: time.Second}, nil, "no hops"},
 		{Options{Deadline: time.Second}, []Hop{hops[0], hops[0]}, `hop "a" given twice`},
 		{Options{Deadline: time.Second}, []Hop{{Name: "b"}}, `hop "b": no samples`},
+		// Issue 17, item 4: the quantile of zeros divided the budget by 0.
+		{Options{Deadline: time.Second}, []Hop{{Name: "z", Samples: mustSamples(t, make([]time.Duration, 100))}}, `hop "z": p99.9 of its 100 samples is 0`},
+		{Options{Deadline: time.Second}, []Hop{hops[0], {Name: "z", Samples: mustSamples(t, append(make([]time.Duration, 999), time.Second))}}, `hop "z": p99.9 of its 1000 samples is 0`},
 	} {
 		_, err := Recommend(c.hops, c.opt)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

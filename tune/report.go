@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -230,19 +229,9 @@ func (p *Plan) Save(dir string) ([]string, error) {
 	}
 	for i := range p.Hops {
 		h := &p.Hops[i]
-		if err := write("cdf-"+fileSafe(h.Name)+".png", func(w io.Writer) error { return PlotTail(w, h, p.Options) }); err != nil {
+		if err := write("cdf-"+metrics.PathComponent(h.Name)+".png", func(w io.Writer) error { return PlotTail(w, h, p.Options) }); err != nil {
 			return written, err
 		}
 	}
 	return written, nil
-}
-
-func fileSafe(name string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			return r
-		}
-		return '_'
-	}, name)
 }

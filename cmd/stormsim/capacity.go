@@ -116,13 +116,25 @@ func (c *capacityCommand) run(ctx context.Context, args []string, w io.Writer) e
 	opt.Progress = bar.update
 	rep, err := plan.Run(ctx, simRunner(), opt)
 	bar.finish()
-	if err != nil {
-		if ctx.Err() != nil {
+	if rep == nil {
+		if err != nil && ctx.Err() != nil {
 			return fmt.Errorf("%w: %v", errInterrupted, err)
 		}
 		return err
 	}
-	return c.emit(w, rep)
+	if eerr := c.emit(w, rep); eerr != nil {
+		return eerr
+	}
+	if c.out != "" {
+		if eerr := metrics.WriteManifest(c.out, runIDFrom(ctx), "capacity.json"); eerr != nil {
+			return eerr
+		}
+	}
+	if rep.Interrupted {
+		// What the searches found before the signal is written, marked.
+		return fmt.Errorf("%w: partial capacity report written (%v)", errInterrupted, err)
+	}
+	return err
 }
 
 // plan returns the capacity study the flags ask for on base: the load
@@ -214,7 +226,8 @@ func writeCapacity(dir string, rep *capacity.Report) ([]string, error) {
 		}
 		files = append(files, path)
 	}
-	if rep.Capacity != nil {
+	// A search interrupted before its first point has nothing to plot.
+	if rep.Capacity != nil && len(rep.Capacity.Points) > 0 {
 		pngs, err := rep.Capacity.WritePlots(dir)
 		files = append(files, pngs...)
 		if err != nil {

@@ -133,10 +133,11 @@ func compareShard(ctx context.Context, b analysis.Builder, base *topology.Scenar
 			if col.Result.Summary.Status == sim.StatusInterrupted {
 				return fmt.Errorf("%w: shard %s not finished", errInterrupted, spec)
 			}
-			sub := filepath.Join(dir, col.Variant.Name)
+			sub := filepath.Join(dir, metrics.PathComponent(col.Variant.Name))
 			if err := os.MkdirAll(sub, 0o755); err != nil {
 				return err
 			}
+			col.Result.RunID = runIDFrom(ctx)
 			if err := metrics.Save(sub, col.Result); err != nil {
 				return fmt.Errorf("variant %s: %w", col.Variant.Name, err)
 			}
@@ -148,6 +149,9 @@ func compareShard(ctx context.Context, b analysis.Builder, base *topology.Scenar
 		enc.SetIndent("", "  ")
 		return enc.Encode(info)
 	}); err != nil {
+		return err
+	}
+	if err := metrics.WriteManifest(dir, runIDFrom(ctx), compareShardFile); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "shard %s: ran %d of %d variants %v into %s (merge the shards with 'stormsim merge')\n", spec, len(info.Owned), len(variants), info.Owned, dir)
@@ -188,7 +192,7 @@ func mergeCompareShards(dirs []string, out string, w io.Writer) error {
 		if !ok {
 			return fmt.Errorf("no shard holds variant %s: a shard is missing", v.Name)
 		}
-		res, err := metrics.Load(filepath.Join(d, v.Name))
+		res, err := metrics.Load(filepath.Join(d, metrics.PathComponent(v.Name)))
 		if err != nil {
 			return err
 		}
@@ -220,7 +224,7 @@ func writeComparison(dir string, c *analysis.Comparison, partial bool) error {
 	results := map[string]*metrics.Result{}
 	var order []string
 	for _, col := range c.Columns {
-		sub := filepath.Join(dir, col.Variant.Name)
+		sub := filepath.Join(dir, metrics.PathComponent(col.Variant.Name))
 		if err := os.MkdirAll(sub, 0o755); err != nil {
 			return err
 		}

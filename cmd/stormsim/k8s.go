@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/stormsim/stormsim/experiments"
+	"github.com/stormsim/stormsim/inputfile"
 	"github.com/stormsim/stormsim/k8s"
+	"github.com/stormsim/stormsim/topology"
 )
 
 func init() {
@@ -100,7 +101,7 @@ func (c *k8sCommand) run(_ context.Context, args []string, w io.Writer) error {
 // scenarioBytes returns a scenario file's content, or a canned
 // experiment's when no such file exists (as loadScenario resolves it).
 func scenarioBytes(arg string) ([]byte, error) {
-	b, err := os.ReadFile(arg)
+	b, err := inputfile.Read(arg, topology.MaxFileSize)
 	if err == nil {
 		return b, nil
 	}

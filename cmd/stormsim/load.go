@@ -17,6 +17,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/stormsim/stormsim/inputfile"
 	"github.com/stormsim/stormsim/load"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/topology"
@@ -123,6 +124,7 @@ func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error
 	if err != nil {
 		return err
 	}
+	res.RunID = runIDFrom(ctx)
 	return emitLoadResult(w, res, c.format, c.out)
 }
 
@@ -141,6 +143,7 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 	if err != nil {
 		return err
 	}
+	res.RunID = runIDFrom(ctx)
 	return emitLoadResult(w, res, c.format, c.out)
 }
 
@@ -227,10 +230,14 @@ func parseHeaders(hs []string) (http.Header, error) {
 	return h, nil
 }
 
+// maxBodyFile bounds --body @FILE: every request carries the whole body,
+// and an emulated service accepts at most 1 MiB of it.
+const maxBodyFile = 16 << 20
+
 // readBody returns the body flag's bytes, reading @FILE.
 func readBody(s string) ([]byte, error) {
 	if f, ok := strings.CutPrefix(s, "@"); ok {
-		b, err := os.ReadFile(f)
+		b, err := inputfile.Read(f, maxBodyFile)
 		if err != nil {
 			return nil, fmt.Errorf("--body: %w", err)
 		}
@@ -242,7 +249,7 @@ func readBody(s string) ([]byte, error) {
 // readPolicy reads a client call policy: the keys of a scenario's
 // workload.client (unknown keys are errors, reported with their line).
 func readPolicy(path string) (topology.Call, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, topology.MaxFileSize)
 	if err != nil {
 		return topology.Call{}, fmt.Errorf("--policy: %w", err)
 	}

@@ -107,7 +107,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "stormsim %s: %v (see 'stormsim help %s')\n", c.name, err, c.name)
 		return exitUsage
 	}
-	err := sub.run(ctx, fs.Args(), stdout)
+	err := sub.run(withRunID(ctx, runIDOf(c.name, fs)), fs.Args(), stdout)
 	if err == nil {
 		return exitOK
 	}

@@ -182,6 +182,8 @@ func kindOf(dir string) (outputKind, error) {
 // waitComplete polls until the shards are ready to merge (see ready),
 // ctx is done, or timeout passes; the error says what is still missing.
 func waitComplete(ctx context.Context, dirs []string, shards int, timeout, poll time.Duration) error {
+	sig := ctx
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t := time.NewTicker(poll)
@@ -196,6 +198,10 @@ func waitComplete(ctx context.Context, dirs []string, shards int, timeout, poll 
 		}
 		select {
 		case <-ctx.Done():
+			// A signal cuts the wait short: say how long it really was.
+			if sig.Err() != nil {
+				return fmt.Errorf("%w after waiting %v of --wait %v; the shards are not ready: %s", errInterrupted, time.Since(start).Truncate(100*time.Millisecond), timeout, why)
+			}
 			return fmt.Errorf("waited %v and the shards are not ready: %s (merge without --wait to see what they hold)", timeout, why)
 		case <-t.C:
 		}
@@ -223,6 +229,9 @@ func notReady(dirs []string, shards int) (string, error) {
 			missing = append(missing[:5], fmt.Sprintf("and %d more", n-5))
 		}
 		return fmt.Sprintf("%d of %d shard directories are not complete: %s", n, len(dirs), strings.Join(missing, ", ")), nil
+	}
+	if why, err := runMismatch(dirs); why != "" || err != nil {
+		return why, err
 	}
 	kind, err := commonKind(dirs)
 	if err != nil {
@@ -315,6 +324,12 @@ func readSweepShards(dirs []string, shards int) ([]analysis.Row, error) {
 func mergeDirs(dirs []string, shards int, out, format string, w io.Writer) error {
 	kind, err := commonKind(dirs)
 	if err != nil {
+		return err
+	}
+	if why, err := runMismatch(dirs); err != nil || why != "" {
+		if err == nil {
+			err = errors.New(why)
+		}
 		return err
 	}
 	if kind == kindSweep {

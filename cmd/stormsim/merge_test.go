@@ -156,6 +156,7 @@ func TestMergeLoadShards(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for i, p := range parts {
+		p.RunID = "load" // the shards of one run share its id
 		require.NoError(t, metrics.Save(shard.Dir(dir, i), p))
 	}
 	wantDir := filepath.Join(dir, "whole")
@@ -204,7 +205,7 @@ func TestMergeErrors(t *testing.T) {
 		{"bad shards", []string{"merge", "--shards", "-1", run, "--out", out}, exitUsage, "--shards must be in"},
 		{"incomplete", []string{"merge", run, empty, "--out", out}, exitError1, "not a finished shard"},
 		{"mixed", []string{"merge", run, sweepDir, "--out", out}, exitError1, "shards of different commands"},
-		{"seeds", []string{"merge", run, other, "--out", out}, exitError1, "share its seed"},
+		{"seeds", []string{"merge", run, other, "--out", out}, exitError1, "shards of different runs"},
 		{"missing shard", []string{"merge", "--shards", "2", "--wait", "300ms", dir, "--out", out}, exitError1, "2 of 2 shard directories are not complete"},
 		{"bad format", []string{"merge", run, "--out", out, "--format", "xml"}, exitUsage, "--format"},
 	} {
@@ -222,6 +223,7 @@ func TestMergeWaitsForLateShards(t *testing.T) {
 	mergePoll = 100 * time.Millisecond
 	dir := t.TempDir()
 	parts := metricstest.StormParts(2)
+	parts[0].RunID, parts[1].RunID = "storm", "storm"
 	require.NoError(t, metrics.Save(shard.Dir(dir, 0), parts[0]))
 	late := filepath.Join(dir, "late")
 	require.NoError(t, metrics.Save(late, parts[1]))
@@ -285,6 +287,7 @@ func TestMergeRefusesIncompleteSweeps(t *testing.T) {
 	lines := strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n")
 	require.Len(t, lines, 4)
 	require.NoError(t, os.WriteFile(csvPath, []byte(strings.Join(lines[:3], "")), 0o644))
+	reseal(t, shard.Dir(parent, 1))
 	_, errOut, code = runCLI(t, "merge", "--shards", "2", parent, "--out", filepath.Join(dir, "partial"))
 	require.Equal(t, exitError1, code)
 	require.Contains(t, errOut, "hold 5 of the sweep's 6 units (unit 5 is missing)")
@@ -298,6 +301,7 @@ func TestMergeRefusesIncompleteSweeps(t *testing.T) {
 	require.NoError(t, err)
 	l0 := strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n")
 	require.NoError(t, os.WriteFile(csv0, []byte(l0[0]+l0[1]+l0[3]), 0o644))
+	reseal(t, shard.Dir(parent, 0))
 	_, errOut, code = runCLI(t, "merge", parent+"/shard-0", "--out", filepath.Join(dir, "partial"))
 	require.Equal(t, exitError1, code)
 	require.Contains(t, errOut, "unit 1 is missing")
@@ -311,6 +315,7 @@ func TestMergeWaitsOutInterruptedShards(t *testing.T) {
 	parts := metricstest.StormParts(2)
 	parts[1].Summary.Status = "interrupted"
 	for i, p := range parts {
+		p.RunID = "storm"
 		require.NoError(t, metrics.Save(shard.Dir(dir, i), p))
 	}
 	_, errOut, code := runCLI(t, "merge", "--shards", "2", "--wait", "300ms", dir, "--out", filepath.Join(dir, "m1"))

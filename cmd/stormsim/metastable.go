@@ -93,7 +93,7 @@ func (c *metastableCommand) run(ctx context.Context, args []string, w io.Writer)
 	bar := newCountProgress(os.Stderr, c.progress, "metastable")
 	rep, err := analysis.RunMetastable(ctx, simRunner(), b, m, analysis.SweepOptions{Workers: c.ef.workers, Progress: bar.update})
 	bar.finish()
-	if err != nil {
+	if rep == nil {
 		return err
 	}
 	if err := rep.WriteTable(w); err != nil {
@@ -103,6 +103,12 @@ func (c *metastableCommand) run(ctx context.Context, args []string, w io.Writer)
 		if err := writeMetastable(c.out, rep); err != nil {
 			return err
 		}
+	}
+	if rep.Interrupted {
+		return fmt.Errorf("%w: %d levels judged before the signal (%v)", errInterrupted, len(rep.Levels), err)
+	}
+	if err != nil {
+		return err // levels whose runs failed, the others judged and written
 	}
 	if !c.hyst {
 		return nil

@@ -37,12 +37,14 @@ type scenarioFlags struct {
 	maxInflight  int
 	maxEvents    int64
 	maxEventRate float64
+	maxDrain     string
 }
 
 // declareLimits declares --max-inflight and --max-events.
 func (f *scenarioFlags) declareLimits(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxInflight, "max-inflight", 0, "stop the run as diverged when more than `N` attempts are alive (overrides limits.max_inflight)")
 	fs.Int64Var(&f.maxEvents, "max-events", 0, "stop the run as diverged after `N` events (overrides limits.max_events)")
+	fs.StringVar(&f.maxDrain, "max-drain", "", "stop the run as diverged when work is still pending this long after the arrival window, e.g. `10m` (overrides limits.max_drain, default 1h)")
 	fs.Float64Var(&f.maxEventRate, "max-event-rate", 0, "stop the run as diverged when an interval holds more than `R` events per simulated second (overrides limits.max_event_rate)")
 }
 
@@ -59,6 +61,9 @@ func (f *scenarioFlags) overrides() []string {
 	}
 	if f.maxEvents != 0 {
 		out = append(out, fmt.Sprintf("limits.max_events=%d", f.maxEvents))
+	}
+	if f.maxDrain != "" {
+		out = append(out, "limits.max_drain="+f.maxDrain)
 	}
 	if f.maxEventRate != 0 {
 		out = append(out, fmt.Sprintf("limits.max_event_rate=%g", f.maxEventRate))

@@ -117,6 +117,9 @@ func (c *sweepCommand) runSweep(ctx context.Context, b analysis.Builder, s *anal
 	if err := writeSweep(c.out, rows, s.Values, !opt.Shard.Sharded() && runErr == nil, partial, w); err != nil {
 		return err
 	}
+	if err := metrics.WriteManifest(c.out, runIDFrom(ctx), "sweep.csv"); err != nil {
+		return err
+	}
 	if runErr != nil {
 		if partial != "" {
 			return fmt.Errorf("%w: %d units written to %s", errInterrupted, len(rows), c.out)
