@@ -29,8 +29,23 @@ func benchMM1(d time.Duration) *topology.Scenario {
 // TestMemoryIsFlatInDuration shows), and floor-ratio: customers/s over those
 // of floorMM1 simulating the same queue as long. The floor runs after each
 // model run, outside the timer, so both see the same machine load.
-func BenchmarkMM1(b *testing.B) {
+func BenchmarkMM1(b *testing.B) { benchAgainstFloor(b, benchMM1(100*time.Second)) }
+
+// BenchmarkMM1Timeouts is BenchmarkMM1 with a per-attempt client timeout
+// and a workload deadline, as every retry-storm scenario has: each attempt
+// schedules a timer that is almost always cancelled (at ρ = 0.9 a sojourn
+// exceeds 100ms with probability e^-10). The floor is the same one, without
+// timers: the ratio prices the timers too.
+func BenchmarkMM1Timeouts(b *testing.B) {
 	sc := benchMM1(100 * time.Second)
+	sc.Workload.Deadline = time.Second
+	sc.Workload.Client.Timeout = 100 * time.Millisecond
+	benchAgainstFloor(b, sc)
+}
+
+// benchAgainstFloor runs sc, an M/M/1 queue at λ = 900/s, μ = 1000/s
+// simulated for 100s, and reports its speed against floorMM1's.
+func benchAgainstFloor(b *testing.B, sc *topology.Scenario) {
 	r := rand.New(rand.NewPCG(1, 1))
 	h := &floorHeap{}
 	fifo := make([]float64, 0, 1024)
@@ -51,7 +66,7 @@ func BenchmarkMM1(b *testing.B) {
 
 		b.StopTimer()
 		start := time.Now()
-		n, _ := floorMM1(900, 1000, 100, r, h, fifo)
+		n, _ := floorMM1(900, 1000, sc.Duration.Seconds(), r, h, fifo)
 		floorTime += time.Since(start)
 		floorCustomers += int64(n)
 		b.StartTimer()

@@ -128,7 +128,13 @@ func (m *run) send(cr *callRun, k int, timeout time.Duration) {
 	}
 	cr.slots[k-1] = a
 	if timeout > 0 {
-		a.tmo = m.eng.After(timeout, m.hTimeout, a)
+		// The edge's timeout, and a deadline's remainder, each come in time
+		// order: a lane each keeps them off the heap (Lane).
+		l := &e.tmoLane
+		if timeout != e.pe.Timeout {
+			l = &e.dlLane
+		}
+		a.tmo = m.eng.AtLane(l, m.eng.Now()+timeout, m.hTimeout, a)
 	}
 	if e.hasNet {
 		a.ev = m.eng.After(e.net.Sample(e.pe.Rand), m.hAttArrive, a)

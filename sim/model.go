@@ -149,6 +149,9 @@ type edge struct {
 	hasNet    bool
 	propagate bool
 	out       int // index of the merged edge in the output
+	// per-attempt timers: the edge's timeout, and those cut short by a
+	// deadline
+	tmoLane, dlLane Lane
 }
 
 // step is one entry of a service's calls: members run at once, and the step
