@@ -53,7 +53,10 @@ type Engine struct {
 	events uint64
 	last   time.Duration
 	stop   bool
-	live   int // events scheduled and not yet run or stopped
+	// Lane bookkeeping, kept off the path of heap-only events: records
+	// waiting in lanes behind their heads, and stopped heads still in the
+	// heap. Pending is len(heap) - tombs + waiting.
+	waiting, tombs int
 }
 
 // Lane is a FIFO of events whose times never decrease, such as timers of
@@ -104,9 +107,10 @@ func (e *Engine) NextAt() (t time.Duration, ok bool) {
 // dropTombstones removes stopped lane heads from the top of the heap, so
 // that the top is an event that will run.
 func (e *Engine) dropTombstones() {
-	for len(e.heap) > 0 && e.heap[0].fn == nil {
+	for e.tombs > 0 && len(e.heap) > 0 && e.heap[0].fn == nil {
 		top := e.heap[0]
-		e.popTop(top)
+		e.popLane(top)
+		e.tombs--
 		e.recycle(top)
 	}
 }
@@ -116,7 +120,7 @@ func (e *Engine) dropTombstones() {
 func (e *Engine) LastAt() time.Duration { return e.last }
 
 // Pending returns how many events are scheduled.
-func (e *Engine) Pending() int { return e.live }
+func (e *Engine) Pending() int { return len(e.heap) - e.tombs + e.waiting }
 
 // At schedules fn(e, arg) at time t. Scheduling in the past is a programming
 // error and panics.
@@ -139,7 +143,6 @@ func (e *Engine) alloc(t time.Duration, fn Handler, arg any) *event {
 	}
 	ev.at, ev.seq, ev.fn, ev.arg = t, e.seq, fn, arg
 	e.seq++
-	e.live++
 	return ev
 }
 
@@ -159,6 +162,7 @@ func (e *Engine) AtLane(l *Lane, t time.Duration, fn Handler, arg any) Timer {
 		e.up(len(e.heap)-1, ev)
 	} else {
 		ev.idx = inLane
+		e.waiting++
 		if l.head == len(l.q) {
 			l.q, l.head = l.q[:0], 0
 		} else if l.head >= 1024 && l.head >= len(l.q)/2 {
@@ -180,6 +184,7 @@ func (e *Engine) promote(l *Lane) *event {
 		l.q[l.head] = laneEntry{}
 		l.head++
 		if x.ev.gen == x.gen && x.ev.idx == inLane {
+			e.waiting--
 			return x.ev
 		}
 	}
@@ -188,15 +193,18 @@ func (e *Engine) promote(l *Lane) *event {
 	return nil
 }
 
-// popTop removes top, the heap's root, putting its lane's next event in
-// its place when it has one.
-func (e *Engine) popTop(top *event) {
-	if top.lane != nil {
-		if nx := e.promote(top.lane); nx != nil {
-			e.down(0, nx)
-			return
-		}
+// popLane removes top, the heap's root and a lane's head, putting the
+// lane's next event in its place when it has one.
+func (e *Engine) popLane(top *event) {
+	if nx := e.promote(top.lane); nx != nil {
+		e.down(0, nx)
+		return
 	}
+	e.popHeap()
+}
+
+// popHeap removes the heap's root.
+func (e *Engine) popHeap() {
 	last := len(e.heap) - 1
 	moved := e.heap[last]
 	// The vacated slot keeps its pointer: the record is on the free
@@ -226,14 +234,15 @@ func (e *Engine) stop1(t Timer) bool {
 	if ev.gen != t.gen || ev.idx == notQueued || ev.fn == nil {
 		return false
 	}
-	e.live--
 	if ev.idx == inLane {
+		e.waiting--
 		e.recycle(ev) // its lane entry goes stale
 		return true
 	}
 	if ev.lane != nil {
 		// A lane head: leave it in the heap as a tombstone, so that the
 		// lane's stopped timers cost no heap work until it reaches the top.
+		e.tombs++
 		ev.gen++
 		ev.fn, ev.arg = nil, nil
 		return true
@@ -269,14 +278,25 @@ func (e *Engine) RunUntil(end time.Duration) {
 		if top.at > end {
 			break
 		}
-		e.popTop(top)
-		fn, arg := top.fn, top.arg
-		e.recycle(top)
-		if fn == nil {
-			continue // a stopped lane head
+		if top.lane == nil {
+			// popHeap, written out: this is the loop's hot path.
+			last := len(e.heap) - 1
+			moved := e.heap[last]
+			e.heap = e.heap[:last]
+			if last > 0 {
+				e.down(0, moved)
+			}
+		} else {
+			e.popLane(top)
+			if top.fn == nil { // a stopped lane head
+				e.tombs--
+				e.recycle(top)
+				continue
+			}
 		}
 		e.now, e.last = top.at, top.at
-		e.live--
+		fn, arg := top.fn, top.arg
+		e.recycle(top)
 		e.events++
 		fn(e, arg)
 	}
