@@ -51,8 +51,8 @@ type run struct {
 	liveReqs int
 
 	// clientDirect: root calls skip the policy state machine (plainEdge
-	// client edge, no workload deadline); their attempts have &direct as
-	// caller, a sentinel no other attempt points to.
+	// client edge); their attempts have &direct as caller, a sentinel no
+	// other attempt points to (its one slot is written by abandon).
 	clientDirect bool
 	direct       callRun
 
@@ -189,7 +189,8 @@ func build(sc *topology.Scenario) (*run, error) {
 			return nil, fmt.Errorf("%s: %w", src, err)
 		}
 	}
-	m.clientDirect = plainEdge(m.client.pe) && m.deadline <= 0
+	m.clientDirect = plainEdge(m.client.pe)
+	m.direct.slots = []*attempt{nil}
 	return m, nil
 }
 
