@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -221,4 +222,11 @@ func TestEngineLaneHoldsOneHeapEntry(t *testing.T) {
 	for i, at := range got {
 		require.Equal(t, 10000+10*i+9, at)
 	}
+}
+
+// TestEventRecordFillsOneCacheLine pins the event record at 64 bytes: every
+// event reads and writes its record, and a field more would put it on two
+// cache lines.
+func TestEventRecordFillsOneCacheLine(t *testing.T) {
+	require.Equal(t, uintptr(64), unsafe.Sizeof(event{}))
 }
