@@ -331,14 +331,14 @@ func (m *run) startRequest(client int, write bool) {
 }
 
 // plainEdge reports whether calls over e need no policy state machine: one
-// attempt, no budget, breaker, throttle or hedge. Such a call sends its
+// attempt, no budget, breaker, throttle, send rate or hedge. Such a call sends its
 // attempt and ends with that attempt's answer, or as Unknown when its
 // timeout (the edge's, or the deadline's remainder) fires first;
 // startDirect, deliverDirect and directTimedOut do exactly what a
 // policies.Call would, without its records.
 func plainEdge(e *policies.Edge) bool {
 	return e.MaxAttempts == 1 && e.Budget == nil && e.Breaker == nil &&
-		e.Throttle == nil && e.Hedger == nil
+		e.Throttle == nil && e.SendLimit == nil && e.Hedger == nil
 }
 
 // startDirect starts req's root call over a plain client edge (plainEdge):

@@ -155,6 +155,9 @@ func TestFastPathNeedsAPlainEdge(t *testing.T) {
 		}, false},
 		{"hedge", func(sc *topology.Scenario) { sc.Workload.Client.Hedge = &policies.HedgeConfig{Delay: time.Millisecond} }, false},
 		{"throttle", func(sc *topology.Scenario) { sc.Workload.Client.Throttle = &policies.ThrottleConfig{} }, false},
+		{"send rate", func(sc *topology.Scenario) {
+			sc.Workload.Client.SendRate = &policies.RateLimitConfig{MaxTokens: 10, FillInterval: time.Millisecond}
+		}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
