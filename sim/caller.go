@@ -355,24 +355,30 @@ func (m *run) startDirect(req *request) {
 	a.svc, a.req, a.edge, a.caller, a.k = e.callee, req, e, &m.direct, 1
 	a.serverHeld, a.counted, a.state = true, req.counted, attSending
 	req.refs++
-	if req.hasDeadline {
-		// policies.Call's timeout: the edge's, cut to the time left.
-		timeout := e.pe.Timeout
-		if rem := req.deadline - m.eng.Now(); timeout == 0 || rem < timeout {
-			timeout = rem
-		}
-		if e.propagate {
-			a.hasDeadline, a.deadline = true, req.deadline
-		}
-		m.armTimeout(a, timeout)
-	} else {
-		m.armTimeout(a, e.pe.Timeout)
+	if req.hasDeadline || e.pe.Timeout > 0 {
+		m.directTimer(a, req)
 	}
 	if e.hasNet {
 		a.ev = m.eng.After(e.net.Sample(e.pe.Rand), m.hAttArrive, a)
 		return
 	}
 	m.arrive(a)
+}
+
+// directTimer arms a direct attempt's timeout as policies.Call would: the
+// edge's, cut to the time left before req's deadline. It is kept out of
+// startDirect so that calls without one pay a single branch.
+func (m *run) directTimer(a *attempt, req *request) {
+	timeout := a.edge.pe.Timeout
+	if req.hasDeadline {
+		if rem := req.deadline - m.eng.Now(); timeout == 0 || rem < timeout {
+			timeout = rem
+		}
+		if a.edge.propagate {
+			a.hasDeadline, a.deadline = true, req.deadline
+		}
+	}
+	m.armTimeout(a, timeout)
 }
 
 // directTimedOut ends a direct root call whose attempt timed out: the
