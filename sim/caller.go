@@ -155,6 +155,9 @@ func (m *run) deliver(a *attempt) {
 	a.ev = Timer{}
 	cr, k := a.caller, a.k
 	if cr == &m.direct {
+		if m.directTimed {
+			m.eng.Stop(a.tmo)
+		}
 		m.deliverDirect(a)
 		return
 	}
@@ -355,7 +358,7 @@ func (m *run) startDirect(req *request) {
 	a.svc, a.req, a.edge, a.caller, a.k = e.callee, req, e, &m.direct, 1
 	a.serverHeld, a.counted, a.state = true, req.counted, attSending
 	req.refs++
-	if req.hasDeadline || e.pe.Timeout > 0 {
+	if m.directTimed {
 		m.directTimer(a, req)
 	}
 	if e.hasNet {
@@ -367,7 +370,8 @@ func (m *run) startDirect(req *request) {
 
 // directTimer arms a direct attempt's timeout as policies.Call would: the
 // edge's, cut to the time left before req's deadline. It is kept out of
-// startDirect so that calls without one pay a single branch.
+// startDirect so that runs without timeouts pay a single branch on a flag
+// of the run (m.directTimed), not a read of the edge.
 func (m *run) directTimer(a *attempt, req *request) {
 	timeout := a.edge.pe.Timeout
 	if req.hasDeadline {
@@ -399,7 +403,6 @@ func (m *run) directTimedOut(a *attempt) {
 // single attempt that cannot be retried.
 func (m *run) deliverDirect(a *attempt) {
 	req, o := a.req, a.answer
-	m.eng.Stop(a.tmo)
 	a.caller = nil
 	m.releaseServer(a)
 	r := policies.Failed

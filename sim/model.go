@@ -54,6 +54,7 @@ type run struct {
 	// client edge); their attempts have &direct as caller, a sentinel no
 	// other attempt points to (its one slot is written by abandon).
 	clientDirect bool
+	directTimed  bool // direct root calls have a timeout (the edge's or the deadline's)
 	direct       callRun
 
 	requests pool[request]
@@ -190,6 +191,7 @@ func build(sc *topology.Scenario) (*run, error) {
 		}
 	}
 	m.clientDirect = plainEdge(m.client.pe)
+	m.directTimed = m.client.pe.Timeout > 0 || m.deadline > 0
 	m.direct.slots = []*attempt{nil}
 	return m, nil
 }
