@@ -29,8 +29,27 @@ func benchMM1(d time.Duration) *topology.Scenario {
 // TestMemoryIsFlatInDuration shows), and floor-ratio: customers/s over those
 // of floorMM1 simulating the same queue as long. The floor runs after each
 // model run, outside the timer, so both see the same machine load.
-func BenchmarkMM1(b *testing.B) {
-	sc := benchMM1(100 * time.Second)
+func BenchmarkMM1(b *testing.B) { benchAgainstFloor(b, benchMM1(100*time.Second)) }
+
+// BenchmarkMM1Timeouts is BenchmarkMM1 with a per-attempt client timeout
+// and a workload deadline, as every retry-storm scenario has: each attempt
+// schedules a timer that is almost always cancelled (at ρ = 0.9 a sojourn
+// exceeds 100ms with probability e^-10). The floor is the same one, without
+// timers: the ratio prices the timers too.
+func BenchmarkMM1Timeouts(b *testing.B) { benchAgainstFloor(b, benchMM1Timeouts(100*time.Second)) }
+
+// benchMM1Timeouts is benchMM1 with a 100ms client timeout per attempt and
+// a 1s deadline per request.
+func benchMM1Timeouts(d time.Duration) *topology.Scenario {
+	sc := benchMM1(d)
+	sc.Workload.Deadline = time.Second
+	sc.Workload.Client.Timeout = 100 * time.Millisecond
+	return sc
+}
+
+// benchAgainstFloor runs sc, an M/M/1 queue at λ = 900/s, μ = 1000/s
+// simulated for 100s, and reports its speed against floorMM1's.
+func benchAgainstFloor(b *testing.B, sc *topology.Scenario) {
 	r := rand.New(rand.NewPCG(1, 1))
 	h := &floorHeap{}
 	fifo := make([]float64, 0, 1024)
@@ -51,7 +70,7 @@ func BenchmarkMM1(b *testing.B) {
 
 		b.StopTimer()
 		start := time.Now()
-		n, _ := floorMM1(900, 1000, 100, r, h, fifo)
+		n, _ := floorMM1(900, 1000, sc.Duration.Seconds(), r, h, fifo)
 		floorTime += time.Since(start)
 		floorCustomers += int64(n)
 		b.StartTimer()
@@ -210,33 +229,40 @@ func TestFloorMM1MatchesTheory(t *testing.T) {
 // the number of requests (pools are reused, results are streamed), only
 // the per-interval rows of the time series do.
 func TestMemoryIsFlatInDuration(t *testing.T) {
-	measure := func(d time.Duration) (mallocs, bytes uint64, events uint64) {
-		sc := benchMM1(d)
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		res, err := Run(context.Background(), sc, Options{})
-		require.NoError(t, err)
-		runtime.ReadMemStats(&after)
-		require.Positive(t, res.Summary.Requests.Succeeded)
-		return after.Mallocs - before.Mallocs, after.TotalAlloc - before.TotalAlloc, uint64(res.Summary.Requests.Succeeded)
+	for _, tt := range []struct {
+		name     string
+		scenario func(time.Duration) *topology.Scenario
+	}{{"mm1", benchMM1}, {"mm1-timeouts", benchMM1Timeouts}} {
+		t.Run(tt.name, func(t *testing.T) {
+			measure := func(d time.Duration) (mallocs, bytes uint64, events uint64) {
+				sc := tt.scenario(d)
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				res, err := Run(context.Background(), sc, Options{})
+				require.NoError(t, err)
+				runtime.ReadMemStats(&after)
+				require.Positive(t, res.Summary.Requests.Succeeded)
+				return after.Mallocs - before.Mallocs, after.TotalAlloc - before.TotalAlloc, uint64(res.Summary.Requests.Succeeded)
+			}
+			// A first run fills the pool of latency count arrays, so the two
+			// measured runs both reuse them and compare like with like.
+			measure(time.Second)
+			m10, b10, n10 := measure(10 * time.Second)
+			m100, b100, n100 := measure(100 * time.Second)
+			t.Logf("10s: %d requests, %d mallocs, %d bytes; 100s: %d requests, %d mallocs, %d bytes", n10, m10, b10, n100, m100, b100)
+			require.Greater(t, n100, 9*n10)
+			// 90 more intervals add one row each (a few allocations); per request
+			// there must be none.
+			perReq := float64(m100-m10) / float64(n100-n10)
+			require.Less(t, perReq, 0.01, "allocations per extra request")
+			// Bytes: the extra 90 intervals' rows (and their slices' doubling) are
+			// a few hundred KB at most; a record kept per request would cost at
+			// least its size (the smallest, an attempt, is over 64 bytes) for every
+			// one of the 81k extra requests. Allow well under one such record each.
+			require.Greater(t, unsafe.Sizeof(attempt{}), uintptr(64))
+			perReqBytes := float64(int64(b100)-int64(b10)) / float64(n100-n10)
+			require.Less(t, perReqBytes, 16.0, "bytes allocated per extra request")
+		})
 	}
-	// A first run fills the pool of latency count arrays, so the two
-	// measured runs both reuse them and compare like with like.
-	measure(time.Second)
-	m10, b10, n10 := measure(10 * time.Second)
-	m100, b100, n100 := measure(100 * time.Second)
-	t.Logf("10s: %d requests, %d mallocs, %d bytes; 100s: %d requests, %d mallocs, %d bytes", n10, m10, b10, n100, m100, b100)
-	require.Greater(t, n100, 9*n10)
-	// 90 more intervals add one row each (a few allocations); per request
-	// there must be none.
-	perReq := float64(m100-m10) / float64(n100-n10)
-	require.Less(t, perReq, 0.01, "allocations per extra request")
-	// Bytes: the extra 90 intervals' rows (and their slices' doubling) are
-	// a few hundred KB at most; a record kept per request would cost at
-	// least its size (the smallest, an attempt, is over 64 bytes) for every
-	// one of the 81k extra requests. Allow well under one such record each.
-	require.Greater(t, unsafe.Sizeof(attempt{}), uintptr(64))
-	perReqBytes := float64(int64(b100)-int64(b10)) / float64(n100-n10)
-	require.Less(t, perReqBytes, 16.0, "bytes allocated per extra request")
 }

@@ -127,9 +127,7 @@ func (m *run) send(cr *callRun, k int, timeout time.Duration) {
 		cr.slots = append(cr.slots, nil)
 	}
 	cr.slots[k-1] = a
-	if timeout > 0 {
-		a.tmo = m.eng.After(timeout, m.hTimeout, a)
-	}
+	m.armTimeout(a, timeout)
 	if e.hasNet {
 		a.ev = m.eng.After(e.net.Sample(e.pe.Rand), m.hAttArrive, a)
 		return
@@ -137,11 +135,29 @@ func (m *run) send(cr *callRun, k int, timeout time.Duration) {
 	m.arrive(a)
 }
 
+// armTimeout starts the caller's timer of attempt a, if timeout > 0. The
+// edge's timeout, and a deadline's remainder, each come in time order: a
+// lane each keeps them off the heap (Lane).
+func (m *run) armTimeout(a *attempt, timeout time.Duration) {
+	if timeout <= 0 {
+		return
+	}
+	e := a.edge
+	l := &e.tmoLane
+	if timeout != e.pe.Timeout {
+		l = &e.dlLane
+	}
+	a.tmo = m.eng.AtLane(l, m.eng.Now()+timeout, m.hTimeout, a)
+}
+
 // deliver hands a's answer to its caller, if it still waits.
 func (m *run) deliver(a *attempt) {
 	a.ev = Timer{}
 	cr, k := a.caller, a.k
 	if cr == &m.direct {
+		if m.directTimed {
+			m.eng.Stop(a.tmo)
+		}
 		m.deliverDirect(a)
 		return
 	}
@@ -161,6 +177,10 @@ func (m *run) deliver(a *attempt) {
 func (m *run) attemptTimedOut(a *attempt) {
 	a.tmo = Timer{}
 	cr, k := a.caller, a.k
+	if cr == &m.direct {
+		m.directTimedOut(a)
+		return
+	}
 	m.abandon(a, true)
 	m.apply(cr, cr.pc.TimedOut(m.eng.Now(), k))
 }
@@ -314,18 +334,20 @@ func (m *run) startRequest(client int, write bool) {
 }
 
 // plainEdge reports whether calls over e need no policy state machine: one
-// attempt, no timeout, no budget, breaker, throttle or hedge. Such a call,
-// made without a deadline, sends its attempt and ends with that attempt's
-// answer; startDirect and deliverDirect do exactly what a policies.Call
-// would, without its records.
+// attempt, no budget, breaker, throttle, send rate or hedge. Such a call sends its
+// attempt and ends with that attempt's answer, or as Unknown when its
+// timeout (the edge's, or the deadline's remainder) fires first;
+// startDirect, deliverDirect and directTimedOut do exactly what a
+// policies.Call would, without its records.
 func plainEdge(e *policies.Edge) bool {
-	return e.MaxAttempts == 1 && e.Timeout == 0 && e.Budget == nil && e.Breaker == nil &&
-		e.Throttle == nil && e.Hedger == nil
+	return e.MaxAttempts == 1 && e.Budget == nil && e.Breaker == nil &&
+		e.Throttle == nil && e.SendLimit == nil && e.Hedger == nil
 }
 
-// startDirect starts req's root call over a plain client edge (plainEdge,
-// and no workload deadline): it counts the call and its attempt as
-// policies.Call.Start would and sends attempt 1 with m.direct as its caller.
+// startDirect starts req's root call over a plain client edge (plainEdge):
+// it counts the call and its attempt as policies.Call.Start would and sends
+// attempt 1, with m.direct as its caller and its timeout armed first, as
+// send does.
 func (m *run) startDirect(req *request) {
 	e := m.client
 	if req.counted {
@@ -336,11 +358,43 @@ func (m *run) startDirect(req *request) {
 	a.svc, a.req, a.edge, a.caller, a.k = e.callee, req, e, &m.direct, 1
 	a.serverHeld, a.counted, a.state = true, req.counted, attSending
 	req.refs++
+	if m.directTimed {
+		m.directTimer(a, req)
+	}
 	if e.hasNet {
 		a.ev = m.eng.After(e.net.Sample(e.pe.Rand), m.hAttArrive, a)
 		return
 	}
 	m.arrive(a)
+}
+
+// directTimer arms a direct attempt's timeout as policies.Call would: the
+// edge's, cut to the time left before req's deadline. It is kept out of
+// startDirect so that runs without timeouts pay a single branch on a flag
+// of the run (m.directTimed), not a read of the edge.
+func (m *run) directTimer(a *attempt, req *request) {
+	timeout := a.edge.pe.Timeout
+	if req.hasDeadline {
+		if rem := req.deadline - m.eng.Now(); timeout == 0 || rem < timeout {
+			timeout = rem
+		}
+		if a.edge.propagate {
+			a.hasDeadline, a.deadline = true, req.deadline
+		}
+	}
+	m.armTimeout(a, timeout)
+}
+
+// directTimedOut ends a direct root call whose attempt timed out: the
+// attempt is abandoned (and cancelled where the callee honours it) and the
+// result is unknown, as policies.Call.TimedOut decides for a single attempt.
+func (m *run) directTimedOut(a *attempt) {
+	req := a.req
+	m.abandon(a, true)
+	if req.counted {
+		m.client.pe.Stats.Unknown++
+	}
+	m.requestDone(req, policies.Unknown)
 }
 
 // deliverDirect ends a direct root call with its attempt's answer: OK

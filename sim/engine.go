@@ -10,18 +10,25 @@ import (
 // stored in an interface does not allocate).
 type Handler func(e *Engine, arg any)
 
-// event is one scheduled callback. Records are recycled through a free list
-// threaded through next; gen changes on every reuse so a stale Timer cannot
-// cancel a later event.
+// event is one scheduled callback. Records are recycled through a free
+// stack; gen changes on every reuse so a stale Timer cannot cancel a later
+// event. The record is 64 bytes, one cache line: a field more would cost
+// every event a second line.
 type event struct {
 	at   time.Duration
 	seq  uint64
 	idx  int // position in the heap, -1 when not queued
 	gen  uint64
-	fn   Handler
+	fn   Handler // nil on a lane head stopped in the heap (a tombstone)
 	arg  any
-	next *event // next free record while on the free list
+	lane *Lane // the lane it was scheduled on, or nil
 }
+
+// idx values of records not in the heap.
+const (
+	notQueued = -1 // free, or run
+	inLane    = -2 // waiting in a lane behind its head
+)
 
 func (a *event) before(b *event) bool {
 	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
@@ -42,10 +49,40 @@ type Engine struct {
 	now    time.Duration
 	seq    uint64
 	heap   []*event
-	free   *event // the free list of records
+	free   []*event // records to reuse
 	events uint64
 	last   time.Duration
 	stop   bool
+	// Lane bookkeeping, kept off the path of heap-only events: records
+	// waiting in lanes behind their heads, and stopped heads still in the
+	// heap. Pending is len(heap) - tombs + waiting.
+	waiting, tombs int
+}
+
+// Lane is a FIFO of events whose times never decrease, such as timers of
+// one fixed duration (every attempt's timeout on an edge): appending keeps
+// it sorted, so only its head sits in the engine's heap. Scheduling on a
+// lane is O(1); stopping an event behind the head is O(1) and leaves a
+// stale entry that is skipped when it reaches the front; stopping the head
+// leaves it in the heap as a tombstone, discarded when it reaches the top.
+// Retry-storm runs schedule a timeout per attempt and cancel nearly all of
+// them, so this replaces a heap insert and removal per attempt with O(1)
+// work, and keeps the heap small for every other event.
+//
+// Events run in the same (time, sequence) order as if scheduled with At:
+// a lane changes the cost, never the order.
+type Lane struct {
+	q    []laneEntry // q[head:] are waiting, in order; stale ones included
+	head int
+	tail time.Duration // the time of the last event appended
+	top  bool          // the lane's front event is in the heap
+}
+
+// laneEntry names a record by its generation, so an entry whose record was
+// stopped (and perhaps reused) is recognized as stale.
+type laneEntry struct {
+	ev  *event
+	gen uint64
 }
 
 // NewEngine returns an engine whose clock reads 0.
@@ -60,10 +97,22 @@ func (e *Engine) Events() uint64 { return e.events }
 // NextAt returns the time of the next scheduled event; ok is false when
 // none is scheduled.
 func (e *Engine) NextAt() (t time.Duration, ok bool) {
+	e.dropTombstones()
 	if len(e.heap) == 0 {
 		return 0, false
 	}
 	return e.heap[0].at, true
+}
+
+// dropTombstones removes stopped lane heads from the top of the heap, so
+// that the top is an event that will run.
+func (e *Engine) dropTombstones() {
+	for e.tombs > 0 && len(e.heap) > 0 && e.heap[0].fn == nil {
+		top := e.heap[0]
+		e.popLane(top)
+		e.tombs--
+		e.recycle(top)
+	}
 }
 
 // LastAt returns the time at which the most recent event ran (0 before any).
@@ -71,7 +120,7 @@ func (e *Engine) NextAt() (t time.Duration, ok bool) {
 func (e *Engine) LastAt() time.Duration { return e.last }
 
 // Pending returns how many events are scheduled.
-func (e *Engine) Pending() int { return len(e.heap) }
+func (e *Engine) Pending() int { return len(e.heap) - e.tombs + e.waiting }
 
 // At schedules fn(e, arg) at time t. Scheduling in the past is a programming
 // error and panics.
@@ -79,17 +128,92 @@ func (e *Engine) At(t time.Duration, fn Handler, arg any) Timer {
 	if t < e.now {
 		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", t, e.now))
 	}
-	ev := e.free
-	if ev != nil {
-		e.free = ev.next
+	ev := e.alloc(t, fn, arg)
+	e.heap = append(e.heap, ev)
+	e.up(len(e.heap)-1, ev)
+	return Timer{ev: ev, gen: ev.gen}
+}
+
+func (e *Engine) alloc(t time.Duration, fn Handler, arg any) *event {
+	var ev *event
+	if n := len(e.free); n > 0 {
+		ev = e.free[n-1]
+		e.free = e.free[:n-1]
 	} else {
 		ev = &event{}
 	}
 	ev.at, ev.seq, ev.fn, ev.arg = t, e.seq, fn, arg
 	e.seq++
-	e.heap = append(e.heap, ev)
-	e.up(len(e.heap)-1, ev)
+	return ev
+}
+
+// AtLane schedules fn(e, arg) at time t on lane l, like At. An event
+// earlier than the lane's last one goes to the heap instead, so any t is
+// correct; only times that never decrease are cheap.
+func (e *Engine) AtLane(l *Lane, t time.Duration, fn Handler, arg any) Timer {
+	if t < l.tail || t < e.now {
+		return e.At(t, fn, arg) // At panics on the past
+	}
+	ev := e.alloc(t, fn, arg)
+	ev.lane = l
+	l.tail = t
+	if !l.top {
+		l.top = true
+		e.heap = append(e.heap, ev)
+		e.up(len(e.heap)-1, ev)
+	} else {
+		ev.idx = inLane
+		e.waiting++
+		if l.head == len(l.q) {
+			l.q, l.head = l.q[:0], 0
+		} else if l.head >= 1024 && l.head >= len(l.q)/2 {
+			// Slide the waiting entries down rather than grow: the
+			// backing array stays as large as the lane's peak.
+			n := copy(l.q, l.q[l.head:])
+			l.q, l.head = l.q[:n], 0
+		}
+		l.q = append(l.q, laneEntry{ev, ev.gen})
+	}
 	return Timer{ev: ev, gen: ev.gen}
+}
+
+// promote returns lane l's next waiting event, skipping stale entries, or
+// nil when none waits (the lane then has nothing in the heap).
+func (e *Engine) promote(l *Lane) *event {
+	for l.head < len(l.q) {
+		x := l.q[l.head]
+		l.q[l.head] = laneEntry{}
+		l.head++
+		if x.ev.gen == x.gen && x.ev.idx == inLane {
+			e.waiting--
+			return x.ev
+		}
+	}
+	l.q, l.head = l.q[:0], 0
+	l.top = false
+	return nil
+}
+
+// popLane removes top, the heap's root and a lane's head, putting the
+// lane's next event in its place when it has one.
+func (e *Engine) popLane(top *event) {
+	if nx := e.promote(top.lane); nx != nil {
+		e.down(0, nx)
+		return
+	}
+	e.popHeap()
+}
+
+// popHeap removes the heap's root.
+func (e *Engine) popHeap() {
+	last := len(e.heap) - 1
+	moved := e.heap[last]
+	// The vacated slot keeps its pointer: the record is on the free
+	// list or in the heap anyway, so clearing it would free nothing.
+	e.heap = e.heap[:last]
+	if last > 0 {
+		e.down(0, moved)
+	}
 }
 
 // After schedules fn(e, arg) d after now; d < 0 panics like At.
@@ -108,8 +232,21 @@ func (e *Engine) Stop(t Timer) bool {
 
 func (e *Engine) stop1(t Timer) bool {
 	ev := t.ev
-	if ev.gen != t.gen || ev.idx < 0 {
+	if ev.gen != t.gen || ev.idx == notQueued || ev.fn == nil {
 		return false
+	}
+	if ev.idx == inLane {
+		e.waiting--
+		e.recycle(ev) // its lane entry goes stale
+		return true
+	}
+	if ev.lane != nil {
+		// A lane head: leave it in the heap as a tombstone, so that the
+		// lane's stopped timers cost no heap work until it reaches the top.
+		e.tombs++
+		ev.gen++
+		ev.fn, ev.arg = nil, nil
+		return true
 	}
 	i := ev.idx
 	last := len(e.heap) - 1
@@ -142,13 +279,21 @@ func (e *Engine) RunUntil(end time.Duration) {
 		if top.at > end {
 			break
 		}
-		last := len(e.heap) - 1
-		moved := e.heap[last]
-		// The vacated slot keeps its pointer: the record is on the free
-		// list or in the heap anyway, so clearing it would free nothing.
-		e.heap = e.heap[:last]
-		if last > 0 {
-			e.down(0, moved)
+		if top.lane == nil {
+			// popHeap, written out: this is the loop's hot path.
+			last := len(e.heap) - 1
+			moved := e.heap[last]
+			e.heap = e.heap[:last]
+			if last > 0 {
+				e.down(0, moved)
+			}
+		} else {
+			e.popLane(top)
+			if top.fn == nil { // a stopped lane head
+				e.tombs--
+				e.recycle(top)
+				continue
+			}
 		}
 		e.now, e.last = top.at, top.at
 		fn, arg := top.fn, top.arg
@@ -162,11 +307,10 @@ func (e *Engine) RunUntil(end time.Duration) {
 }
 
 func (e *Engine) recycle(ev *event) {
-	ev.idx = -1
+	ev.idx = notQueued
 	ev.gen++
-	ev.fn, ev.arg = nil, nil
-	ev.next = e.free
-	e.free = ev
+	ev.fn, ev.arg, ev.lane = nil, nil, nil
+	e.free = append(e.free, ev)
 }
 
 // up moves x from the hole at j toward the root to its place.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -140,4 +141,92 @@ func BenchmarkEngineScheduleRun(b *testing.B) {
 		e.At(e.Now()+time.Duration(r.IntN(1000)), fn, nil)
 		e.RunUntil(e.heap[0].at)
 	}
+}
+
+// TestEngineLanesKeepTheHeapOrder drives two engines with the same random
+// operations, one scheduling on lanes (fixed delays, deadlines that may go
+// back, so some fall back to the heap) and one with At only: the events
+// must run in the same order at the same times, and Stop, Pending and
+// NextAt must agree, whatever was stopped (lane heads, entries behind them,
+// already-run and stale timers).
+func TestEngineLanesKeepTheHeapOrder(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3, 4, 5} {
+		r := rand.New(rand.NewPCG(seed, 7))
+		lanes := make([]Lane, 3)
+		delays := []time.Duration{50, 200, 0} // lane 2: random times
+		eng := [2]*Engine{NewEngine(), NewEngine()}
+		var got [2][]int
+		var timers [2][]Timer
+		fire := [2]Handler{
+			func(e *Engine, a any) { got[0] = append(got[0], a.(int), int(e.Now())) },
+			func(e *Engine, a any) { got[1] = append(got[1], a.(int), int(e.Now())) },
+		}
+		id := 0
+		for step := 0; step < 3000; step++ {
+			switch op := r.IntN(10); {
+			case op < 6: // schedule
+				l := r.IntN(len(lanes))
+				at := eng[0].Now() + delays[l]
+				if delays[l] == 0 {
+					at = eng[0].Now() + time.Duration(r.IntN(300))
+				}
+				id++
+				timers[0] = append(timers[0], eng[0].AtLane(&lanes[l], at, fire[0], id))
+				timers[1] = append(timers[1], eng[1].At(at, fire[1], id))
+			case op < 9 && len(timers[0]) > 0: // stop any timer, live or not
+				i := r.IntN(len(timers[0]))
+				require.Equal(t, eng[1].Stop(timers[1][i]), eng[0].Stop(timers[0][i]), "seed %d step %d: Stop", seed, step)
+			default:
+				end := eng[0].Now() + time.Duration(r.IntN(100))
+				eng[0].RunUntil(end)
+				eng[1].RunUntil(end)
+			}
+			require.Equal(t, eng[1].Pending(), eng[0].Pending(), "seed %d step %d: Pending", seed, step)
+			n1, ok1 := eng[1].NextAt()
+			n0, ok0 := eng[0].NextAt()
+			require.Equal(t, ok1, ok0)
+			require.Equal(t, n1, n0, "seed %d step %d: NextAt", seed, step)
+		}
+		eng[0].Run()
+		eng[1].Run()
+		require.Equal(t, got[1], got[0], "seed %d: order of events", seed)
+		require.Equal(t, eng[1].Events(), eng[0].Events())
+		require.Greater(t, len(got[0]), 1000, "seed %d: too few events ran to compare", seed)
+		require.Equal(t, 0, eng[0].Pending())
+	}
+}
+
+// TestEngineLaneHoldsOneHeapEntry: however many timers wait on a lane, and
+// however many of them were stopped, only its head is in the heap, and the
+// stopped ones never run.
+func TestEngineLaneHoldsOneHeapEntry(t *testing.T) {
+	e := NewEngine()
+	var l Lane
+	var got []int
+	var ts []Timer
+	for i := range 1000 {
+		e.At(time.Duration(i), func(*Engine, any) {}, nil) // time moves on
+		e.RunUntil(time.Duration(i))
+		ts = append(ts, e.AtLane(&l, time.Duration(i)+10000, record, &got))
+		require.Len(t, e.heap, 1, "after %d lane timers", i+1)
+	}
+	for i, tm := range ts {
+		if i%10 != 9 {
+			require.True(t, e.Stop(tm))
+		}
+	}
+	require.Len(t, e.heap, 1, "stopped lane timers stay out of the heap")
+	require.Equal(t, 100, e.Pending())
+	e.Run()
+	require.Len(t, got, 100)
+	for i, at := range got {
+		require.Equal(t, 10000+10*i+9, at)
+	}
+}
+
+// TestEventRecordFillsOneCacheLine pins the event record at 64 bytes: every
+// event reads and writes its record, and a field more would put it on two
+// cache lines.
+func TestEventRecordFillsOneCacheLine(t *testing.T) {
+	require.Equal(t, uintptr(64), unsafe.Sizeof(event{}))
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +86,29 @@ func fastPathScenarios() map[string]*topology.Scenario {
 	}
 	out[sc.Name] = sc
 
+	// Timeouts that fire often, cut short by the deadline for attempts
+	// sent late, with the callee cancelling abandoned work and refusing
+	// expired attempts: every way a timed single attempt can end.
+	sc = base("timeouts-deadline-cancel")
+	sc.Workload.Rate = 1100
+	sc.Workload.Deadline = 8 * time.Millisecond
+	sc.Workload.Client = topology.Call{Timeout: 5 * time.Millisecond, Network: &net, PropagateDeadline: true}
+	sc.Services[0].Workers = 2
+	sc.Services[0].Queue = intp(20)
+	sc.Services[0].CancelOnTimeout = true
+	sc.Services[0].RejectExpired = true
+	out[sc.Name] = sc
+
+	sc = base("deadline-only")
+	sc.Workload.Rate = 1000
+	sc.Workload.Deadline = 10 * time.Millisecond
+	out[sc.Name] = sc
+
+	sc = base("timeout-no-cancel")
+	sc.Workload.Rate = 950
+	sc.Workload.Client.Timeout = 4 * time.Millisecond
+	out[sc.Name] = sc
+
 	sc = base("shedding-queue")
 	sc.Workload.Rate = 1300
 	sc.Services[0].Overload = policies.OverloadConfig{Discipline: policies.AdaptiveLIFO, CoDel: &policies.CoDelConfig{}}
@@ -105,12 +129,16 @@ func TestFastPathsMatchTheGeneralModel(t *testing.T) {
 			require.Equal(t, sum, fastSum)
 			require.Equal(t, series, fastSeries)
 			require.Contains(t, sum, `"succeeded"`)
+			if strings.Contains(name, "timeout") || strings.Contains(name, "deadline") {
+				require.NotContains(t, sum, `"unknown":0,`, "the timeouts must fire")
+			}
 		})
 	}
 }
 
-// TestFastPathNeedsAPlainEdge checks that any call policy or a deadline
-// sends the root call through the state machine.
+// TestFastPathNeedsAPlainEdge checks that any call policy other than a
+// timeout sends the root call through the state machine (a timeout and a
+// deadline do not).
 func TestFastPathNeedsAPlainEdge(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -118,8 +146,8 @@ func TestFastPathNeedsAPlainEdge(t *testing.T) {
 		direct bool
 	}{
 		{"plain", func(*topology.Scenario) {}, true},
-		{"deadline", func(sc *topology.Scenario) { sc.Workload.Deadline = time.Second }, false},
-		{"timeout", func(sc *topology.Scenario) { sc.Workload.Client.Timeout = time.Second }, false},
+		{"deadline", func(sc *topology.Scenario) { sc.Workload.Deadline = time.Second }, true},
+		{"timeout", func(sc *topology.Scenario) { sc.Workload.Client.Timeout = time.Second }, true},
 		{"retries", func(sc *topology.Scenario) { sc.Workload.Client.Retry.MaxAttempts = 2 }, false},
 		{"budget", func(sc *topology.Scenario) { sc.Workload.Client.Budget = &policies.BudgetConfig{Kind: "token_bucket"} }, false},
 		{"breaker", func(sc *topology.Scenario) {
@@ -127,6 +155,9 @@ func TestFastPathNeedsAPlainEdge(t *testing.T) {
 		}, false},
 		{"hedge", func(sc *topology.Scenario) { sc.Workload.Client.Hedge = &policies.HedgeConfig{Delay: time.Millisecond} }, false},
 		{"throttle", func(sc *topology.Scenario) { sc.Workload.Client.Throttle = &policies.ThrottleConfig{} }, false},
+		{"send rate", func(sc *topology.Scenario) {
+			sc.Workload.Client.SendRate = &policies.RateLimitConfig{MaxTokens: 10, FillInterval: time.Millisecond}
+		}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -51,9 +51,10 @@ type run struct {
 	liveReqs int
 
 	// clientDirect: root calls skip the policy state machine (plainEdge
-	// client edge, no workload deadline); their attempts have &direct as
-	// caller, a sentinel no other attempt points to.
+	// client edge); their attempts have &direct as caller, a sentinel no
+	// other attempt points to (its one slot is written by abandon).
 	clientDirect bool
+	directTimed  bool // direct root calls have a timeout (the edge's or the deadline's)
 	direct       callRun
 
 	requests pool[request]
@@ -149,6 +150,9 @@ type edge struct {
 	hasNet    bool
 	propagate bool
 	out       int // index of the merged edge in the output
+	// per-attempt timers: the edge's timeout, and those cut short by a
+	// deadline
+	tmoLane, dlLane Lane
 }
 
 // step is one entry of a service's calls: members run at once, and the step
@@ -186,7 +190,9 @@ func build(sc *topology.Scenario) (*run, error) {
 			return nil, fmt.Errorf("%s: %w", src, err)
 		}
 	}
-	m.clientDirect = plainEdge(m.client.pe) && m.deadline <= 0
+	m.clientDirect = plainEdge(m.client.pe)
+	m.directTimed = m.client.pe.Timeout > 0 || m.deadline > 0
+	m.direct.slots = []*attempt{nil}
 	return m, nil
 }
 
