@@ -40,9 +40,29 @@ type ciXY struct {
 
 func (c ciXY) YError(i int) (float64, float64) { return c.lo[i], c.hi[i] }
 
+// segments splits c at its NaN means into the runs drawn as lines.
+func (c ciXY) segments() []ciXY {
+	var out []ciXY
+	start := -1
+	for i := 0; i <= len(c.XYs); i++ {
+		if i < len(c.XYs) && !math.IsNaN(c.XYs[i].Y) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			out = append(out, ciXY{c.XYs[start:i], c.lo[start:i], c.hi[start:i]})
+			start = -1
+		}
+	}
+	return out
+}
+
 // SweepPlot draws one measure of a sweep against the parameter: one line
 // per variant through the means, with 95 % confidence bars when there
-// were replicas.
+// were replicas. A point without data (no replica had the measure: the
+// latency where nothing succeeded) is a gap in its line, never a 0.
 func SweepPlot(aggs []Aggregate, measure string, values []string) (*plot.Plot, error) {
 	xs, numeric := NumericValues(values)
 	p := plot.New()
@@ -77,21 +97,26 @@ func SweepPlot(aggs []Aggregate, measure string, values []string) (*plot.Plot, e
 		l.lo, l.hi = append(l.lo, lo), append(l.hi, hi)
 	}
 	for i, name := range order {
-		l := lines[name]
-		line, points, err := plotter.NewLinePoints(l.XYs)
-		if err != nil {
-			return nil, fmt.Errorf("sweep plot: %s: %w", name, err)
+		first := true
+		for _, seg := range lines[name].segments() {
+			line, points, err := plotter.NewLinePoints(seg.XYs)
+			if err != nil {
+				return nil, fmt.Errorf("sweep plot: %s: %w", name, err)
+			}
+			line.Color, points.Color = plotutil.Color(i), plotutil.Color(i)
+			line.Width = vg.Points(1 + float64(len(order)-1-i))
+			points.Shape = plotutil.Shape(i)
+			bars, err := plotter.NewYErrorBars(seg)
+			if err != nil {
+				return nil, fmt.Errorf("sweep plot: %s: %w", name, err)
+			}
+			bars.Color = plotutil.Color(i)
+			p.Add(line, points, bars)
+			if first {
+				p.Legend.Add(name, line, points)
+				first = false
+			}
 		}
-		line.Color, points.Color = plotutil.Color(i), plotutil.Color(i)
-		line.Width = vg.Points(1 + float64(len(order)-1-i))
-		points.Shape = plotutil.Shape(i)
-		bars, err := plotter.NewYErrorBars(*l)
-		if err != nil {
-			return nil, fmt.Errorf("sweep plot: %s: %w", name, err)
-		}
-		bars.Color = plotutil.Color(i)
-		p.Add(line, points, bars)
-		p.Legend.Add(name, line, points)
 	}
 	headroom(p, len(order))
 	return p, nil

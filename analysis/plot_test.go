@@ -2,8 +2,11 @@ package analysis
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"testing"
+
+	"gonum.org/v1/plot/plotter"
 )
 
 func TestNumericValues(t *testing.T) {
@@ -50,5 +53,31 @@ func TestSweepPlot(t *testing.T) {
 	}
 	if _, err := SweepPlot(nil, "goodput_rps", nil); err == nil {
 		t.Error("no data: want an error")
+	}
+}
+
+// A sweep point where no replica succeeded has no latency: the p99 curve
+// breaks there instead of dropping to 0 or failing to draw.
+func TestSweepPlotGapWhereNoData(t *testing.T) {
+	nan := math.NaN()
+	var aggs []Aggregate
+	for i, p99 := range []float64{40, nan, 60} {
+		a := Aggregate{Point: i, Param: "workload.rate", Value: []string{"1", "2", "3"}[i], VariantName: Baseline, Replicas: 1}
+		for _, m := range MeasureNames() {
+			st := Stat{1, nan, nan}
+			if m == "p99_ms" {
+				st.Mean = p99
+			}
+			a.Stats = append(a.Stats, st)
+		}
+		aggs = append(aggs, a)
+	}
+	if _, err := SweepPlot(aggs, "p99_ms", []string{"1", "2", "3"}); err != nil {
+		t.Fatalf("p99 with a point without data: %v", err)
+	}
+	c := ciXY{XYs: plotter.XYs{{X: 1, Y: 40}, {X: 2, Y: nan}, {X: 3, Y: 60}}, lo: make([]float64, 3), hi: make([]float64, 3)}
+	segs := c.segments()
+	if len(segs) != 2 || segs[0].XYs[0].Y != 40 || segs[1].XYs[0].Y != 60 {
+		t.Errorf("segments %v, want [40] and [60] (a gap at x=2)", segs)
 	}
 }

@@ -197,8 +197,8 @@ func printAggregates(w io.Writer, aggs []analysis.Aggregate) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "%s\tvariant\treplicas\tgoodput (req/s)\tp99 (ms)\tamplification\tincomplete\t\n", aggs[0].Param)
 	cell := func(s analysis.Stat, prec int) string {
-		if s.Hi != s.Hi { // NaN: one replica
-			return fmt.Sprintf("%.*f", prec, s.Mean)
+		if s.Hi != s.Hi { // NaN: one replica, or no data ("-")
+			return analysis.NoDataOr(s.Mean, prec)
 		}
 		return fmt.Sprintf("%.*f ± %.*f", prec, s.Mean, prec, (s.Hi-s.Lo)/2)
 	}
