@@ -110,26 +110,39 @@ func Merge(parts ...*Result) (*Result, error) {
 	if out.Latency, err = mergeHist(parts, func(r *Result) *hdrhistogram.Histogram { return r.Latency }); err != nil {
 		return nil, fmt.Errorf("metrics: merge: latency: %w", err)
 	}
-	for _, p := range parts {
-		for name := range p.ServiceLatency {
-			if out.ServiceLatency == nil {
-				out.ServiceLatency = map[string]*hdrhistogram.Histogram{}
-			}
-			if _, done := out.ServiceLatency[name]; done {
-				continue
-			}
-			h, err := mergeHist(parts, func(r *Result) *hdrhistogram.Histogram { return r.ServiceLatency[name] })
-			if err != nil {
-				return nil, fmt.Errorf("metrics: merge: service %s latency: %w", name, err)
-			}
-			out.ServiceLatency[name] = h
-		}
+	if out.ServiceLatency, err = mergeHists(parts, func(r *Result) map[string]*hdrhistogram.Histogram { return r.ServiceLatency }); err != nil {
+		return nil, fmt.Errorf("metrics: merge: %w", err)
+	}
+	if out.ServiceOKLatency, err = mergeHists(parts, func(r *Result) map[string]*hdrhistogram.Histogram { return r.ServiceOKLatency }); err != nil {
+		return nil, fmt.Errorf("metrics: merge: succeeded attempts: %w", err)
 	}
 	if out.Series, err = mergeSeries(parts); err != nil {
 		return nil, fmt.Errorf("metrics: merge: series: %w", err)
 	}
 	out.Faults = mergeFaults(parts)
 	out.Summary = mergeSummary(parts, out)
+	return out, nil
+}
+
+// mergeHists merges, name by name, the histogram maps get returns of the
+// parts (nil when no part has one).
+func mergeHists(parts []*Result, get func(*Result) map[string]*hdrhistogram.Histogram) (map[string]*hdrhistogram.Histogram, error) {
+	var out map[string]*hdrhistogram.Histogram
+	for _, p := range parts {
+		for name := range get(p) {
+			if out == nil {
+				out = map[string]*hdrhistogram.Histogram{}
+			}
+			if _, done := out[name]; done {
+				continue
+			}
+			h, err := mergeHist(parts, func(r *Result) *hdrhistogram.Histogram { return get(r)[name] })
+			if err != nil {
+				return nil, fmt.Errorf("service %s latency: %w", name, err)
+			}
+			out[name] = h
+		}
+	}
 	return out, nil
 }
 

@@ -86,6 +86,9 @@ func TestMergePartsEqualWhole(t *testing.T) {
 				if !got.ServiceLatency[name].Equals(h) {
 					t.Errorf("merged %s histogram differs", name)
 				}
+				if !got.ServiceOKLatency[name].Equals(whole.ServiceOKLatency[name]) {
+					t.Errorf("merged %s succeeded-attempt histogram differs", name)
+				}
 			}
 			if !reflect.DeepEqual(got.Faults, whole.Faults) {
 				t.Errorf("faults %+v", got.Faults)

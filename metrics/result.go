@@ -17,6 +17,12 @@ type Result struct {
 	Latency *hdrhistogram.Histogram
 	// ServiceLatency is each service's attempt latency (arrival to answer), in µs.
 	ServiceLatency map[string]*hdrhistogram.Histogram
+	// ServiceOKLatency is each service's latency of the attempts it
+	// completed successfully, in µs: how long a useful answer takes.
+	// Refusals (answered at once) and failures are left out, so this, not
+	// ServiceLatency, is what timeouts and hedge delays are tuned from.
+	// nil when the producer did not record it.
+	ServiceOKLatency map[string]*hdrhistogram.Histogram
 	// Faults are the scenario's fault windows, for shading plots.
 	Faults []FaultWindow
 	// RunID identifies the run for Save's ManifestFile (shards of one run

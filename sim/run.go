@@ -129,6 +129,7 @@ func (m *run) releaseCounts() {
 	m.ivLat.release()
 	for _, s := range m.services {
 		s.hist.release()
+		s.okHist.release()
 	}
 }
 
@@ -346,7 +347,8 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 		sum.WindowS = w
 		sum.GoodputRPS = float64(t.succeeded) / w
 	}
-	res := &metrics.Result{Latency: lat, ServiceLatency: map[string]*hdrhistogram.Histogram{}, Series: ser.ts}
+	res := &metrics.Result{Latency: lat, ServiceLatency: map[string]*hdrhistogram.Histogram{}, Series: ser.ts,
+		ServiceOKLatency: map[string]*hdrhistogram.Histogram{}}
 	span := float64(simEnd - m.warmup)
 	var biggest *service
 	for _, s := range m.services {
@@ -371,6 +373,7 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 		sum.Amplification = max(sum.Amplification, ss.Amplification)
 		sum.Services = append(sum.Services, ss)
 		res.ServiceLatency[s.name] = hist
+		res.ServiceOKLatency[s.name] = s.okHist.hist()
 		if biggest == nil || s.qlen() > biggest.qlen() {
 			biggest = s
 		}
