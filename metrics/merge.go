@@ -334,7 +334,7 @@ func mergeSummary(parts []*Result, out *Result) Summary {
 	}
 
 	if out.Latency != nil {
-		s.LatencyMs = LatencyOf(out.Latency)
+		s.LatencyMs = exactOfParts(LatencyOf(out.Latency), parts, func(r *Result) Latency { return r.Summary.LatencyMs })
 	} else {
 		s.LatencyMs = largestPart(parts).Summary.LatencyMs
 	}
@@ -380,7 +380,14 @@ func mergeSummary(parts []*Result, out *Result) Summary {
 		}
 		s.Amplification = max(s.Amplification, m.Amplification)
 		if h := out.ServiceLatency[m.Name]; h != nil {
-			m.LatencyMs = LatencyOf(h)
+			m.LatencyMs = exactOfParts(LatencyOf(h), parts, func(r *Result) Latency {
+				for _, ps := range r.Summary.Services {
+					if ps.Name == m.Name {
+						return ps.LatencyMs
+					}
+				}
+				return Latency{}
+			})
 		}
 	}
 
@@ -450,4 +457,32 @@ func mergeLoad(parts []*Result) *LoadReport {
 		}
 	}
 	return out
+}
+
+// exactOfParts combines the parts' exact latency figures into l (the
+// merged histogram's summary): counts and sums add, maxes take the
+// largest, so the merged mean is bit for bit the whole run's. A part with
+// values but no exact figures (an older producer) leaves l as it is.
+func exactOfParts(l Latency, parts []*Result, get func(*Result) Latency) Latency {
+	var sum, n int64
+	var top float64
+	for _, p := range parts {
+		pl := get(p)
+		if pl.Count == 0 {
+			if pl != (Latency{}) {
+				return l
+			}
+			continue
+		}
+		sum += pl.SumUs
+		n += pl.Count
+		top = max(top, pl.Max)
+	}
+	if n == 0 {
+		return l
+	}
+	l.Count, l.SumUs = n, sum
+	l.Mean = float64(sum) / float64(n) / 1000
+	l.Max = top
+	return l
 }

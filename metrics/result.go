@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"math"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -76,11 +77,17 @@ func (ts *TimeSeries) Values(name string) []float64 {
 }
 
 // NewLatencyHistogram returns a histogram of latencies in microseconds from
-// 1 µs to 1 hour with 3 significant digits, the resolution every latency in
-// stormsim is recorded at.
+// 1 µs to the longest time.Duration (292 years) with 3 significant digits,
+// the resolution every latency in stormsim is recorded at. The range covers
+// any latency a run can produce, so none is clamped: a request that took
+// two hours is recorded as two hours.
 func NewLatencyHistogram() *hdrhistogram.Histogram {
-	return hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
+	return hdrhistogram.New(1, LatencyHighestUs, 3)
 }
+
+// LatencyHighestUs is the highest latency the histograms hold, in µs: the
+// longest time.Duration.
+const LatencyHighestUs = int64(math.MaxInt64 / int64(time.Microsecond))
 
 // RecordLatency records d (clamped into the histogram's range).
 func RecordLatency(h *hdrhistogram.Histogram, d time.Duration) {
@@ -94,7 +101,10 @@ func RecordLatency(h *hdrhistogram.Histogram, d time.Duration) {
 	_ = h.RecordValue(us)
 }
 
-// LatencyOf summarizes a µs histogram in milliseconds.
+// LatencyOf summarizes a µs histogram in milliseconds: quantiles, and the
+// mean and max of the buckets' values (within the histogram's precision).
+// Producers that saw every value report the exact mean and max with
+// WithExact.
 func LatencyOf(h *hdrhistogram.Histogram) Latency {
 	if h == nil || h.TotalCount() == 0 {
 		return Latency{}
@@ -108,4 +118,18 @@ func LatencyOf(h *hdrhistogram.Histogram) Latency {
 		P999: ms(h.ValueAtQuantile(99.9)),
 		Max:  ms(h.Max()),
 	}
+}
+
+// WithExact returns l with the exact mean and max of the n values it
+// summarizes, sumUs being their sum in whole microseconds (the unit the
+// histograms record in): the histogram's bucket estimates are off by up to
+// its precision, and a summary's mean and max need not be.
+func (l Latency) WithExact(sumUs, n int64, max time.Duration) Latency {
+	if n <= 0 {
+		return l
+	}
+	l.Count, l.SumUs = n, sumUs
+	l.Mean = float64(sumUs) / float64(n) / 1000
+	l.Max = float64(max) / 1e6
+	return l
 }

@@ -43,7 +43,10 @@ type Requests struct {
 	Unknown   int64 `json:"unknown"`
 }
 
-// Latency is a latency distribution summary in milliseconds.
+// Latency is a latency distribution summary in milliseconds. The
+// quantiles come from a histogram (3 significant digits); when Count is
+// set, Mean is exactly SumUs / Count and Max the exact largest value, and
+// merging shards sums the integers, so a merged mean is the whole run's.
 type Latency struct {
 	Mean float64 `json:"mean"`
 	P50  float64 `json:"p50"`
@@ -51,6 +54,10 @@ type Latency struct {
 	P99  float64 `json:"p99"`
 	P999 float64 `json:"p999"`
 	Max  float64 `json:"max"`
+	// Count is how many values the summary is over (for the run's
+	// latency: the succeeded requests); SumUs their sum in microseconds.
+	Count int64 `json:"count,omitempty"`
+	SumUs int64 `json:"sum_us,omitempty"`
 }
 
 // ServiceSummary is one service's view of the run.

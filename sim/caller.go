@@ -397,10 +397,10 @@ func (m *run) requestDone(req *request, r policies.CallResult) {
 		m.iv.succeeded++
 		m.iv.latSum += float64(lat)
 		i := latencyIndex(lat)
-		m.ivLat.add(i)
+		m.ivLat.add(i, lat)
 		if req.counted {
 			m.totals.succeeded++
-			m.lat.add(i)
+			m.lat.add(i, lat)
 		}
 	case policies.Failed:
 		m.iv.failed++

@@ -1,0 +1,56 @@
+package sim_test
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/stormsim/stormsim/sim"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// TestLatencyBeyondAnHour: one request served in 7,200.5 s. The summary's
+// mean and max are exact, and its quantiles within the histogram's 3
+// significant digits of the truth: no range caps them at 1 h (which read
+// mean 3,599.8 s, max 3,600.8 s).
+func TestLatencyBeyondAnHour(t *testing.T) {
+	sc, err := topology.Parse("long.yaml", []byte(`
+name: long
+seed: 1
+duration: 1s
+workload:
+  entry: db
+  arrival: constant
+  rate: 1
+  deadline: 3h
+  client: {timeout: 3h}
+services:
+  - name: db
+    workers: 1
+    service_time: {dist: constant, value: 7200.5s}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run(context.Background(), sc, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = 7200.5e3 // ms
+	l := res.Summary.LatencyMs
+	if res.Summary.Requests.Succeeded != 1 {
+		t.Fatalf("succeeded %d, want 1", res.Summary.Requests.Succeeded)
+	}
+	if l.Mean != want || l.Max != want {
+		t.Errorf("mean %v ms, max %v ms; want both exactly %v", l.Mean, l.Max, want)
+	}
+	for name, q := range map[string]float64{"p50": l.P50, "p99": l.P99, "p999": l.P999} {
+		if math.Abs(q-want) > want*1e-3 {
+			t.Errorf("%s = %v ms, want %v within 0.1 %%", name, q, want)
+		}
+	}
+	db := res.Summary.Services[0].LatencyMs
+	if db.Mean != want || db.Max != want {
+		t.Errorf("db attempt latency mean %v, max %v; want exactly %v", db.Mean, db.Max, want)
+	}
+}
