@@ -392,6 +392,11 @@ func mergeSummary(parts []*Result, out *Result) Summary {
 	}
 
 	s.Load = mergeLoad(parts)
+	// A verdict judges one run against its scenario, which the parts do
+	// not carry: one part keeps its own, shards of a run have none.
+	if len(parts) == 1 {
+		s.Verdict = parts[0].Summary.Verdict
+	}
 
 	edgeIdx := map[[2]string]int{}
 	for _, p := range parts {

@@ -32,6 +32,8 @@ type Summary struct {
 	// Load is what the HTTP load driver saw (load mode only): the schedule
 	// it kept, and attempts by transport failure kind.
 	Load *LoadReport `json:"load,omitempty"`
+	// Verdict is the run's outcome in words (nil when not assessed).
+	Verdict *Verdict `json:"verdict,omitempty"`
 }
 
 // Requests counts logical requests offered at the entry after warm-up, by

@@ -7,8 +7,8 @@ import (
 )
 
 // FormatText writes the short human summary printed by `stormsim run`: the
-// outcome of the logical requests, goodput, end-to-end latency,
-// amplification, then one line per service.
+// verdict when there is one, the outcome of the logical requests, goodput,
+// end-to-end latency, amplification, then one line per service.
 func FormatText(w io.Writer, s *Summary) error {
 	ew := NewErrWriter(w)
 	p := ew.Printf
@@ -20,14 +20,20 @@ func FormatText(w io.Writer, s *Summary) error {
 		}
 		p("\n")
 	}
+	if s.Verdict != nil {
+		writeVerdict(ew, s.Verdict)
+	}
 	rq := s.Requests
 	p("requests   offered %d  succeeded %d (%s)  failed %d (%s)  unknown %d (%s)\n",
 		rq.Offered, rq.Succeeded, pct(rq.Succeeded, rq.Offered), rq.Failed, pct(rq.Failed, rq.Offered), rq.Unknown, pct(rq.Unknown, rq.Offered))
 	p("goodput    %s req/s\n", num(s.GoodputRPS))
-	l := s.LatencyMs
-	p("latency    mean %s  p50 %s  p90 %s  p99 %s  p99.9 %s  max %s (ms, succeeded requests)\n",
-		num(l.Mean), num(l.P50), num(l.P90), num(l.P99), num(l.P999), num(l.Max))
-	p("amplify    %s× (busiest service)", num(s.Amplification))
+	if l := s.LatencyMs; rq.Succeeded > 0 {
+		p("latency    mean %s  p50 %s  p90 %s  p99 %s  p99.9 %s  max %s (ms, over the %d succeeded requests only)\n",
+			num(l.Mean), num(l.P50), num(l.P90), num(l.P99), num(l.P999), num(l.Max), rq.Succeeded)
+	} else {
+		p("latency    - (no request succeeded: no latency to report)\n")
+	}
+	p("amplify    %s× (busiest service: its attempts over the whole run, drain included, per request offered)", num(s.Amplification))
 	if s.Duplicates > 0 {
 		p("  duplicates %d", s.Duplicates)
 	}

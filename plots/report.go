@@ -131,6 +131,8 @@ h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
 .meta { color: #666; }
 .warn { background: #fdecea; border-left: 4px solid #d62728; padding: 0.6em 1em; }
+.ok { background: #edf7ed; border-left: 4px solid #59a14f; padding: 0.6em 1em; }
+#verdict p { margin: 0.2em 0; }
 table { border-collapse: collapse; margin: 0.5em 0; }
 th, td { padding: 0.25em 0.8em; border-bottom: 1px solid #eee; text-align: right; }
 th { background: #f5f5f5; font-weight: 600; }
@@ -143,6 +145,11 @@ figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }
 <h1>{{.S.Scenario}}</h1>
 <p class="meta">seed {{.S.Seed}}{{with .S.Version}} · stormsim {{.}}{{end}} · simulated {{num .S.SimTimeS}} s · status {{or .S.Status "–"}}</p>
 {{with .S.Diverged}}<p class="warn">The run diverged at {{num .AtS}} s: {{.Reason}}{{with .Service}} ({{.}} queue {{$.S.Diverged.Queue}}){{end}}. Figures after that point are incomplete.</p>{{end}}
+{{with .S.Verdict}}<div id="verdict" class="{{if .Bad}}warn{{else}}ok{{end}}">
+<p><strong>{{.Headline}}</strong></p>
+<p>{{.Amplification}}</p>
+<p>{{.Losses}}</p>
+</div>{{end}}
 
 <h2>Summary</h2>
 <table>
@@ -160,7 +167,7 @@ figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }
 </table>
 <table>
 <tr><th>end-to-end latency (ms)</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>
-<tr><td>succeeded requests</td><td>{{num .S.LatencyMs.Mean}}</td><td>{{num .S.LatencyMs.P50}}</td><td>{{num .S.LatencyMs.P90}}</td><td>{{num .S.LatencyMs.P99}}</td><td>{{num .S.LatencyMs.P999}}</td><td>{{num .S.LatencyMs.Max}}</td></tr>
+<tr><td>succeeded requests ({{.S.Requests.Succeeded}})</td><td>{{num .S.LatencyMs.Mean}}</td><td>{{num .S.LatencyMs.P50}}</td><td>{{num .S.LatencyMs.P90}}</td><td>{{num .S.LatencyMs.P99}}</td><td>{{num .S.LatencyMs.P999}}</td><td>{{num .S.LatencyMs.Max}}</td></tr>
 </table>
 
 {{if .S.Services}}<h2>Services</h2>

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/metrics/metricstest"
 	"github.com/stormsim/stormsim/plots"
 )
@@ -210,6 +211,32 @@ func TestReportInBrowser(t *testing.T) {
 		if err == nil {
 			png.Encode(f, img)
 			f.Close()
+		}
+	}
+}
+
+// The verdict opens the report, before the tables, flagged when bad.
+func TestReportVerdictFirst(t *testing.T) {
+	dir := t.TempDir()
+	r := metricstest.Storm()
+	r.Summary.Verdict = &metrics.Verdict{Recovery: "not recovered", Note: "goodput 3% of its baseline at the end of the arrivals",
+		PeakAmplification: 27.6, PeakService: "db", PeakAtS: 21, FailedShare: 0.713, UnknownShare: 0.012}
+	if err := plots.WriteReport(dir, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, plots.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	v, summary := strings.Index(page, `<div id="verdict" class="warn">`), strings.Index(page, "<h2>Summary</h2>")
+	if v < 0 || summary < 0 || v > summary {
+		t.Fatalf("verdict at %d, summary at %d: want a flagged verdict before the summary", v, summary)
+	}
+	for _, want := range []string{"NOT RECOVERED: goodput 3% of its baseline", "peak amplification 27.6× at db", "71.3% of requests failed, 1.2% unknown",
+		"succeeded requests (9667)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/stormsim/stormsim/analysis"
 	"github.com/stormsim/stormsim/inputfile"
 	"github.com/stormsim/stormsim/load"
 	"github.com/stormsim/stormsim/metrics"
@@ -125,6 +126,9 @@ func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error
 		return err
 	}
 	res.RunID = runIDFrom(ctx)
+	// A target has no scenario: no trigger to recover from, but the
+	// verdict still says how many requests were lost.
+	res.Summary.Verdict = analysis.Assess(&topology.Scenario{Duration: c.duration, Warmup: c.warmup}, res)
 	return emitLoadResult(w, res, c.format, c.out)
 }
 
@@ -144,6 +148,7 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 		return err
 	}
 	res.RunID = runIDFrom(ctx)
+	res.Summary.Verdict = analysis.Assess(sc, res)
 	return emitLoadResult(w, res, c.format, c.out)
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/stormsim/stormsim/analysis"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/plots"
 	"github.com/stormsim/stormsim/sim"
@@ -63,6 +64,7 @@ func (c *runCommand) run(ctx context.Context, args []string, w io.Writer) error 
 	if err != nil {
 		return err
 	}
+	res.Summary.Verdict = analysis.Assess(sc, res)
 	return emitResult(w, res, c.format, c.out)
 }
 
