@@ -348,7 +348,9 @@ func (lp *loadProgress) line() string {
 		ok = 100 * float64(p.Succeeded) / float64(done)
 		amp = float64(p.Attempts) / float64(done)
 	}
-	return fmt.Sprintf("%6.0f/s ok %5.1f%% amp %.2f p99 %v", p.Rate, ok, amp, p.P99.Round(time.Millisecond))
+	// Open loop: the schedule ends when its duration has elapsed.
+	left := max(p.Duration-p.Elapsed, 0).Round(time.Second)
+	return fmt.Sprintf("%6.0f/s ok %5.1f%% amp %.2f p99 %v ETA %v", p.Rate, ok, amp, p.P99.Round(time.Millisecond), left)
 }
 
 // update is a load.Options.Progress callback.
