@@ -234,21 +234,31 @@ func writeComparison(dir string, c *analysis.Comparison, partial bool) error {
 		results[col.Variant.Name] = col.Result
 		order = append(order, col.Variant.Name)
 	}
+	_, err := writeOverlays(dir, c.Scenario, results, order)
+	return err
+}
+
+// writeOverlays draws the variants' goodput, and each service's
+// amplification and queue, one line per variant, into dir, and returns the
+// files.
+func writeOverlays(dir, scenario string, results map[string]*metrics.Result, order []string) ([]string, error) {
 	type overlay struct{ name, column, label string }
 	overlays := []overlay{{"goodput", metrics.ColGoodput, "goodput (req/s)"}}
-	for _, svc := range c.Columns[0].Result.Summary.Services {
+	for _, svc := range results[order[0]].Summary.Services {
 		overlays = append(overlays,
 			overlay{"amplification_" + svc.Name, "amplification/" + svc.Name, "attempts at " + svc.Name + " per offered request"},
 			overlay{"queue_" + svc.Name, metrics.Column(metrics.MetricQueue, svc.Name), "queue length at " + svc.Name})
 	}
+	var files []string
 	for _, o := range overlays {
-		_, err := plots.Overlay(dir, o.name, results, o.column,
-			plots.WithOrder(order...), plots.WithYLabel(o.label), plots.WithTitle(c.Scenario+": "+o.label))
+		out, err := plots.Overlay(dir, o.name, results, o.column,
+			plots.WithOrder(order...), plots.WithYLabel(o.label), plots.WithTitle(scenario+": "+o.label))
+		files = append(files, out...)
 		if err != nil {
-			return fmt.Errorf("overlay %s: %w", o.name, err)
+			return files, fmt.Errorf("overlay %s: %w", o.name, err)
 		}
 	}
-	return nil
+	return files, nil
 }
 
 // experimentFlags are the flags shared by compare, sweep and metastable.
