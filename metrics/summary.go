@@ -34,6 +34,8 @@ type Summary struct {
 	Load *LoadReport `json:"load,omitempty"`
 	// Verdict is the run's outcome in words (nil when not assessed).
 	Verdict *Verdict `json:"verdict,omitempty"`
+	// SLO is the objective given with --slo, judged (nil without one).
+	SLO *SLOReport `json:"slo,omitempty"`
 }
 
 // Requests counts logical requests offered at the entry after warm-up, by

@@ -150,6 +150,7 @@ figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }
 <p>{{.Amplification}}</p>
 <p>{{.Losses}}</p>
 </div>{{end}}
+{{with .S.SLO}}<p id="slo" class="{{if .Met}}ok{{else}}warn{{end}}">SLO <code>{{.Expr}}</code>: {{.Line}}</p>{{end}}
 
 <h2>Summary</h2>
 <table>

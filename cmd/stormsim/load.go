@@ -64,6 +64,7 @@ type loadCommand struct {
 	progress  bool
 	remote    bool
 	sh        shard.Flags
+	slo       sloFlag
 	// fs tells which flags were given: in SCENARIO mode they override
 	// the scenario (scenarioLoadSets).
 	fs *pflag.FlagSet
@@ -96,6 +97,7 @@ func (c *loadCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.out, "out", "", "write summary.json, timeseries.csv, histograms and plots to `DIR`")
 	fs.BoolVar(&c.progress, "progress", false, "show the live progress line even when stderr is not a terminal")
 	fs.BoolVar(&c.remote, "allow-remote", false, "allow a target (or listen address) off the loopback interface")
+	c.slo.declare(fs)
 	c.sh.Register(fs)
 	c.sh.RegisterStartAt(fs)
 }
@@ -116,6 +118,11 @@ func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error
 	if err != nil {
 		return err
 	}
+	// A target's one service is named by its URL: per-service terms have
+	// nothing to name.
+	if err := c.slo.parse(nil); err != nil {
+		return err
+	}
 	if c.remote {
 		if u, err := url.Parse(c.target); err == nil && load.CheckLoopback(u.Host) != nil {
 			fmt.Fprintf(os.Stderr, "stormsim load: --allow-remote: will send %s %s at %g req/s for %v (%d senders, at most %d connections)\n",
@@ -133,7 +140,10 @@ func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error
 	// A target has no scenario: no trigger to recover from, but the
 	// verdict still says how many requests were lost.
 	res.Summary.Verdict = analysis.Assess(&topology.Scenario{Duration: c.duration, Warmup: c.warmup}, res)
-	return emitLoadResult(w, res, c.format, c.out)
+	if err := c.slo.judge(res); err != nil {
+		return err
+	}
+	return sloOutcome(emitLoadResult(w, res, c.format, c.out), res.Summary.SLO)
 }
 
 // runScenario drives the entry of a scenario's services, served by
@@ -145,6 +155,9 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 	}
 	sc, err := loadScenario(path, append(c.sf.overrides(), sets...))
 	if err != nil {
+		return err
+	}
+	if err := c.slo.parse(sc); err != nil {
 		return err
 	}
 	spec, err := c.sh.Spec(os.LookupEnv)
@@ -169,7 +182,10 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 	}
 	res.RunID = runIDFrom(ctx)
 	res.Summary.Verdict = analysis.Assess(sc, res)
-	return emitLoadResult(w, res, c.format, c.out)
+	if err := c.slo.judge(res); err != nil {
+		return err
+	}
+	return sloOutcome(emitLoadResult(w, res, c.format, c.out), res.Summary.SLO)
 }
 
 // options returns the load run the flags describe against --target; a

@@ -33,6 +33,7 @@ type runCommand struct {
 	format   string
 	out      string
 	progress bool
+	slo      sloFlag
 }
 
 // flags declares the command's flags on fs.
@@ -44,6 +45,7 @@ func (c *runCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.format, "format", "text", "output format: text or json")
 	fs.StringVar(&c.out, "out", "", "write summary.json, timeseries.csv, histograms and plots to `DIR`")
 	fs.BoolVar(&c.progress, "progress", false, "show a progress bar even when stderr is not a terminal")
+	c.slo.declare(fs)
 }
 
 // run runs the command with the arguments left after the flags.
@@ -58,6 +60,9 @@ func (c *runCommand) run(ctx context.Context, args []string, w io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if err := c.slo.parse(sc); err != nil {
+		return err
+	}
 	bar := newSimProgress(os.Stderr, c.progress, sc.Name)
 	res, err := sim.Run(ctx, sc, sim.Options{Version: version, Progress: bar.update})
 	bar.finish()
@@ -65,7 +70,10 @@ func (c *runCommand) run(ctx context.Context, args []string, w io.Writer) error 
 		return err
 	}
 	res.Summary.Verdict = analysis.Assess(sc, res)
-	return emitResult(w, res, c.format, c.out)
+	if err := c.slo.judge(res); err != nil {
+		return err
+	}
+	return sloOutcome(emitResult(w, res, c.format, c.out), res.Summary.SLO)
 }
 
 // emitResult prints a result and writes its files; it maps a partial run to
