@@ -210,6 +210,9 @@ func (d *driver) result(interrupted bool, elapsed time.Duration) *metrics.Result
 	s.Services = []metrics.ServiceSummary{svc}
 	s.Edges = []metrics.EdgeSummary{edgeSummary("client", opt.ServiceName, d.ec)}
 	s.Load = d.loadReport(elapsed, interrupted)
+	// The target's utilization, queue and latency are its own; a scenario
+	// run replaces this service with the measured ones.
+	s.Load.Unmeasured = []string{opt.ServiceName}
 	res.Series = r.series()
 	return res
 }

@@ -156,6 +156,7 @@ func fillServices(res *metrics.Result, sc *topology.Scenario, cl *Cluster, smp *
 	s := &res.Summary
 	clientEdge := s.Edges[0]
 	s.Services = s.Services[:0]
+	s.Load.Unmeasured = nil // every service below is measured
 	s.Edges = []metrics.EdgeSummary{clientEdge}
 	s.Amplification = 0
 	for _, svc := range cl.Services {

@@ -1,6 +1,9 @@
 package metrics
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"math"
 	"time"
 
@@ -31,12 +34,62 @@ type Result struct {
 	RunID string
 }
 
-// FaultWindow is one fault for display: what, where, when.
+// FaultWindow is one fault for display: what, where, when. In JSON
+// (faults.json) its times are seconds: at_s, for_s.
 type FaultWindow struct {
-	Service string        `json:"service"`
-	At      time.Duration `json:"at"`
-	For     time.Duration `json:"for"`
-	Label   string        `json:"label"`
+	Service string
+	At      time.Duration
+	For     time.Duration
+	Label   string
+}
+
+// faultJSON is FaultWindow's JSON form; At and For are the nanoseconds
+// older versions wrote, still accepted.
+type faultJSON struct {
+	Service string   `json:"service"`
+	AtS     *float64 `json:"at_s,omitempty"`
+	ForS    *float64 `json:"for_s,omitempty"`
+	At      *int64   `json:"at,omitempty"`
+	For     *int64   `json:"for,omitempty"`
+	Label   string   `json:"label"`
+}
+
+// MarshalJSON writes the window with its times in seconds.
+func (f FaultWindow) MarshalJSON() ([]byte, error) {
+	at, dur := f.At.Seconds(), f.For.Seconds()
+	return json.Marshal(faultJSON{Service: f.Service, AtS: &at, ForS: &dur, Label: f.Label})
+}
+
+// UnmarshalJSON reads seconds (at_s, for_s) or the nanoseconds (at, for)
+// of older versions; unknown keys are errors.
+func (f *FaultWindow) UnmarshalJSON(b []byte) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	var j faultJSON
+	if err := d.Decode(&j); err != nil {
+		return err
+	}
+	secs := func(s *float64, ns *int64, name string) (time.Duration, error) {
+		switch {
+		case s != nil:
+			if !(*s >= 0 && *s < math.MaxInt64/1e9) {
+				return 0, fmt.Errorf("%s_s: want seconds ≥ 0, got %v", name, *s)
+			}
+			return time.Duration(math.Round(*s * 1e9)), nil
+		case ns != nil:
+			return time.Duration(*ns), nil
+		}
+		return 0, fmt.Errorf("%s_s: required", name)
+	}
+	var err error
+	if f.At, err = secs(j.AtS, j.At, "at"); err != nil {
+		return err
+	}
+	if f.For, err = secs(j.ForS, j.For, "for"); err != nil {
+		return err
+	}
+	f.Service, f.Label = j.Service, j.Label
+	return nil
 }
 
 // TimeSeries is a table of per-interval values: one row per interval

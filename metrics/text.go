@@ -1,8 +1,11 @@
 package metrics
 
 import (
+	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -41,6 +44,9 @@ func FormatText(w io.Writer, s *Summary) error {
 		p("  duplicates %d", s.Duplicates)
 	}
 	p("\n")
+	if l := s.Load; l != nil && len(l.Statuses) > 0 {
+		p("statuses   %s\n", statusBreakdown(l.Statuses))
+	}
 	if ew.Err() != nil {
 		return ew.Err()
 	}
@@ -50,9 +56,15 @@ func FormatText(w io.Writer, s *Summary) error {
 	p("\n")
 	table := [][]string{{"service", "attempts", "amp", "ok", "rejected", "timed out", "util", "queue mean", "queue max", "p99 ms"}}
 	for _, v := range s.Services {
-		table = append(table, []string{v.Name, itoa(v.Attempts), num(v.Amplification), itoa(v.Succeeded),
+		row := []string{v.Name, itoa(v.Attempts), num(v.Amplification), itoa(v.Succeeded),
 			itoa(v.Rejected), itoa(v.TimedOut), strconv.FormatFloat(100*v.Utilization, 'f', 1, 64) + "%",
-			num(v.QueueMean), itoa(v.QueueMax), num(v.LatencyMs.P99)})
+			num(v.QueueMean), itoa(v.QueueMax), num(v.LatencyMs.P99)}
+		if s.Load != nil && slices.Contains(s.Load.Unmeasured, v.Name) {
+			for i := 6; i < len(row); i++ {
+				row[i] = "-" // the target's own view: not seen by the driver
+			}
+		}
+		table = append(table, row)
 	}
 	widths := make([]int, len(table[0]))
 	for _, row := range table {
@@ -100,4 +112,21 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// statusBreakdown lists HTTP answers by status code, in code order, each
+// with its share of all answers: "200: 9667 (99.6%)  503: 42 (0.4%)".
+func statusBreakdown(st map[string]int64) string {
+	var total int64
+	codes := make([]string, 0, len(st))
+	for c, n := range st {
+		codes = append(codes, c)
+		total += n
+	}
+	slices.Sort(codes)
+	parts := make([]string, len(codes))
+	for i, c := range codes {
+		parts[i] = fmt.Sprintf("%s: %d (%s)", c, st[c], pct(st[c], total))
+	}
+	return strings.Join(parts, "  ")
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -114,6 +115,19 @@ var reportFuncs = template.FuncMap{
 	"secs": func(d interface{ Seconds() float64 }) string {
 		return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
 	},
+	"unmeasured": func(s *metrics.Summary, name string) bool {
+		return s.Load != nil && slices.Contains(s.Load.Unmeasured, name)
+	},
+	"answers": func(st map[string]int64) int64 {
+		var n int64
+		for _, v := range st {
+			n += v
+		}
+		return n
+	},
+	"noAnswer": func(l *metrics.LoadReport) int64 {
+		return l.ConnectFailures + l.Timeouts + l.Resets + l.Canceled + l.OtherErrors
+	},
 	"title": func(name string) string {
 		return strings.ReplaceAll(name, "_", " ")
 	},
@@ -174,8 +188,14 @@ figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }
 {{if .S.Services}}<h2>Services</h2>
 <table>
 <tr><th>service</th><th>attempts</th><th>amp</th><th>ok</th><th>failed</th><th>rejected</th><th>timed out</th><th>wasted</th><th>util</th><th>queue mean</th><th>queue max</th><th>p50 ms</th><th>p99 ms</th></tr>
-{{range .S.Services}}<tr><td>{{.Name}}</td><td>{{.Attempts}}</td><td>{{num .Amplification}}</td><td>{{.Succeeded}}</td><td>{{.Failed}}</td><td>{{.Rejected}}</td><td>{{.TimedOut}}</td><td>{{.Wasted}}</td><td>{{pct .Utilization}}</td><td>{{num .QueueMean}}</td><td>{{.QueueMax}}</td><td>{{num .LatencyMs.P50}}</td><td>{{num .LatencyMs.P99}}</td></tr>
+{{range .S.Services}}<tr><td>{{.Name}}</td><td>{{.Attempts}}</td><td>{{num .Amplification}}</td><td>{{.Succeeded}}</td><td>{{.Failed}}</td><td>{{.Rejected}}</td><td>{{.TimedOut}}</td><td>{{.Wasted}}</td>{{if unmeasured $.S .Name}}<td>–</td><td>–</td><td>–</td><td>–</td><td>–</td>{{else}}<td>{{pct .Utilization}}</td><td>{{num .QueueMean}}</td><td>{{.QueueMax}}</td><td>{{num .LatencyMs.P50}}</td><td>{{num .LatencyMs.P99}}</td>{{end}}</tr>
 {{end}}</table>{{end}}
+{{with .S.Load}}{{if .Statuses}}<h2>HTTP answers</h2>
+<table>
+<tr><th>status</th><th>answers</th><th>share</th></tr>
+{{range $code, $n := .Statuses}}<tr><td>{{$code}}</td><td>{{$n}}</td><td>{{share $n (answers $.S.Load.Statuses)}}</td></tr>
+{{end}}<tr><td>no answer (connect, timeout, reset, canceled, other)</td><td>{{noAnswer .}}</td><td></td></tr>
+</table>{{end}}{{end}}
 
 {{if .S.Edges}}<h2>Calls</h2>
 <table>

@@ -240,3 +240,27 @@ func TestReportVerdictFirst(t *testing.T) {
 		}
 	}
 }
+
+// A load run's report lists the HTTP answers by status, and shows the
+// target's unmeasured figures as "–", not 0.
+func TestReportLoadStatuses(t *testing.T) {
+	dir := t.TempDir()
+	r := &metrics.Result{Summary: metrics.Summary{Scenario: "load target", Status: "complete",
+		Requests: metrics.Requests{Offered: 10, Failed: 10},
+		Services: []metrics.ServiceSummary{{Name: "target", Attempts: 30, Failed: 30}},
+		Load:     &metrics.LoadReport{Statuses: map[string]int64{"500": 24, "503": 6}, Timeouts: 2, Unmeasured: []string{"target"}}}}
+	if err := plots.WriteReport(dir, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, plots.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{"<h2>HTTP answers</h2>", "<td>500</td><td>24</td><td>80.0%</td>", "<td>503</td><td>6</td><td>20.0%</td>",
+		"<td>target</td><td>30</td><td>0.00</td><td>0</td><td>30</td><td>0</td><td>0</td><td>0</td><td>–</td><td>–</td><td>–</td><td>–</td><td>–</td>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
