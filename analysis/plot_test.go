@@ -81,3 +81,50 @@ func TestSweepPlotGapWhereNoData(t *testing.T) {
 		t.Errorf("segments %v, want [40] and [60] (a gap at x=2)", segs)
 	}
 }
+
+// Sweep and hysteresis plots read like the run plots: human axis labels
+// with units, the same sans-serif font, and the legend above the data.
+func TestAnalysisPlotsLabelled(t *testing.T) {
+	rows, err := RunSweep(context.Background(), fakeRunner, fakeBuild, testSweep(), SweepOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aggs := AggregateRows(rows)
+	for _, tt := range []struct{ measure, ylabel string }{
+		{"goodput_rps", "goodput (req/s)"},
+		{"p99_ms", "p99 latency of succeeded requests (ms)"},
+		{"amplification", "amplification (attempts per request, busiest service)"},
+		{"peak_queue", "peak queue length (requests)"},
+	} {
+		p, err := SweepPlot(aggs, tt.measure, testSweep().Values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Y.Label.Text != tt.ylabel || p.X.Label.Text != "workload.rate (req/s)" {
+			t.Errorf("%s: axes %q / %q, want %q / workload.rate (req/s)", tt.measure, p.X.Label.Text, p.Y.Label.Text, tt.ylabel)
+		}
+		if p.Title.Text != tt.ylabel+" against workload.rate" {
+			t.Errorf("%s: title %q", tt.measure, p.Title.Text)
+		}
+		if p.Title.TextStyle.Font.Variant != "Sans" || p.Y.Label.TextStyle.Font.Variant != "Sans" || p.Legend.TextStyle.Font.Variant != "Sans" {
+			t.Errorf("%s: fonts %q/%q/%q, want the run plots' Sans", tt.measure,
+				p.Title.TextStyle.Font.Variant, p.Y.Label.TextStyle.Font.Variant, p.Legend.TextStyle.Font.Variant)
+		}
+		// Three variants' legend lines take the top of the plot: the data
+		// must stay below them.
+		var top float64
+		for _, a := range aggs {
+			st, _ := a.Stat(tt.measure)
+			top = max(top, st.Mean, st.Hi)
+		}
+		if free := (p.Y.Max - top) / (p.Y.Max - p.Y.Min); free < 0.1+0.065*3-1e-9 {
+			t.Errorf("%s: %.0f%% of the height above the data, want room for a 3-line legend", tt.measure, 100*free)
+		}
+	}
+	if got := ParamLabel("services.db.calls.x.timeout", []string{"50ms", "1s"}); got != "services.db.calls.x.timeout (s)" {
+		t.Errorf("duration values: %q", got)
+	}
+	if got := ParamLabel("services.db.overload.policy", []string{"fifo", "lifo"}); got != "services.db.overload.policy" {
+		t.Errorf("names: %q", got)
+	}
+}

@@ -76,9 +76,11 @@ func (c *Colors) Of(name string) color.Color {
 	return col
 }
 
-// newPlot returns a plot with the house style: title, axis labels with
-// units, a light grid, legend at the top right.
-func newPlot(title, xLabel, yLabel string) *plot.Plot {
+// NewPlot returns a plot with the house style: title, axis labels with
+// units, sans-serif text, a light grid, legend at the top right. Every
+// stormsim figure starts from it, so sweep, capacity and tuning plots
+// look like the run plots.
+func NewPlot(title, xLabel, yLabel string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	// Sans-serif throughout, to match the HTML report around the plots.
@@ -154,7 +156,7 @@ type drawnLine struct {
 }
 
 func newFigure(title, xLabel, yLabel string) *figure {
-	return &figure{Plot: newPlot(title, xLabel, yLabel), ymin: math.Inf(1), ymax: math.Inf(-1)}
+	return &figure{Plot: NewPlot(title, xLabel, yLabel), ymin: math.Inf(1), ymax: math.Inf(-1)}
 }
 
 // line adds a solid (or dashed) line in colour col with a legend entry.
