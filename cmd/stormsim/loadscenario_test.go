@@ -54,3 +54,12 @@ func TestLoadScenarioHonoursFlags(t *testing.T) {
 		require.Contains(t, errOut, flag[0], "the error names the flag")
 	}
 }
+
+// validate prints the scenario's warnings and hints after its ok line,
+// each naming the keys to change; they do not fail it.
+func TestValidateWarns(t *testing.T) {
+	out, errOut, code := runCLI(t, "validate", "order-timeout")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "order-timeout: warning: services.gateway.calls.orders.propagate_deadline: does nothing unless workload.client.propagate_deadline is true")
+	require.Contains(t, out, "order-timeout: hint: every queue is unbounded")
+}
