@@ -54,3 +54,42 @@ services:
 		t.Errorf("db attempt latency mean %v, max %v; want exactly %v", db.Mean, db.Max, want)
 	}
 }
+
+// TestSeriesCountsTheLastCompletion: constant arrivals at 1/s for 10 s,
+// each served in exactly 1 s by one worker: the tenth request completes at
+// t = 10 s, exactly on an interval boundary and at the end of the run. The
+// series must count it (the summary says 10 succeeded), and its rows'
+// goodput is each interval's successes over the interval's length, the
+// last one's included.
+func TestSeriesCountsTheLastCompletion(t *testing.T) {
+	sc, err := topology.Parse("edge.yaml", []byte(`
+name: edge
+seed: 1
+duration: 10s
+workload:
+  entry: api
+  arrival: constant
+  rate: 1
+  deadline: 5s
+services:
+  - {name: api, workers: 1, service_time: {dist: constant, value: 1s}}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run(context.Background(), sc, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := res.Series
+	var sum float64
+	for i, v := range ts.Values("succeeded") {
+		sum += v
+		if g := ts.Values("goodput")[i]; g != v/ts.Interval.Seconds() {
+			t.Errorf("row %d: goodput %v, want %v successes over the %v interval", i, g, v, ts.Interval)
+		}
+	}
+	if want := float64(res.Summary.Requests.Succeeded); sum != want || want != 10 {
+		t.Errorf("series counts %v successes, summary %v; want 10 in both", sum, want)
+	}
+}
