@@ -77,3 +77,19 @@ func TestFaultsJSONSeconds(t *testing.T) {
 		t.Errorf("legacy faults.json read as %+v", f)
 	}
 }
+
+// Beside the latency of succeeded requests, the summary says how long the
+// failed and unknown ones took: a fast failure is not a fast success.
+func TestFormatTextLostLatency(t *testing.T) {
+	s := &metrics.Summary{Scenario: "s", Status: "complete", Requests: metrics.Requests{Offered: 10, Succeeded: 4, Failed: 5, Unknown: 1},
+		LatencyMs:        metrics.Latency{Mean: 40, P50: 38, P99: 90, Count: 4},
+		LatencyFailedMs:  &metrics.Latency{Mean: 2.5, P50: 2.4, P99: 3.1, Count: 5},
+		LatencyUnknownMs: &metrics.Latency{Mean: 1000, P50: 1000, P99: 1000, Count: 1}}
+	var b bytes.Buffer
+	if err := metrics.FormatText(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	if want := "           5 failed after mean 2.50, p50 2.40, p99 3.10; 1 unknown after mean 1000, p50 1000, p99 1000 (ms)\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
+	}
+}

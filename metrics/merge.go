@@ -396,6 +396,9 @@ func mergeSummary(parts []*Result, out *Result) Summary {
 	// not carry: one part keeps its own, shards of a run have none.
 	if len(parts) == 1 {
 		s.Verdict = parts[0].Summary.Verdict
+		// Without their histograms, the lost requests' latencies of
+		// several parts cannot be combined; one part keeps its own.
+		s.LatencyFailedMs, s.LatencyUnknownMs = parts[0].Summary.LatencyFailedMs, parts[0].Summary.LatencyUnknownMs
 	}
 
 	edgeIdx := map[[2]string]int{}

@@ -20,6 +20,11 @@ type Summary struct {
 	GoodputRPS float64  `json:"goodput_rps"`
 	// LatencyMs is the end-to-end latency of succeeded logical requests.
 	LatencyMs Latency `json:"latency_ms"`
+	// LatencyFailedMs and LatencyUnknownMs are how long the failed and the
+	// unknown requests took to end (nil when there were none, or when the
+	// producer does not record them): a fast failure is not a fast success.
+	LatencyFailedMs  *Latency `json:"latency_failed_ms,omitempty"`
+	LatencyUnknownMs *Latency `json:"latency_unknown_ms,omitempty"`
 	// Amplification is the largest service amplification.
 	Amplification float64 `json:"amplification"`
 	// Duplicates counts side-effect executions beyond the first per logical write.

@@ -39,6 +39,18 @@ func FormatText(w io.Writer, s *Summary) error {
 	} else {
 		p("latency    - (no request succeeded: no latency to report)\n")
 	}
+	var lost []string
+	for _, l := range []struct {
+		what string
+		l    *Latency
+	}{{"failed", s.LatencyFailedMs}, {"unknown", s.LatencyUnknownMs}} {
+		if l.l != nil {
+			lost = append(lost, fmt.Sprintf("%d %s after mean %s, p50 %s, p99 %s", l.l.Count, l.what, num(l.l.Mean), num(l.l.P50), num(l.l.P99)))
+		}
+	}
+	if len(lost) > 0 {
+		p("           %s (ms)\n", strings.Join(lost, "; "))
+	}
 	p("amplify    %s× (busiest service: its attempts over the whole run, drain included, per request offered)", num(s.Amplification))
 	if s.Duplicates > 0 {
 		p("  duplicates %d", s.Duplicates)

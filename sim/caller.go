@@ -406,11 +406,13 @@ func (m *run) requestDone(req *request, r policies.CallResult) {
 		m.iv.failed++
 		if req.counted {
 			m.totals.failed++
+			m.lost[0].record(now - req.arrived)
 		}
 	default:
 		m.iv.unknown++
 		if req.counted {
 			m.totals.unknown++
+			m.lost[1].record(now - req.arrived)
 		}
 	}
 	if req.client >= 0 {

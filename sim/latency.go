@@ -190,6 +190,16 @@ func (c *latencyCounts) latency() metrics.Latency {
 	return l.WithExact(c.sumUs, c.total, c.max)
 }
 
+// lostLatency is latency() for the failed or unknown requests, nil when
+// there were none.
+func (c *latencyCounts) lostLatency() *metrics.Latency {
+	if c.total == 0 {
+		return nil
+	}
+	l := c.latency()
+	return &l
+}
+
 // hist returns an HdrHistogram holding the same values.
 func (c *latencyCounts) hist() *hdrhistogram.Histogram {
 	s := *latTemplate

@@ -93,3 +93,50 @@ services:
 		t.Errorf("series counts %v successes, summary %v; want 10 in both", sum, want)
 	}
 }
+
+// TestLatencyOfLostRequests: the headline latency is over succeeded
+// requests only; the summary also gives how long the failed and the
+// unknown ones took, so a fast failure is not mistaken for a healthy run.
+// Every request of "fail" fails after its 5 ms of service; every request of
+// "slow" ends unknown when its 1 s deadline passes.
+func TestLatencyOfLostRequests(t *testing.T) {
+	for _, tt := range []struct {
+		name, service string
+		failed        bool
+		wantMs        float64
+	}{
+		{"fail", "{name: api, workers: 8, error_rate: 1, service_time: {dist: constant, value: 5ms}}", true, 5},
+		{"slow", "{name: api, workers: 8, service_time: {dist: constant, value: 2s}}", false, 1000},
+	} {
+		sc, err := topology.Parse(tt.name+".yaml", []byte(`
+name: lost
+seed: 1
+duration: 2s
+workload:
+  entry: api
+  arrival: constant
+  rate: 2
+  deadline: 1s
+services:
+  - `+tt.service+`
+`), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := sim.Run(context.Background(), sc, sim.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := res.Summary
+		got, n := s.LatencyUnknownMs, s.Requests.Unknown
+		if tt.failed {
+			got, n = s.LatencyFailedMs, s.Requests.Failed
+		}
+		if n != s.Requests.Offered || got == nil {
+			t.Fatalf("%s: %+v, latency %v: want every request lost and its latency reported", tt.name, s.Requests, got)
+		}
+		if got.Count != n || got.Mean != tt.wantMs || got.Max != tt.wantMs {
+			t.Errorf("%s: lost latency %+v, want %d requests of exactly %v ms", tt.name, *got, n, tt.wantMs)
+		}
+	}
+}

@@ -133,6 +133,8 @@ func (m *run) run(ctx context.Context, opt Options) *metrics.Result {
 func (m *run) releaseCounts() {
 	m.lat.release()
 	m.ivLat.release()
+	m.lost[0].release()
+	m.lost[1].release()
 	for _, s := range m.services {
 		s.hist.release()
 		s.okHist.release()
@@ -341,6 +343,7 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 			req.result = policies.Unknown
 			if req.counted {
 				m.totals.unknown++
+				m.lost[1].record(simEnd - req.arrived)
 			}
 		}
 		m.fold(req)
@@ -352,6 +355,8 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 		Scenario: sc.Name, Seed: sc.Seed, Version: opt.Version, SimTimeS: simEnd.Seconds(), Status: m.status,
 		Requests:            metrics.Requests{Offered: t.offered, Succeeded: t.succeeded, Failed: t.failed, Unknown: t.unknown},
 		LatencyMs:           m.lat.latency(),
+		LatencyFailedMs:     m.lost[0].lostLatency(),
+		LatencyUnknownMs:    m.lost[1].lostLatency(),
 		Duplicates:          lt.Duplicates,
 		UnknownCommitted:    lt.UnknownCommitted,
 		UnknownNotCommitted: lt.UnknownNotCommitted,
