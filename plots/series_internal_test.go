@@ -1,20 +1,17 @@
 package plots
 
 import (
-	"flag"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/internal/golden"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/metrics/metricstest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden series under testdata/series/")
 
 // figures are the standard plotters as the figures they build, so a test
 // can read the series each one draws.
@@ -70,7 +67,7 @@ func TestPlottedSeries(t *testing.T) {
 				default:
 					got = dumpLines(f.lines)
 				}
-				golden(t, filepath.Join("testdata", "series", in.name+"_"+p.name+".txt"), got)
+				golden.Check(t, filepath.Join("testdata", "series", in.name+"_"+p.name+".txt"), []byte(got))
 			})
 		}
 	}
@@ -141,39 +138,4 @@ func dumpLines(lines []drawnLine) string {
 		}
 	}
 	return b.String()
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the drawn series:\n%s", path, firstDiff(string(want), got))
-	}
-}
-
-// firstDiff shows the first line where want and got differ.
-func firstDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < max(len(w), len(g)); i++ {
-		var a, b string
-		if i < len(w) {
-			a = w[i]
-		}
-		if i < len(g) {
-			b = g[i]
-		}
-		if a != b {
-			return fmt.Sprintf("line %d: want %q, got %q", i+1, a, b)
-		}
-	}
-	return ""
 }
