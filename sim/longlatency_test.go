@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/sim"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -14,7 +15,7 @@ import (
 // significant digits of the truth: no range caps them at 1 h (which read
 // mean 3,599.8 s, max 3,600.8 s).
 func TestLatencyBeyondAnHour(t *testing.T) {
-	sc, err := topology.Parse("long.yaml", []byte(`
+	res := runYAML(t, "long.yaml", `
 name: long
 seed: 1
 duration: 1s
@@ -28,14 +29,7 @@ services:
   - name: db
     workers: 1
     service_time: {dist: constant, value: 7200.5s}
-`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := sim.Run(context.Background(), sc, sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	const want = 7200.5e3 // ms
 	l := res.Summary.LatencyMs
 	if res.Summary.Requests.Succeeded != 1 {
@@ -62,7 +56,7 @@ services:
 // goodput is each interval's successes over the interval's length, the
 // last one's included.
 func TestSeriesCountsTheLastCompletion(t *testing.T) {
-	sc, err := topology.Parse("edge.yaml", []byte(`
+	res := runYAML(t, "edge.yaml", `
 name: edge
 seed: 1
 duration: 10s
@@ -73,14 +67,7 @@ workload:
   deadline: 5s
 services:
   - {name: api, workers: 1, service_time: {dist: constant, value: 1s}}
-`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := sim.Run(context.Background(), sc, sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	ts := res.Series
 	var sum float64
 	for i, v := range ts.Values("succeeded") {
@@ -108,7 +95,7 @@ func TestLatencyOfLostRequests(t *testing.T) {
 		{"fail", "{name: api, workers: 8, error_rate: 1, service_time: {dist: constant, value: 5ms}}", true, 5},
 		{"slow", "{name: api, workers: 8, service_time: {dist: constant, value: 2s}}", false, 1000},
 	} {
-		sc, err := topology.Parse(tt.name+".yaml", []byte(`
+		res := runYAML(t, tt.name+".yaml", `
 name: lost
 seed: 1
 duration: 2s
@@ -119,14 +106,7 @@ workload:
   deadline: 1s
 services:
   - `+tt.service+`
-`), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := sim.Run(context.Background(), sc, sim.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+`)
 		s := res.Summary
 		got, n := s.LatencyUnknownMs, s.Requests.Unknown
 		if tt.failed {
@@ -139,4 +119,18 @@ services:
 			t.Errorf("%s: lost latency %+v, want %d requests of exactly %v ms", tt.name, *got, n, tt.wantMs)
 		}
 	}
+}
+
+// runYAML simulates the scenario in y, named name.
+func runYAML(t *testing.T, name, y string) *metrics.Result {
+	t.Helper()
+	sc, err := topology.Parse(name, []byte(y), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run(context.Background(), sc, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
