@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/stormsim/stormsim/idempotency"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
@@ -181,6 +183,10 @@ func fillServices(res *metrics.Result, sc *topology.Scenario, cl *Cluster, smp *
 		s.Services = append(s.Services, ss)
 		s.Edges = append(s.Edges, st.Edges...)
 		res.ServiceLatency[st.Service] = svc.LatencyHistogram()
+		if res.ServiceOKLatency == nil {
+			res.ServiceOKLatency = map[string]*hdrhistogram.Histogram{}
+		}
+		res.ServiceOKLatency[st.Service] = svc.OKLatencyHistogram()
 	}
 	s.Edges[0].To = sc.Workload.Entry
 	for _, f := range sc.Faults {
