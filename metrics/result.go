@@ -130,17 +130,17 @@ func (ts *TimeSeries) Values(name string) []float64 {
 }
 
 // NewLatencyHistogram returns a histogram of latencies in microseconds from
-// 1 µs to the longest time.Duration (292 years) with 3 significant digits,
-// the resolution every latency in stormsim is recorded at. The range covers
-// any latency a run can produce, so none is clamped: a request that took
-// two hours is recorded as two hours.
+// 1 µs to 2^40 µs (12.7 days) with 3 significant digits, the resolution
+// every latency in stormsim is recorded at. The range covers what a run
+// produces, so a request that took two hours is recorded as two hours;
+// the summaries' mean and max are exact whatever the range.
 func NewLatencyHistogram() *hdrhistogram.Histogram {
 	return hdrhistogram.New(1, LatencyHighestUs, 3)
 }
 
-// LatencyHighestUs is the highest latency the histograms hold, in µs: the
-// longest time.Duration.
-const LatencyHighestUs = int64(math.MaxInt64 / int64(time.Microsecond))
+// LatencyHighestUs is the highest latency the histograms hold, in µs
+// (12.7 days), also the largest range Decode accepts from a file.
+const LatencyHighestUs = 1 << 40
 
 // RecordLatency records d (clamped into the histogram's range).
 func RecordLatency(h *hdrhistogram.Histogram, d time.Duration) {

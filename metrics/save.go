@@ -70,7 +70,7 @@ func EncodeHistogram(h *hdrhistogram.Histogram) *HistogramJSON {
 
 // maxHistogramHighest bounds a decoded histogram's range: 2^40 µs, twelve
 // days of latency.
-const maxHistogramHighest = 1 << 40
+const maxHistogramHighest = LatencyHighestUs
 
 // Decode rebuilds the histogram, checking geometry, indices and the total.
 func (hj *HistogramJSON) Decode() (*hdrhistogram.Histogram, error) {

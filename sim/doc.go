@@ -138,7 +138,7 @@
 // own, so the series' successes add up to the summary's.
 //
 // Latencies are counted in the bucket layout of metrics.NewLatencyHistogram
-// (1 µs to the longest time.Duration, 3 significant digits; the summary's
+// (1 µs to 2^40 µs, 3 significant digits; the summary's
 // mean and max are exact) by an index computation and an
 // increment, a request's index once for both the interval's and the run's
 // counts; the Result's histograms are HdrHistograms with the same counts,

@@ -19,6 +19,7 @@ func TestLatencyBeyondAnHour(t *testing.T) {
 name: long
 seed: 1
 duration: 1s
+limits: {max_drain: 3h}
 workload:
   entry: db
   arrival: constant
