@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"strconv"
 	"text/tabwriter"
@@ -119,6 +120,16 @@ func runVariant(ctx context.Context, run Runner, b Builder, v Variant, seed uint
 	return res, nil
 }
 
+// NoDataOr formats x with prec decimals, or "-" when it is NaN: a measure
+// the run has no data for (the latency of a run in which nothing
+// succeeded), which must not read as 0.
+func NoDataOr(x float64, prec int) string {
+	if math.IsNaN(x) {
+		return "-"
+	}
+	return strconv.FormatFloat(x, 'f', prec, 64)
+}
+
 // tableRows are the lines of the comparison table.
 var tableRows = []struct {
 	label string
@@ -129,7 +140,7 @@ var tableRows = []struct {
 	{"succeeded", func(m *Measures) string { return strconv.FormatInt(m.Succeeded, 10) }},
 	{"failed", func(m *Measures) string { return strconv.FormatInt(m.Failed, 10) }},
 	{"unknown", func(m *Measures) string { return strconv.FormatInt(m.Unknown, 10) }},
-	{"p99 latency (ms)", func(m *Measures) string { return strconv.FormatFloat(m.P99Ms, 'f', 1, 64) }},
+	{"p99 latency (ms)", func(m *Measures) string { return NoDataOr(m.P99Ms, 1) }},
 	{"max amplification", func(m *Measures) string { return strconv.FormatFloat(m.Amplification, 'f', 2, 64) + "x" }},
 	{"peak queue", func(m *Measures) string { return strconv.FormatInt(m.PeakQueue, 10) }},
 	{"duplicates", func(m *Measures) string { return strconv.FormatInt(m.Duplicates, 10) }},

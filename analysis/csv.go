@@ -17,7 +17,25 @@ import (
 // rowHeader is the fixed part of sweep.csv's header; the measures follow.
 var rowHeader = []string{"unit", "point", "param", "value", "variant", "replica", "seed", "status"}
 
-func formatFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+// formatFloat writes x exactly, and NaN (no data) as an empty cell.
+func formatFloat(x float64) string {
+	if math.IsNaN(x) {
+		return ""
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
+}
+
+// parseFloat reads a cell written by formatFloat.
+func parseFloat(s string) (float64, error) {
+	if s == "" {
+		return math.NaN(), nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) {
+		return 0, fmt.Errorf("want a number or an empty cell (no data), got %q", s)
+	}
+	return v, nil
+}
 
 // WriteRows writes rows as CSV (sweep.csv): a header, then one line per
 // row in the order given. Floats are written in their shortest exact form,
@@ -99,9 +117,9 @@ func ReadRows(name string, r io.Reader) ([]Row, error) {
 		row.Status = metrics.Status(rec[7])
 		for i, c := range measureColumns {
 			col := len(rowHeader) + i
-			v, err := strconv.ParseFloat(rec[col], 64)
+			v, err := parseFloat(rec[col])
 			if err != nil {
-				return nil, bad(col, fmt.Errorf("want a number, got %q", rec[col]))
+				return nil, bad(col, err)
 			}
 			c.set(&row.Measures, v)
 		}
@@ -172,9 +190,13 @@ type Aggregate struct {
 	Value       string
 	VariantName string
 	// Replicas is the number of rows aggregated; Incomplete counts those
-	// whose run did not complete (diverged or interrupted).
+	// whose run did not complete (diverged or interrupted): stopped
+	// part-way, they are left out of every Stat. NoLatency counts the
+	// complete ones in which nothing succeeded: they have no latency, and
+	// the latency Stats are over the others.
 	Replicas   int
 	Incomplete int
+	NoLatency  int
 	// Stats holds one Stat per measure, in measure order (see MeasureNames).
 	Stats []Stat
 }
@@ -199,7 +221,9 @@ func (a *Aggregate) Stat(measure string) (Stat, bool) {
 }
 
 // AggregateRows groups rows by (point, variant) in the order the groups
-// first appear and summarizes each measure over the replicas.
+// first appear and summarizes each measure over the replicas that
+// completed and have it (a latency is no data where nothing succeeded). A
+// measure no replica has is NaN.
 func AggregateRows(rows []Row) []Aggregate {
 	type key struct {
 		point   int
@@ -222,16 +246,36 @@ func AggregateRows(rows []Row) []Aggregate {
 	for i := range aggs {
 		a := &aggs[i]
 		a.Replicas = len(samples[i])
-		xs := make([]float64, len(samples[i]))
-		for _, r := range samples[i] {
-			if r.Status != metrics.StatusComplete {
+		var complete []*Row
+		for j := range samples[i] {
+			r := &samples[i][j]
+			switch {
+			case r.Status != metrics.StatusComplete:
 				a.Incomplete++
+			case r.Succeeded == 0:
+				a.NoLatency++
+				complete = append(complete, r)
+			default:
+				complete = append(complete, r)
 			}
 		}
-		t := tQuantile(len(xs)) // once per group: the quantile is costly
+		xs := make([]float64, 0, len(complete))
+		ts := map[int]float64{} // t by sample size: the quantile is costly
 		for _, c := range measureColumns {
-			for j := range samples[i] {
-				xs[j] = c.get(&samples[i][j].Measures)
+			xs = xs[:0]
+			for _, r := range complete {
+				if x := c.get(&r.Measures); !math.IsNaN(x) {
+					xs = append(xs, x)
+				}
+			}
+			if len(xs) == 0 {
+				a.Stats = append(a.Stats, Stat{math.NaN(), math.NaN(), math.NaN()})
+				continue
+			}
+			t, ok := ts[len(xs)]
+			if !ok {
+				t = tQuantile(len(xs))
+				ts[len(xs)] = t
 			}
 			a.Stats = append(a.Stats, meanCI(xs, t))
 		}
@@ -241,10 +285,10 @@ func AggregateRows(rows []Row) []Aggregate {
 
 // WriteAggregates writes aggregates as CSV (sweep-aggregate.csv): per
 // measure its mean and the bounds of its 95 % confidence interval (empty
-// with a single replica).
+// with a single replica; all three empty when no replica has the measure).
 func WriteAggregates(w io.Writer, aggs []Aggregate) error {
 	cw := csv.NewWriter(w)
-	header := []string{"point", "param", "value", "variant", "replicas", "incomplete"}
+	header := []string{"point", "param", "value", "variant", "replicas", "incomplete", "no_latency"}
 	for _, c := range measureColumns {
 		header = append(header, c.name+"_mean", c.name+"_ci95_lo", c.name+"_ci95_hi")
 	}
@@ -259,7 +303,7 @@ func WriteAggregates(w io.Writer, aggs []Aggregate) error {
 	}
 	for _, a := range aggs {
 		rec := []string{strconv.Itoa(a.Point), a.Param, a.Value, a.VariantName,
-			strconv.Itoa(a.Replicas), strconv.Itoa(a.Incomplete)}
+			strconv.Itoa(a.Replicas), strconv.Itoa(a.Incomplete), strconv.Itoa(a.NoLatency)}
 		for _, s := range a.Stats {
 			rec = append(rec, num(s.Mean), num(s.Lo), num(s.Hi))
 		}

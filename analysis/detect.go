@@ -205,6 +205,12 @@ type Verdict struct {
 	// first of the K recovered intervals began.
 	Recovers      bool
 	TimeToRecover time.Duration
+	// Late reports a run that did return to its baseline, but only after
+	// the bound: TimeToRecover then says when. Such a run is slow to
+	// recover, not collapsed, and its verdict says so.
+	Late bool
+	// Bound is the recovery bound the run was judged against.
+	Bound time.Duration
 	// Baseline is the mean goodput per interval before the trigger;
 	// GoodputFloor the least goodput a recovered interval has.
 	Baseline     float64
@@ -221,12 +227,20 @@ type Verdict struct {
 	Final float64
 }
 
-// String returns "recovers after 4s" or "does not recover (goodput 12 % of baseline)".
+// String returns "recovers after 4s", "recovers in 35s (beyond the 30s
+// bound)" or "does not recover (goodput 12 % of baseline at the end)".
 func (v Verdict) String() string {
 	if v.Recovers {
 		return fmt.Sprintf("recovers after %v", v.TimeToRecover)
 	}
+	if v.Late {
+		return v.lateString()
+	}
 	return fmt.Sprintf("does not recover (goodput %.0f%% of baseline at the end)", 100*v.Final)
+}
+
+func (v Verdict) lateString() string {
+	return fmt.Sprintf("recovers in %v (beyond the %v bound)", v.TimeToRecover, v.Bound)
 }
 
 // Detect decides whether a run recovered from its trigger (see the package
@@ -266,7 +280,7 @@ func Detect(s Series, warmup time.Duration, t Trigger, cfg DetectorConfig) (Verd
 	if len(good) < 2 {
 		return Verdict{}, fmt.Errorf("detect: %d whole intervals between warm-up (%v) and the trigger (%v); need at least 2 for a baseline", len(good), warmup, t.Start)
 	}
-	v := Verdict{Trigger: t}
+	v := Verdict{Trigger: t, Bound: cfg.RecoveryBound}
 	var sd float64
 	v.Baseline, sd = stat.MeanStdDev(good, nil)
 	if v.Baseline <= 0 {
@@ -310,13 +324,12 @@ func Detect(s Series, warmup time.Duration, t Trigger, cfg DetectorConfig) (Verd
 			continue
 		}
 		run++
-		if run == 1 && start(i)-t.End > cfg.RecoveryBound {
-			break // too late to count
-		}
 		if run == cfg.Consecutive {
 			first := i - cfg.Consecutive + 1
-			v.Recovers = true
 			v.TimeToRecover = start(first) - t.End
+			// Back, but after the bound: late, which is not a collapse.
+			v.Recovers = v.TimeToRecover <= cfg.RecoveryBound
+			v.Late = !v.Recovers
 			break
 		}
 	}

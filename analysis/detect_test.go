@@ -188,3 +188,38 @@ func BenchmarkDetect(b *testing.B) {
 		}
 	}
 }
+
+// A run that comes back after the bound did recover, only late: the verdict
+// says when, beside the bound it missed, instead of "does not recover"
+// (which would read as a collapse while its goodput is back at 100 %).
+func TestDetectLateRecovery(t *testing.T) {
+	after := make([]float64, 35)
+	for i := range after {
+		after[i] = 30
+	}
+	s := synth(80, 100, 20, append(after, 100)...)
+	v, err := Detect(s, 2*time.Second, trig, DetectorConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Recovers {
+		t.Fatalf("recovered 35 s after the trigger with a 30 s bound: got %v, want not within the bound", v)
+	}
+	if !v.Late || v.TimeToRecover != 35*time.Second || v.Bound != 30*time.Second {
+		t.Errorf("late %v, time to recover %v, bound %v; want late, 35s, 30s", v.Late, v.TimeToRecover, v.Bound)
+	}
+	if got, want := v.String(), "recovers in 35s (beyond the 30s bound)"; got != want {
+		t.Errorf("verdict %q, want %q", got, want)
+	}
+	if got, want := shortVerdict(Level{Verdict: v}), "recovers in 35s (beyond the 30s bound)"; got != want {
+		t.Errorf("table cell %q, want %q", got, want)
+	}
+	// Never back: the verdict still says how far from the baseline it ends.
+	v, err = Detect(synth(80, 100, 20, 30), 2*time.Second, trig, DetectorConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Late || !strings.Contains(v.String(), "does not recover") {
+		t.Errorf("never recovers: got %q (late %v)", v.String(), v.Late)
+	}
+}

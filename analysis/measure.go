@@ -1,6 +1,8 @@
 package analysis
 
 import (
+	"math"
+
 	"github.com/stormsim/stormsim/metrics"
 )
 
@@ -15,7 +17,9 @@ type Measures struct {
 	Unknown   int64
 	// GoodputRPS is succeeded logical requests per second.
 	GoodputRPS float64
-	// P50Ms and P99Ms are end-to-end latency quantiles of succeeded requests.
+	// P50Ms and P99Ms are end-to-end latency quantiles of succeeded
+	// requests; NaN (no data) when nothing succeeded, never 0, which would
+	// make a collapsed system look fast.
 	P50Ms float64
 	P99Ms float64
 	// Amplification is the largest service amplification (attempts that
@@ -40,6 +44,9 @@ func MeasuresOf(r *metrics.Result) Measures {
 		P99Ms:         s.LatencyMs.P99,
 		Amplification: s.Amplification,
 		Duplicates:    s.Duplicates,
+	}
+	if m.Succeeded == 0 {
+		m.P50Ms, m.P99Ms = math.NaN(), math.NaN()
 	}
 	for _, svc := range s.Services {
 		m.PeakQueue = max(m.PeakQueue, svc.QueueMax)

@@ -219,6 +219,8 @@ func shortVerdict(lv Level) string {
 		return "run failed"
 	case lv.Verdict.Recovers:
 		return fmt.Sprintf("recovers in %v", lv.Verdict.TimeToRecover)
+	case lv.Verdict.Late:
+		return lv.Verdict.lateString()
 	}
 	return fmt.Sprintf("DOES NOT RECOVER (goodput %.0f%%)", 100*lv.Verdict.Final)
 }

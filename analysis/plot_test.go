@@ -2,8 +2,11 @@ package analysis
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"testing"
+
+	"gonum.org/v1/plot/plotter"
 )
 
 func TestNumericValues(t *testing.T) {
@@ -50,5 +53,78 @@ func TestSweepPlot(t *testing.T) {
 	}
 	if _, err := SweepPlot(nil, "goodput_rps", nil); err == nil {
 		t.Error("no data: want an error")
+	}
+}
+
+// A sweep point where no replica succeeded has no latency: the p99 curve
+// breaks there instead of dropping to 0 or failing to draw.
+func TestSweepPlotGapWhereNoData(t *testing.T) {
+	nan := math.NaN()
+	var aggs []Aggregate
+	for i, p99 := range []float64{40, nan, 60} {
+		a := Aggregate{Point: i, Param: "workload.rate", Value: []string{"1", "2", "3"}[i], VariantName: Baseline, Replicas: 1}
+		for _, m := range MeasureNames() {
+			st := Stat{1, nan, nan}
+			if m == "p99_ms" {
+				st.Mean = p99
+			}
+			a.Stats = append(a.Stats, st)
+		}
+		aggs = append(aggs, a)
+	}
+	if _, err := SweepPlot(aggs, "p99_ms", []string{"1", "2", "3"}); err != nil {
+		t.Fatalf("p99 with a point without data: %v", err)
+	}
+	c := ciXY{XYs: plotter.XYs{{X: 1, Y: 40}, {X: 2, Y: nan}, {X: 3, Y: 60}}, lo: make([]float64, 3), hi: make([]float64, 3)}
+	segs := c.segments()
+	if len(segs) != 2 || segs[0].XYs[0].Y != 40 || segs[1].XYs[0].Y != 60 {
+		t.Errorf("segments %v, want [40] and [60] (a gap at x=2)", segs)
+	}
+}
+
+// Sweep and hysteresis plots read like the run plots: human axis labels
+// with units, the same sans-serif font, and the legend above the data.
+func TestAnalysisPlotsLabelled(t *testing.T) {
+	rows, err := RunSweep(context.Background(), fakeRunner, fakeBuild, testSweep(), SweepOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aggs := AggregateRows(rows)
+	for _, tt := range []struct{ measure, ylabel string }{
+		{"goodput_rps", "goodput (req/s)"},
+		{"p99_ms", "p99 latency of succeeded requests (ms)"},
+		{"amplification", "amplification (attempts per request, busiest service)"},
+		{"peak_queue", "peak queue length (requests)"},
+	} {
+		p, err := SweepPlot(aggs, tt.measure, testSweep().Values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Y.Label.Text != tt.ylabel || p.X.Label.Text != "workload.rate (req/s)" {
+			t.Errorf("%s: axes %q / %q, want %q / workload.rate (req/s)", tt.measure, p.X.Label.Text, p.Y.Label.Text, tt.ylabel)
+		}
+		if p.Title.Text != tt.ylabel+" against workload.rate" {
+			t.Errorf("%s: title %q", tt.measure, p.Title.Text)
+		}
+		if p.Title.TextStyle.Font.Variant != "Sans" || p.Y.Label.TextStyle.Font.Variant != "Sans" || p.Legend.TextStyle.Font.Variant != "Sans" {
+			t.Errorf("%s: fonts %q/%q/%q, want the run plots' Sans", tt.measure,
+				p.Title.TextStyle.Font.Variant, p.Y.Label.TextStyle.Font.Variant, p.Legend.TextStyle.Font.Variant)
+		}
+		// Three variants' legend lines take the top of the plot: the data
+		// must stay below them.
+		var top float64
+		for _, a := range aggs {
+			st, _ := a.Stat(tt.measure)
+			top = max(top, st.Mean, st.Hi)
+		}
+		if free := (p.Y.Max - top) / (p.Y.Max - p.Y.Min); free < 0.1+0.065*3-1e-9 {
+			t.Errorf("%s: %.0f%% of the height above the data, want room for a 3-line legend", tt.measure, 100*free)
+		}
+	}
+	if got := ParamLabel("services.db.calls.x.timeout", []string{"50ms", "1s"}); got != "services.db.calls.x.timeout (s)" {
+		t.Errorf("duration values: %q", got)
+	}
+	if got := ParamLabel("services.db.overload.policy", []string{"fifo", "lifo"}); got != "services.db.overload.policy" {
+		t.Errorf("names: %q", got)
 	}
 }

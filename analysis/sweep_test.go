@@ -381,3 +381,58 @@ func TestCheckWhole(t *testing.T) {
 		})
 	}
 }
+
+// A replica in which nothing succeeded has no latency (not a latency of 0,
+// which would make a collapsed system look fast), and a diverged replica,
+// stopped part-way, is not averaged with complete ones.
+func TestAggregateNoDataAndDiverged(t *testing.T) {
+	row := func(replica int, status string, succeeded int64, goodput, p99 float64) Row {
+		return Row{Unit: Unit{Replica: replica}, Param: "workload.rate", Value: "100", VariantName: Baseline,
+			Measures: MeasuresOf(&metrics.Result{Summary: metrics.Summary{Status: metrics.Status(status), GoodputRPS: goodput,
+				Requests:  metrics.Requests{Offered: 1000, Succeeded: succeeded},
+				LatencyMs: metrics.Latency{P99: p99}}})}
+	}
+	rows := []Row{
+		row(0, "complete", 900, 90, 40),
+		row(1, "complete", 0, 0, 0), // collapsed: nothing succeeded
+		row(2, "complete", 800, 80, 60),
+		row(3, "diverged", 5000, 500, 2),
+	}
+	if p := rows[1].P99Ms; !math.IsNaN(p) {
+		t.Fatalf("p99 of a replica without successes = %v, want no data (NaN)", p)
+	}
+	a := AggregateRows(rows)[0]
+	if a.Incomplete != 1 || a.NoLatency != 1 {
+		t.Errorf("incomplete %d, no latency %d; want 1, 1", a.Incomplete, a.NoLatency)
+	}
+	if g, _ := a.Stat("goodput_rps"); g.Mean != (90+0+80)/3.0 {
+		t.Errorf("goodput mean %v, want %v (the diverged replica left out)", g.Mean, (90+0+80)/3.0)
+	}
+	if p, _ := a.Stat("p99_ms"); p.Mean != 50 {
+		t.Errorf("p99 mean %v, want 50 (over the two replicas with successes)", p.Mean)
+	}
+	// No data survives the CSV round trip, as an empty cell.
+	var b bytes.Buffer
+	if err := WriteRows(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadRows("sweep.csv", &b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsNaN(back[1].P99Ms) || back[0].P99Ms != 40 {
+		t.Errorf("read back p99 %v and %v, want NaN and 40", back[1].P99Ms, back[0].P99Ms)
+	}
+	b.Reset()
+	if err := WriteAggregates(&b, []Aggregate{a}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), ",incomplete,no_latency,") {
+		t.Errorf("aggregate header lacks no_latency:\n%s", b.String())
+	}
+	// Every replica collapsed: the latency is no data, written empty.
+	all := AggregateRows([]Row{row(0, "complete", 0, 0, 0), row(1, "complete", 0, 0, 0)})[0]
+	if p, _ := all.Stat("p99_ms"); !math.IsNaN(p.Mean) {
+		t.Errorf("p99 mean with no successes anywhere = %v, want NaN", p.Mean)
+	}
+}

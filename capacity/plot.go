@@ -19,6 +19,9 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/stormsim/stormsim/metrics"
+
+	"github.com/stormsim/stormsim/analysis"
+	"github.com/stormsim/stormsim/plots"
 )
 
 // Plot names, as written by WritePlots (with .png).
@@ -150,10 +153,8 @@ func (o *Outcome) SLOPlots() ([]*plot.Plot, error) {
 	s := o.Search
 	var out []*plot.Plot
 	for i, t := range s.SLO {
-		p := plot.New()
-		p.Title.Text = fmt.Sprintf("steady-state SLO term %s against %s", t.String(), s.Param)
-		p.X.Label.Text = s.Param
-		p.Y.Label.Text = t.Name() + unitLabel(t.unit())
+		p := plots.NewPlot(fmt.Sprintf("steady-state SLO term %s against %s", t.String(), s.Param),
+			analysis.ParamLabel(s.Param, []string{"1"}), t.Name()+unitLabel(t.unit()))
 		scale := 1.0
 		if t.unit() == unitFraction {
 			scale = 100
@@ -224,10 +225,8 @@ func unitLabel(u unit) string {
 // UtilizationPlot draws each service's mean utilization against the
 // parameter, with the capacity marked.
 func (o *Outcome) UtilizationPlot() (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("utilization per service against %s (steady state)", o.Search.Param)
-	p.X.Label.Text = o.Search.Param
-	p.Y.Label.Text = "utilization (%)"
+	p := plots.NewPlot(fmt.Sprintf("utilization per service against %s (steady state)", o.Search.Param),
+		analysis.ParamLabel(o.Search.Param, []string{"1"}), "utilization (%)")
 	var names []string
 	lines := map[string]plotter.XYs{}
 	for _, pt := range o.Points {
@@ -268,10 +267,7 @@ func (o *Outcome) RecoveryPlot() (*plot.Plot, error) {
 		return nil, ErrNoRecovery
 	}
 	f := o.Search.valueFormat()
-	p := plot.New()
-	p.Title.Text = "recovery at the boundary: goodput over time, with the faults"
-	p.X.Label.Text = "time (s)"
-	p.Y.Label.Text = "goodput (req/s)"
+	p := plots.NewPlot("recovery at the boundary: goodput over time, with the faults", "time (s)", "goodput (req/s)")
 	p.Add(band{From: o.Trigger.Start.Seconds(), To: o.Trigger.End.Seconds(), Label: "fault: " + o.Trigger.Label})
 	p.Add(vline{X: (o.Trigger.End + o.Search.withDefaults().Detector.RecoveryBound).Seconds(), Label: "recovery bound", Color: thresholdColor, Dash: true})
 	drawn := 0

@@ -446,3 +446,22 @@ func roundSig(x float64, sig int) float64 {
 	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', sig, 64), 64)
 	return v
 }
+
+// Report judges the SLO against a run's summary, term by term, for the
+// summary's slo block (--slo on run, load and compare).
+func (s SLO) Report(sum *metrics.Summary) (*metrics.SLOReport, error) {
+	r := &metrics.SLOReport{Expr: s.String(), Met: true}
+	for _, t := range s {
+		v, err := t.Value(sum)
+		if err != nil {
+			return nil, err
+		}
+		rt := metrics.SLOTerm{Term: t.String(), Met: t.Satisfied(v), ValueText: "no data"}
+		if !math.IsInf(v, 0) && !math.IsNaN(v) {
+			rt.Value, rt.ValueText = &v, t.Format(roundSig(v, 4))
+		}
+		r.Met = r.Met && rt.Met
+		r.Terms = append(r.Terms, rt)
+	}
+	return r, nil
+}

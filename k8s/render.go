@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -108,6 +109,16 @@ type Options struct {
 	// MergeWait bounds how long the merge Job waits for the shards.
 	// Default 6h.
 	MergeWait time.Duration
+	// Files are the files the scenario reads (empirical sample files),
+	// shipped in the ConfigMap beside it at the same relative paths.
+	Files []File
+}
+
+// File is a file the scenario refers to by a path relative to itself.
+type File struct {
+	// Path is relative to the scenario's directory, inside it.
+	Path string
+	Data []byte
 }
 
 // dnsLabel is an RFC 1123 label, what Kubernetes requires of Job names.
@@ -221,6 +232,16 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MergeWait < 0 {
 		return o, fmt.Errorf("k8s: merge wait must be > 0, got %v", o.MergeWait)
 	}
+	seen := map[string]bool{ScenarioKey: true}
+	for _, f := range o.Files {
+		if !filepath.IsLocal(f.Path) || filepath.ToSlash(filepath.Clean(f.Path)) != f.Path || seen[f.Path] {
+			return o, fmt.Errorf("k8s: file %q: want a path inside the scenario's directory, relative, clean and given once", f.Path)
+		}
+		if !utf8.Valid(f.Data) {
+			return o, fmt.Errorf("k8s: file %s: not UTF-8 text, which a ConfigMap's data must be", f.Path)
+		}
+		seen[f.Path] = true
+	}
 	for _, a := range o.Args {
 		if !utf8.ValidString(a) {
 			return o, fmt.Errorf("k8s: args: %q is not UTF-8 text", a)
@@ -251,6 +272,13 @@ type view struct {
 	ScenarioPath string
 	ScenarioDir  string
 	ResultsDir   string
+	// Shipped are the Files as ConfigMap keys (file-0, file-1, …) and
+	// the paths the volume gives them.
+	Shipped []shippedFile
+}
+
+type shippedFile struct {
+	Key, Path, Data string
 }
 
 // Document is one rendered Kubernetes object: the file name it is kept
@@ -278,6 +306,9 @@ func Documents(o Options) ([]Document, error) {
 		ScenarioPath: ScenarioDir + "/" + ScenarioKey,
 		ScenarioDir:  ScenarioDir,
 		ResultsDir:   ResultsDir,
+	}
+	for i, f := range o.Files {
+		v.Shipped = append(v.Shipped, shippedFile{Key: fmt.Sprintf("file-%d", i), Path: f.Path, Data: string(f.Data)})
 	}
 	v.WorkArgs = []string{o.Mode}
 	if !drivesTarget(o) {

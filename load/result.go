@@ -21,7 +21,11 @@ type recorder struct {
 	req     metrics.Requests
 	all     metrics.Requests // warm-up included, for progress
 	latency *hdrhistogram.Histogram
-	rows    []row
+	// latSumUs and latMax are the exact sum (µs) and max of the
+	// latencies in latency, for the summary's mean and max.
+	latSumUs int64
+	latMax   time.Duration
+	rows     []row
 
 	// Memory grows with concurrency, not with the run's length: an
 	// interval's latency histogram is folded into its two quantiles once
@@ -81,6 +85,8 @@ func (r *recorder) record(at, end time.Duration, res policies.CallResult, counte
 		w.succeeded++
 		lat := end - at
 		metrics.RecordLatency(r.latency, lat)
+		r.latSumUs += int64(lat / time.Microsecond)
+		r.latMax = max(r.latMax, lat)
 		if int(end/r.interval) >= r.folded {
 			if w.lat == nil {
 				w.lat = r.histogram()
@@ -176,7 +182,7 @@ func (d *driver) result(interrupted bool, elapsed time.Duration) *metrics.Result
 	}
 	r.mu.Lock()
 	s.Requests = r.req
-	s.LatencyMs = metrics.LatencyOf(r.latency)
+	s.LatencyMs = metrics.LatencyOf(r.latency).WithExact(r.latSumUs, r.req.Succeeded, r.latMax)
 	r.mu.Unlock()
 	if s.WindowS > 0 {
 		s.GoodputRPS = float64(s.Requests.Succeeded) / s.WindowS
@@ -204,6 +210,9 @@ func (d *driver) result(interrupted bool, elapsed time.Duration) *metrics.Result
 	s.Services = []metrics.ServiceSummary{svc}
 	s.Edges = []metrics.EdgeSummary{edgeSummary("client", opt.ServiceName, d.ec)}
 	s.Load = d.loadReport(elapsed, interrupted)
+	// The target's utilization, queue and latency are its own; a scenario
+	// run replaces this service with the measured ones.
+	s.Load.Unmeasured = []string{opt.ServiceName}
 	res.Series = r.series()
 	return res
 }

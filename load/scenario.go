@@ -10,9 +10,12 @@ import (
 	"sync"
 	"time"
 
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/stormsim/stormsim/idempotency"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
+	"github.com/stormsim/stormsim/shard"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -28,6 +31,16 @@ type ScenarioOptions struct {
 	Progress    func(Progress)
 	// Grace is as in Options (default 5s).
 	Grace time.Duration
+	// MaxRequests, when set, stops the schedule after that many logical
+	// requests, as in target mode.
+	MaxRequests uint64
+	// Shard selects this process's share of the schedule; shards started
+	// with one Epoch together send exactly the unsharded schedule, as in
+	// target mode.
+	Shard shard.Spec
+	// Epoch is the instant time 0 of the schedule (default: just after the
+	// services listen). It must leave them time to start.
+	Epoch time.Time
 	// Ready, if set, is called with the cluster once its services listen.
 	Ready func(*Cluster)
 }
@@ -42,6 +55,9 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 		return nil, fmt.Errorf("load: %s: workload.arrival closed is not supported in load mode (use poisson or constant)", scenarioName(sc))
 	}
 	epoch := time.Now().Add(50 * time.Millisecond) // time 0, once every service listens
+	if !opt.Epoch.IsZero() {
+		epoch = opt.Epoch
+	}
 	cl, err := StartCluster(sc, ClusterOptions{Listen: opt.Listen, AllowRemote: opt.AllowRemote, Epoch: epoch, Connections: opt.Connections})
 	if err != nil {
 		return nil, err
@@ -75,6 +91,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 		Deadline: w.Deadline, Policy: w.Client, WriteFraction: w.WriteFraction, IdempotencyKeys: w.IdempotencyKeys,
 		Workers: opt.Workers, Connections: opt.Connections, Seed: seed, Rand: model.Stream(sc.Seed, model.EdgeStreams{}.Name("client", w.Entry)), Scenario: sc.Name, Version: opt.Version,
 		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
+		MaxRequests: opt.MaxRequests, Shard: opt.Shard,
 		OnDone: func(id uint64, write, counted bool, r policies.CallResult) {
 			if write && counted {
 				vmu.Lock()
@@ -141,6 +158,7 @@ func fillServices(res *metrics.Result, sc *topology.Scenario, cl *Cluster, smp *
 	s := &res.Summary
 	clientEdge := s.Edges[0]
 	s.Services = s.Services[:0]
+	s.Load.Unmeasured = nil // every service below is measured
 	s.Edges = []metrics.EdgeSummary{clientEdge}
 	s.Amplification = 0
 	for _, svc := range cl.Services {
@@ -165,6 +183,10 @@ func fillServices(res *metrics.Result, sc *topology.Scenario, cl *Cluster, smp *
 		s.Services = append(s.Services, ss)
 		s.Edges = append(s.Edges, st.Edges...)
 		res.ServiceLatency[st.Service] = svc.LatencyHistogram()
+		if res.ServiceOKLatency == nil {
+			res.ServiceOKLatency = map[string]*hdrhistogram.Histogram{}
+		}
+		res.ServiceOKLatency[st.Service] = svc.OKLatencyHistogram()
 	}
 	s.Edges[0].To = sc.Workload.Entry
 	for _, f := range sc.Faults {

@@ -100,3 +100,36 @@ func TestRunScenarioInterrupted(t *testing.T) {
 		t.Errorf("per-service series missing: %v", res.Series.Columns)
 	}
 }
+
+// TestServeRecordsSucceededAttemptLatency: serve keeps, beside each
+// service's attempt latency, the latency of the attempts it answered OK,
+// which tune reads from a results directory. A db with one worker and no
+// queue refuses most of 200 req/s at once; its OK histogram holds exactly
+// its counted successes, all at least its 4 ms service time.
+func TestServeRecordsSucceededAttemptLatency(t *testing.T) {
+	sc, err := topology.Parse("refuse.yaml", []byte(`
+name: refuse
+duration: 500ms
+workload: {entry: db, arrival: constant, rate: 200, deadline: 1s}
+services:
+  - {name: db, workers: 1, queue: 0, service_time: {dist: constant, value: 4ms}}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunScenario(context.Background(), sc, ScenarioOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := res.Summary.Services[0]
+	ok, all := res.ServiceOKLatency["db"], res.ServiceLatency["db"]
+	if ok == nil || ok.TotalCount() != db.Succeeded || all.TotalCount() != db.Attempts {
+		t.Fatalf("db: %d OK samples of %d attempt samples; want the %d succeeded of %d attempts", ok.TotalCount(), all.TotalCount(), db.Succeeded, db.Attempts)
+	}
+	if db.Rejected == 0 {
+		t.Fatalf("db rejected nothing; the test needs refusals")
+	}
+	if lo := ok.ValueAtQuantile(0); lo < 3990 {
+		t.Errorf("fastest OK attempt %d µs, want ≥ the 4 ms service time", lo)
+	}
+}

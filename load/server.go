@@ -163,6 +163,7 @@ type Service struct {
 	active    []*topology.Fault
 	queueMax  int64
 	latency   *hdrhistogram.Histogram // attempt latency, µs (counted attempts)
+	okLatency *hdrhistogram.Histogram // of the counted attempts answered OK
 	busyUntil []time.Duration         // per worker: the virtual end of its last work
 	freeSlots []int
 
@@ -244,7 +245,8 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 	if c.Epoch.IsZero() {
 		c.Epoch = time.Now()
 	}
-	s := &Service{name: name, cfg: *svc, epoch: c.Epoch, now: c.Now, sleep: c.Sleep, latency: metrics.NewLatencyHistogram()}
+	s := &Service{name: name, cfg: *svc, epoch: c.Epoch, now: c.Now, sleep: c.Sleep, latency: metrics.NewLatencyHistogram(),
+		okLatency: metrics.NewLatencyHistogram()}
 	if s.now == nil {
 		epoch := c.Epoch
 		s.now = func() time.Duration { return time.Since(epoch) }
@@ -524,8 +526,12 @@ func (rp *reply) send(status int, ans model.Answer) {
 	}
 	rp.w.WriteHeader(status)
 	if !rp.warm {
+		d := time.Since(rp.arrived)
 		rp.s.mu.Lock()
-		metrics.RecordLatency(rp.s.latency, time.Since(rp.arrived))
+		metrics.RecordLatency(rp.s.latency, d)
+		if ans.Outcome == policies.OK {
+			metrics.RecordLatency(rp.s.okLatency, d)
+		}
 		rp.s.mu.Unlock()
 	}
 }
@@ -915,7 +921,17 @@ func (s *Service) Stats() Stats {
 
 // LatencyHistogram returns a copy of the service's attempt latencies (µs).
 func (s *Service) LatencyHistogram() *hdrhistogram.Histogram {
+	return s.histogram(s.latency)
+}
+
+// OKLatencyHistogram returns a copy of the latencies of the attempts the
+// service answered OK (µs): what tune reads, refusals left out.
+func (s *Service) OKLatencyHistogram() *hdrhistogram.Histogram {
+	return s.histogram(s.okLatency)
+}
+
+func (s *Service) histogram(h *hdrhistogram.Histogram) *hdrhistogram.Histogram {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return hdrhistogram.Import(s.latency.Export())
+	return hdrhistogram.Import(h.Export())
 }

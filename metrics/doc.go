@@ -23,7 +23,9 @@
 //	                 9 significant digits
 //	histograms.json  each histogram's geometry and non-zero buckets as
 //	                 [index, count] pairs: lossless and compact
-//	faults.json      the fault windows, durations in nanoseconds
+//	faults.json      the fault windows, start and length in seconds (at_s,
+//	                 for_s; the nanoseconds "at"/"for" of older versions
+//	                 are still read)
 //
 // # Formulas
 //

@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stormsim/stormsim/internal/golden"
@@ -42,6 +43,35 @@ func TestFormatTextGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Check(t, "testdata/summary-diverged.golden.txt", buf.Bytes())
+}
+
+// The verdict comes first, before any number, so it is what a reader sees.
+func TestFormatTextVerdictFirst(t *testing.T) {
+	r := metricstest.Storm()
+	after := 6.0
+	r.Summary.Verdict = &metrics.Verdict{Recovery: "recovered", RecoveredAfterS: &after, Trigger: "orders capacity 0.5 for 10s at 20s",
+		PeakAmplification: 3.25, PeakService: "orders", PeakAtS: 27,
+		Windows:     []metrics.WindowAmplification{{Label: "orders capacity 0.5 for 10s at 20s", AtS: 20, ForS: 10, Service: "orders", Amplification: 2.9}},
+		FailedShare: 0.0996, UnknownShare: 0.0948}
+	var buf bytes.Buffer
+	if err := metrics.FormatText(&buf, &r.Summary); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(buf.String(), "\n")
+	for i, want := range []string{
+		"verdict    recovered 6 s after the trigger ended (trigger: orders capacity 0.5 for 10s at 20s)",
+		"           peak amplification 3.25× at orders in the interval from 27 s; 2.90× at orders during the fault (orders capacity 0.5 for 10s at 20s)",
+		"           10.0% of requests failed, 9.5% unknown",
+	} {
+		if lines[i+1] != want {
+			t.Errorf("line %d = %q, want %q", i+2, lines[i+1], want)
+		}
+	}
+	golden.Check(t, "testdata/summary-verdict.golden.txt", buf.Bytes())
+	r.Summary.Verdict = &metrics.Verdict{Recovery: "not recovered", Note: "goodput 3% of its baseline at the end of the arrivals"}
+	if buf.Reset(); metrics.FormatText(&buf, &r.Summary) != nil || !strings.Contains(buf.String(), "verdict    NOT RECOVERED: goodput 3% of its baseline") {
+		t.Errorf("not recovered:\n%s", buf.String())
+	}
 }
 
 type failWriter struct{ n int }
@@ -100,8 +130,8 @@ func ExampleFormatText() {
 	// scenario demo  seed 7  simulated 10.0s  status complete
 	// requests   offered 1000  succeeded 950 (95.0%)  failed 30 (3.0%)  unknown 20 (2.0%)
 	// goodput    95.0 req/s
-	// latency    mean 12.5  p50 9.70  p90 21.0  p99 88.1  p99.9 140  max 301 (ms, succeeded requests)
-	// amplify    1.40× (busiest service)
+	// latency    mean 12.5  p50 9.70  p90 21.0  p99 88.1  p99.9 140  max 301 (ms, over the 950 succeeded requests only)
+	// amplify    1.40× (busiest service: its attempts over the whole run, drain included, per request offered)
 	//
 	// service  attempts   amp    ok  rejected  timed out   util  queue mean  queue max  p99 ms
 	// api          1200  1.20  1150        10         40  42.0%       0.800         12    80.0

@@ -37,4 +37,8 @@ type LoadReport struct {
 	OtherErrors     int64 `json:"other_errors"`
 	// Statuses counts HTTP answers by status code.
 	Statuses map[string]int64 `json:"statuses,omitempty"`
+	// Unmeasured names the services whose server-side figures the driver
+	// cannot see (a --target: its utilization, queue and attempt
+	// latency): they are shown as "-", not 0.
+	Unmeasured []string `json:"unmeasured,omitempty"`
 }

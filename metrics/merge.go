@@ -110,26 +110,39 @@ func Merge(parts ...*Result) (*Result, error) {
 	if out.Latency, err = mergeHist(parts, func(r *Result) *hdrhistogram.Histogram { return r.Latency }); err != nil {
 		return nil, fmt.Errorf("metrics: merge: latency: %w", err)
 	}
-	for _, p := range parts {
-		for name := range p.ServiceLatency {
-			if out.ServiceLatency == nil {
-				out.ServiceLatency = map[string]*hdrhistogram.Histogram{}
-			}
-			if _, done := out.ServiceLatency[name]; done {
-				continue
-			}
-			h, err := mergeHist(parts, func(r *Result) *hdrhistogram.Histogram { return r.ServiceLatency[name] })
-			if err != nil {
-				return nil, fmt.Errorf("metrics: merge: service %s latency: %w", name, err)
-			}
-			out.ServiceLatency[name] = h
-		}
+	if out.ServiceLatency, err = mergeHists(parts, func(r *Result) map[string]*hdrhistogram.Histogram { return r.ServiceLatency }); err != nil {
+		return nil, fmt.Errorf("metrics: merge: %w", err)
+	}
+	if out.ServiceOKLatency, err = mergeHists(parts, func(r *Result) map[string]*hdrhistogram.Histogram { return r.ServiceOKLatency }); err != nil {
+		return nil, fmt.Errorf("metrics: merge: succeeded attempts: %w", err)
 	}
 	if out.Series, err = mergeSeries(parts); err != nil {
 		return nil, fmt.Errorf("metrics: merge: series: %w", err)
 	}
 	out.Faults = mergeFaults(parts)
 	out.Summary = mergeSummary(parts, out)
+	return out, nil
+}
+
+// mergeHists merges, name by name, the histogram maps get returns of the
+// parts (nil when no part has one).
+func mergeHists(parts []*Result, get func(*Result) map[string]*hdrhistogram.Histogram) (map[string]*hdrhistogram.Histogram, error) {
+	var out map[string]*hdrhistogram.Histogram
+	for _, p := range parts {
+		for name := range get(p) {
+			if out == nil {
+				out = map[string]*hdrhistogram.Histogram{}
+			}
+			if _, done := out[name]; done {
+				continue
+			}
+			h, err := mergeHist(parts, func(r *Result) *hdrhistogram.Histogram { return get(r)[name] })
+			if err != nil {
+				return nil, fmt.Errorf("service %s latency: %w", name, err)
+			}
+			out[name] = h
+		}
+	}
 	return out, nil
 }
 
@@ -321,7 +334,7 @@ func mergeSummary(parts []*Result, out *Result) Summary {
 	}
 
 	if out.Latency != nil {
-		s.LatencyMs = LatencyOf(out.Latency)
+		s.LatencyMs = exactOfParts(LatencyOf(out.Latency), parts, func(r *Result) Latency { return r.Summary.LatencyMs })
 	} else {
 		s.LatencyMs = largestPart(parts).Summary.LatencyMs
 	}
@@ -367,11 +380,26 @@ func mergeSummary(parts []*Result, out *Result) Summary {
 		}
 		s.Amplification = max(s.Amplification, m.Amplification)
 		if h := out.ServiceLatency[m.Name]; h != nil {
-			m.LatencyMs = LatencyOf(h)
+			m.LatencyMs = exactOfParts(LatencyOf(h), parts, func(r *Result) Latency {
+				for _, ps := range r.Summary.Services {
+					if ps.Name == m.Name {
+						return ps.LatencyMs
+					}
+				}
+				return Latency{}
+			})
 		}
 	}
 
 	s.Load = mergeLoad(parts)
+	// A verdict judges one run against its scenario, which the parts do
+	// not carry: one part keeps its own, shards of a run have none.
+	if len(parts) == 1 {
+		s.Verdict = parts[0].Summary.Verdict
+		// Without their histograms, the lost requests' latencies of
+		// several parts cannot be combined; one part keeps its own.
+		s.LatencyFailedMs, s.LatencyUnknownMs = parts[0].Summary.LatencyFailedMs, parts[0].Summary.LatencyUnknownMs
+	}
 
 	edgeIdx := map[[2]string]int{}
 	for _, p := range parts {
@@ -437,4 +465,32 @@ func mergeLoad(parts []*Result) *LoadReport {
 		}
 	}
 	return out
+}
+
+// exactOfParts combines the parts' exact latency figures into l (the
+// merged histogram's summary): counts and sums add, maxes take the
+// largest, so the merged mean is bit for bit the whole run's. A part with
+// values but no exact figures (an older producer) leaves l as it is.
+func exactOfParts(l Latency, parts []*Result, get func(*Result) Latency) Latency {
+	var sum, n int64
+	var top float64
+	for _, p := range parts {
+		pl := get(p)
+		if pl.Count == 0 {
+			if pl != (Latency{}) {
+				return l
+			}
+			continue
+		}
+		sum += pl.SumUs
+		n += pl.Count
+		top = max(top, pl.Max)
+	}
+	if n == 0 {
+		return l
+	}
+	l.Count, l.SumUs = n, sum
+	l.Mean = float64(sum) / float64(n) / 1000
+	l.Max = top
+	return l
 }

@@ -86,6 +86,9 @@ func TestMergePartsEqualWhole(t *testing.T) {
 				if !got.ServiceLatency[name].Equals(h) {
 					t.Errorf("merged %s histogram differs", name)
 				}
+				if !got.ServiceOKLatency[name].Equals(whole.ServiceOKLatency[name]) {
+					t.Errorf("merged %s succeeded-attempt histogram differs", name)
+				}
 			}
 			if !reflect.DeepEqual(got.Faults, whole.Faults) {
 				t.Errorf("faults %+v", got.Faults)
@@ -335,5 +338,44 @@ func TestRoundSummaryDoesNotModify(t *testing.T) {
 	}
 	if r.Load.OfferedRPS != 0.666667 || r.Diverged.AtS != 0.123457 || r.Services[0].Utilization != 0.123457 {
 		t.Errorf("not rounded: %+v %+v %+v", r.Load, r.Diverged, r.Services)
+	}
+}
+
+// Exact means survive a merge: shards' counts and µs sums add, so the
+// merged mean is the whole run's, not a histogram estimate; without
+// exact figures in every part the histogram's estimate stands.
+func TestMergeExactLatency(t *testing.T) {
+	part := func(us ...int64) *metrics.Result {
+		h := metrics.NewLatencyHistogram()
+		var sum int64
+		var top time.Duration
+		for _, v := range us {
+			d := time.Duration(v) * time.Microsecond
+			metrics.RecordLatency(h, d)
+			sum += v
+			top = max(top, d)
+		}
+		r := &metrics.Result{Latency: h, Summary: metrics.Summary{Scenario: "s", Status: "complete",
+			Requests: metrics.Requests{Offered: int64(len(us)), Succeeded: int64(len(us))}}}
+		r.Summary.LatencyMs = metrics.LatencyOf(h).WithExact(sum, int64(len(us)), top)
+		return r
+	}
+	// 7,200.5 s and 1 ms: the histogram's bucket values are 0.05 % off.
+	a, b := part(7_200_500_000), part(1_000, 3_000)
+	got, err := metrics.Merge(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := got.Summary.LatencyMs
+	if want := (7_200_500_000.0 + 1_000 + 3_000) / 3 / 1000; l.Mean != want || l.Max != 7_200_500 || l.Count != 3 {
+		t.Errorf("merged latency %+v, want mean %v ms, max 7200500 ms over 3", l, want)
+	}
+	b.Summary.LatencyMs.Count, b.Summary.LatencyMs.SumUs = 0, 0
+	got, err = metrics.Merge(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, want := got.Summary.LatencyMs, metrics.LatencyOf(got.Latency); l != want {
+		t.Errorf("a part without exact figures: latency %+v, want the histogram's %+v", l, want)
 	}
 }

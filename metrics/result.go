@@ -1,6 +1,10 @@
 package metrics
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -17,6 +21,12 @@ type Result struct {
 	Latency *hdrhistogram.Histogram
 	// ServiceLatency is each service's attempt latency (arrival to answer), in µs.
 	ServiceLatency map[string]*hdrhistogram.Histogram
+	// ServiceOKLatency is each service's latency of the attempts it
+	// completed successfully, in µs: how long a useful answer takes.
+	// Refusals (answered at once) and failures are left out, so this, not
+	// ServiceLatency, is what timeouts and hedge delays are tuned from.
+	// nil when the producer did not record it.
+	ServiceOKLatency map[string]*hdrhistogram.Histogram
 	// Faults are the scenario's fault windows, for shading plots.
 	Faults []FaultWindow
 	// RunID identifies the run for Save's ManifestFile (shards of one run
@@ -24,12 +34,62 @@ type Result struct {
 	RunID string
 }
 
-// FaultWindow is one fault for display: what, where, when.
+// FaultWindow is one fault for display: what, where, when. In JSON
+// (faults.json) its times are seconds: at_s, for_s.
 type FaultWindow struct {
-	Service string        `json:"service"`
-	At      time.Duration `json:"at"`
-	For     time.Duration `json:"for"`
-	Label   string        `json:"label"`
+	Service string
+	At      time.Duration
+	For     time.Duration
+	Label   string
+}
+
+// faultJSON is FaultWindow's JSON form; At and For are the nanoseconds
+// older versions wrote, still accepted.
+type faultJSON struct {
+	Service string   `json:"service"`
+	AtS     *float64 `json:"at_s,omitempty"`
+	ForS    *float64 `json:"for_s,omitempty"`
+	At      *int64   `json:"at,omitempty"`
+	For     *int64   `json:"for,omitempty"`
+	Label   string   `json:"label"`
+}
+
+// MarshalJSON writes the window with its times in seconds.
+func (f FaultWindow) MarshalJSON() ([]byte, error) {
+	at, dur := f.At.Seconds(), f.For.Seconds()
+	return json.Marshal(faultJSON{Service: f.Service, AtS: &at, ForS: &dur, Label: f.Label})
+}
+
+// UnmarshalJSON reads seconds (at_s, for_s) or the nanoseconds (at, for)
+// of older versions; unknown keys are errors.
+func (f *FaultWindow) UnmarshalJSON(b []byte) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	var j faultJSON
+	if err := d.Decode(&j); err != nil {
+		return err
+	}
+	secs := func(s *float64, ns *int64, name string) (time.Duration, error) {
+		switch {
+		case s != nil:
+			if !(*s >= 0 && *s < math.MaxInt64/1e9) {
+				return 0, fmt.Errorf("%s_s: want seconds ≥ 0, got %v", name, *s)
+			}
+			return time.Duration(math.Round(*s * 1e9)), nil
+		case ns != nil:
+			return time.Duration(*ns), nil
+		}
+		return 0, fmt.Errorf("%s_s: required", name)
+	}
+	var err error
+	if f.At, err = secs(j.AtS, j.At, "at"); err != nil {
+		return err
+	}
+	if f.For, err = secs(j.ForS, j.For, "for"); err != nil {
+		return err
+	}
+	f.Service, f.Label = j.Service, j.Label
+	return nil
 }
 
 // TimeSeries is a table of per-interval values: one row per interval
@@ -70,11 +130,17 @@ func (ts *TimeSeries) Values(name string) []float64 {
 }
 
 // NewLatencyHistogram returns a histogram of latencies in microseconds from
-// 1 µs to 1 hour with 3 significant digits, the resolution every latency in
-// stormsim is recorded at.
+// 1 µs to 2^40 µs (12.7 days) with 3 significant digits, the resolution
+// every latency in stormsim is recorded at. The range covers what a run
+// produces, so a request that took two hours is recorded as two hours;
+// the summaries' mean and max are exact whatever the range.
 func NewLatencyHistogram() *hdrhistogram.Histogram {
-	return hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
+	return hdrhistogram.New(1, LatencyHighestUs, 3)
 }
+
+// LatencyHighestUs is the highest latency the histograms hold, in µs
+// (12.7 days), also the largest range Decode accepts from a file.
+const LatencyHighestUs = 1 << 40
 
 // RecordLatency records d (clamped into the histogram's range).
 func RecordLatency(h *hdrhistogram.Histogram, d time.Duration) {
@@ -88,7 +154,10 @@ func RecordLatency(h *hdrhistogram.Histogram, d time.Duration) {
 	_ = h.RecordValue(us)
 }
 
-// LatencyOf summarizes a µs histogram in milliseconds.
+// LatencyOf summarizes a µs histogram in milliseconds: quantiles, and the
+// mean and max of the buckets' values (within the histogram's precision).
+// Producers that saw every value report the exact mean and max with
+// WithExact.
 func LatencyOf(h *hdrhistogram.Histogram) Latency {
 	if h == nil || h.TotalCount() == 0 {
 		return Latency{}
@@ -102,4 +171,18 @@ func LatencyOf(h *hdrhistogram.Histogram) Latency {
 		P999: ms(h.ValueAtQuantile(99.9)),
 		Max:  ms(h.Max()),
 	}
+}
+
+// WithExact returns l with the exact mean and max of the n values it
+// summarizes, sumUs being their sum in whole microseconds (the unit the
+// histograms record in): the histogram's bucket estimates are off by up to
+// its precision, and a summary's mean and max need not be.
+func (l Latency) WithExact(sumUs, n int64, max time.Duration) Latency {
+	if n <= 0 {
+		return l
+	}
+	l.Count, l.SumUs = n, sumUs
+	l.Mean = float64(sumUs) / float64(n) / 1000
+	l.Max = float64(max) / 1e6
+	return l
 }

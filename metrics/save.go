@@ -42,6 +42,9 @@ type Histograms struct {
 	Latency *HistogramJSON `json:"latency,omitempty"`
 	// Services maps a service name to its attempt latency, in µs.
 	Services map[string]*HistogramJSON `json:"services,omitempty"`
+	// ServicesOK maps a service name to the latency of the attempts it
+	// completed successfully, in µs.
+	ServicesOK map[string]*HistogramJSON `json:"services_ok,omitempty"`
 }
 
 // EncodeHistogram returns the lossless JSON form of h (nil for nil).
@@ -67,7 +70,7 @@ func EncodeHistogram(h *hdrhistogram.Histogram) *HistogramJSON {
 
 // maxHistogramHighest bounds a decoded histogram's range: 2^40 µs, twelve
 // days of latency.
-const maxHistogramHighest = 1 << 40
+const maxHistogramHighest = LatencyHighestUs
 
 // Decode rebuilds the histogram, checking geometry, indices and the total.
 func (hj *HistogramJSON) Decode() (*hdrhistogram.Histogram, error) {
@@ -128,13 +131,8 @@ func Save(dir string, r *Result) error {
 		}
 		files = append(files, SeriesFile)
 	}
-	h := Histograms{Latency: EncodeHistogram(r.Latency)}
-	if len(r.ServiceLatency) > 0 {
-		h.Services = make(map[string]*HistogramJSON, len(r.ServiceLatency))
-		for name, sh := range r.ServiceLatency {
-			h.Services[name] = EncodeHistogram(sh)
-		}
-	}
+	h := Histograms{Latency: EncodeHistogram(r.Latency), Services: encodeHistograms(r.ServiceLatency),
+		ServicesOK: encodeHistograms(r.ServiceOKLatency)}
 	if err := writeJSONFile(filepath.Join(dir, HistogramsFile), h); err != nil {
 		return err
 	}
@@ -146,6 +144,38 @@ func Save(dir string, r *Result) error {
 		return err
 	}
 	return WriteManifest(dir, r.RunID, files...)
+}
+
+// encodeHistograms encodes a map of histograms by name (nil when empty).
+func encodeHistograms(hs map[string]*hdrhistogram.Histogram) map[string]*HistogramJSON {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make(map[string]*HistogramJSON, len(hs))
+	for name, h := range hs {
+		out[name] = EncodeHistogram(h)
+	}
+	return out
+}
+
+// decodeHistograms decodes a map written by encodeHistograms; an error
+// starts with the name at fault.
+func decodeHistograms(hjs map[string]*HistogramJSON) (map[string]*hdrhistogram.Histogram, error) {
+	if len(hjs) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]*hdrhistogram.Histogram, len(hjs))
+	for name, hj := range hjs {
+		if hj == nil {
+			continue
+		}
+		h, err := hj.Decode()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out[name] = h
+	}
+	return out, nil
 }
 
 func writeJSONFile(path string, v any) error {
@@ -204,16 +234,11 @@ func Load(dir string) (*Result, error) {
 				return nil, fmt.Errorf("metrics: load %s: latency: %w", hp, err)
 			}
 		}
-		if len(h.Services) > 0 {
-			r.ServiceLatency = make(map[string]*hdrhistogram.Histogram, len(h.Services))
-			for name, hj := range h.Services {
-				if hj == nil {
-					continue
-				}
-				if r.ServiceLatency[name], err = hj.Decode(); err != nil {
-					return nil, fmt.Errorf("metrics: load %s: services.%s: %w", hp, name, err)
-				}
-			}
+		if r.ServiceLatency, err = decodeHistograms(h.Services); err != nil {
+			return nil, fmt.Errorf("metrics: load %s: services.%w", hp, err)
+		}
+		if r.ServiceOKLatency, err = decodeHistograms(h.ServicesOK); err != nil {
+			return nil, fmt.Errorf("metrics: load %s: services_ok.%w", hp, err)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("metrics: load: %w", err)

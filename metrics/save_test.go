@@ -63,6 +63,14 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 			t.Errorf("service %s histogram changed", name)
 		}
 	}
+	if len(got.ServiceOKLatency) != len(r.ServiceOKLatency) {
+		t.Fatalf("%d succeeded-attempt histograms, want %d", len(got.ServiceOKLatency), len(r.ServiceOKLatency))
+	}
+	for name, h := range r.ServiceOKLatency {
+		if !got.ServiceOKLatency[name].Equals(h) || h.TotalCount() >= r.ServiceLatency[name].TotalCount() && name == "orders" {
+			t.Errorf("service %s succeeded-attempt histogram changed (or holds the refusals)", name)
+		}
+	}
 	if !reflect.DeepEqual(got.Faults, r.Faults) {
 		t.Errorf("faults %+v, want %+v", got.Faults, r.Faults)
 	}

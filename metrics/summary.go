@@ -20,6 +20,11 @@ type Summary struct {
 	GoodputRPS float64  `json:"goodput_rps"`
 	// LatencyMs is the end-to-end latency of succeeded logical requests.
 	LatencyMs Latency `json:"latency_ms"`
+	// LatencyFailedMs and LatencyUnknownMs are how long the failed and the
+	// unknown requests took to end (nil when there were none, or when the
+	// producer does not record them): a fast failure is not a fast success.
+	LatencyFailedMs  *Latency `json:"latency_failed_ms,omitempty"`
+	LatencyUnknownMs *Latency `json:"latency_unknown_ms,omitempty"`
 	// Amplification is the largest service amplification.
 	Amplification float64 `json:"amplification"`
 	// Duplicates counts side-effect executions beyond the first per logical write.
@@ -32,6 +37,10 @@ type Summary struct {
 	// Load is what the HTTP load driver saw (load mode only): the schedule
 	// it kept, and attempts by transport failure kind.
 	Load *LoadReport `json:"load,omitempty"`
+	// Verdict is the run's outcome in words (nil when not assessed).
+	Verdict *Verdict `json:"verdict,omitempty"`
+	// SLO is the objective given with --slo, judged (nil without one).
+	SLO *SLOReport `json:"slo,omitempty"`
 }
 
 // Requests counts logical requests offered at the entry after warm-up, by
@@ -43,7 +52,10 @@ type Requests struct {
 	Unknown   int64 `json:"unknown"`
 }
 
-// Latency is a latency distribution summary in milliseconds.
+// Latency is a latency distribution summary in milliseconds. The
+// quantiles come from a histogram (3 significant digits); when Count is
+// set, Mean is exactly SumUs / Count and Max the exact largest value, and
+// merging shards sums the integers, so a merged mean is the whole run's.
 type Latency struct {
 	Mean float64 `json:"mean"`
 	P50  float64 `json:"p50"`
@@ -51,6 +63,10 @@ type Latency struct {
 	P99  float64 `json:"p99"`
 	P999 float64 `json:"p999"`
 	Max  float64 `json:"max"`
+	// Count is how many values the summary is over (for the run's
+	// latency: the succeeded requests); SumUs their sum in microseconds.
+	Count int64 `json:"count,omitempty"`
+	SumUs int64 `json:"sum_us,omitempty"`
 }
 
 // ServiceSummary is one service's view of the run.

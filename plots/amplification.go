@@ -14,7 +14,9 @@ import (
 // request reached the service once; a retry storm shows as the curves
 // climbing during a fault window. Intervals with nothing offered are
 // skipped. Needs the offered and attempts/S columns.
-func Amplification(r *metrics.Result) (*plot.Plot, error) {
+func Amplification(r *metrics.Result) (*plot.Plot, error) { return drawn(amplificationFigure(r)) }
+
+func amplificationFigure(r *metrics.Result) (*figure, error) {
 	ts, err := series(r)
 	if err != nil {
 		return nil, err
@@ -43,7 +45,7 @@ func Amplification(r *metrics.Result) (*plot.Plot, error) {
 		return nil, ErrNoData
 	}
 	f.headroom()
-	return f.Plot, nil
+	return f, nil
 }
 
 // entities returns the entities ("S" or "A->B") that have a metric/entity

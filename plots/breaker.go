@@ -12,7 +12,9 @@ import (
 // (closed, open, half-open) as a step line per edge: when the breakers
 // tripped and how long they stayed open. Needs breaker_state/A->B columns
 // (0 closed, 1 open, 2 half-open).
-func Breaker(r *metrics.Result) (*plot.Plot, error) {
+func Breaker(r *metrics.Result) (*plot.Plot, error) { return drawn(breakerFigure(r)) }
+
+func breakerFigure(r *metrics.Result) (*figure, error) {
 	ts, err := series(r)
 	if err != nil {
 		return nil, err
@@ -35,9 +37,11 @@ func Breaker(r *metrics.Result) (*plot.Plot, error) {
 		if err := f.line(xys, e, colors.Of(e), vg.Points(2), false); err != nil {
 			return nil, err
 		}
-		f.lastLine.StepStyle = plotter.PreStep // the state held through the interval
+		for _, l := range f.lastLine {
+			l.StepStyle = plotter.PreStep // the state held through the interval
+		}
 	}
 	f.Y.Min, f.Y.Max = -0.3, 2.3+0.25*float64(len(edges))
 	f.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "closed"}, {Value: 1, Label: "open"}, {Value: 2, Label: "half-open"}})
-	return f.Plot, nil
+	return f, nil
 }

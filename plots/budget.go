@@ -11,7 +11,9 @@ import (
 // fraction of the allowance left, as the policy reports it): a budget
 // drained to zero is one that is refusing retries. Needs budget_level/A->B
 // or budget_tokens/A->B columns.
-func Budget(r *metrics.Result) (*plot.Plot, error) {
+func Budget(r *metrics.Result) (*plot.Plot, error) { return drawn(budgetFigure(r)) }
+
+func budgetFigure(r *metrics.Result) (*figure, error) {
 	ts, err := series(r)
 	if err != nil {
 		return nil, err
@@ -28,5 +30,5 @@ func Budget(r *metrics.Result) (*plot.Plot, error) {
 		return nil, ErrNoData
 	}
 	f.headroom()
-	return f.Plot, nil
+	return f, nil
 }

@@ -18,7 +18,9 @@ import (
 // requests as a thick black line, and each service's attempt latency in
 // its colour. A point (x, y) reads "a fraction y took at most x ms". Needs
 // a non-empty Latency or ServiceLatency histogram.
-func LatencyCDF(r *metrics.Result) (*plot.Plot, error) {
+func LatencyCDF(r *metrics.Result) (*plot.Plot, error) { return drawn(latencyCDFFigure(r)) }
+
+func latencyCDFFigure(r *metrics.Result) (*figure, error) {
 	if r == nil {
 		return nil, ErrNoData
 	}
@@ -50,7 +52,7 @@ func LatencyCDF(r *metrics.Result) (*plot.Plot, error) {
 	f.Y.Tick.Marker = plot.ConstantTicks(fractionTicks())
 	f.Legend.Top, f.Legend.Left = false, false
 	f.Legend.YOffs = vg.Points(10)
-	return f.Plot, nil
+	return f, nil
 }
 
 func serviceHists(r *metrics.Result) []*hdrhistogram.Histogram {

@@ -12,9 +12,11 @@ import (
 // Latency plots the end-to-end latency percentiles of the requests that
 // succeeded in each interval (p50 and p99, and p90/p999 when recorded) on
 // a log axis, since a storm moves the tail by orders of magnitude.
-// Intervals without successes are skipped. Needs latency_p50_ms or
-// latency_p99_ms.
-func Latency(r *metrics.Result) (*plot.Plot, error) {
+// Intervals without successes have no latency: the lines break there.
+// Needs latency_p50_ms or latency_p99_ms.
+func Latency(r *metrics.Result) (*plot.Plot, error) { return drawn(latencyFigure(r)) }
+
+func latencyFigure(r *metrics.Result) (*figure, error) {
 	ts, err := series(r)
 	if err != nil {
 		return nil, err
@@ -32,11 +34,11 @@ func Latency(r *metrics.Result) (*plot.Plot, error) {
 		{"latency_p999_ms", "p99.9", 1.5, true},
 	}
 	for i, l := range lines {
-		v := ts.Values(l.col)
-		if v == nil {
+		v, err := columnValues(ts, l.col)
+		if err != nil {
 			continue
 		}
-		xys := timeXYs(ts, v, func(_ int, y float64) bool { return y > 0 })
+		xys := timeXYs(ts, v, nil)
 		if err := f.line(xys, l.name, palette[i], vg.Points(float64(l.width)), l.dashed); err != nil {
 			return nil, err
 		}
@@ -45,7 +47,7 @@ func Latency(r *metrics.Result) (*plot.Plot, error) {
 		return nil, ErrNoData
 	}
 	logY(f)
-	return f.Plot, nil
+	return f, nil
 }
 
 // logY puts the y axis on a log scale spanning the data, with a decade of

@@ -75,7 +75,7 @@ func Overlay(dir, name string, results map[string]*metrics.Result, column string
 		if err != nil {
 			return nil, fmt.Errorf("plots: overlay %s: variant %q: %w", name, n, err)
 		}
-		xys := timeXYs(ts, ys, func(_ int, y float64) bool { return !math.IsNaN(y) && (!cfg.logY || y > 0) })
+		xys := timeXYs(ts, ys, func(_ int, y float64) bool { return !cfg.logY || y > 0 })
 		if err := f.line(xys, n, palette[i%len(palette)], vg.Points(2), i >= len(palette)); err != nil {
 			return nil, err
 		}
@@ -95,8 +95,12 @@ func Overlay(dir, name string, results map[string]*metrics.Result, column string
 	return Write(dir, name, f.Plot)
 }
 
-// columnValues returns a column, computing "amplification/S" from
-// attempts/S and offered.
+// columnValues returns the values a plot draws for a series column, NaN
+// where the interval has no such value: "amplification/S" is attempts/S
+// divided by offered (undefined when nothing was offered); "goodput" is
+// the interval's successes over the interval's nominal length, so the last,
+// short interval of a run is not extrapolated into a spike; a latency
+// column (latency_*) has no value in an interval where nothing succeeded.
 func columnValues(ts *metrics.TimeSeries, column string) ([]float64, error) {
 	if svc, ok := strings.CutPrefix(column, "amplification/"); ok && ts.Column(column) < 0 {
 		att, off := ts.Values(metrics.Column(metrics.MetricAttempts, svc)), ts.Values(metrics.ColOffered)
@@ -105,7 +109,7 @@ func columnValues(ts *metrics.TimeSeries, column string) ([]float64, error) {
 		}
 		out := make([]float64, len(att))
 		for i := range att {
-			// Nothing offered: the ratio is undefined, not 0; NaN rows are skipped.
+			// Nothing offered: the ratio is undefined, not 0.
 			out[i] = math.NaN()
 			if off[i] > 0 {
 				out[i] = att[i] / off[i]
@@ -113,9 +117,26 @@ func columnValues(ts *metrics.TimeSeries, column string) ([]float64, error) {
 		}
 		return out, nil
 	}
+	succeeded := ts.Values("succeeded")
+	if column == "goodput" && succeeded != nil {
+		perSec := 1 / ts.Interval.Seconds()
+		for i := range succeeded {
+			succeeded[i] *= perSec
+		}
+		return succeeded, nil
+	}
 	v := ts.Values(column)
 	if v == nil {
 		return nil, fmt.Errorf("no column %q", column)
+	}
+	if strings.HasPrefix(column, "latency_") {
+		for i, y := range v {
+			// Latency is recorded at ≥ 1 µs, so a 0 is an interval without
+			// successes written by a series that has no succeeded column.
+			if y <= 0 || (succeeded != nil && succeeded[i] == 0) {
+				v[i] = math.NaN()
+			}
+		}
 	}
 	return v, nil
 }

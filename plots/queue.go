@@ -12,7 +12,9 @@ import (
 // peak as a thin dashed line of the same colour. A queue that keeps growing
 // after its fault ended is the signature of a metastable failure. Needs
 // queue/S columns.
-func Queue(r *metrics.Result) (*plot.Plot, error) {
+func Queue(r *metrics.Result) (*plot.Plot, error) { return drawn(queueFigure(r)) }
+
+func queueFigure(r *metrics.Result) (*figure, error) {
 	ts, err := series(r)
 	if err != nil {
 		return nil, err
@@ -35,5 +37,5 @@ func Queue(r *metrics.Result) (*plot.Plot, error) {
 		return nil, ErrNoData
 	}
 	f.headroom()
-	return f.Plot, nil
+	return f, nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -114,6 +115,19 @@ var reportFuncs = template.FuncMap{
 	"secs": func(d interface{ Seconds() float64 }) string {
 		return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
 	},
+	"unmeasured": func(s *metrics.Summary, name string) bool {
+		return s.Load != nil && slices.Contains(s.Load.Unmeasured, name)
+	},
+	"answers": func(st map[string]int64) int64 {
+		var n int64
+		for _, v := range st {
+			n += v
+		}
+		return n
+	},
+	"noAnswer": func(l *metrics.LoadReport) int64 {
+		return l.ConnectFailures + l.Timeouts + l.Resets + l.Canceled + l.OtherErrors
+	},
 	"title": func(name string) string {
 		return strings.ReplaceAll(name, "_", " ")
 	},
@@ -131,6 +145,8 @@ h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
 .meta { color: #666; }
 .warn { background: #fdecea; border-left: 4px solid #d62728; padding: 0.6em 1em; }
+.ok { background: #edf7ed; border-left: 4px solid #59a14f; padding: 0.6em 1em; }
+#verdict p { margin: 0.2em 0; }
 table { border-collapse: collapse; margin: 0.5em 0; }
 th, td { padding: 0.25em 0.8em; border-bottom: 1px solid #eee; text-align: right; }
 th { background: #f5f5f5; font-weight: 600; }
@@ -143,6 +159,12 @@ figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }
 <h1>{{.S.Scenario}}</h1>
 <p class="meta">seed {{.S.Seed}}{{with .S.Version}} · stormsim {{.}}{{end}} · simulated {{num .S.SimTimeS}} s · status {{or .S.Status "–"}}</p>
 {{with .S.Diverged}}<p class="warn">The run diverged at {{num .AtS}} s: {{.Reason}}{{with .Service}} ({{.}} queue {{$.S.Diverged.Queue}}){{end}}. Figures after that point are incomplete.</p>{{end}}
+{{with .S.Verdict}}<div id="verdict" class="{{if .Bad}}warn{{else}}ok{{end}}">
+<p><strong>{{.Headline}}</strong></p>
+<p>{{.Amplification}}</p>
+<p>{{.Losses}}</p>
+</div>{{end}}
+{{with .S.SLO}}<p id="slo" class="{{if .Met}}ok{{else}}warn{{end}}">SLO <code>{{.Expr}}</code>: {{.Line}}</p>{{end}}
 
 <h2>Summary</h2>
 <table>
@@ -160,14 +182,23 @@ figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }
 </table>
 <table>
 <tr><th>end-to-end latency (ms)</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>
-<tr><td>succeeded requests</td><td>{{num .S.LatencyMs.Mean}}</td><td>{{num .S.LatencyMs.P50}}</td><td>{{num .S.LatencyMs.P90}}</td><td>{{num .S.LatencyMs.P99}}</td><td>{{num .S.LatencyMs.P999}}</td><td>{{num .S.LatencyMs.Max}}</td></tr>
+<tr><td>succeeded requests ({{.S.Requests.Succeeded}})</td><td>{{num .S.LatencyMs.Mean}}</td><td>{{num .S.LatencyMs.P50}}</td><td>{{num .S.LatencyMs.P90}}</td><td>{{num .S.LatencyMs.P99}}</td><td>{{num .S.LatencyMs.P999}}</td><td>{{num .S.LatencyMs.Max}}</td></tr>
+{{with .S.LatencyFailedMs}}<tr><td>failed requests ({{.Count}})</td><td>{{num .Mean}}</td><td>{{num .P50}}</td><td>{{num .P90}}</td><td>{{num .P99}}</td><td>{{num .P999}}</td><td>{{num .Max}}</td></tr>
+{{end}}{{with .S.LatencyUnknownMs}}<tr><td>unknown requests ({{.Count}})</td><td>{{num .Mean}}</td><td>{{num .P50}}</td><td>{{num .P90}}</td><td>{{num .P99}}</td><td>{{num .P999}}</td><td>{{num .Max}}</td></tr>
+{{end}}
 </table>
 
 {{if .S.Services}}<h2>Services</h2>
 <table>
 <tr><th>service</th><th>attempts</th><th>amp</th><th>ok</th><th>failed</th><th>rejected</th><th>timed out</th><th>wasted</th><th>util</th><th>queue mean</th><th>queue max</th><th>p50 ms</th><th>p99 ms</th></tr>
-{{range .S.Services}}<tr><td>{{.Name}}</td><td>{{.Attempts}}</td><td>{{num .Amplification}}</td><td>{{.Succeeded}}</td><td>{{.Failed}}</td><td>{{.Rejected}}</td><td>{{.TimedOut}}</td><td>{{.Wasted}}</td><td>{{pct .Utilization}}</td><td>{{num .QueueMean}}</td><td>{{.QueueMax}}</td><td>{{num .LatencyMs.P50}}</td><td>{{num .LatencyMs.P99}}</td></tr>
+{{range .S.Services}}<tr><td>{{.Name}}</td><td>{{.Attempts}}</td><td>{{num .Amplification}}</td><td>{{.Succeeded}}</td><td>{{.Failed}}</td><td>{{.Rejected}}</td><td>{{.TimedOut}}</td><td>{{.Wasted}}</td>{{if unmeasured $.S .Name}}<td>–</td><td>–</td><td>–</td><td>–</td><td>–</td>{{else}}<td>{{pct .Utilization}}</td><td>{{num .QueueMean}}</td><td>{{.QueueMax}}</td><td>{{num .LatencyMs.P50}}</td><td>{{num .LatencyMs.P99}}</td>{{end}}</tr>
 {{end}}</table>{{end}}
+{{with .S.Load}}{{if .Statuses}}<h2>HTTP answers</h2>
+<table>
+<tr><th>status</th><th>answers</th><th>share</th></tr>
+{{range $code, $n := .Statuses}}<tr><td>{{$code}}</td><td>{{$n}}</td><td>{{share $n (answers $.S.Load.Statuses)}}</td></tr>
+{{end}}<tr><td>no answer (connect, timeout, reset, canceled, other)</td><td>{{noAnswer .}}</td><td></td></tr>
+</table>{{end}}{{end}}
 
 {{if .S.Edges}}<h2>Calls</h2>
 <table>

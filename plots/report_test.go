@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/metrics/metricstest"
 	"github.com/stormsim/stormsim/plots"
 )
@@ -212,4 +213,52 @@ func TestReportInBrowser(t *testing.T) {
 			f.Close()
 		}
 	}
+}
+
+// The verdict opens the report, before the tables, flagged when bad.
+func TestReportVerdictFirst(t *testing.T) {
+	r := metricstest.Storm()
+	r.Summary.Verdict = &metrics.Verdict{Recovery: "not recovered", Note: "goodput 3% of its baseline at the end of the arrivals",
+		PeakAmplification: 27.6, PeakService: "db", PeakAtS: 21, FailedShare: 0.713, UnknownShare: 0.012}
+	page := reportPage(t, r)
+	v, summary := strings.Index(page, `<div id="verdict" class="warn">`), strings.Index(page, "<h2>Summary</h2>")
+	if v < 0 || summary < 0 || v > summary {
+		t.Fatalf("verdict at %d, summary at %d: want a flagged verdict before the summary", v, summary)
+	}
+	for _, want := range []string{"NOT RECOVERED: goodput 3% of its baseline", "peak amplification 27.6× at db", "71.3% of requests failed, 1.2% unknown",
+		"succeeded requests (9667)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+// A load run's report lists the HTTP answers by status, and shows the
+// target's unmeasured figures as "–", not 0.
+func TestReportLoadStatuses(t *testing.T) {
+	r := &metrics.Result{Summary: metrics.Summary{Scenario: "load target", Status: "complete",
+		Requests: metrics.Requests{Offered: 10, Failed: 10},
+		Services: []metrics.ServiceSummary{{Name: "target", Attempts: 30, Failed: 30}},
+		Load:     &metrics.LoadReport{Statuses: map[string]int64{"500": 24, "503": 6}, Timeouts: 2, Unmeasured: []string{"target"}}}}
+	page := reportPage(t, r)
+	for _, want := range []string{"<h2>HTTP answers</h2>", "<td>500</td><td>24</td><td>80.0%</td>", "<td>503</td><td>6</td><td>20.0%</td>",
+		"<td>target</td><td>30</td><td>0.00</td><td>0</td><td>30</td><td>0</td><td>0</td><td>0</td><td>–</td><td>–</td><td>–</td><td>–</td><td>–</td>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+// reportPage writes r's report without plots and returns its HTML.
+func reportPage(t *testing.T, r *metrics.Result) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := plots.WriteReport(dir, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, plots.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

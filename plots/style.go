@@ -76,9 +76,11 @@ func (c *Colors) Of(name string) color.Color {
 	return col
 }
 
-// newPlot returns a plot with the house style: title, axis labels with
-// units, a light grid, legend at the top right.
-func newPlot(title, xLabel, yLabel string) *plot.Plot {
+// NewPlot returns a plot with the house style: title, axis labels with
+// units, sans-serif text, a light grid, legend at the top right. Every
+// stormsim figure starts from it, so sweep, capacity and tuning plots
+// look like the run plots.
+func NewPlot(title, xLabel, yLabel string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	// Sans-serif throughout, to match the HTML report around the plots.
@@ -116,13 +118,15 @@ func series(r *metrics.Result) (*metrics.TimeSeries, error) {
 }
 
 // timeXYs returns the points (t, y) of one series column, t being each
-// interval's midpoint in seconds. keep filters out points that would
-// mislead (no requests in the interval, non-positive on a log axis).
+// interval's midpoint in seconds. An interval keep rejects (no requests in
+// it, non-positive on a log axis) or whose value is not a number is a gap:
+// its y is NaN, and figure.line breaks the line there rather than joining
+// its neighbours with a straight segment that would read as a trend.
 func timeXYs(ts *metrics.TimeSeries, ys []float64, keep func(i int, y float64) bool) plotter.XYs {
 	xys := make(plotter.XYs, 0, len(ys))
 	for i, y := range ys {
-		if math.IsNaN(y) || math.IsInf(y, 0) || (keep != nil && !keep(i, y)) {
-			continue
+		if math.IsInf(y, 0) || (keep != nil && !keep(i, y)) {
+			y = math.NaN()
 		}
 		xys = append(xys, plotter.XY{X: midpoint(ts, i), Y: y})
 	}
@@ -134,40 +138,83 @@ func midpoint(ts *metrics.TimeSeries, i int) float64 {
 }
 
 // figure is a plot being built: it tracks the data's y range and legend
-// entries so the axis can leave room for the legend.
+// entries so the axis can leave room for the legend, and keeps the points
+// of every line it drew so tests can check what a plotter shows.
 type figure struct {
 	*plot.Plot
 	ymin, ymax float64
 	entries    int
-	lastLine   *plotter.Line
+	// lastLine holds the segments of the line added last.
+	lastLine []*plotter.Line
+	lines    []drawnLine
+}
+
+// drawnLine is one legend entry's points as drawn, NaN y marking a gap.
+type drawnLine struct {
+	name string
+	xys  plotter.XYs
 }
 
 func newFigure(title, xLabel, yLabel string) *figure {
-	return &figure{Plot: newPlot(title, xLabel, yLabel), ymin: math.Inf(1), ymax: math.Inf(-1)}
+	return &figure{Plot: NewPlot(title, xLabel, yLabel), ymin: math.Inf(1), ymax: math.Inf(-1)}
 }
 
 // line adds a solid (or dashed) line in colour col with a legend entry.
+// Points with a NaN y are gaps: the line is drawn as separate segments
+// around them, and a point standing alone between gaps as a dot.
 func (f *figure) line(xys plotter.XYs, name string, col color.Color, width vg.Length, dashed bool) error {
-	if len(xys) == 0 {
+	segs := segments(xys)
+	if len(segs) == 0 {
 		return nil
 	}
-	l, err := plotter.NewLine(xys)
-	if err != nil {
-		return fmt.Errorf("plots: %s: %w", name, err)
+	f.lastLine = f.lastLine[:0:0]
+	for _, seg := range segs {
+		l, err := plotter.NewLine(seg)
+		if err != nil {
+			return fmt.Errorf("plots: %s: %w", name, err)
+		}
+		l.Color = col
+		l.Width = width
+		if dashed {
+			l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		}
+		f.Add(l)
+		f.lastLine = append(f.lastLine, l)
+		if len(seg) == 1 {
+			dot, err := plotter.NewScatter(seg)
+			if err != nil {
+				return fmt.Errorf("plots: %s: %w", name, err)
+			}
+			dot.Color, dot.Shape, dot.Radius = col, draw.CircleGlyph{}, width
+			f.Add(dot)
+		}
+		for _, xy := range seg {
+			f.ymin, f.ymax = min(f.ymin, xy.Y), max(f.ymax, xy.Y)
+		}
 	}
-	l.Color = col
-	l.Width = width
-	if dashed {
-		l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
-	}
-	f.Add(l)
-	f.Legend.Add(name, l)
+	f.Legend.Add(name, f.lastLine[0])
 	f.entries++
-	f.lastLine = l
-	for _, xy := range xys {
-		f.ymin, f.ymax = min(f.ymin, xy.Y), max(f.ymax, xy.Y)
-	}
+	f.lines = append(f.lines, drawnLine{name: name, xys: xys})
 	return nil
+}
+
+// segments splits xys at its NaN points into the runs drawn as lines.
+func segments(xys plotter.XYs) []plotter.XYs {
+	var out []plotter.XYs
+	start := -1
+	for i := 0; i <= len(xys); i++ {
+		if i < len(xys) && !math.IsNaN(xys[i].Y) && !math.IsNaN(xys[i].X) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			out = append(out, xys[start:i])
+			start = -1
+		}
+	}
+	return out
 }
 
 // empty reports whether no line was added.
@@ -248,4 +295,12 @@ func save(p *plot.Plot, dir, name string) ([]string, error) {
 		out = append(out, path)
 	}
 	return out, nil
+}
+
+// drawn returns a built figure's plot.
+func drawn(f *figure, err error) (*plot.Plot, error) {
+	if err != nil {
+		return nil, err
+	}
+	return f.Plot, nil
 }

@@ -12,8 +12,12 @@ import (
 // Throughput plots offered load against goodput, both in requests per
 // second, and the rate of requests that failed or ended unknown: the gap
 // between the first two is the work a storm destroys. Needs the offered
-// column; goodput, failed and unknown are drawn when present.
-func Throughput(r *metrics.Result) (*plot.Plot, error) {
+// column; goodput, failed and unknown are drawn when present. Every rate is
+// the interval's count over the interval's length, the last interval's too
+// (the run ended inside it, and nothing happened after).
+func Throughput(r *metrics.Result) (*plot.Plot, error) { return drawn(throughputFigure(r)) }
+
+func throughputFigure(r *metrics.Result) (*figure, error) {
 	ts, err := series(r)
 	if err != nil {
 		return nil, err
@@ -35,7 +39,7 @@ func Throughput(r *metrics.Result) (*plot.Plot, error) {
 	if err := f.line(timeXYs(ts, rate(offered), nil), "offered", color.NRGBA{0x55, 0x55, 0x55, 0xff}, vg.Points(2), true); err != nil {
 		return nil, err
 	}
-	if g := ts.Values(metrics.ColGoodput); g != nil {
+	if g, err := columnValues(ts, metrics.ColGoodput); err == nil {
 		if err := f.line(timeXYs(ts, g, nil), "goodput", palette[4], vg.Points(2.5), false); err != nil {
 			return nil, err
 		}
@@ -56,5 +60,5 @@ func Throughput(r *metrics.Result) (*plot.Plot, error) {
 		}
 	}
 	f.headroom()
-	return f.Plot, nil
+	return f, nil
 }

@@ -451,20 +451,22 @@ func (m *run) requestDone(req *request, r policies.CallResult) {
 		m.iv.succeeded++
 		m.iv.latSum += float64(lat)
 		i := latencyIndex(lat)
-		m.ivLat.add(i)
+		m.ivLat.add(i, lat)
 		if req.counted {
 			m.totals.succeeded++
-			m.lat.add(i)
+			m.lat.add(i, lat)
 		}
 	case policies.Failed:
 		m.iv.failed++
 		if req.counted {
 			m.totals.failed++
+			m.lost[0].record(now - req.arrived)
 		}
 	default:
 		m.iv.unknown++
 		if req.counted {
 			m.totals.unknown++
+			m.lost[1].record(now - req.arrived)
 		}
 	}
 	if req.client >= 0 {

@@ -132,10 +132,14 @@
 // queue_max, inflight (at the interval's end), utilization, rejected, shed;
 // per edge retries (of requests after warm-up, like every edge counter),
 // breaker_state (0 closed, 1 open, 2 half-open, edges with a breaker) and
-// budget_level (edges with a budget).
+// budget_level (edges with a budget). goodput is the interval's successes
+// over the interval's length, the last (partial) row's too; events at
+// exactly the run's end on an interval boundary open a last row of their
+// own, so the series' successes add up to the summary's.
 //
 // Latencies are counted in the bucket layout of metrics.NewLatencyHistogram
-// (1 µs to 1 h, 3 significant digits) by an index computation and an
+// (1 µs to 2^40 µs, 3 significant digits; the summary's
+// mean and max are exact) by an index computation and an
 // increment, a request's index once for both the interval's and the run's
 // counts; the Result's histograms are HdrHistograms with the same counts,
 // and the interval quantiles and summary latencies (mean, percentiles,

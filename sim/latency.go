@@ -40,6 +40,10 @@ type latencyCounts struct {
 	counts []int64
 	buf    *[]int64 // counts' box in countsPool
 	total  int64
+	// sumUs (whole µs) and max of the values recorded, for the exact mean
+	// and max.
+	sumUs  int64
+	max    time.Duration
 	lo, hi int // the indexes recorded since the last reset lie in [lo, hi]
 }
 
@@ -76,15 +80,17 @@ func latencyIndex(d time.Duration) int {
 	return (b+1)<<latSubHalfMag + int(us>>uint(b)) - latSubHalf
 }
 
-// add counts one value at flat index i (from latencyIndex).
-func (c *latencyCounts) add(i int) {
+// add counts value d at its flat index i (from latencyIndex).
+func (c *latencyCounts) add(i int, d time.Duration) {
 	c.counts[i]++
 	c.total++
+	c.sumUs += int64(d / time.Microsecond)
+	c.max = max(c.max, d)
 	c.lo, c.hi = min(c.lo, i), max(c.hi, i)
 }
 
 // record counts d.
-func (c *latencyCounts) record(d time.Duration) { c.add(latencyIndex(d)) }
+func (c *latencyCounts) record(d time.Duration) { c.add(latencyIndex(d), d) }
 
 // reset forgets every value, clearing only the range that was used.
 func (c *latencyCounts) reset() {
@@ -92,6 +98,7 @@ func (c *latencyCounts) reset() {
 		clear(c.counts[c.lo : c.hi+1])
 	}
 	c.total, c.lo, c.hi = 0, len(c.counts), 0
+	c.sumUs, c.max = 0, 0
 }
 
 // quantile returns what HdrHistogram's ValueAtQuantile(p) returns for the
@@ -168,33 +175,29 @@ func latencyValue(i int, high bool) int64 {
 // summaryQuantiles are the percentiles metrics.Latency reports.
 var summaryQuantiles = [4]float64{50, 90, 99, 99.9}
 
-// latency returns what metrics.LatencyOf returns for hist(), computed from
-// the counts in one pass over the recorded range instead of HdrHistogram's
-// iterators over every bucket: the mean sums count × the bucket's median
-// equivalent value ÷ total in ascending bucket order, as Histogram.Mean
-// does, so the float64 result is the same to the bit.
+// latency returns what metrics.LatencyOf returns for hist(), with the
+// exact mean and max (WithExact) instead of the buckets' estimates: the
+// quantiles come from the counts in one pass over the recorded range
+// instead of HdrHistogram's iterators over every bucket.
 func (c *latencyCounts) latency() metrics.Latency {
 	if c.total == 0 {
 		return metrics.Latency{}
 	}
 	var q [4]int64
 	c.quantiles(summaryQuantiles[:], q[:])
-	total := float64(c.total)
-	mean, top := 0.0, c.lo
-	for i := c.lo; i <= c.hi; i++ {
-		n := c.counts[i]
-		if n == 0 {
-			continue
-		}
-		low := latencyValue(i, false)
-		mean += float64(n) * float64(low+(latencyValue(i, true)-low+1)>>1) / total
-		top = i
-	}
 	ms := func(us int64) float64 { return float64(us) / 1000 }
-	return metrics.Latency{
-		Mean: mean / 1000, P50: ms(q[0]), P90: ms(q[1]), P99: ms(q[2]), P999: ms(q[3]),
-		Max: ms(latencyValue(top, true)),
+	l := metrics.Latency{P50: ms(q[0]), P90: ms(q[1]), P99: ms(q[2]), P999: ms(q[3])}
+	return l.WithExact(c.sumUs, c.total, c.max)
+}
+
+// lostLatency is latency() for the failed or unknown requests, nil when
+// there were none.
+func (c *latencyCounts) lostLatency() *metrics.Latency {
+	if c.total == 0 {
+		return nil
 	}
+	l := c.latency()
+	return &l
 }
 
 // hist returns an HdrHistogram holding the same values.

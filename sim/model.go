@@ -81,6 +81,9 @@ type run struct {
 	iv     intervalTotals
 	lat    *latencyCounts // of requests after warm-up
 	ivLat  *latencyCounts // of the current series interval
+	// lost holds the latency of failed ([0]) and unknown ([1]) requests
+	// after warm-up: how long users waited for nothing.
+	lost [2]*latencyCounts
 
 	// handlers bound once, so scheduling allocates nothing
 	hArrival, hClient, hAttArrive, hWorkDone, hReply, hTimeout, hWake, hFault, hDeferred Handler
@@ -203,7 +206,7 @@ func newRun(sc *topology.Scenario) *run {
 		deadline: sc.Workload.Deadline, writeFraction: sc.Workload.WriteFraction,
 		arrivals:    Stream(sc.Seed, "arrivals"),
 		maxInflight: sc.Limits.MaxInflight, maxEvents: uint64(sc.Limits.MaxEvents),
-		lat: newLatencyCounts(), ivLat: newLatencyCounts(),
+		lat: newLatencyCounts(), ivLat: newLatencyCounts(), lost: [2]*latencyCounts{newLatencyCounts(), newLatencyCounts()},
 	}
 	if m.maxInflight <= 0 {
 		m.maxInflight = DefaultMaxInflight

@@ -117,6 +117,12 @@ func (m *run) run(ctx context.Context, opt Options) *metrics.Result {
 		ser.flush(ivStart, e)
 		ivStart = e
 	}
+	// Events at exactly the run's end, on an interval boundary (the last
+	// completion of a run whose arrivals and service times are whole
+	// intervals), open a row of their own rather than being dropped.
+	if m.ivPending() {
+		ser.flush(ivStart, ivStart)
+	}
 	res := m.result(sc, opt, simEnd, ser)
 	m.releaseCounts()
 	return res
@@ -127,8 +133,11 @@ func (m *run) run(ctx context.Context, opt Options) *metrics.Result {
 func (m *run) releaseCounts() {
 	m.lat.release()
 	m.ivLat.release()
+	m.lost[0].release()
+	m.lost[1].release()
 	for _, s := range m.services {
 		s.hist.release()
+		s.okHist.release()
 	}
 }
 
@@ -272,7 +281,10 @@ var ivQuantiles = [2]float64{50, 99}
 // interval accumulators.
 func (s *series) flush(from, to time.Duration) {
 	m := s.m
-	width := (to - from).Seconds()
+	// Rates are over the row's nominal interval, the last row's too: the
+	// run ended inside it and nothing happened after, so scaling its
+	// successes up to a full interval would draw a spike that is not there.
+	width := s.ts.Interval.Seconds()
 	row := make([]float64, 0, len(s.ts.Columns))
 	iv := &m.iv
 	mean := 0.0
@@ -290,8 +302,14 @@ func (s *series) flush(from, to time.Duration) {
 		sv.cm.Advance(to)
 		busyArea, queueArea := sv.cm.Areas()
 		wns := float64(to - from)
-		row = append(row, float64(sv.ivAttempts), (queueArea-sv.ivQueue)/wns, float64(sv.ivQMax),
-			float64(sv.cm.Inflight()), (busyArea-sv.ivBusy)/(wns*float64(sv.cm.Workers())), float64(sv.ivRejected), float64(sv.ivShed))
+		// Time means over the part of the row the run lasted; a row opened
+		// by events at the run's very end lasted no time: its state then.
+		queue, util := float64(sv.qlen()), float64(sv.cm.Busy())/float64(sv.cm.Workers())
+		if wns > 0 {
+			queue, util = (queueArea-sv.ivQueue)/wns, (busyArea-sv.ivBusy)/(wns*float64(sv.cm.Workers()))
+		}
+		row = append(row, float64(sv.ivAttempts), queue, float64(sv.ivQMax),
+			float64(sv.cm.Inflight()), util, float64(sv.ivRejected), float64(sv.ivShed))
 		sv.ivBusy, sv.ivQueue = busyArea, queueArea
 		sv.ivQMax = sv.qlen()
 		sv.ivAttempts, sv.ivRejected, sv.ivShed = 0, 0, 0
@@ -325,6 +343,7 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 			req.result = policies.Unknown
 			if req.counted {
 				m.totals.unknown++
+				m.lost[1].record(simEnd - req.arrived)
 			}
 		}
 		m.fold(req)
@@ -336,6 +355,8 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 		Scenario: sc.Name, Seed: sc.Seed, Version: opt.Version, SimTimeS: simEnd.Seconds(), Status: m.status,
 		Requests:            metrics.Requests{Offered: t.offered, Succeeded: t.succeeded, Failed: t.failed, Unknown: t.unknown},
 		LatencyMs:           m.lat.latency(),
+		LatencyFailedMs:     m.lost[0].lostLatency(),
+		LatencyUnknownMs:    m.lost[1].lostLatency(),
 		Duplicates:          lt.Duplicates,
 		UnknownCommitted:    lt.UnknownCommitted,
 		UnknownNotCommitted: lt.UnknownNotCommitted,
@@ -346,7 +367,8 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 		sum.WindowS = w
 		sum.GoodputRPS = float64(t.succeeded) / w
 	}
-	res := &metrics.Result{Latency: lat, ServiceLatency: map[string]*hdrhistogram.Histogram{}, Series: ser.ts}
+	res := &metrics.Result{Latency: lat, ServiceLatency: map[string]*hdrhistogram.Histogram{}, Series: ser.ts,
+		ServiceOKLatency: map[string]*hdrhistogram.Histogram{}}
 	span := float64(simEnd - m.warmup)
 	var biggest *service
 	for _, s := range m.services {
@@ -371,6 +393,7 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 		sum.Amplification = max(sum.Amplification, ss.Amplification)
 		sum.Services = append(sum.Services, ss)
 		res.ServiceLatency[s.name] = hist
+		res.ServiceOKLatency[s.name] = s.okHist.hist()
 		if biggest == nil || s.qlen() > biggest.qlen() {
 			biggest = s
 		}
@@ -419,4 +442,19 @@ func faultLabel(f *topology.Fault) string {
 		return "fault"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// ivPending reports whether the current interval has counted anything not
+// yet written to a row.
+func (m *run) ivPending() bool {
+	iv := &m.iv
+	if iv.offered+iv.succeeded+iv.failed+iv.unknown > 0 {
+		return true
+	}
+	for _, sv := range m.services {
+		if sv.ivAttempts+sv.ivRejected+sv.ivShed > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -30,6 +30,9 @@ type service struct {
 
 	c    svcCounters
 	hist *latencyCounts
+	// okHist holds the attempts answered OK after doing their work: the
+	// latency of a useful answer, without the refusals answered at once.
+	okHist *latencyCounts
 
 	// snapshots of the machine's time integrals at warm-up and at the
 	// current interval's start
@@ -52,6 +55,7 @@ func newService(m *run, idx int, cfg *topology.Service, commits bool) (*service,
 		return nil, err
 	}
 	s.cm = *cm
+	s.okHist = newLatencyCounts()
 	s.shedFn = func(a *attempt) {
 		a.shed = true
 		a.state = attDeferred
@@ -333,6 +337,9 @@ func (m *run) answer(a *attempt, o policies.Outcome, ra time.Duration, dr bool, 
 	}
 	if a.counted {
 		s.hist.record(now - a.arrived)
+		if worked && o == policies.OK {
+			s.okHist.record(now - a.arrived)
+		}
 	}
 	// From here on a cannot be cancelled: its work is over. Dispatching may
 	// re-enter the callers above, so a's fate is read only afterwards.

@@ -113,10 +113,17 @@ func applySetJournaled(root *yaml.Node, set string, origin map[*yaml.Node]string
 		}
 		cur = next
 	}
+	optional := typ.Kind() == reflect.Pointer
 	for typ.Kind() == reflect.Pointer {
 		typ = typ.Elem()
 	}
+	// A block can be removed as a whole: a list (faults=null, faults=[])
+	// emptied, an optional block (a call's budget=null) dropped.
+	blank := value == "null" || value == "~" || (typ.Kind() == reflect.Slice && strings.TrimSpace(value) == "[]")
 	switch {
+	case !isScalarKind(typ) && blank && (typ.Kind() == reflect.Slice || optional):
+		*cur = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+		origin[cur] = set
 	case typ.Kind() == reflect.Slice && isScalarKind(typ.Elem()):
 		j.touch(cur)
 		*cur = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: yaml.FlowStyle}
@@ -134,6 +141,9 @@ func applySetJournaled(root *yaml.Node, set string, origin map[*yaml.Node]string
 		}
 		origin[cur] = set
 	default:
+		if typ.Kind() == reflect.Slice || optional {
+			return fmt.Errorf("%s is a block, not a single value; set its keys one by one, or remove it with %s=null", path, path)
+		}
 		return fmt.Errorf("%s is a block, not a single value; set its keys one by one", path)
 	}
 	return nil

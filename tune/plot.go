@@ -11,6 +11,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/stormsim/stormsim/plots"
 )
 
 // PlotTail draws a hop's latency distribution as its tail, 1 − CDF, on
@@ -22,14 +24,11 @@ func PlotTail(w io.Writer, h *HopPlan, opt Options) error {
 	if s.Len() == 0 {
 		return fmt.Errorf("plot %s: no samples", h.Name)
 	}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s: latency CDF as its tail, 1 − CDF (n = %d)", h.Name, s.Len())
-	p.X.Label.Text = "latency (ms)"
-	p.Y.Label.Text = "P(latency > x)"
+	p := plots.NewPlot(fmt.Sprintf("%s: latency CDF as its tail, 1 − CDF (n = %d)", h.Name, s.Len()), "latency (ms, log scale)", "P(latency > x), log scale")
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	p.Legend.Left = true // bottom left: the tail curves leave it empty
-	p.Add(plotter.NewGrid())
+	p.Legend.Top, p.Legend.Left = false, true // bottom left: the tail curves leave it empty
+	p.Legend.XOffs, p.Legend.YOffs = 0, 0
 
 	measured, hedged := tailPoints(s, h.HedgeDelay)
 	ymin := 1 / float64(s.Len())

@@ -2,11 +2,13 @@ package tune_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/sim"
 	"github.com/stormsim/stormsim/topology"
 	"github.com/stormsim/stormsim/tune"
@@ -62,4 +64,61 @@ func TestSpuriousRateMatchesSimulation(t *testing.T) {
 		return
 	}
 	t.Fatal("no db in the summary")
+}
+
+// TestResultsSourceDropsRejections: a simulated db that refuses most
+// attempts at once (a full queue answers in 0 µs) must not have those
+// refusals taken for fast answers. An answered attempt waited at most one
+// service time in the one-slot queue and was then served for 5 ms, so its
+// latency is in [5 ms, 10 ms]; and the hop says how many attempts it dropped.
+func TestResultsSourceDropsRejections(t *testing.T) {
+	sc, err := topology.Parse("refusing-db.yaml", []byte(`
+name: refusing-db
+seed: 1
+duration: 10s
+workload:
+  entry: db
+  arrival: constant
+  rate: 1000
+  deadline: 1s
+  client: {timeout: 1s}
+services:
+  - name: db
+    workers: 1
+    queue: 1
+    service_time: {dist: constant, value: 5ms}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run(context.Background(), sc, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := res.Summary.Services[0]
+	if db.Rejected < db.Attempts/2 {
+		t.Fatalf("db rejected %d of %d attempts; the test needs most rejected", db.Rejected, db.Attempts)
+	}
+	dir := t.TempDir()
+	if err := metrics.Save(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	hops, err := tune.ParseHops([]string{"db=results:" + dir}, tune.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hops[0]
+	// The histogram's 3 significant digits: within 0.1 % of the bounds.
+	for _, q := range []float64{0.001, 0.5, 0.99} {
+		if got := h.Samples.Quantile(q); got < 4995*time.Microsecond || got > 10010*time.Microsecond {
+			t.Errorf("db %s = %v, want within [5ms, 10ms] (refusals are not answers)", tune.PercentileName(q), got)
+		}
+	}
+	if h.Samples.Len() != int(db.Succeeded) {
+		t.Errorf("%d samples, want the %d succeeded attempts", h.Samples.Len(), db.Succeeded)
+	}
+	dropped := db.Attempts - db.Succeeded
+	if want := fmt.Sprintf("%d of %d attempts dropped", dropped, db.Attempts); !strings.Contains(h.Note, want) {
+		t.Errorf("note %q lacks %q", h.Note, want)
+	}
 }

@@ -185,7 +185,7 @@ func (s Source) Load(hop string, opt LoadOptions) (Hop, error) {
 		}
 	case Results:
 		var err error
-		if d, err = loadResults(s.Path, cmpOr(s.Service, hop), opt.MaxSamples); err != nil {
+		if d, h.Note, err = loadResults(s.Path, cmpOr(s.Service, hop), opt.MaxSamples); err != nil {
 			return h, err
 		}
 	case Scenario:
@@ -211,25 +211,35 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// loadResults reads a service's attempt-latency histogram from a results
-// directory and expands it into samples.
-func loadResults(dir, service string, maxSamples int) ([]time.Duration, error) {
+// loadResults reads the latency of a service's successfully completed
+// attempts from a results directory and expands it into samples, with a
+// note saying how many attempts that left out. A refusal is answered at
+// once and a failure is no answer worth waiting for: taking either for a
+// latency sample would recommend timeouts and hedge delays of microseconds.
+func loadResults(dir, service string, maxSamples int) ([]time.Duration, string, error) {
 	if _, err := os.Stat(filepath.Join(dir, metrics.HistogramsFile)); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s: no %s (write results with --out)", dir, metrics.HistogramsFile)
+		return nil, "", fmt.Errorf("%s: no %s (write results with --out)", dir, metrics.HistogramsFile)
 	}
 	r, err := metrics.Load(dir)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	h, ok := r.ServiceLatency[service]
-	if !ok || h == nil {
+	all, ok := r.ServiceLatency[service]
+	if !ok || all == nil {
 		var names []string
 		for n := range r.ServiceLatency {
 			names = append(names, n)
 		}
-		return nil, fmt.Errorf("%s: no latency histogram for service %q (have: %s)", filepath.Join(dir, metrics.HistogramsFile), service, strings.Join(sortedCopy(names), ", "))
+		return nil, "", fmt.Errorf("%s: no latency histogram for service %q (have: %s)", filepath.Join(dir, metrics.HistogramsFile), service, strings.Join(sortedCopy(names), ", "))
 	}
-	return expandHistogram(h, maxSamples), nil
+	ok2 := r.ServiceOKLatency[service]
+	if ok2 == nil {
+		return expandHistogram(all, maxSamples), fmt.Sprintf("all %d attempts taken as samples: %s has no latency of succeeded attempts "+
+			"(services_ok), so refusals and failures are counted as answers; rerun with this version to leave them out", all.TotalCount(), metrics.HistogramsFile), nil
+	}
+	note := fmt.Sprintf("%d of %d attempts dropped (refused or failed): only succeeded attempts are latency samples",
+		all.TotalCount()-ok2.TotalCount(), all.TotalCount())
+	return expandHistogram(ok2, maxSamples), note, nil
 }
 
 // expandHistogram turns a µs histogram into samples at each bucket's

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"text/tabwriter"
 
 	"github.com/stormsim/stormsim/analysis"
@@ -115,10 +116,82 @@ func timeoutRate(s *metrics.Summary, service string) (float64, bool) {
 	return 0, false
 }
 
-// WriteText prints baseline and tuned side by side.
+// Verdict is what the comparison says of the plan, in words.
+type Verdict struct {
+	// Recommended is false when the plan makes the scenario worse: less
+	// goodput, or more failed requests, beyond the runs' noise.
+	Recommended bool `json:"recommended"`
+	// Summary is one line: "the plan lowers goodput 18%: not recommended".
+	Summary string `json:"summary"`
+	// Reasons explain it: the hops whose timeouts the measured latency did
+	// not predict, and what to do about them.
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// noiseZ is how many standard deviations of the runs' noise a difference
+// must exceed to count: successes and failures are counts, roughly
+// Poisson, so two runs' counts a and b differ by about √(a+b) by chance.
+const noiseZ = 3
+
+// differs reports whether counts a and b differ beyond the runs' noise.
+func differs(a, b int64) bool {
+	return math.Abs(float64(b-a)) > noiseZ*math.Sqrt(float64(a+b))
+}
+
+// Verdict judges the plan by the two runs: not recommended when it lowers
+// goodput or fails more requests beyond noise, and why, hop by hop.
+func (c *Comparison) Verdict() Verdict {
+	b, t := &c.Baseline, &c.Tuned
+	var v Verdict
+	change := 0.0
+	if b.GoodputRPS > 0 {
+		change = t.GoodputRPS/b.GoodputRPS - 1
+	}
+	bBad, tBad := b.Requests.Failed+b.Requests.Unknown, t.Requests.Failed+t.Requests.Unknown
+	switch {
+	case differs(b.Requests.Succeeded, t.Requests.Succeeded) && t.Requests.Succeeded < b.Requests.Succeeded:
+		v.Summary = fmt.Sprintf("the plan lowers goodput %.0f%%: not recommended", -100*change)
+	case differs(bBad, tBad) && tBad > bBad:
+		v.Summary = fmt.Sprintf("the plan fails or loses %d more requests (%d → %d): not recommended", tBad-bBad, bBad, tBad)
+	case differs(b.Requests.Succeeded, t.Requests.Succeeded):
+		v.Recommended = true
+		v.Summary = fmt.Sprintf("the plan raises goodput %.0f%%: recommended", 100*change)
+	default:
+		v.Recommended = true
+		v.Summary = fmt.Sprintf("the plan keeps goodput (%.1f → %.1f req/s, within the runs' noise) and fails no more requests: recommended", b.GoodputRPS, t.GoodputRPS)
+	}
+	for k, h := range c.Hops {
+		n, rate := int64(0), 0.0
+		for _, sv := range t.Services {
+			if sv.Name == h && sv.Attempts > 0 {
+				n, rate = sv.Attempts, float64(sv.TimedOut)/float64(sv.Attempts)
+			}
+		}
+		p := c.Predicted[k]
+		// Timeouts out of n attempts, if each times out with probability
+		// p, are binomial: beyond noiseZ sd the prediction is wrong here.
+		sd := math.Sqrt(max(float64(n)*p*(1-p), 1))
+		if n == 0 || float64(n)*(rate-p) <= noiseZ*sd {
+			continue
+		}
+		v.Reasons = append(v.Reasons, fmt.Sprintf("%s: %.1f%% of attempts timed out against %.2f%% predicted: "+
+			"the latency the plan was computed from is not what %s shows in this scenario (its faults, queueing or load); "+
+			"recommend from latency measured under this load, or give %s a longer timeout", h, 100*rate, 100*p, h, h))
+	}
+	if !v.Recommended && len(v.Reasons) == 0 {
+		v.Reasons = append(v.Reasons, "every hop timed out about as often as predicted: the plan's retry limits or budget "+
+			"refuse work the baseline's retries completed; compare failed + unknown and amplification above")
+	}
+	return v
+}
+
+// WriteText prints the verdict, then baseline and tuned side by side and
+// the reasons for the verdict.
 func (c *Comparison) WriteText(w io.Writer) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "verify: %s, baseline vs tuned (seed %d)\n\n", c.Scenario, c.Tuned.Seed)
+	v := c.Verdict()
+	fmt.Fprintf(&b, "verify: %s, baseline vs tuned (seed %d)\n", c.Scenario, c.Tuned.Seed)
+	fmt.Fprintf(&b, "verdict: %s\n\n", v.Summary)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(name string, a, t string) { fmt.Fprintf(tw, "%s\t%s\t%s\t\n", name, a, t) }
 	row("", "baseline", "tuned")
@@ -139,11 +212,17 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	}
 	tw.Flush()
 	b.WriteString("\nPredicted rates assume the measured latency; the scenario's faults and queueing raise them,\nand a hop's rate counts hedge losers abandoned on it too.\n")
+	if len(v.Reasons) > 0 {
+		b.WriteString("\nwhy:\n")
+		for _, r := range v.Reasons {
+			fmt.Fprintf(&b, "  - %s\n", r)
+		}
+	}
 	_, err := w.Write(b.Bytes())
 	return err
 }
 
-// MarshalJSON writes both summaries and the overrides applied.
+// MarshalJSON writes the verdict, both summaries and the overrides applied.
 func (c *Comparison) MarshalJSON() ([]byte, error) {
 	type hop struct {
 		Name      string  `json:"name"`
@@ -151,11 +230,12 @@ func (c *Comparison) MarshalJSON() ([]byte, error) {
 	}
 	j := struct {
 		Scenario string          `json:"scenario"`
+		Verdict  Verdict         `json:"verdict"`
 		Hops     []hop           `json:"hops"`
 		Set      []string        `json:"set"`
 		Baseline metrics.Summary `json:"baseline"`
 		Tuned    metrics.Summary `json:"tuned"`
-	}{Scenario: c.Scenario, Set: c.Sets, Baseline: c.Baseline, Tuned: c.Tuned}
+	}{Scenario: c.Scenario, Verdict: c.Verdict(), Set: c.Sets, Baseline: c.Baseline, Tuned: c.Tuned}
 	for k, h := range c.Hops {
 		j.Hops = append(j.Hops, hop{h, c.Predicted[k]})
 	}

@@ -100,3 +100,61 @@ func TestCheckChain(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// summary is a run of 10,000 requests over 20 s with the given successes,
+// and db's attempts and timeouts.
+func summary(succeeded, dbAttempts, dbTimedOut int64) metrics.Summary {
+	return metrics.Summary{
+		WindowS: 20, GoodputRPS: float64(succeeded) / 20,
+		Requests: metrics.Requests{Offered: 10000, Succeeded: succeeded, Failed: 10000 - succeeded},
+		Services: []metrics.ServiceSummary{{Name: "db", Attempts: dbAttempts, TimedOut: dbTimedOut}},
+	}
+}
+
+// TestVerifyVerdict: a plan that lowers goodput beyond the runs' noise is
+// not recommended, and the verdict names the hop whose timeouts the
+// measured latency did not predict; one within the noise is not condemned.
+func TestVerifyVerdict(t *testing.T) {
+	bad := &Comparison{Scenario: "s", Hops: []string{"db"}, Predicted: []float64{0.001},
+		Baseline: summary(9196, 12000, 30), Tuned: summary(7544, 15000, 10185)}
+	v := bad.Verdict()
+	if v.Recommended {
+		t.Errorf("goodput 459.8 → 377.2 req/s: recommended, want not")
+	}
+	if want := "the plan lowers goodput 18%: not recommended"; v.Summary != want {
+		t.Errorf("verdict %q, want %q", v.Summary, want)
+	}
+	why := strings.Join(v.Reasons, "\n")
+	for _, want := range []string{"db", "67.9%", "0.10%"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("reasons lack %q:\n%s", want, why)
+		}
+	}
+	var b bytes.Buffer
+	if err := bad.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "verdict: the plan lowers goodput 18%: not recommended") {
+		t.Errorf("text lacks the verdict:\n%s", b.String())
+	}
+	j, err := bad.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(j), `"verdict":{"recommended":false,"summary":"the plan lowers goodput 18%: not recommended"`) {
+		t.Errorf("JSON lacks the verdict: %s", j)
+	}
+
+	// 9,196 vs 9,150 successes: a difference of 46 against a noise sd of
+	// √(9196+9150) ≈ 135 is no evidence the plan hurts.
+	same := &Comparison{Scenario: "s", Hops: []string{"db"}, Predicted: []float64{0.001},
+		Baseline: summary(9196, 12000, 30), Tuned: summary(9150, 12000, 14)}
+	if v := same.Verdict(); !v.Recommended || strings.Contains(v.Summary, "lowers") {
+		t.Errorf("goodput within noise: verdict %+v, want recommended", v)
+	}
+	better := &Comparison{Scenario: "s", Hops: []string{"db"}, Predicted: []float64{0.001},
+		Baseline: summary(7544, 15000, 10185), Tuned: summary(9196, 12000, 12)}
+	if v := better.Verdict(); !v.Recommended || !strings.Contains(v.Summary, "raises goodput 22%") {
+		t.Errorf("goodput 377 → 460: verdict %+v, want recommended, raising goodput 22%%", v)
+	}
+}

@@ -104,7 +104,8 @@ Regenerate this file with ` + "`go test ./cmd/stormsim -run TestBadInputMatrix -
 cmd/stormsim/testdata/bad/.
 
 Exit statuses: 0 success, 1 bad input or failure, 2 usage, 3 the simulated system diverged
-(results up to then written), 130 interrupted (partial results written, marked as such).
+(results up to then written), 4 the run completed but breached its --slo (results written,
+the breached terms named), 130 interrupted (partial results written, marked as such).
 
 | input | command | exit | what the user sees (stderr) |
 |---|---|---|---|

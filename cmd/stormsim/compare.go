@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/stormsim/stormsim/shard"
 
@@ -38,6 +39,7 @@ type compareCommand struct {
 	ef  experimentFlags
 	out string
 	sh  shard.Flags
+	slo sloFlag
 }
 
 // flags declares the command's flags on fs.
@@ -45,6 +47,7 @@ func (c *compareCommand) flags(fs *pflag.FlagSet) {
 	c.ef.declare(fs)
 	fs.StringVar(&c.out, "out", "", "write compare.txt, each variant's summary and series, and overlay plots to `DIR`")
 	c.sh.Register(fs)
+	c.slo.declare(fs)
 }
 
 // run runs the command with the arguments left after the flags.
@@ -54,6 +57,9 @@ func (c *compareCommand) run(ctx context.Context, args []string, w io.Writer) er
 	}
 	b, base, err := c.ef.builder(args[0])
 	if err != nil {
+		return err
+	}
+	if err := c.slo.parse(base); err != nil {
 		return err
 	}
 	variants, err := c.ef.variants(base, true)
@@ -88,6 +94,10 @@ func (c *compareCommand) run(ctx context.Context, args []string, w io.Writer) er
 	if err := cmp.WriteTable(w); err != nil {
 		return err
 	}
+	sloErr, err := judgeVariants(w, &c.slo, cmp)
+	if err != nil {
+		return err
+	}
 	if c.out != "" {
 		if err := writeComparison(c.out, cmp, partial); err != nil {
 			return err
@@ -97,7 +107,7 @@ func (c *compareCommand) run(ctx context.Context, args []string, w io.Writer) er
 	if partial {
 		return fmt.Errorf("%w: partial comparison written", errInterrupted)
 	}
-	return nil
+	return sloErr
 }
 
 // compareShardFile marks a compare shard's output directory and says which
@@ -234,21 +244,31 @@ func writeComparison(dir string, c *analysis.Comparison, partial bool) error {
 		results[col.Variant.Name] = col.Result
 		order = append(order, col.Variant.Name)
 	}
+	_, err := writeOverlays(dir, c.Scenario, results, order)
+	return err
+}
+
+// writeOverlays draws the variants' goodput, and each service's
+// amplification and queue, one line per variant, into dir, and returns the
+// files.
+func writeOverlays(dir, scenario string, results map[string]*metrics.Result, order []string) ([]string, error) {
 	type overlay struct{ name, column, label string }
 	overlays := []overlay{{"goodput", metrics.ColGoodput, "goodput (req/s)"}}
-	for _, svc := range c.Columns[0].Result.Summary.Services {
+	for _, svc := range results[order[0]].Summary.Services {
 		overlays = append(overlays,
 			overlay{"amplification_" + svc.Name, "amplification/" + svc.Name, "attempts at " + svc.Name + " per offered request"},
 			overlay{"queue_" + svc.Name, metrics.Column(metrics.MetricQueue, svc.Name), "queue length at " + svc.Name})
 	}
+	var files []string
 	for _, o := range overlays {
-		_, err := plots.Overlay(dir, o.name, results, o.column,
-			plots.WithOrder(order...), plots.WithYLabel(o.label), plots.WithTitle(c.Scenario+": "+o.label))
+		out, err := plots.Overlay(dir, o.name, results, o.column,
+			plots.WithOrder(order...), plots.WithYLabel(o.label), plots.WithTitle(scenario+": "+o.label))
+		files = append(files, out...)
 		if err != nil {
-			return fmt.Errorf("overlay %s: %w", o.name, err)
+			return files, fmt.Errorf("overlay %s: %w", o.name, err)
 		}
 	}
-	return nil
+	return files, nil
 }
 
 // experimentFlags are the flags shared by compare, sweep and metastable.
@@ -325,4 +345,37 @@ func simRunner() analysis.Runner {
 	return analysis.RunnerFunc(func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
 		return sim.Run(ctx, sc, sim.Options{Version: version})
 	})
+}
+
+// judgeVariants judges every variant against --slo, prints one line
+// naming those that breach it, and returns the exitSLO error when any does
+// (nil when all meet it, or without --slo).
+func judgeVariants(w io.Writer, slo *sloFlag, c *analysis.Comparison) (error, error) {
+	if slo.slo == nil {
+		return nil, nil
+	}
+	var parts, breached []string
+	for _, col := range c.Columns {
+		if err := slo.judge(col.Result); err != nil {
+			return nil, fmt.Errorf("variant %s: %w", col.Variant.Name, err)
+		}
+		rep := col.Result.Summary.SLO
+		if rep.Met {
+			parts = append(parts, col.Variant.Name+" met")
+			continue
+		}
+		var why []string
+		for _, t := range rep.Breached() {
+			name, _, _ := strings.Cut(t.Term, "<")
+			name, _, _ = strings.Cut(name, ">")
+			why = append(why, name+" = "+t.ValueText)
+		}
+		parts = append(parts, fmt.Sprintf("%s BREACHED (%s)", col.Variant.Name, strings.Join(why, ", ")))
+		breached = append(breached, col.Variant.Name)
+	}
+	fmt.Fprintf(w, "\nslo %s: %s\n", slo.slo, strings.Join(parts, "; "))
+	if len(breached) == 0 {
+		return nil, nil
+	}
+	return &exitError{exitSLO, fmt.Errorf("SLO breached by %s", strings.Join(breached, ", "))}, nil
 }

@@ -1,16 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/stormsim/stormsim/capacity"
 	"github.com/stormsim/stormsim/experiments"
 	"github.com/stormsim/stormsim/inputfile"
 	"github.com/stormsim/stormsim/k8s"
@@ -95,7 +99,18 @@ func (c *k8sCommand) run(_ context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	c.o.Scenario, c.o.ScenarioName = data, sc.Name
-	return k8s.Render(w, c.o)
+	if c.o.Files, err = sampleFiles(sc); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := k8s.Render(&buf, c.o); err != nil {
+		return err
+	}
+	if err := checkPodArgs(c.o.Mode, c.o.Args, sc); err != nil {
+		return &exitError{exitUsage, err}
+	}
+	_, err = w.Write(buf.Bytes())
+	return err
 }
 
 // scenarioBytes returns a scenario file's content, or a canned
@@ -112,4 +127,90 @@ func scenarioBytes(arg string) ([]byte, error) {
 		return data, nil
 	}
 	return nil, fmt.Errorf("%s: no such file, and no canned experiment of that name", arg)
+}
+
+// checkPodArgs parses the arguments the pods will pass to 'stormsim MODE'
+// with that command's own flags, and checks what the command requires, so
+// a mistake is reported at render time, naming the flag, rather than by
+// every pod of the Job on the cluster.
+func checkPodArgs(mode string, args []string, sc *topology.Scenario) error {
+	c, ok := commands[mode]
+	if !ok {
+		return fmt.Errorf("no command %q", mode)
+	}
+	flags := pflag.NewFlagSet(mode, pflag.ContinueOnError)
+	flags.SetOutput(io.Discard)
+	c.new().flags(flags)
+	if err := flags.Parse(args); err != nil {
+		return fmt.Errorf("the pods would run 'stormsim %s' and fail: %w", mode, err)
+	}
+	val := func(name string) string { return flags.Lookup(name).Value.String() }
+	switch mode {
+	case "sweep":
+		if !flags.Changed("param") {
+			return errors.New("sweep needs --param PATH after --")
+		}
+		if flags.Changed("values") == flags.Changed("range") {
+			return errors.New("sweep needs exactly one of --values and --range after --")
+		}
+	case "capacity":
+		if !flags.Changed("slo") {
+			return errors.New("capacity needs --slo EXPR after --, e.g. -- --slo 'p99<300ms,success>=99.9%'")
+		}
+		s, err := capacity.ParseSLO(val("slo"))
+		if err != nil {
+			return err
+		}
+		if err := s.Check(sc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sampleFiles returns the files sc's empirical distributions read, to ship
+// in the ConfigMap at the same paths relative to the scenario; the pods
+// could not read them otherwise. A path outside the scenario's directory
+// cannot be shipped and is an error naming it.
+func sampleFiles(sc *topology.Scenario) ([]k8s.File, error) {
+	var files []k8s.File
+	seen := map[string]bool{}
+	var walk func(v reflect.Value) error
+	walk = func(v reflect.Value) error {
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Interface:
+			if !v.IsNil() {
+				return walk(v.Elem())
+			}
+		case reflect.Slice:
+			for i := range v.Len() {
+				if err := walk(v.Index(i)); err != nil {
+					return err
+				}
+			}
+		case reflect.Struct:
+			if d, ok := v.Interface().(topology.Dist); ok && d.Dist == "empirical" && d.File != "" && !seen[d.File] {
+				seen[d.File] = true
+				rel := filepath.ToSlash(filepath.Clean(d.File))
+				if !filepath.IsLocal(rel) || sc.File == "" {
+					return fmt.Errorf("%s: empirical sample file %s: the pods cannot read it; give a path inside the scenario's directory so it is shipped in the ConfigMap", sc.Name, d.File)
+				}
+				// A ConfigMap holds at most 1 MiB: so can no sample file in it.
+				b, err := inputfile.Read(filepath.Join(filepath.Dir(sc.File), d.File), 1<<20)
+				if err != nil {
+					return err
+				}
+				files = append(files, k8s.File{Path: rel, Data: b})
+			}
+			for i := range v.NumField() {
+				if v.Type().Field(i).IsExported() {
+					if err := walk(v.Field(i)); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	}
+	return files, walk(reflect.ValueOf(sc))
 }

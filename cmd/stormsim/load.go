@@ -17,6 +17,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/stormsim/stormsim/analysis"
 	"github.com/stormsim/stormsim/inputfile"
 	"github.com/stormsim/stormsim/load"
 	"github.com/stormsim/stormsim/metrics"
@@ -63,16 +64,21 @@ type loadCommand struct {
 	progress  bool
 	remote    bool
 	sh        shard.Flags
+	slo       sloFlag
+	// fs tells which flags were given: in SCENARIO mode they override
+	// the scenario (scenarioLoadSets).
+	fs *pflag.FlagSet
 }
 
 // flags declares the command's flags on fs.
 func (c *loadCommand) flags(fs *pflag.FlagSet) {
+	c.fs = fs
 	fs.StringVar(&c.target, "target", "", "URL to drive (loopback only unless --allow-remote)")
-	fs.Float64Var(&c.rate, "rate", 50, "logical requests per second")
-	fs.StringVar(&c.arrival, "arrival", "constant", "arrival process: constant or poisson")
-	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to schedule requests")
+	fs.Float64Var(&c.rate, "rate", 50, "logical requests per second (SCENARIO: sets workload.rate)")
+	fs.StringVar(&c.arrival, "arrival", "constant", "arrival process: constant or poisson (SCENARIO: sets workload.arrival)")
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to schedule requests (SCENARIO: sets duration)")
 	fs.Uint64Var(&c.maxReq, "max-requests", 0, "stop after this many logical requests (0: no limit)")
-	fs.StringVar(&c.method, "method", "GET", "HTTP method")
+	fs.StringVar(&c.method, "method", "GET", "HTTP method (--target only)")
 	fs.StringArrayVar(&c.headers, "header", nil, "extra header `'Name: value'` (repeatable)")
 	fs.StringVar(&c.body, "body", "", "request body; @FILE reads it from a file")
 	fs.StringVar(&c.policy, "policy", "", "read the client call policy from `FILE` (YAML: timeout, retry, budget, breaker, hedge, throttle, honor_pushback, propagate_deadline)")
@@ -91,6 +97,7 @@ func (c *loadCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.out, "out", "", "write summary.json, timeseries.csv, histograms and plots to `DIR`")
 	fs.BoolVar(&c.progress, "progress", false, "show the live progress line even when stderr is not a terminal")
 	fs.BoolVar(&c.remote, "allow-remote", false, "allow a target (or listen address) off the loopback interface")
+	c.slo.declare(fs)
 	c.sh.Register(fs)
 	c.sh.RegisterStartAt(fs)
 }
@@ -111,6 +118,11 @@ func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error
 	if err != nil {
 		return err
 	}
+	// A target's one service is named by its URL: per-service terms have
+	// nothing to name.
+	if err := c.slo.parse(nil); err != nil {
+		return err
+	}
 	if c.remote {
 		if u, err := url.Parse(c.target); err == nil && load.CheckLoopback(u.Host) != nil {
 			fmt.Fprintf(os.Stderr, "stormsim load: --allow-remote: will send %s %s at %g req/s for %v (%d senders, at most %d connections)\n",
@@ -125,26 +137,55 @@ func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error
 		return err
 	}
 	res.RunID = runIDFrom(ctx)
-	return emitLoadResult(w, res, c.format, c.out)
+	// A target has no scenario: no trigger to recover from, but the
+	// verdict still says how many requests were lost.
+	res.Summary.Verdict = analysis.Assess(&topology.Scenario{Duration: c.duration, Warmup: c.warmup}, res)
+	if err := c.slo.judge(res); err != nil {
+		return err
+	}
+	return sloOutcome(emitLoadResult(w, res, c.format, c.out), res.Summary.SLO)
 }
 
 // runScenario drives the entry of a scenario's services, served by
 // 'stormsim serve', with the scenario's workload and client policy.
 func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadProgress, w io.Writer) error {
-	sc, err := loadScenario(path, c.sf.overrides())
+	sets, err := scenarioLoadSets(c.fs)
+	if err != nil {
+		return &exitError{exitUsage, err}
+	}
+	sc, err := loadScenario(path, append(c.sf.overrides(), sets...))
 	if err != nil {
 		return err
+	}
+	if err := c.slo.parse(sc); err != nil {
+		return err
+	}
+	spec, err := c.sh.Spec(os.LookupEnv)
+	if err != nil {
+		return &exitError{exitUsage, err}
+	}
+	var epoch time.Time
+	if !c.sh.StartAt.IsZero() {
+		if _, err := c.sh.StartAt.Delay(time.Now(), shard.DefaultMaxLate); err != nil {
+			return &exitError{exitUsage, err}
+		}
+		epoch = c.sh.StartAt.Epoch(time.Now())
 	}
 	bar.start("load", sc.Duration)
 	res, err := load.RunScenario(ctx, sc, load.ScenarioOptions{
 		Workers: c.workers, Connections: c.conns, AllowRemote: c.remote, Version: version, Progress: bar.update, Grace: c.grace,
+		MaxRequests: c.maxReq, Shard: spec, Epoch: epoch,
 	})
 	bar.finish()
 	if err != nil {
 		return err
 	}
 	res.RunID = runIDFrom(ctx)
-	return emitLoadResult(w, res, c.format, c.out)
+	res.Summary.Verdict = analysis.Assess(sc, res)
+	if err := c.slo.judge(res); err != nil {
+		return err
+	}
+	return sloOutcome(emitLoadResult(w, res, c.format, c.out), res.Summary.SLO)
 }
 
 // options returns the load run the flags describe against --target; a
@@ -201,6 +242,37 @@ func (c *loadCommand) options() (load.Options, error) {
 		opt.Epoch = c.sh.StartAt.Epoch(time.Now())
 	}
 	return opt, nil
+}
+
+// scenarioFlagPaths maps the load flags that describe the workload onto
+// the scenario paths they set in SCENARIO mode.
+var scenarioFlagPaths = []struct{ flag, path string }{
+	{"rate", "workload.rate"}, {"arrival", "workload.arrival"}, {"duration", "duration"},
+	{"deadline", "workload.deadline"}, {"write-fraction", "workload.write_fraction"},
+	{"idempotency-keys", "workload.idempotency_keys"}, {"warmup", "warmup"},
+}
+
+// targetOnlyFlags shape the requests sent to a --target; a scenario's
+// services define their own, so in SCENARIO mode they are refused rather
+// than silently ignored.
+var targetOnlyFlags = []string{"method", "header", "body", "policy", "propagate-deadline", "max-lateness"}
+
+// scenarioLoadSets returns the scenario overrides the load flags given on
+// the command line stand for in SCENARIO mode, or a usage error naming a
+// flag that has no meaning there.
+func scenarioLoadSets(fs *pflag.FlagSet) ([]string, error) {
+	for _, name := range targetOnlyFlags {
+		if fs.Changed(name) {
+			return nil, fmt.Errorf("--%s applies to --target only: a scenario's services and workload.client define the requests (use --set)", name)
+		}
+	}
+	var sets []string
+	for _, m := range scenarioFlagPaths {
+		if fs.Changed(m.flag) {
+			sets = append(sets, m.path+"="+fs.Lookup(m.flag).Value.String())
+		}
+	}
+	return sets, nil
 }
 
 // emitLoadResult is emitResult plus, in text, the driver's own account:
@@ -292,7 +364,9 @@ func (lp *loadProgress) line() string {
 		ok = 100 * float64(p.Succeeded) / float64(done)
 		amp = float64(p.Attempts) / float64(done)
 	}
-	return fmt.Sprintf("%6.0f/s ok %5.1f%% amp %.2f p99 %v", p.Rate, ok, amp, p.P99.Round(time.Millisecond))
+	// Open loop: the schedule ends when its duration has elapsed.
+	left := max(p.Duration-p.Elapsed, 0).Round(time.Second)
+	return fmt.Sprintf("%6.0f/s ok %5.1f%% amp %.2f p99 %v ETA %v", p.Rate, ok, amp, p.P99.Round(time.Millisecond), left)
 }
 
 // update is a load.Options.Progress callback.

@@ -61,6 +61,7 @@ const (
 	exitError1      = 1 // bad input or failure
 	exitUsage       = 2
 	exitDiverged    = 3 // the simulated system ran away and the run was stopped
+	exitSLO         = 4 // the run completed and breached its --slo
 	exitInterrupted = 130
 )
 

@@ -194,7 +194,7 @@ func writeMetastable(dir string, rep *analysis.MetastableReport) error {
 		cw.Write([]string{"param", "value", "variant", "status", "recovers", "time_to_recover_s", "baseline_goodput", "final_goodput_ratio", "goodput_rps", "amplification"})
 		for _, lv := range rep.Levels {
 			ttr := ""
-			if lv.Verdict.Recovers {
+			if lv.Verdict.Recovers || lv.Verdict.Late {
 				ttr = strconv.FormatFloat(lv.Verdict.TimeToRecover.Seconds(), 'g', -1, 64)
 			}
 			cw.Write([]string{rep.Param, lv.Value, lv.VariantName, string(lv.Measures.Status), strconv.FormatBool(lv.Verdict.Recovers), ttr,

@@ -55,9 +55,10 @@ type simProgress struct {
 }
 
 func newSimProgress(w io.Writer, force bool, name string) *simProgress {
-	return &simProgress{progressBar: newProgressBar(w, force, 40, 150*time.Millisecond,
+	return &simProgress{progressBar: newProgressBar(w, force, 100, 150*time.Millisecond,
+		mpb.BarWidth(30),
 		mpb.PrependDecorators(decor.Name(name+" ", decor.WCSyncSpaceR), decor.Percentage(decor.WCSyncSpace)),
-		mpb.AppendDecorators(decor.Name("sim time "), decor.Current(0, "%ds"), decor.Name(" ETA "), decor.AverageETA(decor.ET_STYLE_GO)),
+		mpb.AppendDecorators(decor.Name(" sim time "), decor.Current(0, "%ds "), etaDecorator(&eta{})),
 	)}
 }
 
@@ -84,7 +85,7 @@ func newCountProgress(w io.Writer, force bool, name string) *countProgress {
 	return &countProgress{newProgressBar(w, force, 100, 200*time.Millisecond,
 		mpb.BarWidth(30),
 		mpb.PrependDecorators(decor.Name(name+" ", decor.WCSyncSpaceR), decor.CountersNoUnit("%d/%d runs", decor.WCSyncSpace)),
-		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.Name(" ETA "), decor.AverageETA(decor.ET_STYLE_GO)),
+		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.Name(" "), etaDecorator(&eta{})),
 	)}
 }
 
@@ -95,4 +96,44 @@ func (c *countProgress) update(done, total int) {
 	}
 	c.bar.SetTotal(int64(total), false)
 	c.bar.SetCurrent(int64(done))
+}
+
+// etaWindow is how far back eta looks for the current rate: long enough
+// to smooth a run's jitter, short enough to follow a run that slows down.
+const etaWindow = 10 * time.Second
+
+// eta estimates the time left from the recent rate of progress, not the
+// average since the start: a simulation slows when a storm multiplies its
+// events, and a sweep when its expensive points come last.
+type eta struct {
+	times []time.Time
+	done  []int64
+}
+
+// estimate records done of total at now and returns the time left, rounded
+// to the second ("-" while the rate is unknown).
+func (e *eta) estimate(now time.Time, done, total int64) string {
+	if done >= total && total > 0 {
+		return "0s"
+	}
+	if n := len(e.times); n == 0 || done != e.done[n-1] || now.Sub(e.times[n-1]) >= time.Second {
+		e.times, e.done = append(e.times, now), append(e.done, done)
+	}
+	// Keep one point at or before the window's start, to span all of it.
+	for len(e.times) > 2 && now.Sub(e.times[1]) >= etaWindow {
+		e.times, e.done = e.times[1:], e.done[1:]
+	}
+	dt, dn := now.Sub(e.times[0]), done-e.done[0]
+	if dt <= 0 || dn <= 0 {
+		return "-"
+	}
+	left := time.Duration(float64(total-done) * float64(dt) / float64(dn))
+	return left.Round(time.Second).String()
+}
+
+// etaDecorator shows e's estimate after "ETA ".
+func etaDecorator(e *eta) decor.Decorator {
+	return decor.Any(func(s decor.Statistics) string {
+		return "ETA " + e.estimate(time.Now(), s.Current, s.Total)
+	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/stormsim/stormsim/analysis"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/plots"
 	"github.com/stormsim/stormsim/sim"
@@ -32,6 +33,7 @@ type runCommand struct {
 	format   string
 	out      string
 	progress bool
+	slo      sloFlag
 }
 
 // flags declares the command's flags on fs.
@@ -43,6 +45,7 @@ func (c *runCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.format, "format", "text", "output format: text or json")
 	fs.StringVar(&c.out, "out", "", "write summary.json, timeseries.csv, histograms and plots to `DIR`")
 	fs.BoolVar(&c.progress, "progress", false, "show a progress bar even when stderr is not a terminal")
+	c.slo.declare(fs)
 }
 
 // run runs the command with the arguments left after the flags.
@@ -57,13 +60,20 @@ func (c *runCommand) run(ctx context.Context, args []string, w io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if err := c.slo.parse(sc); err != nil {
+		return err
+	}
 	bar := newSimProgress(os.Stderr, c.progress, sc.Name)
 	res, err := sim.Run(ctx, sc, sim.Options{Version: version, Progress: bar.update})
 	bar.finish()
 	if err != nil {
 		return err
 	}
-	return emitResult(w, res, c.format, c.out)
+	res.Summary.Verdict = analysis.Assess(sc, res)
+	if err := c.slo.judge(res); err != nil {
+		return err
+	}
+	return sloOutcome(emitResult(w, res, c.format, c.out), res.Summary.SLO)
 }
 
 // emitResult prints a result and writes its files; it maps a partial run to

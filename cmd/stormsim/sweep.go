@@ -175,17 +175,28 @@ func writeSweep(dir string, rows []analysis.Row, values []string, whole bool, pa
 	if len(aggs) == 0 {
 		return nil
 	}
-	for _, m := range []string{"goodput_rps", "amplification", "p99_ms", "peak_queue"} {
-		p, err := analysis.SweepPlot(aggs, m, values)
-		if err != nil {
-			return err
-		}
-		if _, err := plots.Write(dir, "sweep_"+m, p); err != nil {
-			return err
-		}
+	if _, err := writeSweepPlots(dir, aggs, values); err != nil {
+		return err
 	}
 	fmt.Fprintf(w, "\nwrote %s\n", dir)
 	return nil
+}
+
+// writeSweepPlots draws a sweep's curves into dir and returns the files.
+func writeSweepPlots(dir string, aggs []analysis.Aggregate, values []string) ([]string, error) {
+	var files []string
+	for _, m := range []string{"goodput_rps", "amplification", "p99_ms", "peak_queue"} {
+		p, err := analysis.SweepPlot(aggs, m, values)
+		if err != nil {
+			return files, err
+		}
+		out, err := plots.Write(dir, "sweep_"+m, p)
+		files = append(files, out...)
+		if err != nil {
+			return files, err
+		}
+	}
+	return files, nil
 }
 
 // printAggregates prints goodput and amplification per point and variant,
@@ -197,8 +208,8 @@ func printAggregates(w io.Writer, aggs []analysis.Aggregate) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "%s\tvariant\treplicas\tgoodput (req/s)\tp99 (ms)\tamplification\tincomplete\t\n", aggs[0].Param)
 	cell := func(s analysis.Stat, prec int) string {
-		if s.Hi != s.Hi { // NaN: one replica
-			return fmt.Sprintf("%.*f", prec, s.Mean)
+		if s.Hi != s.Hi { // NaN: one replica, or no data ("-")
+			return analysis.NoDataOr(s.Mean, prec)
 		}
 		return fmt.Sprintf("%.*f ± %.*f", prec, s.Mean, prec, (s.Hi-s.Lo)/2)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -50,6 +51,12 @@ func (c *validateCommand) run(_ context.Context, args []string, w io.Writer) err
 			continue
 		}
 		fmt.Fprintf(w, "%s: ok (%s: %d services, %d faults)\n", a, sc.Name, len(sc.Services), len(sc.Faults))
+		for _, warn := range sc.Warnings() {
+			if !strings.HasPrefix(warn, "hint: ") {
+				warn = "warning: " + warn
+			}
+			fmt.Fprintf(w, "%s: %s\n", a, warn)
+		}
 	}
 	if bad > 0 {
 		return fmt.Errorf("%d of %d scenarios invalid", bad, len(args))

@@ -125,6 +125,8 @@ func build(n, part int) *metrics.Result {
 		Series:         ts,
 		Latency:        metrics.NewLatencyHistogram(),
 		ServiceLatency: map[string]*hdrhistogram.Histogram{},
+		// Every attempt that was not refused succeeded.
+		ServiceOKLatency: map[string]*hdrhistogram.Histogram{},
 		Faults: []metrics.FaultWindow{
 			{Service: "orders", At: 20 * time.Second, For: 10 * time.Second, Label: "orders capacity ×0.5"},
 			{Service: "db", At: 40 * time.Second, For: 2 * time.Second, Label: "db +200ms"},
@@ -132,6 +134,11 @@ func build(n, part int) *metrics.Result {
 	}
 	for _, s := range services {
 		r.ServiceLatency[s.name] = metrics.NewLatencyHistogram()
+		r.ServiceOKLatency[s.name] = metrics.NewLatencyHistogram()
+	}
+	record := func(service string, d time.Duration) {
+		metrics.RecordLatency(r.ServiceLatency[service], d)
+		metrics.RecordLatency(r.ServiceOKLatency[service], d)
 	}
 	sum := &r.Summary
 	sum.Scenario, sum.Seed, sum.Version, sum.Status = "synthetic-storm", 1, "test", metrics.StatusComplete
@@ -212,17 +219,17 @@ func build(n, part int) *metrics.Result {
 			var ordersSum int64
 			for range dbAttempts {
 				db := own(2)
-				metrics.RecordLatency(r.ServiceLatency["db"], time.Duration(db)*time.Microsecond)
+				record("db", time.Duration(db)*time.Microsecond)
 				o := own(1) + db
 				ordersSum += o
-				metrics.RecordLatency(r.ServiceLatency["orders"], time.Duration(o)*time.Microsecond)
+				record("orders", time.Duration(o)*time.Microsecond)
 			}
 			for range rej {
 				metrics.RecordLatency(r.ServiceLatency["orders"], 50*time.Microsecond) // refused at once
 			}
 			for range gw {
 				g := own(0) + ordersSum/int64(gw)
-				metrics.RecordLatency(r.ServiceLatency["gateway"], time.Duration(g)*time.Microsecond)
+				record("gateway", time.Duration(g)*time.Microsecond)
 			}
 
 			// The logical request's outcome and end-to-end latency.

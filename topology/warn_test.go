@@ -1,0 +1,72 @@
+package topology
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestWarnings: settings that are valid but do not do what they look like
+// they do get a warning naming the keys to change.
+func TestWarnings(t *testing.T) {
+	const base = `name: w
+duration: 10s
+workload:
+  entry: api
+  rate: 10
+  deadline: 1s
+  client: {timeout: 500ms, propagate_deadline: CLIENT, retry: {max_attempts: 3, backoff: {initial: INITIAL, jitter: full}}}
+services:
+  - name: api
+    workers: 4
+    queue: 10
+    service_time: {dist: constant, value: 1ms}
+    calls: [{to: db, timeout: 100ms, propagate_deadline: true}]
+  - name: db
+    workers: 2
+    service_time: {dist: constant, value: 1ms}
+    QUEUE
+`
+	for _, tt := range []struct {
+		name                   string
+		client, initial, queue string
+		want                   []string
+	}{
+		{"clean", "true", "10ms", "queue: 10", nil},
+		{"inner propagation without the client's", "false", "10ms", "queue: 10",
+			[]string{"services.api.calls.db.propagate_deadline: does nothing unless workload.client.propagate_deadline is true (the entry never learns the deadline)"}},
+		{"full jitter from 0", "true", "0s", "queue: 10",
+			[]string{"workload.client.retry.backoff: jitter full with initial 0 waits 0 before every retry (no backoff); set backoff.initial"}},
+		{"one bounded queue is a bound", "true", "10ms", "cancel_on_timeout: false", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			y := strings.NewReplacer("CLIENT", tt.client, "INITIAL", tt.initial, "QUEUE", tt.queue).Replace(base)
+			sc, err := Parse("w.yaml", []byte(y), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := sc.Warnings()
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+// Nothing bounds a storm when every queue is unbounded and no service
+// cancels abandoned work: one hint names the keys that would.
+func TestWarningsUnbounded(t *testing.T) {
+	sc, err := Parse("u.yaml", []byte(`name: u
+duration: 10s
+workload: {entry: api, rate: 10, deadline: 1s}
+services:
+  - {name: api, workers: 4, service_time: {dist: constant, value: 1ms}, calls: [{to: db}]}
+  - {name: db, workers: 2, service_time: {dist: constant, value: 1ms}}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := sc.Warnings()
+	if len(got) != 1 || !strings.Contains(got[0], "nothing bounds a storm") || !strings.Contains(got[0], "services.db.queue=1000") {
+		t.Errorf("warnings %q, want one hint naming services.NAME.queue, cancel_on_timeout and reject_expired", got)
+	}
+}
