@@ -79,8 +79,8 @@ func TestSearchFailedPointsContinue(t *testing.T) {
 			}
 
 			rep := &Report{Scenario: "fake", Param: s.Param, Capacity: out}
-			if rep.Failed() != len(failed) {
-				t.Errorf("report counts %d failed points, want %d", rep.Failed(), len(failed))
+			if got := rep.Failed(); len(got) != len(failed) {
+				t.Errorf("report lists %d failed points, want %d", len(got), len(failed))
 			}
 			var text, js bytes.Buffer
 			if err := rep.WriteText(&text); err != nil {

@@ -298,16 +298,17 @@ func (r *Report) WriteText(w io.Writer) error {
 	return bw.Err()
 }
 
-// Failed counts the points of the report's searches whose runs failed.
-func (r *Report) Failed() int {
-	n := 0
+// Failed returns the points of the report's searches whose runs failed:
+// the capacity search's, then each solve's, each in increasing order.
+func (r *Report) Failed() []Point {
+	var out []Point
 	if r.Capacity != nil {
-		n += len(r.Capacity.Failed())
+		out = append(out, r.Capacity.Failed()...)
 	}
 	for _, s := range r.Solves {
-		n += len(s.Outcome.Failed())
+		out = append(out, s.Outcome.Failed()...)
 	}
-	return n
+	return out
 }
 
 func orDash(s string) string {
