@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stormsim/stormsim/analysis"
 	"github.com/stormsim/stormsim/metrics"
@@ -120,5 +123,42 @@ func TestSearchFailedLowEnd(t *testing.T) {
 	}
 	if a := out.Answer(); a.Status == "bracketed" || out.PassPoint() != nil || len(out.Failed()) != 2 {
 		t.Errorf("answer %+v with %d failed points, want no holding point and both ends failed", a, len(out.Failed()))
+	}
+}
+
+// TestShardedFailedPoints: a run that fails on one shard fails its point on
+// every shard (the failure travels through the exchange as
+// RunRecord.Error), so sharded shards reach the unsharded outcome.
+func TestShardedFailedPoints(t *testing.T) {
+	s := Search{Param: "workload.rate", Lo: 100, Hi: 900, Resolution: 10, Replicas: 3, SLO: fakeSLO(), Orientation: HoldsBelow}
+	build := fakeBuilder(false, math.Inf(1))
+	want, err := Run(context.Background(), failingAbove(700, true), build, s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := t.TempDir()
+	const n = 2
+	outs := make([]*Outcome, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := &DirExchange{Parent: parent, Index: i, Count: n, Poll: time.Millisecond, Wait: 10 * time.Second}
+			outs[i], errs[i] = Run(context.Background(), failingAbove(700, true), build, s, Options{Workers: 1, Exchange: x})
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("shard %d: %v", i, errs[i])
+		}
+		if !reflect.DeepEqual(outs[i].Points, want.Points) {
+			t.Errorf("shard %d's points differ from the unsharded ones", i)
+		}
+	}
+	if len(want.Failed()) == 0 {
+		t.Error("no failed points, want the values above 700")
 	}
 }
