@@ -77,11 +77,12 @@ func TestSearchInterruptedBeforeTheEnds(t *testing.T) {
 	if a := out.Answer(); a.Status != "interrupted" {
 		t.Errorf("status %q, want interrupted", a.Status)
 	}
-	// A failure that is not a signal still returns no outcome.
-	_, err = Run(context.Background(), analysis.RunnerFunc(func(context.Context, *topology.Scenario) (*metrics.Result, error) {
+	// A failure that is not a signal is not an interruption: the search
+	// finishes, its points marked failed (issue 17, item 3).
+	out, err = Run(context.Background(), analysis.RunnerFunc(func(context.Context, *topology.Scenario) (*metrics.Result, error) {
 		return nil, errors.New("boom")
 	}), fakeBuilder(false, math.Inf(1)), s, Options{Workers: 1})
-	if err == nil || !strings.Contains(err.Error(), "boom") {
-		t.Errorf("error %v, want boom", err)
+	if err != nil || out.Interrupted || len(out.Failed()) != 2 || !strings.Contains(out.Points[0].Failed, "boom") {
+		t.Errorf("Run = %+v, %v; want a finished search with both ends failed by boom", out, err)
 	}
 }

@@ -161,6 +161,9 @@ func (o *Outcome) SLOPlots() ([]*plot.Plot, error) {
 		}
 		var xy errXY
 		for _, pt := range o.Points {
+			if pt.Failed != "" {
+				continue // not judged: its runs failed
+			}
 			ts := pt.Terms[i]
 			if math.IsInf(ts.Mean, 0) || math.IsNaN(ts.Mean) {
 				continue // nothing succeeded there: no latency to draw

@@ -70,6 +70,10 @@ type Point struct {
 	FaultServices []ServiceLoad `json:"fault_services,omitempty"`
 	// FaultAmplification is the mean amplification of the recovery runs.
 	FaultAmplification float64 `json:"fault_amplification,omitempty"`
+	// Failed, when not empty, says why a run of the point failed (the
+	// first failing run, in run order): the point was not judged and
+	// counts as failing the SLO, so the search goes on below it.
+	Failed string `json:"failed,omitempty"`
 }
 
 // loadSum adds up services' figures over runs, keeping the services in
@@ -107,8 +111,18 @@ func (l *loadSum) mean(n float64) []ServiceLoad {
 	return out
 }
 
-// judge turns a point's runs into its verdicts.
+// judge turns a point's runs into its verdicts. A point with a failed run
+// is not judged on the others: it fails, with the first failure's reason.
 func (e *evaluator) judge(step int, value float64, runs []runResult) Point {
+	for _, r := range runs {
+		if r.Error != "" {
+			p := Point{Value: value, Step: step, Steady: Fails, Recovery: Holds, Verdict: Fails, Failed: r.Error}
+			if e.faults {
+				p.Recovery = Fails
+			}
+			return p
+		}
+	}
 	p := Point{Value: value, Step: step, Steady: Holds, Recovery: Holds}
 	byReplica := map[int]int{}
 	var steady, faulty loadSum

@@ -169,8 +169,10 @@ func (e *evaluator) toRun(key string, specs []RunSpec, results []runResult) []in
 }
 
 // runOwned runs specs[i] for every i in owned on at most Options.Workers
-// goroutines, storing each result in results[i]. The first failure stops
-// the runs not yet started and is returned; so is ctx ending.
+// goroutines, storing each result in results[i]. A run that fails (a
+// scenario that cannot be built or run, or a panic) is stored with its
+// error in RunRecord.Error, and its point is judged failed; only ctx
+// ending stops the runs not yet started, and is returned.
 func (e *evaluator) runOwned(ctx context.Context, specs []RunSpec, owned []int, results []runResult) error {
 	workers := e.opt.Workers
 	if workers <= 0 {
@@ -188,7 +190,10 @@ func (e *evaluator) runOwned(ctx context.Context, specs []RunSpec, owned []int, 
 			}
 			results[i] = e.one(gctx, specs[i])
 			if err := results[i].err; err != nil {
-				return err
+				if gctx.Err() != nil {
+					return err // interrupted: not the run's own failure
+				}
+				results[i].Error, results[i].err = err.Error(), nil
 			}
 			e.progress(1)
 			return nil
@@ -239,6 +244,9 @@ type RunRecord struct {
 	Series *analysis.Series `json:"series,omitempty"`
 	// Note says why recovery could not be judged.
 	Note string `json:"note,omitempty"`
+	// Error says why the run failed (it could not be built or run, or it
+	// panicked); its point is then judged failed.
+	Error string `json:"error,omitempty"`
 }
 
 // runResult is one finished run of a point.
@@ -248,15 +256,22 @@ type runResult struct {
 	err error
 }
 
-// one builds and runs one spec, and for a recovery run judges recovery.
-func (e *evaluator) one(ctx context.Context, spec RunSpec) runResult {
+// one builds and runs one spec, and for a recovery run judges recovery. A
+// panic in the run is recovered and becomes the run's error, naming the
+// value, so that one bad point does not end the search.
+func (e *evaluator) one(ctx context.Context, spec RunSpec) (rr runResult) {
 	where := fmt.Sprintf("capacity: %s=%s replica %d", e.s.Param, e.s.Kind.Format(spec.Value), spec.Replica)
 	if spec.Faults {
 		where += " (with faults)"
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			rr = runResult{spec: spec, err: fmt.Errorf("%s: the run panicked: %v", where, p)}
+		}
+	}()
 	sc, trig, err := e.scenarioOf(spec)
 	if err != nil {
-		return runResult{err: fmt.Errorf("%s: %w", where, err)}
+		return runResult{spec: spec, err: fmt.Errorf("%s: %w", where, err)}
 	}
 	res, err := e.run.Run(ctx, sc)
 	if err != nil || res == nil || ctx.Err() != nil {
@@ -266,12 +281,12 @@ func (e *evaluator) one(ctx context.Context, spec RunSpec) runResult {
 		if err == nil {
 			err = errors.New("runner returned no result")
 		}
-		return runResult{err: fmt.Errorf("%s: %w", where, err)}
+		return runResult{spec: spec, err: fmt.Errorf("%s: %w", where, err)}
 	}
-	rr := runResult{spec: spec, RunRecord: RunRecord{Seed: sc.Seed, Summary: res.Summary}}
+	rr = runResult{spec: spec, RunRecord: RunRecord{Seed: sc.Seed, Summary: res.Summary}}
 	if spec.Faults {
 		if err := e.judgeRecovery(&rr.RunRecord, res, sc, trig); err != nil {
-			return runResult{err: fmt.Errorf("%s: %w", where, err)}
+			return runResult{spec: spec, err: fmt.Errorf("%s: %w", where, err)}
 		}
 	}
 	return rr

@@ -288,8 +288,27 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.Path, s.Short(), f(a.HoldsAt), f(a.NotShownAt), f(a.FailsAt), orDash(o.Bound()), o.Runs)
 		}
 		tw.Flush()
+		for _, s := range r.Solves {
+			f := s.Outcome.Search.valueFormat()
+			for _, p := range s.Outcome.Failed() {
+				bw.Printf("failed point of %s (counted as not meeting the SLO): %s: %s\n", s.Path, f(p.Value), p.Failed)
+			}
+		}
 	}
 	return bw.Err()
+}
+
+// Failed returns the points of the report's searches whose runs failed:
+// the capacity search's, then each solve's, each in increasing order.
+func (r *Report) Failed() []Point {
+	var out []Point
+	if r.Capacity != nil {
+		out = append(out, r.Capacity.Failed()...)
+	}
+	for _, s := range r.Solves {
+		out = append(out, s.Outcome.Failed()...)
+	}
+	return out
 }
 
 func orDash(s string) string {
@@ -359,12 +378,15 @@ func (r *Report) writeCapacity(bw *metrics.ErrWriter, o *Outcome) {
 	if fp := o.FailPoint(); fp != nil {
 		bw.Printf("bound by: %s at %s%s", o.Bound(), f(fp.Value), u)
 		var why []string
+		if fp.Failed != "" {
+			why = append(why, fp.Failed)
+		}
 		for _, t := range fp.Terms {
 			if t.Verdict != Holds {
 				why = append(why, fmt.Sprintf("%s %s (mean %s, bound %s)", t.Name, t.Verdict, t.Term.Format(roundSig(t.Mean, 4)), t.Term.Format(roundSig(farBound(t), 4))))
 			}
 		}
-		if fp.Recovery != Holds {
+		if fp.Recovery != Holds && fp.Failed == "" {
 			why = append(why, fmt.Sprintf("recovered in %d of %d replicas", fp.Recovered, len(fp.Replicas)))
 		}
 		if len(why) > 0 {
@@ -421,6 +443,15 @@ func (r *Report) writeCapacity(bw *metrics.ErrWriter, o *Outcome) {
 	}
 	fmt.Fprintf(tw, "amplification\n")
 	for _, p := range o.Points {
+		if p.Failed != "" {
+			// Not judged: a dash for every figure, the reason below.
+			fmt.Fprintf(tw, "%s\tfailed\t%s", f(p.Value), strings.Repeat("-\t", len(s.SLO)))
+			if o.HasFaults {
+				fmt.Fprintf(tw, "-\t")
+			}
+			fmt.Fprintf(tw, "-\n")
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t", f(p.Value), p.Verdict)
 		for _, t := range p.Terms {
 			half := t.Upper - t.Mean
@@ -436,6 +467,12 @@ func (r *Report) writeCapacity(bw *metrics.ErrWriter, o *Outcome) {
 		fmt.Fprintf(tw, "%.3g\n", p.Amplification)
 	}
 	tw.Flush()
+	if failed := o.Failed(); len(failed) > 0 {
+		bw.Printf("\nfailed points (counted as not meeting the SLO):\n")
+		for _, p := range failed {
+			bw.Printf("  %s%s: %s\n", f(p.Value), u, p.Failed)
+		}
+	}
 	bw.Printf("\nruns: %d simulations (%d points: the two ends and %d bisection steps)\n", o.Runs, len(o.Points), o.Steps)
 }
 
@@ -486,6 +523,7 @@ type jsonPoint struct {
 	Amplification      float64       `json:"amplification"`
 	FaultAmplification float64       `json:"fault_amplification,omitempty"`
 	Services           []ServiceLoad `json:"services"`
+	Failed             string        `json:"failed,omitempty"`
 }
 
 type jsonSearch struct {
@@ -551,7 +589,7 @@ func searchJSON(o *Outcome) jsonSearch {
 	for _, p := range o.Points {
 		jp := jsonPoint{Value: p.Value, Step: p.Step, Verdict: p.Verdict, Steady: p.Steady, Recovery: p.Recovery,
 			Recovered: p.Recovered, Replicas: len(p.Replicas), GoodputRPS: p.Goodput, Amplification: p.Amplification,
-			FaultAmplification: p.FaultAmplification, Services: p.Services}
+			FaultAmplification: p.FaultAmplification, Services: p.Services, Failed: p.Failed}
 		for _, t := range p.Terms {
 			jp.Terms = append(jp.Terms, jsonTerm{Term: t.Name, Mean: jsonNum(t.Mean), SD: jsonNum(t.SD), Lower: jsonNum(t.Lower), Upper: jsonNum(t.Upper), Verdict: t.Verdict})
 		}

@@ -217,11 +217,15 @@ func (o *Outcome) FailPoint() *Point {
 }
 
 // Bound says which condition bound the answer: "steady state", "recovery",
-// "steady state and recovery", or "" when the range has no boundary.
+// "steady state and recovery", "failed runs" (the point beyond the
+// boundary could not be run), or "" when the range has no boundary.
 func (o *Outcome) Bound() string {
 	f := o.FailPoint()
 	if f == nil {
 		return ""
+	}
+	if f.Failed != "" {
+		return "failed runs"
 	}
 	steady, rec := f.Steady != Holds, f.Recovery != Holds
 	switch {
@@ -233,10 +237,23 @@ func (o *Outcome) Bound() string {
 	return "steady state"
 }
 
+// Failed returns the points whose runs failed, in increasing order.
+func (o *Outcome) Failed() []Point {
+	var out []Point
+	for _, p := range o.Points {
+		if p.Failed != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Run performs the search: it evaluates both ends of the range, decides
 // the orientation, then bisects the bracket until it is no wider than the
 // resolution. A point counts as holding only when it is shown to hold (an
-// unsure point is on the failing side), so the answer errs low. Unless
+// unsure point is on the failing side, and so is a point whose runs
+// failed: see Point.Failed), so the answer errs low. Only ctx ending stops
+// the search early (see stopped). Unless
 // PassOnly, a second bisection then narrows the gap between the answer's
 // first point not shown to hold and the nearest point shown to fail.
 func Run(ctx context.Context, run analysis.Runner, build analysis.Builder, s Search, opt Options) (*Outcome, error) {

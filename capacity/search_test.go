@@ -211,9 +211,11 @@ func TestSearchErrors(t *testing.T) {
 	boom := errors.New("boom")
 	failing := analysis.RunnerFunc(func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) { return nil, boom })
 	s := Search{Param: "workload.rate", Lo: 100, Hi: 900, SLO: fakeSLO()}
-	_, err := Run(context.Background(), failing, fakeBuilder(false, math.Inf(1)), s, Options{})
-	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "workload.rate=") {
-		t.Errorf("error %v: want the runner's, naming the point", err)
+	// A failing run fails its point, not the search (issue 17, item 3):
+	// the point carries the runner's error, naming the point.
+	out, err := Run(context.Background(), failing, fakeBuilder(false, math.Inf(1)), s, Options{})
+	if err != nil || len(out.Failed()) == 0 || !strings.Contains(out.Failed()[0].Failed, "workload.rate=100 replica 0: boom") {
+		t.Errorf("Run = %+v, %v: want the points failed with the runner's error, naming the point", out, err)
 	}
 	for _, tc := range []struct {
 		s    Search

@@ -134,6 +134,11 @@ func (c *capacityCommand) run(ctx context.Context, args []string, w io.Writer) e
 		// What the searches found before the signal is written, marked.
 		return fmt.Errorf("%w: partial capacity report written (%v)", errInterrupted, err)
 	}
+	if failed := rep.Failed(); err == nil && len(failed) > 0 {
+		// The searches finished around the points that could not be run;
+		// the report lists them, and the exit status says so.
+		return fmt.Errorf("%d points failed (marked failed in the report, counted as not meeting the SLO); the lowest: %s", len(failed), failed[0].Failed)
+	}
 	return err
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stormsim/stormsim/internal/golden"
 	"github.com/stretchr/testify/require"
@@ -131,4 +132,45 @@ func TestCapacitySharded(t *testing.T) {
 	_, errOut, code = runCLI(t, append(capacityArgs, "--shard", "0/2", "--out", filepath.Join(dir, "elsewhere"))...)
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "needs --out PARENT/shard-0")
+}
+
+// TestCapacityFailedPoints: points whose runs cannot be built (a service
+// time beyond the 10000h limit) are failed points, written to the report
+// and counted as not meeting the SLO; the search finishes below them and
+// the exit status is 1 (issue 17, item 3).
+func TestCapacityFailedPoints(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, code := runCLI(t, "capacity", "testdata/capacity/tiny.yaml", "--slo", "p99<100ms,success>=99%",
+		"--param", "services.db.service_time.mean", "--range", "1ms:2562047h", "--replicas", "2", "--recovery-bound", "8s",
+		"--format", "json", "--out", dir)
+	require.Equal(t, exitError1, code, errOut)
+	require.Contains(t, errOut, "points failed (marked failed in the report")
+	var rep struct {
+		Capacity struct {
+			Answer struct {
+				HoldsAt *float64 `json:"holds_at"`
+			} `json:"answer"`
+			Points []struct {
+				Value   float64 `json:"value"`
+				Verdict string  `json:"verdict"`
+				Failed  string  `json:"failed"`
+			} `json:"points"`
+		} `json:"capacity"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.NotNil(t, rep.Capacity.Answer.HoldsAt, "the search found where the SLO holds")
+	limit := (10000 * time.Hour).Seconds()
+	failed := 0
+	for _, p := range rep.Capacity.Points {
+		require.Equal(t, p.Value > limit, p.Failed != "", "point %g: failed %q", p.Value, p.Failed)
+		if p.Failed != "" {
+			failed++
+			require.Equal(t, "fails", p.Verdict)
+			require.Contains(t, p.Failed, "must be at most 10000h0m0s")
+		}
+	}
+	require.Greater(t, failed, 0)
+	txt, err := os.ReadFile(filepath.Join(dir, "capacity.txt"))
+	require.NoError(t, err)
+	require.Contains(t, string(txt), "failed points (counted as not meeting the SLO):")
 }
