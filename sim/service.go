@@ -336,9 +336,11 @@ func (m *run) answer(a *attempt, o policies.Outcome, ra time.Duration, dr bool, 
 		}
 	}
 	if a.counted {
-		s.hist.record(now - a.arrived)
+		lat := now - a.arrived
+		i := latencyIndex(lat)
+		s.hist.add(i, lat)
 		if worked && o == policies.OK {
-			s.okHist.record(now - a.arrived)
+			s.okHist.count(i)
 		}
 	}
 	// From here on a cannot be cancelled: its work is over. Dispatching may
