@@ -215,3 +215,22 @@ func (c *latencyCounts) hist() *hdrhistogram.Histogram {
 	s.Counts = c.counts
 	return hdrhistogram.Import(&s)
 }
+
+// histWithout is hist() of the values c holds that d does not, d holding
+// a subset of c's values (each of d's counted in c too). The subtraction is
+// exact, so the histogram is the same as one recorded with only those
+// values: a caller keeps the rare complement in d instead of recording the
+// common case twice. c's counts are restored before it returns.
+func (c *latencyCounts) histWithout(d *latencyCounts) *hdrhistogram.Histogram {
+	if d.total == 0 {
+		return c.hist()
+	}
+	for i := d.lo; i <= d.hi; i++ {
+		c.counts[i] -= d.counts[i]
+	}
+	h := c.hist()
+	for i := d.lo; i <= d.hi; i++ {
+		c.counts[i] += d.counts[i]
+	}
+	return h
+}
