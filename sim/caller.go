@@ -451,7 +451,7 @@ func (m *run) requestDone(req *request, r policies.CallResult) {
 		m.iv.succeeded++
 		m.iv.latSum += float64(lat)
 		i := latencyIndex(lat)
-		m.ivLat.add(i, lat)
+		m.ivLat.count(i)
 		if req.counted {
 			m.totals.succeeded++
 			m.lat.add(i, lat)

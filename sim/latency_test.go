@@ -102,3 +102,38 @@ func TestLatencyCountsComeBackZeroed(t *testing.T) {
 		require.Nil(t, c.counts)
 	}
 }
+
+// TestLatencyHistWithout records values into all and a share of them
+// (none, some, every one) into also count, as a service records every
+// answer in hist and the ones not OK in notOK: all.histWithout(part) must be
+// the histogram of exactly the values not in part, and all must be left as
+// it was.
+func TestLatencyHistWithout(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		share int // one value in share goes to part too; 0: none
+	}{{"none", 0}, {"some", 7}, {"every", 1}} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(3, 4))
+			all, part := newLatencyCounts(), newLatencyCounts()
+			defer all.release()
+			defer part.release()
+			want := metrics.NewLatencyHistogram()
+			for k := range 5000 {
+				d := time.Duration(math.Exp(r.Float64()*math.Log(1e10)) * 100)
+				i := latencyIndex(d)
+				all.add(i, d)
+				if tt.share > 0 && k%tt.share == 0 {
+					part.count(i)
+				} else {
+					metrics.RecordLatency(want, d)
+				}
+			}
+			before := all.hist().Export().Counts
+			got := all.histWithout(part)
+			require.Equal(t, want.Export().Counts, got.Export().Counts)
+			require.Equal(t, want.TotalCount(), got.TotalCount())
+			require.Equal(t, before, all.hist().Export().Counts, "all's counts restored")
+		})
+	}
+}

@@ -137,7 +137,7 @@ func (m *run) releaseCounts() {
 	m.lost[1].release()
 	for _, s := range m.services {
 		s.hist.release()
-		s.okHist.release()
+		s.notOK.release()
 	}
 }
 
@@ -393,7 +393,7 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 		sum.Amplification = max(sum.Amplification, ss.Amplification)
 		sum.Services = append(sum.Services, ss)
 		res.ServiceLatency[s.name] = hist
-		res.ServiceOKLatency[s.name] = s.okHist.hist()
+		res.ServiceOKLatency[s.name] = s.hist.histWithout(s.notOK)
 		if biggest == nil || s.qlen() > biggest.qlen() {
 			biggest = s
 		}

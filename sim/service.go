@@ -30,9 +30,11 @@ type service struct {
 
 	c    svcCounters
 	hist *latencyCounts
-	// okHist holds the attempts answered OK after doing their work: the
-	// latency of a useful answer, without the refusals answered at once.
-	okHist *latencyCounts
+	// notOK holds the counted attempts not answered OK after doing their
+	// work (refusals, failures): hist without them is the latency of a
+	// useful answer. Keeping the complement records nothing more per
+	// attempt in the common case of all answers OK.
+	notOK *latencyCounts
 
 	// snapshots of the machine's time integrals at warm-up and at the
 	// current interval's start
@@ -55,7 +57,7 @@ func newService(m *run, idx int, cfg *topology.Service, commits bool) (*service,
 		return nil, err
 	}
 	s.cm = *cm
-	s.okHist = newLatencyCounts()
+	s.notOK = newLatencyCounts()
 	s.shedFn = func(a *attempt) {
 		a.shed = true
 		a.state = attDeferred
@@ -336,9 +338,11 @@ func (m *run) answer(a *attempt, o policies.Outcome, ra time.Duration, dr bool, 
 		}
 	}
 	if a.counted {
-		s.hist.record(now - a.arrived)
-		if worked && o == policies.OK {
-			s.okHist.record(now - a.arrived)
+		lat := now - a.arrived
+		i := latencyIndex(lat)
+		s.hist.add(i, lat)
+		if !worked || o != policies.OK {
+			s.notOK.count(i)
 		}
 	}
 	// From here on a cannot be cancelled: its work is over. Dispatching may
