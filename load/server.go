@@ -15,6 +15,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
@@ -115,6 +116,10 @@ type Stats struct {
 	Replays    int64 `json:"replays"`
 	InProgress int64 `json:"in_progress"`
 	Conflicts  int64 `json:"conflicts"`
+	// LatencyMs summarizes the latency of the counted attempts the service
+	// answered (arrival to answer, in ms): percentiles from its HDR
+	// histogram, exact mean, max and count; null before the first answer.
+	LatencyMs *metrics.Latency `json:"latency_ms"`
 	// Edges are the service's downstream call edges.
 	Edges []metrics.EdgeSummary `json:"edges,omitempty"`
 }
@@ -164,8 +169,12 @@ type Service struct {
 	queueMax  int64
 	latency   *hdrhistogram.Histogram // attempt latency, µs (counted attempts)
 	okLatency *hdrhistogram.Histogram // of the counted attempts answered OK
-	busyUntil []time.Duration         // per worker: the virtual end of its last work
-	freeSlots []int
+	latSumUs  int64                   // exact sum (µs) and max of latency's values
+	latMax    time.Duration
+	// promLatency is latency in seconds for /metrics, observed with it.
+	promLatency prometheus.Histogram
+	busyUntil   []time.Duration // per worker: the virtual end of its last work
+	freeSlots   []int
 
 	heldBodies atomic.Int64 // bytes of request bodies of admitted attempts (holdBody)
 
@@ -529,6 +538,9 @@ func (rp *reply) send(status int, ans model.Answer) {
 		d := time.Since(rp.arrived)
 		rp.s.mu.Lock()
 		metrics.RecordLatency(rp.s.latency, d)
+		rp.s.latSumUs += int64(d / time.Microsecond)
+		rp.s.latMax = max(rp.s.latMax, d)
+		rp.s.promLatency.Observe(d.Seconds())
 		if ans.Outcome == policies.OK {
 			metrics.RecordLatency(rp.s.okLatency, d)
 		}
@@ -908,6 +920,10 @@ func (s *Service) Stats() Stats {
 	busyA, queueA := s.cm.Areas()
 	st.Busy, st.Queue, st.QueueMax = s.cm.Busy(), s.cm.QueueLen(), s.queueMax
 	st.BusyS, st.QueueS = busyA/1e9, queueA/1e9
+	if n := s.latency.TotalCount(); n > 0 {
+		l := metrics.LatencyOf(s.latency).WithExact(s.latSumUs, n, s.latMax)
+		st.LatencyMs = &l
+	}
 	s.mu.Unlock()
 	s.lmu.Lock()
 	st.Executions, st.Duplicates = s.nExec, s.nDup
