@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+
+	"github.com/stormsim/stormsim/metrics"
 )
 
 // refine adds replicas near the boundary until the bracket [holds at,
@@ -115,4 +117,20 @@ func (o *Outcome) put(p Point) {
 		}
 	}
 	o.Points = append(o.Points, p)
+}
+
+// writePrecision prints how narrow the bracket [holds at, fails at] is
+// against the precision asked, and why it is wider when a bound stopped
+// the rounds that add replicas.
+func (o *Outcome) writePrecision(bw *metrics.ErrWriter, a Answer) {
+	s := o.Search.withDefaults()
+	half := math.Abs(a.FailsAt-a.HoldsAt) / math.Abs(a.FailsAt+a.HoldsAt)
+	switch {
+	case s.Precision < 0:
+		bw.Printf("precision: the bracket is ±%s of its midpoint, with %d replicas per point (no replicas added: --precision 0)\n", pct(half), o.MaxReplicas)
+	case o.Imprecise != "":
+		bw.Printf("precision: the bracket is ±%s of its midpoint, wider than the ±%s asked: %s\n", pct(half), pct(s.Precision), o.Imprecise)
+	default:
+		bw.Printf("precision: the bracket is ±%s of its midpoint (asked ±%s), with up to %d replicas per point near the boundary\n", pct(half), pct(s.Precision), o.MaxReplicas)
+	}
 }
