@@ -1,9 +1,11 @@
 package capacity
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/stormsim/stormsim/metrics"
 )
@@ -41,16 +43,16 @@ func (e *evaluator) refine(ctx context.Context, out *Outcome, step *int, pass, f
 		cost := per * ((n-e.s.Replicas)*len(between) + n)
 		switch {
 		case n == e.s.Replicas:
-			out.Imprecise = fmt.Sprintf("%d replicas per point (the most) leave the bracket wider than ±%s", n, pct(e.s.Precision))
+			out.Imprecise = fmt.Sprintf("%d replicas per point is the most", n)
 			return pass, fail, nil
 		case e.runs+cost > e.s.MaxRuns:
-			out.Imprecise = fmt.Sprintf("the next round (%d replicas near the boundary) would pass the bound of %d runs; the bracket is wider than ±%s", n, e.s.MaxRuns, pct(e.s.Precision))
+			out.Imprecise = fmt.Sprintf("the next round (%d replicas near the boundary) would pass the bound of %d runs", n, e.s.MaxRuns)
 			return pass, fail, nil
 		}
 		e.s.Replicas = n
 		mid := math.Abs(pass+sure) / 2
 		if e.s.Kind != Integer {
-			e.s.Resolution = min(e.s.Resolution, e.s.Precision*mid/2)
+			e.s.Resolution = min(e.s.Resolution, e.s.Precision*mid)
 		}
 		if len(between) > 0 {
 			pts, err := e.points(ctx, *step, between...)
@@ -63,18 +65,21 @@ func (e *evaluator) refine(ctx context.Context, out *Outcome, step *int, pass, f
 				out.put(p)
 			}
 		}
-		// The holding point nearest the failing one, and the first point
-		// beyond it that is not shown to hold.
-		for _, p := range out.Points {
-			if p.Verdict == Holds && between2(p.Value, pass, sure) {
-				pass = p.Value
-			}
-		}
+		// Walking from the holding point towards the failing one, the
+		// first point not shown to hold ends the bracket, and the point
+		// before it holds: the answer errs low, as in the bisection.
+		pts := slices.Clone(out.Points)
+		slices.SortFunc(pts, func(a, b Point) int { return cmp.Compare(math.Abs(a.Value-pass), math.Abs(b.Value-pass)) })
 		fail = sure
-		for _, p := range out.Points {
-			if p.Verdict != Holds && between2(p.Value, pass, sure) && math.Abs(p.Value-pass) < math.Abs(fail-pass) {
-				fail = p.Value
+		for _, p := range pts {
+			if !between2(p.Value, pass, sure) {
+				continue
 			}
+			if p.Verdict != Holds {
+				fail = p.Value
+				break
+			}
+			pass = p.Value
 		}
 		e.limit = e.s.MaxRuns
 		var err error
@@ -85,7 +90,7 @@ func (e *evaluator) refine(ctx context.Context, out *Outcome, step *int, pass, f
 		}
 		if e.limited {
 			if sure, ok := nearestFailing(out.Points, fail, out.Orientation); !ok || !e.precise(pass, sure) {
-				out.Imprecise = fmt.Sprintf("the bound of %d runs stopped the search with %d replicas near the boundary; the bracket is wider than ±%s", e.s.MaxRuns, n, pct(e.s.Precision))
+				out.Imprecise = fmt.Sprintf("the bound of %d runs stopped the search with %d replicas near the boundary", e.s.MaxRuns, n)
 			}
 			return pass, fail, nil
 		}
