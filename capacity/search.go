@@ -305,6 +305,10 @@ func Run(ctx context.Context, run analysis.Runner, build analysis.Builder, s Sea
 		}
 	}
 	e.total = len(s.Runs(s.Lo, e.faults)) * (2 + s.MaxSteps())
+	if s.Precision > 0 && !s.PassOnly {
+		// refine stops its rounds at MaxRuns runs in all.
+		e.total = max(e.total, s.MaxRuns)
+	}
 
 	ends, err := e.points(ctx, 0, s.Lo, s.Hi)
 	if err != nil {
