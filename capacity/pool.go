@@ -84,6 +84,20 @@ type evaluator struct {
 	runs, total int
 	mu          sync.Mutex
 	known       int
+	// done holds every run's result by its spec, so that a point judged
+	// again with more replicas runs only the new ones.
+	done map[runKey]runResult
+	// limit, when positive, bounds e.runs in a bisection (the rounds of
+	// refine); limited records that it stopped one.
+	limit   int
+	limited bool
+}
+
+// runKey names a run: replica r of a value, steady or with faults.
+type runKey struct {
+	value   float64
+	replica int
+	faults  bool
 }
 
 // newEvaluator validates s and returns the evaluator of its runs, with
@@ -120,9 +134,16 @@ func (e *evaluator) progress(n int) {
 // points evaluates values (one search step) with all their runs in
 // parallel, and judges each.
 func (e *evaluator) points(ctx context.Context, step int, values ...float64) ([]Point, error) {
-	var specs []RunSpec
+	var all, specs []RunSpec
 	for _, v := range values {
-		specs = append(specs, e.s.Runs(v, e.faults)...)
+		all = append(all, e.s.Runs(v, e.faults)...)
+	}
+	// Only the runs not made before are the step's: the exchange and a
+	// restarted shard see the same list.
+	for _, sp := range all {
+		if _, ok := e.done[sp.key()]; !ok {
+			specs = append(specs, sp)
+		}
 	}
 	key := fmt.Sprintf("%sstep-%d", e.opt.Key, step)
 	results := make([]runResult, len(specs))
@@ -135,13 +156,26 @@ func (e *evaluator) points(ctx context.Context, step int, values ...float64) ([]
 		}
 	}
 	e.runs += len(specs)
+	if e.done == nil {
+		e.done = map[runKey]runResult{}
+	}
+	for i, sp := range specs {
+		e.done[sp.key()] = results[i]
+	}
 	out := make([]Point, len(values))
-	per := len(specs) / len(values)
+	per := len(all) / len(values)
 	for i, v := range values {
-		out[i] = e.judge(step, v, results[i*per:(i+1)*per])
+		rs := make([]runResult, per)
+		for j, sp := range all[i*per : (i+1)*per] {
+			rs[j] = e.done[sp.key()]
+		}
+		out[i] = e.judge(step, v, rs)
 	}
 	return out, nil
 }
+
+// key names the run.
+func (r RunSpec) key() runKey { return runKey{r.Value, r.Replica, r.Faults} }
 
 // toRun returns the indices of the specs this process must run: all of
 // them, or those it owns in the exchange, or none when it recalls its

@@ -394,6 +394,9 @@ func (r *Report) writeCapacity(bw *metrics.ErrWriter, o *Outcome) {
 		}
 		bw.Printf("\n")
 	}
+	if a.Status == "bracketed" && !math.IsNaN(a.FailsAt) {
+		o.writePrecision(bw, a)
+	}
 	if st, ok := o.SteadyHoldsTo(); ok && o.Bound() == "recovery" {
 		bw.Printf("steady state alone: holds at least to %s%s", f(st), u)
 		if !math.IsNaN(a.FailsAt) {

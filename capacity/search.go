@@ -42,6 +42,14 @@ const (
 	// DefaultSteps is how many halvings of the range the default resolution
 	// allows: resolution = (Hi − Lo) / 2^DefaultSteps.
 	DefaultSteps = 7
+	// DefaultPrecision is the bracket's half-width, as a share of its
+	// midpoint, that the search adds replicas near the boundary to reach.
+	DefaultPrecision = 0.02
+	// DefaultMaxRuns bounds the simulations of a search that adds
+	// replicas for precision: about 15 s of M/M/1 runs on two cores.
+	DefaultMaxRuns = 1000
+	// NoRefine as Precision keeps the replicas at Replicas everywhere.
+	NoRefine = -1
 )
 
 // Search is one boundary search: the value of Param, between Lo and Hi, at
@@ -75,6 +83,17 @@ type Search struct {
 	// hold. By default a second bisection then locates where it is shown
 	// to fail, so the answer is bracketed by two confident statements.
 	PassOnly bool
+	// Precision is the half-width, as a share of its midpoint, of the
+	// bracket [holds at, fails at] the search aims for: while the bracket
+	// is wider, the points between its ends (whose bounds straddle the
+	// threshold) are judged again with twice the replicas, on common
+	// random numbers, and the bisection resumes. 0 means
+	// DefaultPrecision; NoRefine (negative) turns this off.
+	Precision float64
+	// MaxRuns bounds the simulations of the search when it adds replicas
+	// for precision; 0 means DefaultMaxRuns. A round that would pass it is
+	// not started, and the outcome says so (Outcome.Imprecise).
+	MaxRuns int
 }
 
 // withDefaults returns s with defaults filled in.
@@ -87,6 +106,12 @@ func (s Search) withDefaults() Search {
 	}
 	if s.Resolution <= 0 {
 		s.Resolution = (s.Hi - s.Lo) / math.Exp2(DefaultSteps)
+	}
+	if s.Precision == 0 {
+		s.Precision = DefaultPrecision
+	}
+	if s.MaxRuns <= 0 {
+		s.MaxRuns = DefaultMaxRuns
 	}
 	if s.Kind == Integer {
 		s.Resolution = max(1, math.Ceil(s.Resolution))
@@ -114,6 +139,8 @@ func (s Search) Validate() error {
 		return fmt.Errorf("capacity: confidence must be in (0, 1), got %g", s.Confidence)
 	case len(s.SLO) == 0:
 		return errors.New("capacity: no SLO")
+	case math.IsNaN(s.Precision) || s.Precision >= 1:
+		return fmt.Errorf("capacity: precision must be below 1 (a share of the answer), got %g", s.Precision)
 	case s.Resolution < 0 || math.IsNaN(s.Resolution):
 		return fmt.Errorf("capacity: resolution must be ≥ 0, got %g", s.Resolution)
 	}
@@ -198,6 +225,12 @@ type Outcome struct {
 	// finished: Points are the ones evaluated, Pass and Fail the bracket it
 	// had narrowed to.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Imprecise, when not empty, says why the bracket is wider than the
+	// search's Precision: the run bound or the replica bound stopped the
+	// rounds that add replicas near the boundary.
+	Imprecise string `json:"imprecise,omitempty"`
+	// MaxReplicas is the most replicas any point was judged with.
+	MaxReplicas int `json:"max_replicas"`
 }
 
 // PassPoint returns the boundary's holding point, or nil.
@@ -272,6 +305,10 @@ func Run(ctx context.Context, run analysis.Runner, build analysis.Builder, s Sea
 		}
 	}
 	e.total = len(s.Runs(s.Lo, e.faults)) * (2 + s.MaxSteps())
+	if s.Precision > 0 && !s.PassOnly {
+		// refine stops its rounds at MaxRuns runs in all.
+		e.total = max(e.total, s.MaxRuns)
+	}
 
 	ends, err := e.points(ctx, 0, s.Lo, s.Hi)
 	if err != nil {
@@ -281,10 +318,15 @@ func Run(ctx context.Context, run analysis.Runner, build analysis.Builder, s Sea
 	o, pass, fail, bracketed := orient(s, ends[0], ends[1])
 	out.Orientation = o
 	if bracketed {
-		if pass, fail, err = e.narrow(ctx, out, pass, fail); err != nil {
+		step := 1
+		if pass, fail, err = e.narrow(ctx, out, &step, pass, fail); err != nil {
+			return e.stopped(ctx, out, err, pass, fail)
+		}
+		if pass, fail, err = e.refine(ctx, out, &step, pass, fail); err != nil {
 			return e.stopped(ctx, out, err, pass, fail)
 		}
 	}
+	out.MaxReplicas = e.s.Replicas
 	out.Runs = e.runs
 	out.finish()
 	if bracketed {
@@ -322,9 +364,8 @@ func orient(s Search, lo, hi Point) (o Orientation, pass, fail float64, ok bool)
 // far as it got). Phase 1 finds where the SLO stops being shown to hold
 // (unsure points count as not holding); unless PassOnly, phase 2 then
 // narrows the gap between that point and the nearest point shown to fail.
-func (e *evaluator) narrow(ctx context.Context, out *Outcome, pass, fail float64) (float64, float64, error) {
-	step := 1
-	pass, fail, err := e.bisect(ctx, out, &step, pass, fail, func(p Point) bool { return p.Verdict == Holds })
+func (e *evaluator) narrow(ctx context.Context, out *Outcome, step *int, pass, fail float64) (float64, float64, error) {
+	pass, fail, err := e.bisect(ctx, out, step, pass, fail, func(p Point) bool { return p.Verdict == Holds })
 	if err != nil {
 		return pass, fail, err
 	}
@@ -333,7 +374,7 @@ func (e *evaluator) narrow(ctx context.Context, out *Outcome, pass, fail float64
 	}
 	sure, ok := nearestFailing(out.Points, fail, out.Orientation)
 	if ok && sure != fail {
-		if _, _, err = e.bisect(ctx, out, &step, fail, sure, func(p Point) bool { return p.Verdict != Fails }); err != nil {
+		if _, _, err = e.bisect(ctx, out, step, fail, sure, func(p Point) bool { return p.Verdict != Fails }); err != nil {
 			return pass, fail, err
 		}
 	}
@@ -383,11 +424,15 @@ func (e *evaluator) bisect(ctx context.Context, out *Outcome, step *int, good, b
 				break
 			}
 		}
+		if e.limit > 0 && e.runs+len(s.Runs(mid, e.faults)) > e.limit {
+			e.limited = true // refine's run bound: it says so
+			break
+		}
 		pts, err := e.points(ctx, *step, mid)
 		if err != nil {
 			return good, bad, err
 		}
-		out.Points = append(out.Points, pts[0])
+		out.put(pts[0])
 		out.Steps = *step
 		*step++
 		if isGood(pts[0]) {

@@ -23,7 +23,7 @@ func TestSearchNoiseFree(t *testing.T) {
 	s := Search{Param: "workload.rate", Lo: 100, Hi: 900, Resolution: 1, Replicas: 3, SLO: fakeSLO(), Orientation: HoldsBelow}
 	lastDone, progressOK := 0, true
 	progress := func(done, total int) {
-		progressOK = progressOK && done == lastDone+1 && done <= total && total == 3*(2+s.MaxSteps())
+		progressOK = progressOK && done == lastDone+1 && done <= total && total == max(3*(2+s.MaxSteps()), DefaultMaxRuns)
 		lastDone = done
 	}
 	out, err := Run(context.Background(), fakeRunner(0, &calls), fakeBuilder(false, math.Inf(1)), s, Options{Workers: 2, Progress: progress})

@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 
@@ -125,12 +126,13 @@ func checkAgainstTheory(t *testing.T, out *Outcome, c int, mu, limitMs float64) 
 	if p := sojournP99(c, mu, a.FailsAt); p < limitMs/quant {
 		t.Errorf("fails at %.1f, where theory's p99 is %.2fms < %gms", a.FailsAt, p, limitMs)
 	}
-	n := len(out.Points[0].Replicas)
-	tq := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(0.9995)
 	for _, p := range out.Points {
 		if p.Value/(float64(c)*mu) > 0.9 {
 			continue // near saturation a short run has not reached steady state
 		}
+		// Points near the boundary were judged with more replicas.
+		n := len(p.Replicas)
+		tq := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(0.9995)
 		ts := p.Terms[0]
 		theory := sojournP99(c, mu, p.Value)
 		if d := math.Abs(ts.Mean - theory); d > tq*ts.SD/math.Sqrt(float64(n))+theory*(quant-1) {
@@ -207,5 +209,75 @@ func TestSolveWorkersSim(t *testing.T) {
 	}
 	if pts[0].Verdict != Holds || pts[1].Verdict == Holds {
 		t.Errorf("5 workers: %v, 4 workers: %v; want holds and not", pts[0].Verdict, pts[1].Verdict)
+	}
+}
+
+// TestCapacityPrecision runs the search as `stormsim capacity` does by
+// default (three replicas, the default range around the scenario's 700/s)
+// on the M/M/1 queue: replicas added near the boundary must narrow the
+// bracket to the asked precision, and the bracket must still hold the
+// theory's capacity with the checks of checkAgainstTheory. Without them
+// (NoRefine) the same search leaves a bracket wider than ±2 %.
+func TestCapacityPrecision(t *testing.T) {
+	base, build := loadBuilder(t, "testdata/mm1.yaml")
+	slo, _ := ParseSLO("p99<20ms")
+	lo, hi, err := DefaultRange("workload.rate", Real, base.Workload.Rate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lambdaStar := capacityFor(1, 1000, 20)
+	for _, tc := range []struct {
+		precision float64
+		want      float64 // the half-width asked for, as a share
+		maxRuns   int
+	}{
+		{0, DefaultPrecision, 0},
+		{0.01, 0.01, 3000},
+		{NoRefine, math.Inf(1), 0},
+	} {
+		t.Run(fmt.Sprint(tc.precision), func(t *testing.T) {
+			s := Search{Param: "workload.rate", Lo: lo, Hi: hi, SLO: slo, Precision: tc.precision, MaxRuns: tc.maxRuns}
+			out, err := Run(context.Background(), simRun, build, s, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := out.Answer()
+			half := (a.FailsAt - a.HoldsAt) / 2 / ((a.FailsAt + a.HoldsAt) / 2)
+			t.Logf("holds at %.1f, fails at %.1f: ±%.2f%%, %d runs, up to %d replicas %s", a.HoldsAt, a.FailsAt, 100*half, out.Runs, out.MaxReplicas, out.Imprecise)
+			if math.IsInf(tc.want, 1) {
+				if half <= DefaultPrecision || out.MaxReplicas != DefaultReplicas {
+					t.Errorf("without refinement: ±%.2f%% with up to %d replicas; want the 3-replica bracket, wider than ±2%%", 100*half, out.MaxReplicas)
+				}
+				return
+			}
+			if out.Imprecise != "" {
+				t.Fatalf("stopped before the precision: %s", out.Imprecise)
+			}
+			if half > tc.want {
+				t.Errorf("bracket %.1f..%.1f is ±%.2f%%, want within ±%g%%", a.HoldsAt, a.FailsAt, 100*half, 100*tc.want)
+			}
+			if !(a.HoldsAt <= lambdaStar && lambdaStar <= a.FailsAt) {
+				t.Errorf("bracket %.1f..%.1f does not contain λ* = %.1f", a.HoldsAt, a.FailsAt, lambdaStar)
+			}
+			if bound := out.Search.withDefaults().MaxRuns; out.Runs > bound {
+				t.Errorf("%d runs, more than the bound %d", out.Runs, bound)
+			}
+			checkAgainstTheory(t, out, 1, 1000, 20)
+		})
+	}
+}
+
+// TestCapacityRunBound checks that the run bound stops the rounds and
+// that the outcome says so.
+func TestCapacityRunBound(t *testing.T) {
+	_, build := loadBuilder(t, "testdata/mm1.yaml")
+	slo, _ := ParseSLO("p99<20ms")
+	s := Search{Param: "workload.rate", Lo: 175, Hi: 2800, SLO: slo, Precision: 0.001, MaxRuns: 120}
+	out, err := Run(context.Background(), simRun, build, s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Imprecise == "" || out.Runs > 120 {
+		t.Errorf("runs %d (bound 120), imprecise %q: want the bound to stop the search and say so", out.Runs, out.Imprecise)
 	}
 }

@@ -39,6 +39,7 @@ type capacityCommand struct {
 	param      string
 	rng        string
 	resolution float64
+	precision  float64
 	replicas   int
 	conf       float64
 	solves     []string
@@ -58,6 +59,7 @@ func (c *capacityCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.param, "param", "workload.rate", "the load `PATH` searched")
 	fs.StringVar(&c.rng, "range", "", "search the load between `lo:hi` (default: a quarter to four times the scenario's value)")
 	fs.Float64Var(&c.resolution, "resolution", 0, "stop when the bracket is this narrow (default: the range / 128; integers: 1)")
+	fs.Float64Var(&c.precision, "precision", capacity.DefaultPrecision, "add replicas near the boundary until the bracket is within ± this share of its midpoint (0: never add replicas)")
 	fs.IntVar(&c.replicas, "replicas", capacity.DefaultReplicas, "runs per point, replica r with the same seed at every point (common random numbers)")
 	fs.Float64Var(&c.conf, "confidence", capacity.DefaultConfidence, "confidence of the statement that the SLO holds at the answer")
 	fs.StringArrayVar(&c.solves, "solve", nil, "what-if: search `PATH[=lo:hi]` for the smallest (or largest) value that meets the SLO at --target; repeatable")
@@ -145,7 +147,13 @@ func (c *capacityCommand) run(ctx context.Context, args []string, w io.Writer) e
 // plan returns the capacity study the flags ask for on base: the load
 // search, the what-if solves, or both.
 func (c *capacityCommand) plan(base *topology.Scenario, s capacity.SLO) (*capacity.Plan, error) {
-	search := capacity.Search{Param: c.param, Resolution: c.resolution, Replicas: c.replicas, Confidence: c.conf, SLO: s, Detector: c.det}
+	search := capacity.Search{Param: c.param, Resolution: c.resolution, Replicas: c.replicas, Confidence: c.conf, SLO: s, Detector: c.det, Precision: c.precision}
+	if c.precision == 0 {
+		search.Precision = capacity.NoRefine
+	}
+	if !(c.precision >= 0 && c.precision < 1) {
+		return nil, fmt.Errorf("--precision must be in [0, 1), a share of the answer such as 0.02, got %g", c.precision)
+	}
 	kind, _, _, err := capacity.PathOf(base, c.param)
 	if err != nil {
 		return nil, fmt.Errorf("--param: %w", err)
