@@ -77,9 +77,9 @@ func (a *Arrivals) Next() (at time.Duration, write, ok bool) {
 			a.phase, a.phaseN, at = t, 0, t
 		case a.constant:
 			a.phaseN++
-			at = a.phase + time.Duration(math.Round(float64(a.phaseN)*float64(time.Second)/rate))
+			at = a.phase + roundNs(float64(a.phaseN)*float64(time.Second)/rate)
 		default:
-			at = t + time.Duration(math.Round(a.r.ExpFloat64()*float64(time.Second)/rate))
+			at = t + roundNs(a.r.ExpFloat64()*float64(time.Second)/rate)
 		}
 		if at < until {
 			break
@@ -130,4 +130,16 @@ func (a *Arrivals) rateAt(t time.Duration) (rate float64, until time.Duration) {
 	}
 	a.segOK, a.segFrom, a.segUntil, a.segRate = true, from, until, rate
 	return rate, until
+}
+
+// roundNs is time.Duration(math.Round(x)) for a time x in ns, without
+// math.Round's bit manipulation on the path every arrival takes. For x in
+// [0.5, 2^52), x+0.5 is exact (x's ulp is at most 0.5 and the sum stays in
+// x's binade when it is below the next integer), so truncating it rounds
+// half away from zero as math.Round does; other x go to math.Round.
+func roundNs(x float64) time.Duration {
+	if x >= 0.5 && x < 1<<52 {
+		return time.Duration(x + 0.5)
+	}
+	return time.Duration(math.Round(x))
 }
