@@ -1,6 +1,7 @@
 package model
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -236,5 +237,22 @@ func TestCalleeStoreFullIsUnavailableWithoutRetryAfter(t *testing.T) {
 	}
 	if a := c.PresetAnswer(); a != (Answer{Outcome: policies.Unavailable}) {
 		t.Errorf("store full: %+v, want unavailable without retry-after", a)
+	}
+}
+
+// TestRoundNs checks roundNs against math.Round at the edges of its fast
+// range and at halves, where truncating x+0.5 could go wrong.
+func TestRoundNs(t *testing.T) {
+	xs := []float64{0, 0.25, 0.49999999999999994, 0.5, 0.5000000000000001, 1, 1.4999999999999998, 1.5, 2.5,
+		1e6 + 0.5, 1e6 + 0.49999999999999, math.Nextafter(1<<52, 0), 1 << 52, 1<<52 + 1, 1 << 60, -0.5, -1.5,
+		math.Nextafter(3.5, 0), math.Nextafter(1<<40+0.5, 0), 1<<40 + 0.5}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 100000 {
+		xs = append(xs, r.ExpFloat64()*float64(time.Second)/1000, math.Floor(r.Float64()*1e12)+0.5)
+	}
+	for _, x := range xs {
+		if got, want := roundNs(x), time.Duration(math.Round(x)); got != want {
+			t.Fatalf("roundNs(%v) = %d, math.Round gives %d", x, got, want)
+		}
 	}
 }

@@ -175,7 +175,12 @@ func (m *run) arrive(a *attempt) {
 	if a.caller == nil {
 		m.countTimedOut(a) // its caller gave up while it travelled
 	}
-	switch adm, ans := s.cm.Arrive(now, a, s.cm.Expired(now, a.hasDeadline, a.deadline)); adm {
+	expired := s.cm.Expired(now, a.hasDeadline, a.deadline)
+	if s.cm.ArriveIdle(now, expired) { // the common case, inlined
+		m.startWork(a)
+		return
+	}
+	switch adm, ans := s.cm.Arrive(now, a, expired); adm {
 	case model.Started:
 		m.startWork(a)
 	case model.Queued:
@@ -202,12 +207,13 @@ func (m *run) startWork(a *attempt) {
 	a.state = attWorking
 	// The request record is read only when the store needs it: it is
 	// rarely in cache, and most services keep no store.
-	var write bool
-	var key string
-	if s.cm.Keyed() && a.req.write {
-		write, key = true, a.req.idemKey()
+	// Only a write at a keyed service consults the store; the rest draw
+	// their service time directly (what Begin would return for them).
+	if !s.cm.Keyed() || !a.req.write {
+		a.ev = m.eng.After(s.cm.ServiceTime(), m.hWorkDone, a)
+		return
 	}
-	d, fence, preset := s.cm.Begin(m.eng.Now(), write, key, 1)
+	d, fence, preset := s.cm.Begin(m.eng.Now(), true, a.req.idemKey(), 1)
 	a.fence = fence
 	if preset {
 		ans := s.cm.PresetAnswer()
