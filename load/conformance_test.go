@@ -110,6 +110,9 @@ type scripted struct {
 	answers map[int]*httptest.ResponseRecorder
 	cancels []context.CancelFunc
 	wg      sync.WaitGroup
+	// timeout, if set, is the caller's: request i's context is cancelled
+	// at its arrival + timeout, as the simulator's client gives up.
+	timeout time.Duration
 }
 
 func newScripted(t *testing.T, sc *topology.Scenario, name string) *scripted {
@@ -134,10 +137,19 @@ func newScripted(t *testing.T, sc *topology.Scenario, name string) *scripted {
 // run sends request i (made by mk) at arrivals[i] and lets the service
 // run until nothing is left to wake.
 func (s *scripted) run(arrivals []time.Duration, mk func(i int) *http.Request) {
-	i := 0
+	i, gone := 0, 0
 	for {
 		sl := s.clock.earliest()
+		next := time.Duration(math.MaxInt64)
+		if sl != nil {
+			next = sl.at
+		}
 		switch {
+		case s.timeout > 0 && gone < i && arrivals[gone]+s.timeout < next &&
+			(i == len(arrivals) || arrivals[gone]+s.timeout < arrivals[i]):
+			s.clock.set(arrivals[gone] + s.timeout)
+			s.cancels[gone]()
+			gone++
 		case i < len(arrivals) && (sl == nil || arrivals[i] < sl.at):
 			s.clock.set(arrivals[i])
 			s.launch(i, mk(i))
@@ -261,6 +273,10 @@ services:
 			st := s.svc.Stats().All
 			if st.Dropped != simS.TimedOut {
 				t.Errorf("dropped: serve %d, simulator %d", st.Dropped, simS.TimedOut)
+			}
+			// A dropped reply's work was done and answered OK: ok in both.
+			if st.Succeeded != simS.Succeeded {
+				t.Errorf("succeeded: serve %d, simulator %d", st.Succeeded, simS.Succeeded)
 			}
 			// 200 replies dropped each with 0.75: 150 ± 4σ (σ = 6.1); the
 			// max(p) rule would drop 100.
@@ -421,6 +437,43 @@ services:
 			require.Equal(t, simBins, bins, "the load driver's arrivals per 250 ms")
 			require.Positive(t, writes, "no writes drawn: the row tests nothing")
 			require.Equal(t, res.Summary.Services[0].Executions, writes, "writes: simulator executions, driver writes")
+		}},
+		{"ok counts work answered OK also after the caller gave up, as in the simulator", func(t *testing.T) {
+			// A callee slower than its caller's timeout that does not
+			// cancel: most attempts finish for nobody. Both modes count
+			// each finished attempt succeeded or failed by its answer,
+			// and also wasted when its caller had gone.
+			sc := parseScenario(t, `
+name: slow
+seed: 11
+duration: 1s
+workload:
+  entry: svc
+  arrival: constant
+  rate: 50
+  client: {timeout: 15ms, retry: {max_attempts: 1}}
+services:
+  - name: svc
+    workers: 4
+    service_time: {dist: exponential, mean: 20ms}
+    error_rate: 0.2
+`)
+			simS := runSim(t, sc).Services[0]
+			s := newScripted(t, sc, "svc")
+			s.timeout = 15 * time.Millisecond
+			s.run(constantArrivals(50, time.Second), get)
+			st := s.svc.Stats().All
+			got := [...]int64{st.Attempts, st.Succeeded, st.Failed, st.TimedOut, st.Wasted}
+			want := [...]int64{simS.Attempts, simS.Succeeded, simS.Failed, simS.TimedOut, simS.Wasted}
+			if got != want {
+				t.Errorf("attempts, succeeded, failed, timed out, wasted: serve %v, simulator %v", got, want)
+			}
+			if simS.Wasted == 0 || simS.Wasted == simS.Attempts {
+				t.Errorf("simulator wasted %d of %d: the row needs both on-time and abandoned work", simS.Wasted, simS.Attempts)
+			}
+			if st.Wasted > st.Succeeded+st.Failed {
+				t.Errorf("serve wasted %d > succeeded %d + failed %d", st.Wasted, st.Succeeded, st.Failed)
+			}
 		}},
 		{"wait_for beyond the group is an error, not clamped", func(t *testing.T) {
 			_, err := topology.Parse("q.yaml", []byte("name: q\nduration: 1s\nworkload: {entry: gw, rate: 1}\nservices:\n  - {name: gw, workers: 1, service_time: {dist: constant, value: 1ms}, calls: [{to: b, fanout: 2, wait_for: 3}]}\n  - {name: b, workers: 1, service_time: {dist: constant, value: 1ms}}\n"), nil)

@@ -55,8 +55,10 @@ const (
 type Counters struct {
 	// Attempts that arrived.
 	Attempts int64 `json:"attempts"`
-	// Succeeded and Failed: attempts answered with success or a failure
-	// after starting work (injected errors, downstream failures).
+	// Succeeded and Failed: attempts that did their work and answered
+	// with success or a failure (injected errors, downstream failures),
+	// also when their caller was already gone (then also Wasted) or the
+	// reply was dropped: the simulator's meaning (docs/concepts.md).
 	Succeeded int64 `json:"succeeded"`
 	Failed    int64 `json:"failed"`
 	// Rejected: refused before starting (queue full, concurrency limit,
@@ -68,7 +70,8 @@ type Counters struct {
 	Expired int64 `json:"expired"`
 	// TimedOut: attempts whose caller was gone before the answer.
 	TimedOut int64 `json:"timed_out"`
-	// Wasted: attempts that completed their work after their caller was gone.
+	// Wasted: attempts that completed their work after their caller was
+	// gone; each is also in Succeeded or Failed.
 	Wasted int64 `json:"wasted"`
 	// Cancelled: attempts stopped midway because their caller went away
 	// (cancel_on_timeout).
@@ -526,6 +529,17 @@ func (rp *reply) add(fs ...func(*counters) *atomic.Int64) {
 	}
 }
 
+// worked counts an attempt that did its work as succeeded or failed by
+// its answer o, whether or not its caller still waits for it: the
+// simulator's "ok" column (docs/concepts.md), which serve shares.
+func (rp *reply) worked(o policies.Outcome) {
+	if o == policies.OK {
+		rp.add(cSucceeded)
+		return
+	}
+	rp.add(cFailed)
+}
+
 // send writes the answer: its status, and for a failure its class and
 // pushback headers.
 func (rp *reply) send(status int, ans model.Answer) {
@@ -534,18 +548,26 @@ func (rp *reply) send(status int, ans model.Answer) {
 		SetRetryAfter(rp.w.Header(), ans.RetryAfter, ans.DontRetry)
 	}
 	rp.w.WriteHeader(status)
-	if !rp.warm {
-		d := time.Since(rp.arrived)
-		rp.s.mu.Lock()
-		metrics.RecordLatency(rp.s.latency, d)
-		rp.s.latSumUs += int64(d / time.Microsecond)
-		rp.s.latMax = max(rp.s.latMax, d)
-		rp.s.promLatency.Observe(d.Seconds())
-		if ans.Outcome == policies.OK {
-			metrics.RecordLatency(rp.s.okLatency, d)
-		}
-		rp.s.mu.Unlock()
+	rp.record(ans.Outcome)
+}
+
+// record adds the attempt's latency so far, answered with o, to the
+// service's histograms; an answer nobody hears is recorded too, as the
+// simulator does, so the OK histogram holds every succeeded attempt.
+func (rp *reply) record(o policies.Outcome) {
+	if rp.warm {
+		return
 	}
+	d := time.Since(rp.arrived)
+	rp.s.mu.Lock()
+	metrics.RecordLatency(rp.s.latency, d)
+	rp.s.latSumUs += int64(d / time.Microsecond)
+	rp.s.latMax = max(rp.s.latMax, d)
+	rp.s.promLatency.Observe(d.Seconds())
+	if o == policies.OK {
+		metrics.RecordLatency(rp.s.okLatency, d)
+	}
+	rp.s.mu.Unlock()
 }
 
 func cAttempts(c *counters) *atomic.Int64  { return &c.attempts }
@@ -716,21 +738,22 @@ func (s *Service) serveWork(ctx context.Context, r *http.Request, rp *reply, a a
 	if executed {
 		s.executed(a.id)
 	}
+	rp.worked(o)
 	switch {
 	case gone:
 		rp.add(cTimedOut, cWasted)
+		rp.record(o)
 	case dropped:
 		// The reply is lost: the caller hears nothing until it gives up.
 		rp.add(cDropped, cTimedOut)
+		rp.record(o)
 		select {
 		case <-r.Context().Done():
 		case <-s.stop.Done():
 		}
 	case o == policies.OK:
-		rp.add(cSucceeded)
 		rp.send(http.StatusOK, model.Answer{Outcome: o})
 	default:
-		rp.add(cFailed)
 		rp.send(statusOf(o), model.Answer{Outcome: o})
 	}
 }
@@ -773,12 +796,11 @@ func (s *Service) answerPreset(rp *reply, wt *waiter, start time.Duration, ans m
 	case policies.Conflict, policies.Error:
 		s.conflict.Add(1)
 	}
+	rp.worked(ans.Outcome)
 	if ans.Outcome == policies.OK {
-		rp.add(cSucceeded)
 		rp.send(http.StatusOK, ans)
 		return
 	}
-	rp.add(cFailed)
 	rp.send(statusOf(ans.Outcome), ans)
 }
 
