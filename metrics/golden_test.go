@@ -170,3 +170,27 @@ func ExampleWriteJSON() {
 	//   "services": []
 	// }
 }
+
+// A run's hints are printed, one a line, and its JSON carries them under
+// "hints"; without hints neither mentions them (issue 16).
+func TestHintsInTextAndJSON(t *testing.T) {
+	r := metricstest.Storm()
+	const hint = "hint: work drained for 30.0s after the 10s arrival window (more than 3x): bound it with services.db.queue or limits.max_drain"
+	for _, hints := range [][]string{nil, {hint}} {
+		r.Summary.Hints = hints
+		var text, js bytes.Buffer
+		if err := metrics.FormatText(&text, &r.Summary); err != nil {
+			t.Fatal(err)
+		}
+		if err := metrics.WriteJSON(&js, &r.Summary); err != nil {
+			t.Fatal(err)
+		}
+		want := len(hints) > 0
+		if got := strings.Contains(text.String(), "\n"+hint+"\n"); got != want {
+			t.Errorf("hints %q: text has the hint line = %v, want %v:\n%s", hints, got, want, text.String())
+		}
+		if got := strings.Contains(js.String(), `"hints"`); got != want {
+			t.Errorf("hints %q: JSON has \"hints\" = %v, want %v", hints, got, want)
+		}
+	}
+}

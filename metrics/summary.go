@@ -41,6 +41,10 @@ type Summary struct {
 	Verdict *Verdict `json:"verdict,omitempty"`
 	// SLO is the objective given with --slo, judged (nil without one).
 	SLO *SLOReport `json:"slo,omitempty"`
+	// Hints say what in the scenario let the run behave as it did and
+	// which keys would change it, e.g. a drain longer than 3x the arrival
+	// window (omitted when there are none).
+	Hints []string `json:"hints,omitempty"`
 }
 
 // Requests counts logical requests offered at the entry after warm-up, by

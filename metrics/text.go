@@ -29,6 +29,9 @@ func FormatText(w io.Writer, s *Summary) error {
 	if s.SLO != nil {
 		p("slo        %s\n", s.SLO.Line())
 	}
+	for _, h := range s.Hints {
+		p("%s\n", h)
+	}
 	rq := s.Requests
 	p("requests   offered %d  succeeded %d (%s)  failed %d (%s)  unknown %d (%s)\n",
 		rq.Offered, rq.Succeeded, pct(rq.Succeeded, rq.Offered), rq.Failed, pct(rq.Failed, rq.Offered), rq.Unknown, pct(rq.Unknown, rq.Offered))

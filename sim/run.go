@@ -361,6 +361,9 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 		UnknownCommitted:    lt.UnknownCommitted,
 		UnknownNotCommitted: lt.UnknownNotCommitted,
 	}
+	if h := sc.DrainHint(simEnd); h != "" {
+		sum.Hints = []string{h}
+	}
 	// A run stopped early (diverged, interrupted) measured only up to
 	// where it stopped; dividing by the whole window would understate goodput.
 	if w := (min(sc.Duration, simEnd) - sc.Warmup).Seconds(); w > 0 {

@@ -1,6 +1,10 @@
 package topology
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // Warnings returns what is valid in s but does not do what it looks like
 // it does, each naming the keys that would fix it: a propagated deadline
@@ -24,8 +28,7 @@ func (s *Scenario) Warnings() []string {
 	}
 	bounded := false
 	for i := range s.Services {
-		svc := &s.Services[i]
-		bounded = bounded || svc.Queue != nil || svc.CancelOnTimeout || svc.RejectExpired
+		bounded = bounded || len(unboundedKeys(&s.Services[i])) < 3
 	}
 	if !bounded && len(s.Services) > 0 {
 		name := s.Services[len(s.Services)-1].Name
@@ -56,4 +59,45 @@ func flatCalls(calls []Call) []*Call {
 		out = append(out, &calls[i])
 	}
 	return out
+}
+
+// DrainHint returns a hint when a run that ended at simulated time end
+// drained for longer than 3x its arrival window after the window closed,
+// naming the unset keys that would bound that work: each service's
+// queue, cancel_on_timeout and reject_expired, workload.deadline, and
+// limits.max_drain. It returns "" for a shorter drain. The simulator puts
+// it in the run's summary, so run, compare and sweep all carry it.
+func (s *Scenario) DrainHint(end time.Duration) string {
+	drain := end - s.Duration
+	if s.Duration <= 0 || drain <= 3*s.Duration {
+		return ""
+	}
+	var keys []string
+	for i := range s.Services {
+		keys = append(keys, unboundedKeys(&s.Services[i])...)
+	}
+	if s.Workload.Deadline == 0 {
+		keys = append(keys, "workload.deadline")
+	}
+	keys = append(keys, "limits.max_drain")
+	return fmt.Sprintf("hint: work drained for %.1fs after the %v arrival window (more than 3x): bound it with %s or %s",
+		drain.Seconds(), s.Duration, strings.Join(keys[:len(keys)-1], ", "), keys[len(keys)-1])
+}
+
+// unboundedKeys names the keys of svc left unset that would bound the
+// work queued at it or abandoned by its callers: the static hint in
+// Warnings and the run-time DrainHint share it.
+func unboundedKeys(svc *Service) []string {
+	at := "services." + svc.Name
+	var keys []string
+	if svc.Queue == nil {
+		keys = append(keys, at+".queue")
+	}
+	if !svc.CancelOnTimeout {
+		keys = append(keys, at+".cancel_on_timeout")
+	}
+	if !svc.RejectExpired {
+		keys = append(keys, at+".reject_expired")
+	}
+	return keys
 }

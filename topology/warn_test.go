@@ -3,6 +3,7 @@ package topology
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestWarnings: settings that are valid but do not do what they look like
@@ -68,5 +69,28 @@ services:
 	got := sc.Warnings()
 	if len(got) != 1 || !strings.Contains(got[0], "nothing bounds a storm") || !strings.Contains(got[0], "services.db.queue=1000") {
 		t.Errorf("warnings %q, want one hint naming services.NAME.queue, cancel_on_timeout and reject_expired", got)
+	}
+}
+
+// TestDrainHint: a drain longer than 3x the arrival window gets one hint
+// naming the keys that would bound it; a drain of exactly 3x gets none.
+func TestDrainHint(t *testing.T) {
+	sc, err := Parse("d.yaml", []byte(`name: d
+duration: 10s
+workload: {entry: api, rate: 10, deadline: 1s}
+services:
+  - {name: api, workers: 4, queue: 5, service_time: {dist: constant, value: 1ms}, calls: [{to: db}]}
+  - {name: db, workers: 2, reject_expired: true, service_time: {dist: constant, value: 1ms}}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := sc.DrainHint(40 * time.Second); h != "" {
+		t.Errorf("a drain of 3x the window: hint %q, want none", h)
+	}
+	h := sc.DrainHint(40*time.Second + time.Millisecond)
+	want := "hint: work drained for 30.0s after the 10s arrival window (more than 3x): bound it with services.api.cancel_on_timeout, services.api.reject_expired, services.db.queue, services.db.cancel_on_timeout or limits.max_drain"
+	if h != want {
+		t.Errorf("hint:\n%s\nwant:\n%s", h, want)
 	}
 }

@@ -145,3 +145,25 @@ func TestAnalysisCommandUsageErrors(t *testing.T) {
 	require.Equal(t, exitError1, code)
 	require.Contains(t, stderr, "services.db.workers=many")
 }
+
+// A run that drains for longer than 3x its window prints the drain hint,
+// and compare prints it under each variant that has it (issue 16).
+func TestDrainHintPrinted(t *testing.T) {
+	sc := filepath.Join(t.TempDir(), "drain.yaml")
+	require.NoError(t, os.WriteFile(sc, []byte(`name: drain
+duration: 2s
+seed: 1
+workload: {entry: api, arrival: constant, rate: 4, client: {timeout: 1h}}
+services:
+  - {name: api, workers: 1, service_time: {dist: constant, value: 1s}, calls: [{to: db, timeout: 1h}]}
+  - {name: db, workers: 1, queue: 100, service_time: {dist: constant, value: 1ms}}
+`), 0o644))
+	const hint = "hint: work drained for 6.0s after the 2s arrival window (more than 3x): bound it with services.api.queue"
+	stdout, stderr, code := runCLI(t, "run", sc)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, hint)
+	stdout, stderr, code = runCLI(t, "compare", sc, "--no-declared", "--variant", "brief:workload.rate=0.5")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "baseline: "+hint)
+	require.NotContains(t, stdout, "brief: hint")
+}

@@ -94,6 +94,11 @@ func (c *compareCommand) run(ctx context.Context, args []string, w io.Writer) er
 	if err := cmp.WriteTable(w); err != nil {
 		return err
 	}
+	for _, col := range cmp.Columns {
+		for _, h := range col.Result.Summary.Hints {
+			fmt.Fprintf(w, "%s: %s\n", col.Variant.Name, h)
+		}
+	}
 	sloErr, err := judgeVariants(w, &c.slo, cmp)
 	if err != nil {
 		return err
