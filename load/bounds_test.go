@@ -2,7 +2,6 @@ package load
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -11,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/stormsim/stormsim/topology"
 )
 
 // TestResponseHeadersAreBounded: an answer with a header block over 64 KiB
@@ -47,7 +44,7 @@ func TestResponseHeadersAreBounded(t *testing.T) {
 func TestHeldBodiesAreBounded(t *testing.T) {
 	defer func(n int64) { maxHeldBodies = n }(maxHeldBodies)
 	maxHeldBodies = 5 << 19 // 2.5 MiB: two bodies of 1 MiB, not three
-	sc, err := topology.Parse("bodies.yaml", []byte(`name: bodies
+	cl := startScenario(t, "bodies.yaml", `name: bodies
 duration: 10s
 workload: {entry: api, rate: 1}
 services:
@@ -55,19 +52,7 @@ services:
     workers: 1
     queue: 100
     service_time: {dist: constant, value: 3s}
-`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := StartCluster(sc, ClusterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		cl.Close(ctx)
-	}()
+`)
 	client := &http.Client{Transport: &http.Transport{}, Timeout: 20 * time.Second}
 	defer client.CloseIdleConnections()
 	post := func() (*http.Response, error) {

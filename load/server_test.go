@@ -37,6 +37,26 @@ func startService(t *testing.T, sc *topology.Scenario, commits bool) (*Service, 
 	return s, srv
 }
 
+// startScenario parses a scenario written in YAML and serves all of its
+// services on loopback until the test ends.
+func startScenario(t *testing.T, name, yaml string) *Cluster {
+	t.Helper()
+	sc, err := topology.Parse(name, []byte(yaml), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := StartCluster(sc, ClusterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		cl.Close(ctx)
+	})
+	return cl
+}
+
 func getStats(t *testing.T, url string) Stats {
 	t.Helper()
 	resp, err := http.Get(url + "/stats")

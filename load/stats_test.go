@@ -2,7 +2,6 @@ package load
 
 import (
 	"bufio"
-	"context"
 	"math"
 	"net/http"
 	"strconv"
@@ -10,8 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/stormsim/stormsim/topology"
 )
 
 // scrape returns the samples of a /metrics page, keyed by the metric name
@@ -55,7 +52,7 @@ func scrape(t *testing.T, url string) map[string]float64 {
 // (nothing below 10 ms, few below 25 ms) and front's edge counters
 // equal to /stats'.
 func TestServeStatsLatencyAndEdgeCounters(t *testing.T) {
-	sc, err := topology.Parse("stats.yaml", []byte(`
+	cl := startScenario(t, "stats.yaml", `
 name: stats
 seed: 7
 duration: 10s
@@ -72,19 +69,7 @@ services:
     workers: 64
     error_rate: 0.3
     service_time: {dist: uniform, min: 20ms, max: 60ms}
-`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := StartCluster(sc, ClusterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		cl.Close(ctx)
-	}()
+`)
 	front, back := cl.URLs["front"], cl.URLs["back"]
 	// /stats and /metrics are served at the root of each service's server.
 	frontRoot, backRoot := strings.TrimSuffix(front, "/front"), strings.TrimSuffix(back, "/back")
