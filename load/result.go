@@ -25,7 +25,10 @@ type recorder struct {
 	// latencies in latency, for the summary's mean and max.
 	latSumUs int64
 	latMax   time.Duration
-	rows     []row
+	// lost holds how long the failed [0] and unknown [1] requests took to
+	// end, reported beside the headline latency as the simulator does.
+	lost [2]lostLatencies
+	rows []row
 
 	// Memory grows with concurrency, not with the run's length: an
 	// interval's latency histogram is folded into its two quantiles once
@@ -96,9 +99,11 @@ func (r *recorder) record(at, end time.Duration, res policies.CallResult, counte
 	case policies.Failed:
 		r.req.Failed++
 		w.failed++
+		r.lost[0].add(end - at)
 	default:
 		r.req.Unknown++
 		w.unknown++
+		r.lost[1].add(end - at)
 	}
 	if end > r.latest {
 		r.latest = end
@@ -183,6 +188,7 @@ func (d *driver) result(interrupted bool, elapsed time.Duration) *metrics.Result
 	r.mu.Lock()
 	s.Requests = r.req
 	s.LatencyMs = metrics.LatencyOf(r.latency).WithExact(r.latSumUs, r.req.Succeeded, r.latMax)
+	s.LatencyFailedMs, s.LatencyUnknownMs = r.lost[0].summary(), r.lost[1].summary()
 	r.mu.Unlock()
 	if s.WindowS > 0 {
 		s.GoodputRPS = float64(s.Requests.Succeeded) / s.WindowS
@@ -261,4 +267,31 @@ func (d *driver) loadReport(elapsed time.Duration, interrupted bool) *metrics.Lo
 		lr.Statuses[strconv.Itoa(st)] = n
 	}
 	return lr
+}
+
+// lostLatencies is a latency histogram, made at the first value, with the
+// exact sum and max of what it holds.
+type lostLatencies struct {
+	h        *hdrhistogram.Histogram
+	sumUs, n int64
+	max      time.Duration
+}
+
+func (l *lostLatencies) add(d time.Duration) {
+	if l.h == nil {
+		l.h = metrics.NewLatencyHistogram()
+	}
+	metrics.RecordLatency(l.h, d)
+	l.sumUs += int64(d / time.Microsecond)
+	l.n++
+	l.max = max(l.max, d)
+}
+
+// summary is nil when no value was added ("no data", never 0).
+func (l *lostLatencies) summary() *metrics.Latency {
+	if l.n == 0 {
+		return nil
+	}
+	x := metrics.LatencyOf(l.h).WithExact(l.sumUs, l.n, l.max)
+	return &x
 }
