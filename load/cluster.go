@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -163,7 +162,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 // CommittingService names the service that executes writes' side effects,
 // by the one rule of both modes (model.Committer).
 func CommittingService(sc *topology.Scenario) string {
-	if i := model.Committer(sc); i >= 0 {
+	if i := sc.Committer(); i >= 0 {
 		return sc.Services[i].Name
 	}
 	return ""

@@ -394,7 +394,7 @@ services:
 				t.Errorf("serve commits at %q, want a", got)
 			}
 			loaded := parseScenario(t, "name: c\nduration: 1s\nworkload: {entry: gw, rate: 1}\nservices:\n  - {name: gw, workers: 1, service_time: {dist: constant, value: 1ms}, calls: [{parallel: [{to: a}, {to: b}]}]}\n  - {name: a, workers: 1, service_time: {dist: constant, value: 1ms}}\n  - {name: b, workers: 1, service_time: {dist: constant, value: 1ms}}\n")
-			if i := model.Committer(loaded); loaded.Services[i].Name != "a" {
+			if i := loaded.Committer(); loaded.Services[i].Name != "a" {
 				t.Errorf("a loaded scenario commits at %q, want a", loaded.Services[i].Name)
 			}
 		}},

@@ -33,35 +33,6 @@ func TestCombine(t *testing.T) {
 	}
 }
 
-func TestCommitter(t *testing.T) {
-	svc := func(name string, calls ...topology.Call) topology.Service {
-		return topology.Service{Name: name, Calls: calls}
-	}
-	to := func(n string) topology.Call { return topology.Call{To: n} }
-	for _, tc := range []struct {
-		name string
-		sc   topology.Scenario
-		want int
-	}{
-		{"the marked one", topology.Scenario{Workload: topology.Workload{Entry: "a"},
-			Services: []topology.Service{svc("a", to("b")), {Name: "b", Commits: false}, {Name: "c", Commits: true}}}, 2},
-		{"a chain ends at its last", topology.Scenario{Workload: topology.Workload{Entry: "a"},
-			Services: []topology.Service{svc("a", to("b")), svc("b", to("c")), svc("c")}}, 2},
-		{"gw -> [a, b] commits at a", topology.Scenario{Workload: topology.Workload{Entry: "gw"},
-			Services: []topology.Service{svc("gw", topology.Call{Parallel: []topology.Call{to("a"), to("b")}}), svc("a"), svc("b")}}, 1},
-		{"gw -> a, then b: the first call", topology.Scenario{Workload: topology.Workload{Entry: "gw"},
-			Services: []topology.Service{svc("gw", to("a"), to("b")), svc("a"), svc("b")}}, 1},
-		{"an entry calling nothing", topology.Scenario{Workload: topology.Workload{Entry: "a"}, Services: []topology.Service{svc("a")}}, 0},
-		{"no services", topology.Scenario{Workload: topology.Workload{Entry: "a"}}, -1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Committer(&tc.sc); got != tc.want {
-				t.Errorf("Committer = %d, want %d", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestEdgeStreamsSeparateRepeatedCalls(t *testing.T) {
 	u := EdgeStreams{}
 	got := []string{u.Name("gw", "b"), u.Name("gw", "b"), u.Name("gw", "c"), u.Name("x", "b")}

@@ -255,7 +255,7 @@ func (b *builder) arrivals() error {
 // is the model's one rule.
 func (b *builder) services() error {
 	m := b.m
-	committer := model.Committer(b.sc)
+	committer := b.sc.Committer()
 	for i := range b.sc.Services {
 		cfg := &b.sc.Services[i]
 		s, err := newService(m, i, cfg, i == committer)

@@ -172,44 +172,58 @@ func idempotencyDefaults(id *Idempotency) {
 	}
 }
 
-// defaultCommits marks the committing service when none says commits: true:
-// the service reached from the entry by following, from each service, its
-// first call (the first member of a parallel group) until a service that
-// calls nothing. It runs only on a valid, acyclic scenario. The committing
-// service gets an idempotency store with default settings if it has none.
+// defaultCommits marks the committing service chosen by Committer and
+// gives it an idempotency store with default settings if it has none.
 func (v *validator) defaultCommits() {
-	sc := v.sc
-	for i := range sc.Services {
-		if sc.Services[i].Commits {
-			if sc.Services[i].Idempotency == nil {
-				sc.Services[i].Idempotency = &Idempotency{}
-				idempotencyDefaults(sc.Services[i].Idempotency)
-			}
-			return
-		}
+	i := v.sc.Committer()
+	if i < 0 {
+		return
 	}
-	s := sc.Service(sc.Workload.Entry)
-	for s != nil && len(s.Calls) > 0 {
-		next := sc.Service(firstCallee(s.Calls[0]))
-		if next == nil || next == s {
-			break
-		}
-		s = next
-	}
-	if s != nil {
-		s.Commits = true
-		if s.Idempotency == nil {
-			s.Idempotency = &Idempotency{}
-			idempotencyDefaults(s.Idempotency)
-		}
+	s := &v.sc.Services[i]
+	s.Commits = true
+	if s.Idempotency == nil {
+		s.Idempotency = &Idempotency{}
+		idempotencyDefaults(s.Idempotency)
 	}
 }
 
-func firstCallee(c Call) string {
-	for c.To == "" && len(c.Parallel) > 0 {
-		c = c.Parallel[0]
+// Committer returns the index of the service that executes writes' side
+// effects, or -1 when the entry names no service. This is the one rule of
+// the simulator and serve alike: the service marked commits: true, else the
+// service reached from the entry by following, from each service, its first
+// call (the first member of a parallel group) until a service that calls
+// nothing. For gw -> [a, b] that is a: the first path is the one a request
+// always takes. Load marks the service it finds, so a loaded scenario always
+// answers with the marked one.
+func (sc *Scenario) Committer() int {
+	for i := range sc.Services {
+		if sc.Services[i].Commits {
+			return i
+		}
 	}
-	return c.To
+	idx := func(name string) int {
+		for i := range sc.Services {
+			if sc.Services[i].Name == name {
+				return i
+			}
+		}
+		return -1
+	}
+	cur := idx(sc.Workload.Entry)
+	seen := map[int]bool{}
+	for cur >= 0 && !seen[cur] && len(sc.Services[cur].Calls) > 0 {
+		seen[cur] = true
+		c := sc.Services[cur].Calls[0]
+		for c.To == "" && len(c.Parallel) > 0 {
+			c = c.Parallel[0]
+		}
+		next := idx(c.To)
+		if next < 0 || next == cur {
+			break
+		}
+		cur = next
+	}
+	return cur
 }
 
 func (v *validator) validate() {
