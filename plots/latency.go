@@ -10,7 +10,7 @@ import (
 )
 
 // Latency plots the end-to-end latency percentiles of the requests that
-// succeeded in each interval (p50 and p99, and p90/p999 when recorded) on
+// succeeded in each interval (p50 and p99) on
 // a log axis, since a storm moves the tail by orders of magnitude.
 // Intervals without successes have no latency: the lines break there.
 // Needs latency_p50_ms or latency_p99_ms.
@@ -23,23 +23,22 @@ func latencyFigure(r *metrics.Result) (*figure, error) {
 	}
 	f := newFigure("End-to-end latency of succeeded requests", "time (s)", "latency (ms, log scale)")
 	f.timeAxis(r)
+	// The colours are the ones these lines have always had in stormsim's
+	// plots, so old and new figures read alike.
 	lines := []struct {
 		col, name string
-		width     vg.Length
-		dashed    bool
+		colour    int
 	}{
-		{metrics.ColLatencyP50, "p50", 2, false},
-		{"latency_p90_ms", "p90", 1.5, true},
-		{metrics.ColLatencyP99, "p99", 2, false},
-		{"latency_p999_ms", "p99.9", 1.5, true},
+		{metrics.ColLatencyP50, "p50", 0},
+		{metrics.ColLatencyP99, "p99", 2},
 	}
-	for i, l := range lines {
+	for _, l := range lines {
 		v, err := columnValues(ts, l.col)
 		if err != nil {
 			continue
 		}
 		xys := timeXYs(ts, v, nil)
-		if err := f.line(xys, l.name, palette[i], vg.Points(float64(l.width)), l.dashed); err != nil {
+		if err := f.line(xys, l.name, palette[l.colour], vg.Points(2), false); err != nil {
 			return nil, err
 		}
 	}
