@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -44,8 +45,15 @@ var (
 // zoom sets the y axis around the threshold, so that the crossing is
 // visible even when the load beyond capacity sends the metric far off:
 // up to three times an upper threshold, or three times the gap between a
-// lower threshold and the best value. Points beyond are clipped.
-func zoom(p *plot.Plot, xys plotter.XYs, threshold float64, upper bool) {
+// lower threshold and the best value. Points beyond are drawn at the edge
+// they lie past, as hollow triangles labelled with their value (clipped),
+// so that no measured point silently leaves the figure.
+func zoom(p *plot.Plot, xys plotter.XYs, threshold float64, upper bool, format func(float64) string) error {
+	setZoom(p, xys, threshold, upper)
+	return markClipped(p, xys, format)
+}
+
+func setZoom(p *plot.Plot, xys plotter.XYs, threshold float64, upper bool) {
 	if len(xys) == 0 {
 		return
 	}
@@ -66,6 +74,58 @@ func zoom(p *plot.Plot, xys plotter.XYs, threshold float64, upper bool) {
 	p.Y.Min = math.Max(math.Min(lo, threshold-gap), threshold-3*gap)
 	p.Y.Min = math.Max(p.Y.Min, 0)
 	p.Y.Max = hi + gap
+}
+
+// clipped returns the points outside the y axis range moved to the edge
+// they lie past, with labels giving their values.
+func clipped(p *plot.Plot, xys plotter.XYs, format func(float64) string) plotter.XYLabels {
+	var out plotter.XYLabels
+	for _, xy := range xys {
+		y := xy.Y
+		switch {
+		case y > p.Y.Max:
+			y = p.Y.Max
+		case y < p.Y.Min:
+			y = p.Y.Min
+		default:
+			continue
+		}
+		out.XYs = append(out.XYs, plotter.XY{X: xy.X, Y: y})
+		out.Labels = append(out.Labels, format(xy.Y)+" (clipped)")
+	}
+	return out
+}
+
+// markClipped adds an edge marker and a value label for every point that
+// lies outside the y axis range, and one legend entry for them.
+func markClipped(p *plot.Plot, xys plotter.XYs, format func(float64) string) error {
+	c := clipped(p, xys, format)
+	if len(c.XYs) == 0 {
+		return nil
+	}
+	sc, err := plotter.NewScatter(c.XYs)
+	if err != nil {
+		return fmt.Errorf("capacity: clipped points: %w", err)
+	}
+	sc.GlyphStyle = draw.GlyphStyle{Color: dataColor, Radius: vg.Points(4), Shape: draw.TriangleGlyph{}}
+	lb, err := plotter.NewLabels(c)
+	if err != nil {
+		return fmt.Errorf("capacity: clipped points: %w", err)
+	}
+	for i := range lb.TextStyle {
+		lb.TextStyle[i].Color = dataColor
+		lb.TextStyle[i].Font = font.From(p.X.Tick.Label.Font, vg.Points(10))
+		lb.TextStyle[i].Handler = p.X.Tick.Label.Handler
+		// Left of the marker, so a point at the right end stays readable.
+		lb.TextStyle[i].XAlign = draw.XRight
+		lb.TextStyle[i].YAlign = draw.YBottom
+		if c.XYs[i].Y == p.Y.Max {
+			lb.TextStyle[i].YAlign = draw.YTop
+		}
+	}
+	p.Add(sc, lb)
+	p.Legend.Add("beyond the axis (drawn at its edge)", sc)
+	return nil
 }
 
 // vline draws a labelled vertical line across the plot area at X.
@@ -207,10 +267,25 @@ func (o *Outcome) SLOPlots() ([]*plot.Plot, error) {
 		// Passing values sit at the left: low for upper limits, high
 		// for lower ones. The legend goes in the opposite corner.
 		p.Legend.Top, p.Legend.Left = t.Upper(), true
-		zoom(p, xy.XYs, t.Threshold*scale, t.Upper())
+		if err := zoom(p, xy.XYs, t.Threshold*scale, t.Upper(), func(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) + unitSuffix(t.unit()) }); err != nil {
+			return nil, err
+		}
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// unitSuffix is the unit written after a plotted value.
+func unitSuffix(u unit) string {
+	switch u {
+	case unitMs:
+		return "ms"
+	case unitFraction:
+		return "%"
+	case unitRate:
+		return "/s"
+	}
+	return ""
 }
 
 func unitLabel(u unit) string {

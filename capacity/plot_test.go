@@ -3,12 +3,16 @@ package capacity
 import (
 	"context"
 	"errors"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
 
 	"github.com/stormsim/stormsim/analysis"
 )
@@ -57,5 +61,22 @@ func TestWritePlots(t *testing.T) {
 				t.Errorf("RecoveryPlot without faults: %v, want ErrNoRecovery", err)
 			}
 		}
+	}
+}
+
+// A lower-bound term whose worst point lies far below the zoomed axis is
+// drawn at the bottom edge, labelled with its value, never dropped.
+func TestZoomMarksClippedPoints(t *testing.T) {
+	p := plot.New()
+	xys := plotter.XYs{{X: 100, Y: 100}, {X: 200, Y: 99.5}, {X: 800, Y: 40}}
+	if err := zoom(p, xys, 99, false, func(v float64) string { return fmt.Sprintf("%g%%", v) }); err != nil {
+		t.Fatal(err)
+	}
+	if p.Y.Min <= 40 {
+		t.Fatalf("axis min %g: the test needs the 40%% point outside the zoomed axis", p.Y.Min)
+	}
+	c := clipped(p, xys, func(v float64) string { return fmt.Sprintf("%g%%", v) })
+	if len(c.Labels) != 1 || c.Labels[0] != "40% (clipped)" || c.XYs[0] != (plotter.XY{X: 800, Y: p.Y.Min}) {
+		t.Errorf("clipped = %v %q, want (800, %g) \"40%% (clipped)\"", c.XYs, c.Labels, p.Y.Min)
 	}
 }
