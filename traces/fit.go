@@ -21,7 +21,9 @@ type Fit struct {
 }
 
 // Good reports whether the fit is accepted.
-func (f Fit) Good() bool { return f.N >= 20 && f.Zero*20 <= f.N && f.KS <= f.Critical && f.Sigma > 1e-3 }
+func (f Fit) Good() bool {
+	return f.N >= 20 && f.Zero*20 <= f.N && f.KS <= f.Critical && f.Sigma > 1e-3
+}
 
 // Quantile is the fit's q-quantile.
 func (f Fit) Quantile(q float64) time.Duration {

@@ -15,6 +15,11 @@ import (
 // not carry http.request.resend_count.
 const simultaneous = time.Millisecond
 
+// skewTolerance is how far a server span may start before the client span
+// that called it before that is reported as clock skew: clocks of one
+// host read a few microseconds apart; skew between hosts is milliseconds.
+const skewTolerance = time.Millisecond
+
 // Model is what Infer rebuilt from a set of spans.
 type Model struct {
 	// Entry is the service the requests entered at; Client the external
@@ -180,13 +185,10 @@ func Infer(spans []Span) *Model {
 			}
 			if p := ix.byID[spanKey{s.TraceID, s.ParentID}]; p != nil && p.Kind == Client && p.Service != s.Service {
 				k := [2]string{p.Service, s.Service}
-				off := time.Duration(0)
-				if s.Start.Before(p.Start) {
-					off = p.Start.Sub(s.Start)
-				} else if s.End.After(p.End) && !p.Failed {
-					off = s.End.Sub(p.End)
-				}
-				if off > 0 {
+				// A server span may end a little after its client got the
+				// answer (the handler returns after the reply is sent), so
+				// only a start before the call's start is skew.
+				if off := p.Start.Sub(s.Start); off > skewTolerance {
 					skewN[k]++
 					skew[k] = max(skew[k], off)
 				}
@@ -194,7 +196,7 @@ func Infer(spans []Span) *Model {
 		}
 	}
 	for _, k := range sortedPairs(skewN) {
-		m.Notes = append(m.Notes, fmt.Sprintf("clock skew between %s and %s: %d server span(s) lie outside the client span that called them (by up to %v); only durations measured on one service's clock are used, so the graph and the times are unaffected", k[0], k[1], skewN[k], skew[k]))
+		m.Notes = append(m.Notes, fmt.Sprintf("clock skew between %s and %s: %d server span(s) start before the client span that called them (by up to %v); only durations measured on one service's clock are used, so the graph and the times are unaffected", k[0], k[1], skewN[k], skew[k]))
 	}
 	// Logical calls and steps of every owner.
 	sigs := map[string]map[string]int{}
@@ -306,8 +308,8 @@ func buildIndex(in []Span, m *Model) *index {
 	for what, n := range map[string]int{
 		"have no trace or span id":                                      noID,
 		"have no service.name: left out, so their children are orphans": noService,
-		"end before they start":                                          backwards,
-		"repeat a span id already read (kept the first)":                 dup,
+		"end before they start":                                         backwards,
+		"repeat a span id already read (kept the first)":                dup,
 	} {
 		if n > 0 {
 			m.Notes = append(m.Notes, fmt.Sprintf("%d span(s) %s", n, what))
@@ -492,13 +494,9 @@ func splitCalls(spans []*Span) []*call {
 			switch {
 			case s.Resend == 0:
 			case s.Resend > 0:
-				for _, c := range calls {
-					if len(c.attempts) == s.Resend && (into == nil || c.end().After(into.end())) {
-						into = c
-					}
-				}
+				into = continued(calls, s, s.Resend)
 			default:
-				into = continued(calls, s)
+				into = continued(calls, s, 0)
 			}
 			if into == nil {
 				into = &call{to: to}
@@ -512,19 +510,24 @@ func splitCalls(spans []*Span) []*call {
 	return out
 }
 
-// continued finds the call a span without a resend count continues: the
-// most recently failed one (a retry), else one still in flight that began
-// clearly earlier (a hedge); nil for a new call.
-func continued(calls []*call, s *Span) *call {
+// continued finds the call a client span continues: the most recently
+// failed one (a retry), else one still in flight that began clearly
+// earlier (a hedge); nil for a new call. With n > 0 (the span's resend
+// count) only calls that have sent exactly n attempts qualify, and the
+// hedge test drops its "clearly earlier" part.
+func continued(calls []*call, s *Span, n int) *call {
 	var retry, hedge *call
 	for _, c := range calls {
+		if n > 0 && len(c.attempts) != n {
+			continue
+		}
 		last := c.attempts[len(c.attempts)-1]
 		switch {
 		case !last.End.After(s.Start) && last.Failed:
 			if retry == nil || last.End.After(retry.attempts[len(retry.attempts)-1].End) {
 				retry = c
 			}
-		case last.End.After(s.Start) && s.Start.Sub(c.attempts[0].Start) > simultaneous:
+		case last.End.After(s.Start) && (n > 0 || s.Start.Sub(c.attempts[0].Start) > simultaneous):
 			if hedge == nil {
 				hedge = c
 			}
@@ -535,7 +538,6 @@ func continued(calls []*call, s *Span) *call {
 	}
 	return hedge
 }
-
 
 func (e *Edge) add(c *call) {
 	e.Calls++
