@@ -66,4 +66,3 @@ func (o *Output) WriteTo(w io.Writer) (int64, error) {
 	n, err := w.Write(o.YAML)
 	return int64(n), err
 }
-
