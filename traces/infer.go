@@ -145,6 +145,9 @@ func Infer(spans []Span) *Model {
 	// Owners: each server span, and each root span of a service that
 	// serves nothing (an external client).
 	owned := map[*Span][]*Span{}
+	// blind marks owners with a client span whose callee is unknown: their
+	// call structure is incomplete, so it does not vote.
+	blind := map[*Span]bool{}
 	unknownCallee := map[string]int{}
 	orphans := map[string]int{}
 	for _, s := range ix.spans {
@@ -154,11 +157,15 @@ func Infer(spans []Span) *Model {
 		if s.Kind != Client {
 			continue
 		}
+		o := ix.owner(s)
 		if s.callee = callee(ix, s); s.callee == "" {
 			unknownCallee[s.Service]++
+			if o != nil {
+				blind[o] = true
+			}
 			continue
 		}
-		if o := ix.owner(s); o != nil {
+		if o != nil {
 			owned[o] = append(owned[o], s)
 		}
 	}
@@ -168,7 +175,7 @@ func Infer(spans []Span) *Model {
 	for _, name := range sortedKeys(unknownCallee) {
 		m.Notes = append(m.Notes, fmt.Sprintf("%d client span(s) of %s have no server span below them and no peer.service: their callee is unknown, so they make no edge", unknownCallee[name], name))
 	}
-	m.inferRoots(ix, hasServer, owned)
+	m.inferRoots(ix, hasServer, owned, blind)
 	skew := map[[2]string]time.Duration{}
 	skewN := map[[2]string]int{}
 	for _, s := range ix.spans {
@@ -201,6 +208,9 @@ func Infer(spans []Span) *Model {
 	// Logical calls and steps of every owner.
 	sigs := map[string]map[string]int{}
 	sigSteps := map[string][][]Member{}
+	// Callees named only by peer.service have no server spans: they are
+	// modelled as leaves whose own time is what their callers saw.
+	peerOnly := map[string][]*Span{}
 	owners := make([]*Span, 0, len(owned))
 	for o := range owned {
 		owners = append(owners, o)
@@ -212,8 +222,11 @@ func Infer(spans []Span) *Model {
 		for _, c := range calls {
 			e := service(from).edge(from, c.to)
 			e.add(c)
+			if !hasServer[c.to] {
+				peerOnly[c.to] = append(peerOnly[c.to], c.attempts...)
+			}
 		}
-		if o.Kind == Server && !o.Failed {
+		if o.Kind == Server && !o.Failed && !blind[o] {
 			steps := stepsOf(calls)
 			sig := signature(steps)
 			if sigs[from] == nil {
@@ -223,7 +236,28 @@ func Infer(spans []Span) *Model {
 			sigSteps[from+"\x00"+sig] = steps
 		}
 	}
-	for name, svc := range svcs {
+	for _, name := range sortedKeys(peerOnly) {
+		svc := service(name)
+		for _, a := range peerOnly[name] {
+			svc.Attempts++
+			switch {
+			case !a.Failed:
+				svc.OK++
+				svc.Own = append(svc.Own, a.Duration())
+			case a.Class != Cancelled:
+				svc.OwnErrors++
+				svc.Classes[a.Class]++
+			}
+		}
+		svc.Peak = peakOf(peerOnly[name])
+		hasServer[name] = true
+		m.Notes = append(m.Notes, fmt.Sprintf("%s has no server spans (uninstrumented, named by peer.service): modelled as a leaf whose own time is the %d attempts its callers timed", name, len(peerOnly[name])))
+	}
+	for _, name := range sortedKeys(svcs) {
+		svc := svcs[name]
+		if _, ok := peerOnly[name]; ok {
+			continue
+		}
 		if name == m.Client && !hasServer[name] {
 			continue
 		}
@@ -231,6 +265,11 @@ func Infer(spans []Span) *Model {
 		counted := 0
 		for _, n := range sigs[name] {
 			counted += n
+		}
+		for o := range blind {
+			if o.Service == name && o.Kind == Server && !o.Failed {
+				counted++ // blind: its structure is unknown, not "no calls"
+			}
 		}
 		if none := svc.OK - counted; none > 0 {
 			if sigs[name] == nil {
@@ -266,8 +305,53 @@ func Infer(spans []Span) *Model {
 			m.ClientEdge = cs.Edges[m.Entry]
 		}
 	}
+	m.breakCycles(svcs)
 	m.order(svcs, hasServer)
 	return m
+}
+
+// breakCycles drops calls that close a cycle (a service calling itself,
+// directly or through others), which a scenario cannot hold, with a note.
+func (m *Model) breakCycles(svcs map[string]*Service) {
+	const (
+		unseen = iota
+		open
+		done
+	)
+	state := map[string]int{}
+	var visit func(name string)
+	visit = func(name string) {
+		s := svcs[name]
+		state[name] = open
+		if s == nil {
+			state[name] = done
+			return
+		}
+		for i := range s.Steps {
+			kept := s.Steps[i][:0]
+			for _, mb := range s.Steps[i] {
+				switch state[mb.To] {
+				case open:
+					m.Notes = append(m.Notes, fmt.Sprintf("%s→%s closes a call cycle, which a scenario cannot hold: left out", name, mb.To))
+					continue
+				case unseen:
+					visit(mb.To)
+				}
+				kept = append(kept, mb)
+			}
+			s.Steps[i] = kept
+		}
+		s.Steps = slices.DeleteFunc(s.Steps, func(st []Member) bool { return len(st) == 0 })
+		state[name] = done
+	}
+	if m.Entry != "" {
+		visit(m.Entry)
+	}
+	for _, name := range sortedKeys(svcs) {
+		if state[name] == unseen {
+			visit(name)
+		}
+	}
 }
 
 func (s *Service) edge(from, to string) *Edge {
@@ -392,7 +476,7 @@ func (ix *index) owner(s *Span) *Span {
 }
 
 // inferRoots finds the entry, the client and the arrival process.
-func (m *Model) inferRoots(ix *index, hasServer map[string]bool, owned map[*Span][]*Span) {
+func (m *Model) inferRoots(ix *index, hasServer map[string]bool, owned map[*Span][]*Span, blind map[*Span]bool) {
 	var starts []time.Time
 	entries := map[string]int{}
 	clients := map[string]int{}
@@ -408,11 +492,15 @@ func (m *Model) inferRoots(ix *index, hasServer map[string]bool, owned map[*Span
 			for _, c := range owned[s] {
 				to[callee(ix, c)]++
 			}
-			if len(to) == 0 {
+			if len(to) == 0 && !blind[s] {
 				continue
 			}
+			// A request whose calls lead nowhere known was still offered:
+			// it counts toward the rate but names no entry.
 			clients[s.Service]++
-			entries[mostCommon(to)]++
+			if len(to) > 0 {
+				entries[mostCommon(to)]++
+			}
 		default:
 			continue
 		}
@@ -672,15 +760,24 @@ func ownTime(s *Span, children []*Span) time.Duration {
 
 // peak is the most server spans of service open at once.
 func peak(spans []*Span, service string) int {
+	var mine []*Span
+	for _, s := range spans {
+		if s.Kind == Server && s.Service == service {
+			mine = append(mine, s)
+		}
+	}
+	return peakOf(mine)
+}
+
+// peakOf is the most of spans open at once.
+func peakOf(spans []*Span) int {
 	type ev struct {
 		t time.Time
 		d int
 	}
 	var evs []ev
 	for _, s := range spans {
-		if s.Kind == Server && s.Service == service {
-			evs = append(evs, ev{s.Start, 1}, ev{s.End, -1})
-		}
+		evs = append(evs, ev{s.Start, 1}, ev{s.End, -1})
 	}
 	// Ends before starts at the same instant: back-to-back is not overlap.
 	slices.SortFunc(evs, func(a, b ev) int {

@@ -37,6 +37,14 @@ type Output struct {
 // thinned evenly, which keeps every quantile to within 1/maxSamples.
 const maxSamples = 20000
 
+// maxDuration caps the imported arrival window, and minRate floors the
+// rate: traces spanning days (or with broken clocks) still make a
+// scenario that runs.
+const (
+	maxDuration = 24 * time.Hour
+	minRate     = 1.0 / 86400
+)
+
 // commentCol is where trailing comments start, so they line up.
 const commentCol = 44
 
@@ -45,24 +53,47 @@ func (m *Model) Scenario(opt WriteOptions) *Output {
 	if opt.Name == "" {
 		opt.Name = "imported"
 	}
-	w := &writer{out: &Output{Samples: map[string][]byte{}}, sums: map[string][]string{}}
+	w := &writer{out: &Output{Samples: map[string][]byte{}}, sums: map[string][]string{}, names: map[string]string{}}
+	used := map[string]bool{}
+	for _, s := range m.Services {
+		n := safeName(s.Name)
+		for i := 2; used[n]; i++ {
+			n = safeName(s.Name) + "-" + strconv.Itoa(i)
+		}
+		used[n] = true
+		w.names[s.Name] = n
+		if n != s.Name {
+			w.summary("not inferred", fmt.Sprintf("service %q renamed %s: a scenario's names are ASCII letters, digits, '-', '_', '.' and '~'", s.Name, n))
+		}
+	}
 	w.comment(0, fmt.Sprintf("Imported by `stormsim import traces` from %s: %d spans in %d traces.", strings.Join(opt.Sources, ", "), m.Spans, m.Traces))
 	w.comment(0, "\"observed\" marks a value read from the traces, \"assumed\" one they cannot show.")
 	w.comment(0, "Replicas (service.instance.id) are not inferred: each service is one pool.")
 	w.line(0, "name: "+yamlString(opt.Name), "")
 	w.line(0, "seed: 1", "")
-	dur := max(time.Second, m.Window.Round(time.Second))
+	dur := min(max(time.Second, m.Window.Round(time.Second)), maxDuration)
+	if m.Window > maxDuration {
+		w.summary("not inferred", fmt.Sprintf("the requests span %v: duration capped at %v", m.Window, maxDuration))
+	}
 	w.line(0, "duration: "+dur.String(), fmt.Sprintf("observed: the window of the %d requests", m.Requests))
 	w.line(0, "workload:", "")
-	w.line(1, "entry: "+yamlString(m.Entry), "observed: where the root spans enter")
+	w.line(1, "entry: "+yamlString(w.name(m.Entry)), "observed: where the root spans enter")
 	if m.Arrival != "" {
 		w.line(1, "arrival: "+m.Arrival, fmt.Sprintf("observed: inter-arrival CV %.2f (Poisson 1, constant 0)", m.ArrivalCV))
-		w.line(1, "rate: "+strconv.FormatFloat(round3(m.Rate), 'f', -1, 64), fmt.Sprintf("observed: %d requests over %v", m.Requests, m.Window.Round(time.Millisecond)))
+		rate := round3(m.Rate)
+		if rate < minRate {
+			rate = minRate
+			w.summary("not inferred", fmt.Sprintf("an arrival rate of %.3g/s is below what a scenario runs: raised to %g/s", m.Rate, minRate))
+		}
+		w.line(1, "rate: "+strconv.FormatFloat(rate, 'f', -1, 64), fmt.Sprintf("observed: %d requests over %v", m.Requests, m.Window.Round(time.Millisecond)))
 	} else {
 		w.line(1, "rate: 1", "assumed: no arrival rate visible")
 	}
-	deadline := max(time.Second, roundUp(10*m.Longest, time.Second))
-	w.line(1, "deadline: "+deadline.String(), fmt.Sprintf("assumed: not visible; 10x the longest request (%v), at least 1s", roundDur(m.Longest)))
+	deadline := time.Hour
+	if m.Longest < time.Hour/10 {
+		deadline = max(time.Second, roundUp(10*m.Longest, time.Second))
+	}
+	w.line(1, "deadline: "+deadline.String(), fmt.Sprintf("assumed: not visible; 10x the longest request (%v), 1s to 1h", roundDur(m.Longest)))
 	w.summary("inferred", fmt.Sprintf("entry %s, %s arrivals at %.3g/s from %d root spans", m.Entry, cmpOr(m.Arrival, "no"), m.Rate, m.Requests))
 	w.summary("not inferred", fmt.Sprintf("workload.deadline: not visible in traces; set to %v", deadline))
 	if m.ClientEdge != nil {
@@ -83,9 +114,39 @@ func (m *Model) Scenario(opt WriteOptions) *Output {
 }
 
 type writer struct {
-	b    strings.Builder
-	out  *Output
-	sums map[string][]string
+	b     strings.Builder
+	out   *Output
+	sums  map[string][]string
+	names map[string]string // service names as the scenario spells them
+}
+
+func (w *writer) name(s string) string {
+	if n, ok := w.names[s]; ok {
+		return n
+	}
+	return safeName(s)
+}
+
+// safeName maps a service name onto the characters a scenario allows
+// (topology's rule: ASCII letters, digits, '-', '_', '.', '~', starting
+// with a letter or digit, at most 128 bytes); others become '-'.
+func safeName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case i > 0 && (c == '-' || c == '_' || c == '.' || c == '~'):
+		default:
+			b[i] = '-'
+		}
+	}
+	if len(b) > 100 {
+		b = b[:100]
+	}
+	if len(b) == 0 || b[0] == '-' {
+		b = append([]byte("s"), b...)
+	}
+	return string(b)
 }
 
 func (w *writer) line(indent int, text, comment string) {
@@ -120,7 +181,7 @@ func (w *writer) summaryText() string {
 }
 
 func (w *writer) service(s *Service, opt WriteOptions) {
-	w.line(1, "- name: "+yamlString(s.Name), fmt.Sprintf("observed: %d attempts (server spans), %d succeeded", s.Attempts, s.OK))
+	w.line(1, "- name: "+yamlString(w.name(s.Name)), fmt.Sprintf("observed: %d attempts (server spans), %d succeeded", s.Attempts, s.OK))
 	workers := max(4, 2*s.Peak)
 	w.line(2, fmt.Sprintf("workers: %d", workers), fmt.Sprintf("assumed: 2x the %d attempts seen at once", s.Peak))
 	w.summary("not inferred", fmt.Sprintf("%s: workers and queue are not visible (own time includes any queueing); workers set to %d, queue unbounded", s.Name, workers))
@@ -153,7 +214,7 @@ func (w *writer) service(s *Service, opt WriteOptions) {
 }
 
 func (w *writer) member(indent int, dash string, mb Member, e *Edge) {
-	w.line(indent, dash+"to: "+yamlString(mb.To), "")
+	w.line(indent, dash+"to: "+yamlString(w.name(mb.To)), "")
 	if mb.Fanout > 1 {
 		w.line(indent+1, fmt.Sprintf("fanout: %d", mb.Fanout), "observed: identical calls at once")
 	}
@@ -258,7 +319,7 @@ func (w *writer) ownTime(s *Service, opt WriteOptions) {
 		w.summary("inferred", fmt.Sprintf("%s: own time %s p50 %v p99 %v (%s, %d samples)", s.Name, how, p50, p99, fitNote, f.N))
 		return
 	}
-	path := opt.SamplesPrefix + "." + s.Name + ".ms"
+	path := opt.SamplesPrefix + "." + w.name(s.Name) + ".ms"
 	base := path[strings.LastIndexAny(path, `/\`)+1:]
 	samples := slices.Clone(s.Own)
 	slices.Sort(samples)
