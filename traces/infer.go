@@ -186,7 +186,7 @@ func Infer(spans []Span) *Model {
 			if !s.Failed {
 				svc.OK++
 				svc.Own = append(svc.Own, ownTime(s, mine))
-			} else if s.Class != Cancelled && len(mine) == 0 {
+			} else if s.Class != Cancelled && len(mine) == 0 && !blind[s] {
 				svc.OwnErrors++
 				svc.Classes[s.Class]++
 			}

@@ -96,9 +96,14 @@ func (m *Model) Scenario(opt WriteOptions) *Output {
 	w.line(1, "deadline: "+deadline.String(), fmt.Sprintf("assumed: not visible; 10x the longest request (%v), 1s to 1h", roundDur(m.Longest)))
 	w.summary("inferred", fmt.Sprintf("entry %s, %s arrivals at %.3g/s from %d root spans", m.Entry, cmpOr(m.Arrival, "no"), m.Rate, m.Requests))
 	w.summary("not inferred", fmt.Sprintf("workload.deadline: not visible in traces; set to %v", deadline))
-	if m.ClientEdge != nil {
-		w.line(1, "client:", fmt.Sprintf("observed: %s's calls to %s", m.Client, m.Entry))
-		w.edgePolicy(2, m.ClientEdge)
+	if e := m.ClientEdge; e != nil {
+		if len(e.GaveUp) > 0 || len(e.Gaps1) > 0 || e.Hedged > 0 {
+			w.line(1, "client:", fmt.Sprintf("observed: %s's calls to %s", m.Client, m.Entry))
+			w.edgePolicy(2, e)
+		} else {
+			w.comment(1, fmt.Sprintf("client: no timeout, retry or hedge seen in %s's %d calls to %s", m.Client, e.Calls, m.Entry))
+			w.edgePolicy(-1, e) // the summary's lines only
+		}
 	}
 	w.line(0, "services:", "")
 	for _, s := range m.Services {
@@ -150,6 +155,9 @@ func safeName(s string) string {
 }
 
 func (w *writer) line(indent int, text, comment string) {
+	if indent < 0 {
+		return // summary only
+	}
 	s := strings.Repeat("  ", indent) + text
 	if comment != "" {
 		s += strings.Repeat(" ", max(1, commentCol-len([]rune(s)))) + "# " + comment
