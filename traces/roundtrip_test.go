@@ -60,6 +60,21 @@ func TestRoundTrip(t *testing.T) {
 		}
 		t.Logf("try %d: the driver was late for %d of %d requests: running again", try, lr.Late, lr.Sent)
 	}
+	// One server span per attempt: the spans of each service number its
+	// attempts as the real run counted them (no warm-up in this scenario).
+	spans, _, err := traces.ReadFile(tracesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := traces.Infer(spans)
+	for _, s := range m.Services {
+		if want := service(t, realRes, s.Name).Attempts; int64(s.Attempts) != want {
+			t.Errorf("%s: %d server spans, want one per attempt: %d", s.Name, s.Attempts, want)
+		}
+	}
+	if m.Requests != int(realRes.Summary.Requests.Offered) || m.Client != load.ClientService {
+		t.Errorf("root spans: %d of %q, want one per logical request (%d) of %s", m.Requests, m.Client, realRes.Summary.Requests.Offered, load.ClientService)
+	}
 	out := filepath.Join(dir, "imported.yaml")
 	o, err := traces.Import([]string{tracesFile}, out, "imported")
 	if err != nil {
