@@ -147,6 +147,6 @@ func putAttr(m pcommon.Map, kv attribute.KeyValue) {
 	case attribute.FLOAT64:
 		m.PutDouble(k, kv.Value.AsFloat64())
 	default:
-		m.PutStr(k, kv.Value.Emit())
+		m.PutStr(k, kv.Value.String())
 	}
 }

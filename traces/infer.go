@@ -109,7 +109,6 @@ type index struct {
 	spans    []*Span
 	byID     map[spanKey]*Span
 	children map[spanKey][]*Span
-	notes    []string
 }
 
 // Infer rebuilds a scenario's model from spans. It never fails: what the

@@ -3,6 +3,7 @@ package traces
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -71,17 +72,10 @@ func readJaeger(name string, d document) ([]Span, error) {
 			for _, t := range js.Tags {
 				tags[t.Key] = t.Value
 			}
-			switch tags["span.kind"] {
-			case "server":
-				s.Kind = Server
-			case "client":
-				s.Kind = Client
-			case "producer":
-				s.Kind = Producer
-			case "consumer":
-				s.Kind = Consumer
-			case "internal":
-				s.Kind = Internal
+			if k, ok := tags["span.kind"].(string); ok {
+				if i := slices.Index(kindNames[:], k); i > 0 {
+					s.Kind = Kind(i)
+				}
 			}
 			httpStatus, grpcStatus := 0, 0
 			for _, k := range []string{"http.response.status_code", "http.status_code"} {

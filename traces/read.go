@@ -63,29 +63,21 @@ func Read(name string, data []byte) ([]Span, Format, error) {
 	if err := json.Unmarshal(docs[0].raw, &keys); err != nil {
 		return nil, 0, fmt.Errorf("%s:%d: want a JSON object: %w", name, docs[0].line, err)
 	}
+	format, decode := OTLP, readOTLP
 	if _, ok := keys["data"]; ok {
-		var spans []Span
-		for _, d := range docs {
-			s, err := readJaeger(name, d)
-			if err != nil {
-				return nil, Jaeger, err
-			}
-			spans = append(spans, s...)
-		}
-		return spans, Jaeger, nil
-	}
-	if _, ok := keys["resourceSpans"]; !ok && len(keys) > 0 {
+		format, decode = Jaeger, readJaeger
+	} else if _, ok := keys["resourceSpans"]; !ok && len(keys) > 0 {
 		return nil, 0, fmt.Errorf("%s:%d: neither OTLP JSON (resourceSpans) nor a Jaeger export (data)", name, docs[0].line)
 	}
 	var spans []Span
 	for _, d := range docs {
-		s, err := readOTLP(name, d)
+		s, err := decode(name, d)
 		if err != nil {
-			return nil, OTLP, err
+			return nil, format, err
 		}
 		spans = append(spans, s...)
 	}
-	return spans, OTLP, nil
+	return spans, format, nil
 }
 
 // document is one top-level JSON value of a file and the line it starts on.

@@ -39,7 +39,7 @@ func (c *importCommand) flags(fs *pflag.FlagSet) {
 // run imports the files and writes the scenario and the summary.
 func (c *importCommand) run(_ context.Context, args []string, w io.Writer) error {
 	if len(args) == 0 || args[0] != "traces" {
-		return &exitError{exitUsage, errors.New("want: import traces FILE...")}
+		return &exitError{exitUsage, errors.New("want: import traces FILE [FILE]")}
 	}
 	if len(args) == 1 {
 		return &exitError{exitUsage, errors.New("import traces: want at least one trace file")}
