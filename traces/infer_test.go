@@ -2,6 +2,7 @@ package traces_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -200,5 +201,85 @@ func TestFitLognormal(t *testing.T) {
 	}
 	if b := traces.FitLognormal(bimodal); b.Good() {
 		t.Errorf("bimodal samples: want the fit refused, got KS %.4f ≤ %.4f", b.KS, b.Critical)
+	}
+}
+
+// TestInferCallShapes reads the attempts of one call from client spans
+// without http.request.resend_count, by timing alone: each case is one
+// gateway attempt (0–100ms) making calls to orders, repeated 30 times.
+func TestInferCallShapes(t *testing.T) {
+	type cs struct {
+		start, end float64 // ms into the gateway attempt
+		failed     bool
+	}
+	for _, tc := range []struct {
+		name  string
+		calls []cs
+		steps string // graph of gateway
+		check func(t *testing.T, e *traces.Edge)
+	}{
+		{"fan-out: two calls start together", []cs{{10, 30, false}, {10, 40, false}}, "orders×2", func(t *testing.T, e *traces.Edge) {
+			if e.Calls != 60 || e.Hedged != 0 {
+				t.Errorf("want 60 calls, no hedge; got %d calls, %d hedged", e.Calls, e.Hedged)
+			}
+		}},
+		{"hedge: a second attempt 20ms into the first", []cs{{10, 60, false}, {30, 50, false}}, "orders×1", func(t *testing.T, e *traces.Edge) {
+			if e.Calls != 30 || e.Hedged != 30 || e.HedgeMax != 2 || e.HedgeDelays[0] != 20*time.Millisecond {
+				t.Errorf("want 30 hedged calls of 2 attempts 20ms apart; got %d calls, %d hedged, max %d, delays %v", e.Calls, e.Hedged, e.HedgeMax, e.HedgeDelays[:1])
+			}
+		}},
+		{"retry: a second attempt 5ms after a failure", []cs{{10, 15, true}, {20, 40, false}}, "orders×1", func(t *testing.T, e *traces.Edge) {
+			if e.Calls != 30 || e.Retried[traces.Unavailable] != 30 || e.Gaps1[0] != 5*time.Millisecond {
+				t.Errorf("want 30 calls retried after unavailable with a 5ms wait; got %d calls, retried %v, gaps %v", e.Calls, e.Retried, e.Gaps1[:1])
+			}
+		}},
+		{"sequence: a second call after a success", []cs{{10, 15, false}, {20, 40, false}}, "orders×1 orders×1", func(t *testing.T, e *traces.Edge) {
+			if e.Calls != 60 || e.MaxAttempts != 1 {
+				t.Errorf("want 60 calls of one attempt; got %d calls, max %d attempts", e.Calls, e.MaxAttempts)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t0 := time.Unix(1_700_000_000, 0)
+			ms := func(x float64) time.Time { return t0.Add(time.Duration(x * float64(time.Millisecond))) }
+			var spans []traces.Span
+			for i := range 30 {
+				tr := fmt.Sprintf("%032x", i+1)
+				id := func(k int) string { return fmt.Sprintf("%016x", i*16+k) }
+				at := float64(i) * 1000
+				spans = append(spans, traces.Span{TraceID: tr, SpanID: id(1), Service: "gateway", Kind: traces.Server, Start: ms(at), End: ms(at + 100), Resend: -1})
+				for j, c := range tc.calls {
+					cl := traces.Span{TraceID: tr, SpanID: id(2 + 2*j), ParentID: id(1), Service: "gateway", Kind: traces.Client, Start: ms(at + c.start), End: ms(at + c.end), Resend: -1}
+					sv := traces.Span{TraceID: tr, SpanID: id(3 + 2*j), ParentID: id(2 + 2*j), Service: "orders", Kind: traces.Server, Start: ms(at + c.start + 1), End: ms(at + c.end - 1), Resend: -1}
+					if c.failed {
+						cl.Failed, cl.Class = true, traces.Unavailable
+						sv.Failed, sv.Class = true, traces.Unavailable
+					}
+					spans = append(spans, cl, sv)
+				}
+			}
+			m := traces.Infer(spans)
+			if g := graph(m); !strings.Contains(g, "gateway: "+tc.steps+" orders:") {
+				t.Errorf("graph %q, want gateway: %s", g, tc.steps)
+			}
+			tc.check(t, m.Services[0].Edges["orders"])
+		})
+	}
+}
+
+// TestInferDeterministic: the spans' order in the files must not matter;
+// the same set gives a byte-identical scenario.
+func TestInferDeterministic(t *testing.T) {
+	spans, _, err := traces.ReadFile("testdata/shop.jaeger.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := traces.Infer(spans).Scenario(traces.WriteOptions{}).YAML
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20 {
+		r.Shuffle(len(spans), func(i, j int) { spans[i], spans[j] = spans[j], spans[i] })
+		if got := traces.Infer(spans).Scenario(traces.WriteOptions{}).YAML; string(got) != string(want) {
+			t.Fatalf("shuffled spans give another scenario:\n%s\nwant:\n%s", got, want)
+		}
 	}
 }
