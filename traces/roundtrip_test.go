@@ -27,7 +27,7 @@ import (
 // is a 3σ band that a wrong graph (a lost fan-out: −33 % attempts at stock;
 // a lost retry policy: −10 % at orders) still breaks. The p50s also carry
 // the loopback HTTP overhead the traces measure and the simulator of the
-// original does not (≈ 0.5 ms a hop on 5–20 ms service times, ≤ 10 %).
+// original does not (about 1 ms a hop on 10–40 ms service times, ≈ 5 %).
 func TestRoundTrip(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 12 s real run on loopback; run without -short")

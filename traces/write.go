@@ -271,6 +271,10 @@ func (w *writer) edgePolicy(indent int, e *Edge) {
 	}
 }
 
+// immediate is the median wait below which retries are taken as sent at
+// once (backoff 0): the time a caller needs to send the next attempt.
+const immediate = time.Millisecond
+
 // backoff reads the retry waits: gaps that vary (CV > 0.35) are full
 // jitter, whose mean is half the exponential value; steady ones are no
 // jitter. The multiplier is the ratio of second to first waits when five
@@ -283,6 +287,10 @@ func backoff(e *Edge) (yaml, note string) {
 		jitter, initial = "full", time.Duration(2*mean1*float64(time.Second))
 	}
 	initial = roundDur(initial)
+	if median(e.Gaps1) < immediate {
+		// Waits this short are the caller's own work between attempts.
+		jitter, initial = "none", 0
+	}
 	mult := 2.0
 	multNote := "multiplier 2 assumed (fewer than 5 second retries)"
 	if mean2, _ := meanSD(seconds(e.Gaps2)); len(e.Gaps2) >= 5 && mean1 > 0 {
