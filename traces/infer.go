@@ -83,8 +83,9 @@ type Member struct {
 type Edge struct {
 	From, To string
 	// Calls, Attempts: logical calls and their attempts; MaxAttempts the
-	// most attempts one call made.
+	// most attempts one call made; PerCall counts calls by their attempts.
 	Calls, Attempts, MaxAttempts int
+	PerCall                      map[int]int
 	// Retried counts failed attempts that were followed by a retry, by
 	// class; Final counts calls whose last attempt failed, by class.
 	Retried, Final map[Class]int
@@ -356,7 +357,7 @@ func (m *Model) breakCycles(svcs map[string]*Service) {
 func (s *Service) edge(from, to string) *Edge {
 	e := s.Edges[to]
 	if e == nil {
-		e = &Edge{From: from, To: to, Retried: map[Class]int{}, Final: map[Class]int{}, Failed: map[Class]int{}}
+		e = &Edge{From: from, To: to, PerCall: map[int]int{}, Retried: map[Class]int{}, Final: map[Class]int{}, Failed: map[Class]int{}}
 		s.Edges[to] = e
 	}
 	return e
@@ -630,6 +631,7 @@ func (e *Edge) add(c *call) {
 	e.Calls++
 	e.Attempts += len(c.attempts)
 	e.MaxAttempts = max(e.MaxAttempts, len(c.attempts))
+	e.PerCall[len(c.attempts)]++
 	hedged := false
 	retries := 0
 	for i, a := range c.attempts {

@@ -262,7 +262,7 @@ func (w *writer) edgePolicy(indent int, e *Edge) {
 		bo, boNote := backoff(e)
 		w.line(indent, fmt.Sprintf("retry: {max_attempts: %d, on: [%s], backoff: %s}", maxAtt, strings.Join(on, ", "), bo),
 			fmt.Sprintf("observed: %d retries in %d calls", retries, e.Calls))
-		w.summary("inferred", fmt.Sprintf("%s: retry up to %d attempts (the most observed) on [%s]; %s", name, maxAtt, strings.Join(on, ", "), boNote))
+		w.summary("inferred", fmt.Sprintf("%s: retry up to %d attempts (the most observed; calls by attempts: %s) on [%s]; %s", name, maxAtt, perCall(e.PerCall), strings.Join(on, ", "), boNote))
 	}
 	if e.Hedged > 0 {
 		d := roundDur(median(e.HedgeDelays))
@@ -359,6 +359,15 @@ func (w *writer) ownTime(s *Service, opt WriteOptions) {
 	}
 	w.comment(2, why)
 	w.summary("inferred", fmt.Sprintf("%s: own time empirical (%d samples in %s; %s)", s.Name, len(samples), base, why))
+}
+
+// perCall formats calls by attempts: "1×1290, 2×140, 3×8".
+func perCall(n map[int]int) string {
+	var parts []string
+	for _, k := range sortedKeys(n) {
+		parts = append(parts, fmt.Sprintf("%d×%d", k, n[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func seconds(d []time.Duration) []float64 {
