@@ -150,15 +150,21 @@ func Infer(spans []Span) *Model {
 	blind := map[*Span]bool{}
 	unknownCallee := map[string]int{}
 	orphans := map[string]int{}
+	messaging := 0
 	for _, s := range ix.spans {
 		if s.ParentID != "" && ix.byID[spanKey{s.TraceID, s.ParentID}] == nil {
 			orphans[s.Service]++
+		}
+		if s.Kind == Producer || s.Kind == Consumer {
+			messaging++
 		}
 		if s.Kind != Client {
 			continue
 		}
 		o := ix.owner(s)
-		if s.callee = callee(ix, s); s.callee == "" {
+		if s.callee = callee(ix, s); s.callee == "" && wraps(ix, s) {
+			continue // a client span around the one that reached the callee
+		} else if s.callee == "" {
 			unknownCallee[s.Service]++
 			if o != nil {
 				blind[o] = true
@@ -168,6 +174,9 @@ func Infer(spans []Span) *Model {
 		if o != nil {
 			owned[o] = append(owned[o], s)
 		}
+	}
+	if messaging > 0 {
+		m.Notes = append(m.Notes, fmt.Sprintf("%d producer/consumer span(s): messaging is not modelled, so no edge is drawn through a queue", messaging))
 	}
 	for _, name := range sortedKeys(orphans) {
 		m.Notes = append(m.Notes, fmt.Sprintf("%d span(s) of %s have a parent that is not in the traces (orphans): they count as attempts of %s but not as requests, and no edge is drawn from their unknown caller", orphans[name], name, name))
@@ -455,6 +464,18 @@ func callee(ix *index, s *Span) string {
 		}
 	}
 	return s.Peer
+}
+
+// wraps reports whether a client span has a client child in its own
+// service: layered instrumentation (a library's span around the HTTP
+// client's), where the inner span is the attempt.
+func wraps(ix *index, s *Span) bool {
+	for _, c := range ix.children[spanKey{s.TraceID, s.SpanID}] {
+		if c.Kind == Client && c.Service == s.Service {
+			return true
+		}
+	}
+	return false
 }
 
 // owner is the attempt a client span was made from: the nearest server

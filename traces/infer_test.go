@@ -283,3 +283,27 @@ func TestInferDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestInferLayeredClients: a library's client span around the HTTP
+// client's (both in gateway) is not a call of its own, and the graph is
+// the one of the plain chain.
+func TestInferLayeredClients(t *testing.T) {
+	spans := chain(20)
+	var out []traces.Span
+	for _, s := range spans {
+		if s.Service == "gateway" && s.Kind == traces.Client {
+			outer := s
+			outer.SpanID = "f" + s.SpanID[1:]
+			s.ParentID = outer.SpanID
+			out = append(out, outer)
+		}
+		out = append(out, s)
+	}
+	m := traces.Infer(out)
+	if g := graph(m); g != "entry gateway via client; gateway: orders×1 orders:" || len(m.Notes) != 0 {
+		t.Errorf("got %q with notes %q", g, m.Notes)
+	}
+	if e := m.Services[0].Edges["orders"]; e.Calls != 20 || e.Attempts != 20 {
+		t.Errorf("want 20 calls of one attempt, got %d calls, %d attempts", e.Calls, e.Attempts)
+	}
+}
