@@ -645,6 +645,15 @@ func continued(calls []*call, s *Span, n int) *call {
 	if retry != nil {
 		return retry
 	}
+	if hedge == nil && n > 0 {
+		// The resend count says this continues a call, though its last
+		// attempt had just succeeded: a hedge sent as the answer came.
+		for _, c := range calls {
+			if len(c.attempts) == n && (hedge == nil || c.attempts[0].Start.After(hedge.attempts[0].Start)) {
+				hedge = c
+			}
+		}
+	}
 	return hedge
 }
 
@@ -666,7 +675,9 @@ func (e *Edge) add(c *call) {
 			continue
 		}
 		prev := c.attempts[i-1]
-		if a.Start.Before(prev.End) {
+		// An attempt after one that did not fail is a hedge too: sent as
+		// the answer arrived, or after an abandoned attempt.
+		if a.Start.Before(prev.End) || !prev.Failed || prev.Class == Cancelled {
 			hedged = true
 			e.HedgeDelays = append(e.HedgeDelays, a.Start.Sub(prev.Start))
 			continue

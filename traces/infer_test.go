@@ -205,7 +205,8 @@ func TestFitLognormal(t *testing.T) {
 }
 
 // TestInferCallShapes reads the attempts of one call from client spans
-// without http.request.resend_count, by timing alone: each case is one
+// without http.request.resend_count, by timing alone (but for the late
+// hedge, which only the resend count tells from a second call): each case is one
 // gateway attempt (0–100ms) making calls to orders, repeated 30 times.
 func TestInferCallShapes(t *testing.T) {
 	type cs struct {
@@ -233,6 +234,11 @@ func TestInferCallShapes(t *testing.T) {
 				t.Errorf("want 30 calls retried after unavailable with a 5ms wait; got %d calls, retried %v, gaps %v", e.Calls, e.Retried, e.Gaps1[:1])
 			}
 		}},
+		{"late hedge: resend count 1 right after a success", []cs{{10, 30, false}, {30.1, 45, false}}, "orders×1", func(t *testing.T, e *traces.Edge) {
+			if e.Calls != 30 || e.Hedged != 30 || len(e.Gaps1) != 0 {
+				t.Errorf("want 30 hedged calls and no retry; got %d calls, %d hedged, %d retry waits", e.Calls, e.Hedged, len(e.Gaps1))
+			}
+		}},
 		{"sequence: a second call after a success", []cs{{10, 15, false}, {20, 40, false}}, "orders×1 orders×1", func(t *testing.T, e *traces.Edge) {
 			if e.Calls != 60 || e.MaxAttempts != 1 {
 				t.Errorf("want 60 calls of one attempt; got %d calls, max %d attempts", e.Calls, e.MaxAttempts)
@@ -250,6 +256,9 @@ func TestInferCallShapes(t *testing.T) {
 				spans = append(spans, traces.Span{TraceID: tr, SpanID: id(1), Service: "gateway", Kind: traces.Server, Start: ms(at), End: ms(at + 100), Resend: -1})
 				for j, c := range tc.calls {
 					cl := traces.Span{TraceID: tr, SpanID: id(2 + 2*j), ParentID: id(1), Service: "gateway", Kind: traces.Client, Start: ms(at + c.start), End: ms(at + c.end), Resend: -1}
+					if strings.HasPrefix(tc.name, "late hedge") {
+						cl.Resend = j
+					}
 					sv := traces.Span{TraceID: tr, SpanID: id(3 + 2*j), ParentID: id(2 + 2*j), Service: "orders", Kind: traces.Server, Start: ms(at + c.start + 1), End: ms(at + c.end - 1), Resend: -1}
 					if c.failed {
 						cl.Failed, cl.Class = true, traces.Unavailable
