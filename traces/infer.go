@@ -41,6 +41,9 @@ type Model struct {
 	ArrivalCV float64
 	// Longest is the longest request (root span), for the deadline.
 	Longest time.Duration
+	// Writes counts requests whose first call to the entry was a POST:
+	// non-idempotent writes.
+	Writes int
 	// Services in call order from the entry (entry first), then any
 	// others by name.
 	Services []*Service
@@ -505,6 +508,7 @@ func (m *Model) inferRoots(ix *index, hasServer map[string]bool, owned map[*Span
 		if s.ParentID != "" {
 			continue
 		}
+		method := s.Method
 		switch {
 		case s.Kind == Server:
 			entries[s.Service]++
@@ -512,6 +516,9 @@ func (m *Model) inferRoots(ix *index, hasServer map[string]bool, owned map[*Span
 			to := map[string]int{}
 			for _, c := range owned[s] {
 				to[callee(ix, c)]++
+			}
+			if len(owned[s]) > 0 {
+				method = owned[s][0].Method // the first attempt's
 			}
 			if len(to) == 0 && !blind[s] {
 				continue
@@ -527,6 +534,9 @@ func (m *Model) inferRoots(ix *index, hasServer map[string]bool, owned map[*Span
 		}
 		starts = append(starts, s.Start)
 		m.Longest = max(m.Longest, s.Duration())
+		if strings.EqualFold(method, "POST") {
+			m.Writes++
+		}
 	}
 	if len(entries) == 0 {
 		m.Notes = append(m.Notes, "no root span reaches a service: no entry and no arrival rate")

@@ -316,3 +316,27 @@ func TestInferLayeredClients(t *testing.T) {
 		t.Errorf("want 20 calls of one attempt, got %d calls, %d attempts", e.Calls, e.Attempts)
 	}
 }
+
+// TestInferWrites: requests whose first call to the entry is a POST are
+// the workload's non-idempotent writes.
+func TestInferWrites(t *testing.T) {
+	spans := chain(40)
+	n := 0
+	for i := range spans {
+		if spans[i].Service == "client" && spans[i].Kind == traces.Client {
+			if n%4 == 0 {
+				spans[i].Method = "POST"
+			} else {
+				spans[i].Method = "GET"
+			}
+			n++
+		}
+	}
+	m := traces.Infer(spans)
+	if m.Writes != 10 {
+		t.Errorf("want 10 writes of 40, got %d", m.Writes)
+	}
+	if y := string(m.Scenario(traces.WriteOptions{}).YAML); !strings.Contains(y, "write_fraction: 0.25 ") {
+		t.Errorf("want write_fraction: 0.25 in\n%s", y)
+	}
+}

@@ -92,6 +92,11 @@ func readJaeger(name string, d document) ([]Span, error) {
 					s.Resend = n
 				}
 			}
+			for _, k := range []string{"http.request.method", "http.method"} {
+				if v, ok := tags[k].(string); ok && s.Method == "" {
+					s.Method = v
+				}
+			}
 			if v, ok := tags["peer.service"].(string); ok {
 				s.Peer = v
 			}

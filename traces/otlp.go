@@ -73,6 +73,9 @@ func fromOTLP(sp ptrace.Span, service, source string) Span {
 			s.Resend = n
 		}
 	}
+	if v, ok := get("http.request.method", "http.method"); ok {
+		s.Method, _ = v.(string)
+	}
 	if v, ok := get("peer.service"); ok {
 		s.Peer, _ = v.(string)
 	}

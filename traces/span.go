@@ -69,6 +69,8 @@ type Span struct {
 	GaveUp bool
 	// Resend is http.request.resend_count, -1 when absent.
 	Resend int
+	// Method is the HTTP method (http.request.method or http.method), "" if none.
+	Method string
 	// Peer is peer.service, when set: the callee of a client span whose
 	// server side is not in the traces.
 	Peer string

@@ -89,6 +89,12 @@ func (m *Model) Scenario(opt WriteOptions) *Output {
 	} else {
 		w.line(1, "rate: 1", "assumed: no arrival rate visible")
 	}
+	if m.Writes > 0 && m.Requests > 0 {
+		wf := round3(float64(m.Writes) / float64(m.Requests))
+		w.line(1, "write_fraction: "+strconv.FormatFloat(wf, 'f', -1, 64), fmt.Sprintf("observed: %d of %d requests were POSTs", m.Writes, m.Requests))
+		w.summary("inferred", fmt.Sprintf("write fraction %.3g: POST requests taken as non-idempotent writes", wf))
+		w.summary("not inferred", "idempotency keys and the committing service: not visible in traces (topology's default committer)")
+	}
 	deadline := time.Hour
 	if m.Longest < time.Hour/10 {
 		deadline = max(time.Second, roundUp(10*m.Longest, time.Second))
