@@ -66,12 +66,15 @@ func (t *Tracing) provider(service string) *sdktrace.TracerProvider {
 }
 
 // Handler wraps a service's handler with a server span per attempt,
-// continuing the caller's trace from its traceparent header.
+// continuing the caller's trace from its traceparent header. Reads of
+// /stats and /metrics are not attempts and get no span (a scraper's
+// requests would otherwise look like requests entering at every service).
 func (t *Tracing) Handler(service string, h http.Handler) http.Handler {
 	if t == nil {
 		return h
 	}
-	return otelhttp.NewHandler(h, service, otelhttp.WithTracerProvider(t.provider(service)), otelhttp.WithPropagators(t.prop))
+	return otelhttp.NewHandler(h, service, otelhttp.WithTracerProvider(t.provider(service)), otelhttp.WithPropagators(t.prop),
+		otelhttp.WithFilter(func(r *http.Request) bool { return r.URL.Path != "/stats" && r.URL.Path != "/metrics" }))
 }
 
 // Transport wraps a caller's transport with a client span per attempt
