@@ -107,12 +107,24 @@ type Edge struct {
 	Failed map[Class]int
 }
 
-type spanKey struct{ trace, span string }
-
-type index struct {
-	spans    []*Span
-	byID     map[spanKey]*Span
-	children map[spanKey][]*Span
+// inference is the state shared by the stages of Infer.
+type inference struct {
+	m         *Model
+	ix        *index
+	svcs      map[string]*Service
+	hasServer map[string]bool
+	// owned holds the client spans each owner (a server span, or a root
+	// of an external client) sent, with a known callee.
+	owned map[*Span][]*Span
+	// blind marks owners with a client span whose callee is unknown: their
+	// call structure is incomplete, so it does not vote.
+	blind map[*Span]bool
+	// peerOnly holds the attempts to callees named only by peer.service.
+	peerOnly map[string][]*Span
+	// sigs counts each service's call structures by signature; steps
+	// holds the structure of each signature.
+	sigs  map[string]map[string]int
+	steps map[string][][]Member
 }
 
 // Infer rebuilds a scenario's model from spans. It never fails: what the
@@ -130,27 +142,43 @@ func Infer(spans []Span) *Model {
 		m.Notes = append(m.Notes, "no usable spans: nothing inferred")
 		return m
 	}
-	svcs := map[string]*Service{}
-	service := func(name string) *Service {
-		s := svcs[name]
-		if s == nil {
-			s = &Service{Name: name, Classes: map[Class]int{}, Edges: map[string]*Edge{}}
-			svcs[name] = s
-		}
-		return s
-	}
-	hasServer := map[string]bool{}
+	in := &inference{m: m, ix: ix, svcs: map[string]*Service{}, hasServer: map[string]bool{},
+		owned: map[*Span][]*Span{}, blind: map[*Span]bool{}, peerOnly: map[string][]*Span{},
+		sigs: map[string]map[string]int{}, steps: map[string][][]Member{}}
 	for _, s := range ix.spans {
 		if s.Kind == Server {
-			hasServer[s.Service] = true
+			in.hasServer[s.Service] = true
 		}
 	}
-	// Owners: each server span, and each root span of a service that
-	// serves nothing (an external client).
-	owned := map[*Span][]*Span{}
-	// blind marks owners with a client span whose callee is unknown: their
-	// call structure is incomplete, so it does not vote.
-	blind := map[*Span]bool{}
+	in.link()
+	m.inferRoots(ix, in.hasServer, in.owned, in.blind)
+	in.attempts()
+	in.calls()
+	in.leaves()
+	in.structures()
+	if m.Client != "" {
+		if cs := in.svcs[m.Client]; cs != nil {
+			m.ClientEdge = cs.Edges[m.Entry]
+		}
+	}
+	m.breakCycles(in.svcs)
+	m.order(in.svcs, in.hasServer)
+	return m
+}
+
+func (in *inference) service(name string) *Service {
+	s := in.svcs[name]
+	if s == nil {
+		s = &Service{Name: name, Classes: map[Class]int{}, Edges: map[string]*Edge{}}
+		in.svcs[name] = s
+	}
+	return s
+}
+
+// link gives each client span its callee and owner, and notes orphans,
+// unknown callees and messaging spans.
+func (in *inference) link() {
+	ix, m := in.ix, in.m
 	unknownCallee := map[string]int{}
 	orphans := map[string]int{}
 	messaging := 0
@@ -170,12 +198,12 @@ func Infer(spans []Span) *Model {
 		} else if s.callee == "" {
 			unknownCallee[s.Service]++
 			if o != nil {
-				blind[o] = true
+				in.blind[o] = true
 			}
 			continue
 		}
 		if o != nil {
-			owned[o] = append(owned[o], s)
+			in.owned[o] = append(in.owned[o], s)
 		}
 	}
 	if messaging > 0 {
@@ -187,70 +215,78 @@ func Infer(spans []Span) *Model {
 	for _, name := range sortedKeys(unknownCallee) {
 		m.Notes = append(m.Notes, fmt.Sprintf("%d client span(s) of %s have no server span below them and no peer.service: their callee is unknown, so they make no edge", unknownCallee[name], name))
 	}
-	m.inferRoots(ix, hasServer, owned, blind)
+}
+
+// attempts counts each service's server spans, their own times and own
+// errors, and notes clock skew between caller and callee.
+func (in *inference) attempts() {
 	skew := map[[2]string]time.Duration{}
 	skewN := map[[2]string]int{}
-	for _, s := range ix.spans {
-		if s.Kind == Server {
-			svc := service(s.Service)
-			svc.Attempts++
-			mine := owned[s]
-			if !s.Failed {
-				svc.OK++
-				svc.Own = append(svc.Own, ownTime(s, mine))
-			} else if s.Class != Cancelled && len(mine) == 0 && !blind[s] {
-				svc.OwnErrors++
-				svc.Classes[s.Class]++
-			}
-			if p := ix.byID[spanKey{s.TraceID, s.ParentID}]; p != nil && p.Kind == Client && p.Service != s.Service {
-				k := [2]string{p.Service, s.Service}
-				// A server span may end a little after its client got the
-				// answer (the handler returns after the reply is sent), so
-				// only a start before the call's start is skew.
-				if off := p.Start.Sub(s.Start); off > skewTolerance {
-					skewN[k]++
-					skew[k] = max(skew[k], off)
-				}
+	for _, s := range in.ix.spans {
+		if s.Kind != Server {
+			continue
+		}
+		svc := in.service(s.Service)
+		svc.Attempts++
+		mine := in.owned[s]
+		if !s.Failed {
+			svc.OK++
+			svc.Own = append(svc.Own, ownTime(s, mine))
+		} else if s.Class != Cancelled && len(mine) == 0 && !in.blind[s] {
+			svc.OwnErrors++
+			svc.Classes[s.Class]++
+		}
+		if p := in.ix.byID[spanKey{s.TraceID, s.ParentID}]; p != nil && p.Kind == Client && p.Service != s.Service {
+			k := [2]string{p.Service, s.Service}
+			// A server span may end a little after its client got the
+			// answer (the handler returns after the reply is sent), so
+			// only a start before the call's start is skew.
+			if off := p.Start.Sub(s.Start); off > skewTolerance {
+				skewN[k]++
+				skew[k] = max(skew[k], off)
 			}
 		}
 	}
 	for _, k := range sortedPairs(skewN) {
-		m.Notes = append(m.Notes, fmt.Sprintf("clock skew between %s and %s: %d server span(s) start before the client span that called them (by up to %v); only durations measured on one service's clock are used, so the graph and the times are unaffected", k[0], k[1], skewN[k], skew[k]))
+		in.m.Notes = append(in.m.Notes, fmt.Sprintf("clock skew between %s and %s: %d server span(s) start before the client span that called them (by up to %v); only durations measured on one service's clock are used, so the graph and the times are unaffected", k[0], k[1], skewN[k], skew[k]))
 	}
-	// Logical calls and steps of every owner.
-	sigs := map[string]map[string]int{}
-	sigSteps := map[string][][]Member{}
-	// Callees named only by peer.service have no server spans: they are
-	// modelled as leaves whose own time is what their callers saw.
-	peerOnly := map[string][]*Span{}
-	owners := make([]*Span, 0, len(owned))
-	for o := range owned {
+}
+
+// calls splits every owner's client spans into logical calls, adds them
+// to the edges, and counts the call structure of successful attempts.
+func (in *inference) calls() {
+	owners := make([]*Span, 0, len(in.owned))
+	for o := range in.owned {
 		owners = append(owners, o)
 	}
 	sortSpans(owners)
 	for _, o := range owners {
-		calls := splitCalls(owned[o])
+		calls := splitCalls(in.owned[o])
 		from := o.Service
 		for _, c := range calls {
-			e := service(from).edge(from, c.to)
-			e.add(c)
-			if !hasServer[c.to] {
-				peerOnly[c.to] = append(peerOnly[c.to], c.attempts...)
+			in.service(from).edge(from, c.to).add(c)
+			if !in.hasServer[c.to] {
+				in.peerOnly[c.to] = append(in.peerOnly[c.to], c.attempts...)
 			}
 		}
-		if o.Kind == Server && !o.Failed && !blind[o] {
+		if o.Kind == Server && !o.Failed && !in.blind[o] {
 			steps := stepsOf(calls)
 			sig := signature(steps)
-			if sigs[from] == nil {
-				sigs[from] = map[string]int{}
+			if in.sigs[from] == nil {
+				in.sigs[from] = map[string]int{}
 			}
-			sigs[from][sig]++
-			sigSteps[from+"\x00"+sig] = steps
+			in.sigs[from][sig]++
+			in.steps[from+"\x00"+sig] = steps
 		}
 	}
-	for _, name := range sortedKeys(peerOnly) {
-		svc := service(name)
-		for _, a := range peerOnly[name] {
+}
+
+// leaves models callees named only by peer.service (no server spans) as
+// leaves whose own time is what their callers saw.
+func (in *inference) leaves() {
+	for _, name := range sortedKeys(in.peerOnly) {
+		svc := in.service(name)
+		for _, a := range in.peerOnly[name] {
 			svc.Attempts++
 			switch {
 			case !a.Failed:
@@ -261,44 +297,52 @@ func Infer(spans []Span) *Model {
 				svc.Classes[a.Class]++
 			}
 		}
-		svc.Peak = peakOf(peerOnly[name])
-		hasServer[name] = true
-		m.Notes = append(m.Notes, fmt.Sprintf("%s has no server spans (uninstrumented, named by peer.service): modelled as a leaf whose own time is the %d attempts its callers timed", name, len(peerOnly[name])))
+		svc.Peak = peakOf(in.peerOnly[name])
+		in.hasServer[name] = true
+		in.m.Notes = append(in.m.Notes, fmt.Sprintf("%s has no server spans (uninstrumented, named by peer.service): modelled as a leaf whose own time is the %d attempts its callers timed", name, len(in.peerOnly[name])))
 	}
-	for _, name := range sortedKeys(svcs) {
-		svc := svcs[name]
-		if _, ok := peerOnly[name]; ok {
+}
+
+// structures picks each service's commonest call structure, its error
+// class and its peak concurrency.
+func (in *inference) structures() {
+	m := in.m
+	for _, name := range sortedKeys(in.svcs) {
+		svc := in.svcs[name]
+		if _, ok := in.peerOnly[name]; ok {
 			continue
 		}
-		if name == m.Client && !hasServer[name] {
+		if name == m.Client && !in.hasServer[name] {
 			continue
 		}
-		// OK attempts that made no call are counted as the empty structure.
+		sigs := in.sigs[name]
+		if sigs == nil {
+			sigs = map[string]int{}
+		}
+		// OK attempts that made no call are counted as the empty
+		// structure; blind ones are unknown, not "no calls".
 		counted := 0
-		for _, n := range sigs[name] {
+		for _, n := range sigs {
 			counted += n
 		}
-		for o := range blind {
+		for o := range in.blind {
 			if o.Service == name && o.Kind == Server && !o.Failed {
-				counted++ // blind: its structure is unknown, not "no calls"
+				counted++
 			}
 		}
 		if none := svc.OK - counted; none > 0 {
-			if sigs[name] == nil {
-				sigs[name] = map[string]int{}
-			}
-			sigs[name][""] += none
+			sigs[""] += none
 		}
 		best, bestN := "", -1
-		for _, sig := range sortedKeys(sigs[name]) {
-			if n := sigs[name][sig]; n > bestN {
+		for _, sig := range sortedKeys(sigs) {
+			if n := sigs[sig]; n > bestN {
 				best, bestN = sig, n
 			}
 		}
 		if bestN > 0 {
-			svc.Steps = sigSteps[name+"\x00"+best]
+			svc.Steps = in.steps[name+"\x00"+best]
 			svc.Share = float64(bestN) / float64(svc.OK)
-			if svc.Share < 0.95 && len(sigs[name]) > 1 {
+			if svc.Share < 0.95 && len(sigs) > 1 {
 				m.Notes = append(m.Notes, fmt.Sprintf("%s: its successful attempts made different calls; the commonest structure (%s) is %.0f %% of them", name, describe(best), 100*svc.Share))
 			}
 		}
@@ -310,16 +354,8 @@ func Infer(spans []Span) *Model {
 		if len(svc.Classes) > 1 {
 			m.Notes = append(m.Notes, fmt.Sprintf("%s: own errors of several classes (%s); the scenario takes the commonest, %s", name, classCounts(svc.Classes), svc.Class))
 		}
-		svc.Peak = peak(ix.spans, name)
+		svc.Peak = peak(in.ix.spans, name)
 	}
-	if m.Client != "" {
-		if cs := svcs[m.Client]; cs != nil {
-			m.ClientEdge = cs.Edges[m.Entry]
-		}
-	}
-	m.breakCycles(svcs)
-	m.order(svcs, hasServer)
-	return m
 }
 
 // breakCycles drops calls that close a cycle (a service calling itself,
@@ -373,130 +409,6 @@ func (s *Service) edge(from, to string) *Edge {
 		s.Edges[to] = e
 	}
 	return e
-}
-
-// buildIndex drops spans that cannot be placed (no ids, no service, an end
-// before the start, a duplicate id) with a note, and indexes the rest.
-func buildIndex(in []Span, m *Model) *index {
-	ix := &index{byID: map[spanKey]*Span{}, children: map[spanKey][]*Span{}}
-	var noID, noService, backwards, dup int
-	for i := range in {
-		s := &in[i]
-		switch {
-		case s.TraceID == "" || s.SpanID == "":
-			noID++
-			continue
-		case s.Service == "" || strings.HasPrefix(s.Service, "unknown_service"):
-			noService++
-			continue
-		case s.End.Before(s.Start):
-			backwards++
-			continue
-		}
-		k := spanKey{s.TraceID, s.SpanID}
-		if ix.byID[k] != nil {
-			dup++
-			continue
-		}
-		ix.byID[k] = s
-		ix.spans = append(ix.spans, s)
-	}
-	for what, n := range map[string]int{
-		"have no trace or span id":                                      noID,
-		"have no service.name: left out, so their children are orphans": noService,
-		"end before they start":                                         backwards,
-		"repeat a span id already read (kept the first)":                dup,
-	} {
-		if n > 0 {
-			m.Notes = append(m.Notes, fmt.Sprintf("%d span(s) %s", n, what))
-		}
-	}
-	slices.Sort(m.Notes)
-	sortSpans(ix.spans)
-	for _, s := range ix.spans {
-		if s.ParentID != "" {
-			k := spanKey{s.TraceID, s.ParentID}
-			ix.children[k] = append(ix.children[k], s)
-		}
-	}
-	// Spans without a kind get one from the service boundary they sit on.
-	guessed := 0
-	for _, s := range ix.spans {
-		if s.Kind != Unspecified {
-			continue
-		}
-		guessed++
-		s.Kind = Internal
-		if p := ix.byID[spanKey{s.TraceID, s.ParentID}]; p != nil && p.Service != s.Service {
-			s.Kind = Server
-			continue
-		}
-		for _, c := range ix.children[spanKey{s.TraceID, s.SpanID}] {
-			if c.Service != s.Service {
-				s.Kind = Client
-				break
-			}
-		}
-	}
-	if guessed > 0 {
-		m.Notes = append(m.Notes, fmt.Sprintf("%d span(s) have no span kind: taken as server when their parent is in another service, client when a child is, internal otherwise", guessed))
-	}
-	return ix
-}
-
-// sortSpans orders spans by start, then trace and span id, so that every
-// result is a function of the set of spans, not of the files' order.
-func sortSpans(s []*Span) {
-	slices.SortFunc(s, func(a, b *Span) int {
-		if c := a.Start.Compare(b.Start); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.TraceID, b.TraceID); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.SpanID, b.SpanID)
-	})
-}
-
-// callee is the service a client span called: its server child's, else
-// its peer.service, else "".
-func callee(ix *index, s *Span) string {
-	for _, c := range ix.children[spanKey{s.TraceID, s.SpanID}] {
-		if c.Kind == Server && c.Service != s.Service {
-			return c.Service
-		}
-	}
-	return s.Peer
-}
-
-// wraps reports whether a client span has a client child in its own
-// service: layered instrumentation (a library's span around the HTTP
-// client's), where the inner span is the attempt.
-func wraps(ix *index, s *Span) bool {
-	for _, c := range ix.children[spanKey{s.TraceID, s.SpanID}] {
-		if c.Kind == Client && c.Service == s.Service {
-			return true
-		}
-	}
-	return false
-}
-
-// owner is the attempt a client span was made from: the nearest server
-// span above it in its own service, else the topmost span of its service
-// on the way up (a root of an external client, or an orphan).
-func (ix *index) owner(s *Span) *Span {
-	cur := s
-	for range len(ix.spans) {
-		p := ix.byID[spanKey{cur.TraceID, cur.ParentID}]
-		if p == nil || p.Service != s.Service {
-			return cur
-		}
-		if p.Kind == Server {
-			return p
-		}
-		cur = p
-	}
-	return nil // a parent cycle
 }
 
 // inferRoots finds the entry, the client and the arrival process.
@@ -576,197 +488,6 @@ func (m *Model) inferRoots(ix *index, hasServer map[string]bool, owned map[*Span
 	if m.ArrivalCV < 0.5 {
 		m.Arrival = "constant"
 	}
-}
-
-// call is one logical call: its attempts in the order they were sent.
-type call struct {
-	to       string
-	attempts []*Span
-}
-
-func (c *call) end() time.Time {
-	e := c.attempts[0].End
-	for _, a := range c.attempts[1:] {
-		if a.End.After(e) {
-			e = a.End
-		}
-	}
-	return e
-}
-
-// splitCalls groups one owner's client spans into logical calls, per
-// callee, by http.request.resend_count where present; otherwise a span is
-// a retry of a call whose last attempt failed before it started, a hedge
-// of a call in flight, or a new call (fan-out when it starts with others).
-func splitCalls(spans []*Span) []*call {
-	byTo := map[string][]*Span{}
-	for _, s := range spans {
-		byTo[s.callee] = append(byTo[s.callee], s)
-	}
-	var out []*call
-	for _, to := range sortedKeys(byTo) {
-		group := byTo[to]
-		sortSpans(group)
-		var calls []*call
-		for _, s := range group {
-			var into *call
-			switch {
-			case s.Resend == 0:
-			case s.Resend > 0:
-				into = continued(calls, s, s.Resend)
-			default:
-				into = continued(calls, s, 0)
-			}
-			if into == nil {
-				into = &call{to: to}
-				calls = append(calls, into)
-			}
-			into.attempts = append(into.attempts, s)
-		}
-		out = append(out, calls...)
-	}
-	slices.SortStableFunc(out, func(a, b *call) int { return a.attempts[0].Start.Compare(b.attempts[0].Start) })
-	return out
-}
-
-// continued finds the call a client span continues: the most recently
-// failed one (a retry), else one still in flight that began clearly
-// earlier (a hedge); nil for a new call. With n > 0 (the span's resend
-// count) only calls that have sent exactly n attempts qualify, and the
-// hedge test drops its "clearly earlier" part.
-func continued(calls []*call, s *Span, n int) *call {
-	var retry, hedge *call
-	for _, c := range calls {
-		if n > 0 && len(c.attempts) != n {
-			continue
-		}
-		last := c.attempts[len(c.attempts)-1]
-		switch {
-		case !last.End.After(s.Start) && last.Failed:
-			if retry == nil || last.End.After(retry.attempts[len(retry.attempts)-1].End) {
-				retry = c
-			}
-		case last.End.After(s.Start) && (n > 0 || s.Start.Sub(c.attempts[0].Start) > simultaneous):
-			if hedge == nil {
-				hedge = c
-			}
-		}
-	}
-	if retry != nil {
-		return retry
-	}
-	if hedge == nil && n > 0 {
-		// The resend count says this continues a call, though its last
-		// attempt had just succeeded: a hedge sent as the answer came.
-		for _, c := range calls {
-			if len(c.attempts) == n && (hedge == nil || c.attempts[0].Start.After(hedge.attempts[0].Start)) {
-				hedge = c
-			}
-		}
-	}
-	return hedge
-}
-
-func (e *Edge) add(c *call) {
-	e.Calls++
-	e.Attempts += len(c.attempts)
-	e.MaxAttempts = max(e.MaxAttempts, len(c.attempts))
-	e.PerCall[len(c.attempts)]++
-	hedged := false
-	retries := 0
-	for i, a := range c.attempts {
-		if a.Failed && a.Class != Cancelled {
-			e.Failed[a.Class]++
-		}
-		if a.GaveUp {
-			e.GaveUp = append(e.GaveUp, a.Duration())
-		}
-		if i == 0 {
-			continue
-		}
-		prev := c.attempts[i-1]
-		// An attempt after one that did not fail is a hedge too: sent as
-		// the answer arrived, or after an abandoned attempt.
-		if a.Start.Before(prev.End) || !prev.Failed || prev.Class == Cancelled {
-			hedged = true
-			e.HedgeDelays = append(e.HedgeDelays, a.Start.Sub(prev.Start))
-			continue
-		}
-		retries++
-		e.Retried[prev.Class]++
-		gap := a.Start.Sub(prev.End)
-		switch retries {
-		case 1:
-			e.Gaps1 = append(e.Gaps1, gap)
-		case 2:
-			e.Gaps2 = append(e.Gaps2, gap)
-		}
-	}
-	if hedged {
-		e.Hedged++
-		e.HedgeMax = max(e.HedgeMax, len(c.attempts))
-	}
-	last := c.attempts[len(c.attempts)-1]
-	if last.Failed && last.Class != Cancelled {
-		e.Final[last.Class]++
-	}
-}
-
-// stepsOf orders calls into steps: calls that overlap in time are one
-// parallel step.
-func stepsOf(calls []*call) [][]Member {
-	var steps [][]Member
-	var stepEnd time.Time
-	for i, c := range calls {
-		if i == 0 || !c.attempts[0].Start.Before(stepEnd) {
-			steps = append(steps, nil)
-			stepEnd = c.end()
-		} else if e := c.end(); e.After(stepEnd) {
-			stepEnd = e
-		}
-		st := steps[len(steps)-1]
-		found := false
-		for j := range st {
-			if st[j].To == c.to {
-				st[j].Fanout++
-				found = true
-			}
-		}
-		if !found {
-			st = append(st, Member{To: c.to, Fanout: 1})
-		}
-		steps[len(steps)-1] = st
-	}
-	for _, st := range steps {
-		slices.SortFunc(st, func(a, b Member) int { return cmp.Compare(a.To, b.To) })
-	}
-	return steps
-}
-
-func signature(steps [][]Member) string {
-	var b strings.Builder
-	for i, st := range steps {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		for j, mb := range st {
-			if j > 0 {
-				b.WriteString(" + ")
-			}
-			b.WriteString(mb.To)
-			if mb.Fanout > 1 {
-				fmt.Fprintf(&b, " ×%d", mb.Fanout)
-			}
-		}
-	}
-	return b.String()
-}
-
-func describe(sig string) string {
-	if sig == "" {
-		return "no calls"
-	}
-	return "calls " + sig
 }
 
 // ownTime is an attempt's duration minus the union of its client spans
