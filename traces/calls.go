@@ -198,4 +198,3 @@ func describe(sig string) string {
 	}
 	return "calls " + sig
 }
-

@@ -138,4 +138,3 @@ func (ix *index) owner(s *Span) *Span {
 	}
 	return nil // a parent cycle
 }
-
