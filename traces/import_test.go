@@ -101,3 +101,25 @@ func golden(t *testing.T, path, got string) {
 		t.Errorf("%s differs (run with -update after checking):\n--- got\n%s", path, got)
 	}
 }
+
+// TestReadErrors: bad files are errors that name the file, the line of
+// the JSON document and what is wrong, never a panic or empty success.
+func TestReadErrors(t *testing.T) {
+	for _, tc := range []struct {
+		data, want string
+	}{
+		{"", "x.json: no trace data"},
+		{"[1, 2]", "x.json:1: want a JSON object"},
+		{`{"foo": 1}`, "x.json:1: neither OTLP JSON (resourceSpans) nor a Jaeger export (data)"},
+		{"{\"resourceSpans\": []}\n{\"resourceSpans\": [\n{]}", "x.json:3:"},
+		{`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz"}]}]}]}`, "x.json:1: OTLP JSON:"},
+		{`{"data": 5}`, "x.json:1: Jaeger JSON: data: want an array, got a JSON number"},
+		{"\n\n{\"data\": [{\"spans\": [{\"spanID\": 7}]}]}", "x.json:3: Jaeger JSON: data.spans.spanID: want a string, got a JSON number"},
+		{`{"data": [{"spans": [{"spanID": "1", "duration": -5}]}]}`, "x.json:1: data[0].spans[0]: duration: must be ≥ 0, got -5"},
+	} {
+		_, _, err := traces.Read("x.json", []byte(tc.data))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%.40q: got %v, want an error with %q", tc.data, err, tc.want)
+		}
+	}
+}

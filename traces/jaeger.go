@@ -2,7 +2,9 @@ package traces
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -10,28 +12,36 @@ import (
 
 // jaegerExport is the JSON Jaeger's UI and query API export.
 type jaegerExport struct {
-	Data []struct {
-		TraceID string `json:"traceID"`
-		Spans   []struct {
-			TraceID       string `json:"traceID"`
-			SpanID        string `json:"spanID"`
-			OperationName string `json:"operationName"`
-			References    []struct {
-				RefType string `json:"refType"`
-				TraceID string `json:"traceID"`
-				SpanID  string `json:"spanID"`
-			} `json:"references"`
-			// StartTime is in microseconds since the epoch, Duration in
-			// microseconds.
-			StartTime int64       `json:"startTime"`
-			Duration  int64       `json:"duration"`
-			Tags      []jaegerTag `json:"tags"`
-			ProcessID string      `json:"processID"`
-		} `json:"spans"`
-		Processes map[string]struct {
-			ServiceName string `json:"serviceName"`
-		} `json:"processes"`
-	} `json:"data"`
+	Data []jaegerTrace `json:"data"`
+}
+
+type jaegerTrace struct {
+	TraceID   string                   `json:"traceID"`
+	Spans     []jaegerSpan             `json:"spans"`
+	Processes map[string]jaegerProcess `json:"processes"`
+}
+
+type jaegerSpan struct {
+	TraceID       string      `json:"traceID"`
+	SpanID        string      `json:"spanID"`
+	OperationName string      `json:"operationName"`
+	References    []jaegerRef `json:"references"`
+	// StartTime is in microseconds since the epoch, Duration in
+	// microseconds.
+	StartTime int64       `json:"startTime"`
+	Duration  int64       `json:"duration"`
+	Tags      []jaegerTag `json:"tags"`
+	ProcessID string      `json:"processID"`
+}
+
+type jaegerRef struct {
+	RefType string `json:"refType"`
+	TraceID string `json:"traceID"`
+	SpanID  string `json:"spanID"`
+}
+
+type jaegerProcess struct {
+	ServiceName string `json:"serviceName"`
 }
 
 type jaegerTag struct {
@@ -44,6 +54,10 @@ type jaegerTag struct {
 func readJaeger(name string, d document) ([]Span, error) {
 	var ex jaegerExport
 	if err := json.Unmarshal(d.raw, &ex); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, fmt.Errorf("%s:%d: Jaeger JSON: %s: want %s, got a JSON %s", name, d.line, te.Field, jsonKind(te.Type.Kind()), te.Value)
+		}
 		return nil, fmt.Errorf("%s:%d: Jaeger JSON: %w", name, d.line, err)
 	}
 	var out []Span
@@ -110,6 +124,21 @@ func readJaeger(name string, d document) ([]Span, error) {
 		}
 	}
 	return out, nil
+}
+
+// jsonKind names a Go kind as JSON spells it.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	}
+	return "a number"
 }
 
 func cmpOr(a, b string) string {
