@@ -60,6 +60,9 @@ type Service struct {
 	Attempts, OK int
 	// Peak is the most server spans open at once (queued ones included).
 	Peak int
+	// Instances counts the distinct service.instance.id values seen:
+	// replicas, which the scenario does not model (yet).
+	Instances int
 	// Own holds the own time of each successful attempt.
 	Own []time.Duration
 	// OwnErrors counts failed attempts that made no downstream call;
@@ -222,12 +225,22 @@ func (in *inference) link() {
 func (in *inference) attempts() {
 	skew := map[[2]string]time.Duration{}
 	skewN := map[[2]string]int{}
+	instances := map[string]map[string]bool{}
 	for _, s := range in.ix.spans {
 		if s.Kind != Server {
 			continue
 		}
 		svc := in.service(s.Service)
 		svc.Attempts++
+		if s.Instance != "" {
+			if instances[s.Service] == nil {
+				instances[s.Service] = map[string]bool{}
+			}
+			if !instances[s.Service][s.Instance] {
+				instances[s.Service][s.Instance] = true
+				svc.Instances++
+			}
+		}
 		mine := in.owned[s]
 		if !s.Failed {
 			svc.OK++
@@ -245,6 +258,11 @@ func (in *inference) attempts() {
 				skewN[k]++
 				skew[k] = max(skew[k], off)
 			}
+		}
+	}
+	for _, name := range sortedKeys(instances) {
+		if n := len(instances[name]); n > 1 {
+			in.m.Notes = append(in.m.Notes, fmt.Sprintf("%s: %d instances (service.instance.id) served it; replicas are not inferred, so they are one pool of workers", name, n))
 		}
 	}
 	for _, k := range sortedPairs(skewN) {

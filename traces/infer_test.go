@@ -340,3 +340,21 @@ func TestInferWrites(t *testing.T) {
 		t.Errorf("want write_fraction: 0.25 in\n%s", y)
 	}
 }
+
+// TestInferInstances: replicas (service.instance.id) are counted and
+// noted, not modelled, and do not change the graph.
+func TestInferInstances(t *testing.T) {
+	spans := chain(30)
+	for i := range spans {
+		if spans[i].Service == "orders" {
+			spans[i].Instance = fmt.Sprintf("orders-%d", i%3)
+		}
+	}
+	m := traces.Infer(spans)
+	if !hasNote(m, "orders: 3 instances") || m.Services[1].Instances != 3 {
+		t.Errorf("want orders with 3 instances noted, got %d and %q", m.Services[1].Instances, m.Notes)
+	}
+	if g := graph(m); g != "entry gateway via client; gateway: orders×1 orders:" {
+		t.Errorf("graph %q", g)
+	}
+}

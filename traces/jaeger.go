@@ -41,7 +41,8 @@ type jaegerRef struct {
 }
 
 type jaegerProcess struct {
-	ServiceName string `json:"serviceName"`
+	ServiceName string      `json:"serviceName"`
+	Tags        []jaegerTag `json:"tags"`
 }
 
 type jaegerTag struct {
@@ -74,6 +75,11 @@ func readJaeger(name string, d document) ([]Span, error) {
 			s.End = s.Start.Add(time.Duration(js.Duration) * time.Microsecond)
 			if p, ok := tr.Processes[js.ProcessID]; ok {
 				s.Service = p.ServiceName
+				for _, t := range p.Tags {
+					if v, ok := t.Value.(string); ok && t.Key == "service.instance.id" {
+						s.Instance = v
+					}
+				}
 			}
 			for _, r := range js.References {
 				// A FOLLOWS_FROM reference is causal but not a call's

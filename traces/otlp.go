@@ -19,15 +19,20 @@ func readOTLP(name string, d document) ([]Span, error) {
 	rss := td.ResourceSpans()
 	for i := range rss.Len() {
 		rs := rss.At(i)
-		service := ""
+		service, instance := "", ""
 		if v, ok := rs.Resource().Attributes().Get("service.name"); ok {
 			service = v.AsString()
+		}
+		if v, ok := rs.Resource().Attributes().Get("service.instance.id"); ok {
+			instance = v.AsString()
 		}
 		sss := rs.ScopeSpans()
 		for j := range sss.Len() {
 			spans := sss.At(j).Spans()
 			for k := range spans.Len() {
-				out = append(out, fromOTLP(spans.At(k), service, fmt.Sprintf("%s:%d: resourceSpans[%d].scopeSpans[%d].spans[%d]", name, d.line, i, j, k)))
+				sp := fromOTLP(spans.At(k), service, fmt.Sprintf("%s:%d: resourceSpans[%d].scopeSpans[%d].spans[%d]", name, d.line, i, j, k))
+				sp.Instance = instance
+				out = append(out, sp)
 			}
 		}
 	}

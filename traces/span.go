@@ -54,12 +54,13 @@ func (c Class) String() string {
 // Span is one span in the neutral form both readers produce.
 type Span struct {
 	TraceID, SpanID, ParentID string
-	// Service is the resource's service.name ("" when missing).
-	Service string
-	Name    string
-	Kind    Kind
-	Start   time.Time
-	End     time.Time
+	// Service is the resource's service.name ("" when missing); Instance
+	// its service.instance.id (a replica), "" when missing.
+	Service, Instance string
+	Name              string
+	Kind              Kind
+	Start             time.Time
+	End               time.Time
 	// Failed is true when the span's status is error (or its HTTP or gRPC
 	// status says so); Class says which failure.
 	Failed bool

@@ -68,7 +68,7 @@ func (m *Model) Scenario(opt WriteOptions) *Output {
 	}
 	w.comment(0, fmt.Sprintf("Imported by `stormsim import traces` from %s: %d spans in %d traces.", strings.Join(opt.Sources, ", "), m.Spans, m.Traces))
 	w.comment(0, "\"observed\" marks a value read from the traces, \"assumed\" one they cannot show.")
-	w.comment(0, "Replicas (service.instance.id) are not inferred: each service is one pool.")
+	w.comment(0, "Replicas (service.instance.id) are not modelled: each service is one pool.")
 	w.line(0, "name: "+yamlString(opt.Name), "")
 	w.line(0, "seed: 1", "")
 	dur := min(max(time.Second, m.Window.Round(time.Second)), maxDuration)
@@ -118,7 +118,7 @@ func (m *Model) Scenario(opt WriteOptions) *Output {
 	for _, n := range m.Notes {
 		w.summary("not inferred", n)
 	}
-	w.summary("not inferred", "replicas: service.instance.id is not read; each service is one pool of workers")
+	w.summary("not inferred", "replicas: service.instance.id is counted, not modelled; each service is one pool of workers")
 	w.out.YAML = []byte(w.b.String())
 	w.out.Summary = w.summaryText()
 	return w.out
