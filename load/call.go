@@ -157,7 +157,7 @@ func (ec *EdgeClient) Do(ctx context.Context, opt policies.CallOptions, tmpl *At
 	if root == nil {
 		root = context.Background()
 	}
-	cctx, cancel := context.WithCancelCause(root)
+	cctx, cancel := context.WithCancelCause(withSpanOf(root, ctx))
 	// Each attempt sends exactly one answer; the channel holds them all so
 	// an abandoned attempt never blocks.
 	d := &doing{ec: ec, c: c, ctx: ctx, cctx: cctx, run: &callRun{cancel: cancel}, opt: opt, tmpl: tmpl, wg: wg,

@@ -32,6 +32,9 @@ type ClusterOptions struct {
 	// LedgerWindow bounds the committing service's side-effect ledger
 	// (ServiceConfig.LedgerWindow); zero keeps the whole run's.
 	LedgerWindow time.Duration
+	// Tracing, if set, gives every attempt a server span at its callee
+	// and a client span at its caller (nil: no tracing).
+	Tracing *Tracing
 }
 
 // Cluster is a scenario's services running as HTTP servers.
@@ -101,7 +104,11 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 	client := &http.Client{Transport: c.tr}
 	committer := CommittingService(sc)
 	for _, svc := range sc.Services {
-		s, err := NewService(sc, svc.Name, ServiceConfig{Epoch: opt.Epoch, URLs: c.URLs, Client: client, Commits: svc.Name == committer, LedgerWindow: opt.LedgerWindow})
+		cl := client
+		if opt.Tracing != nil {
+			cl = &http.Client{Transport: opt.Tracing.Transport(svc.Name, c.tr)}
+		}
+		s, err := NewService(sc, svc.Name, ServiceConfig{Epoch: opt.Epoch, URLs: c.URLs, Client: cl, Commits: svc.Name == committer, LedgerWindow: opt.LedgerWindow})
 		if err != nil {
 			for _, s := range c.Services {
 				s.Close()
@@ -112,7 +119,7 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 	}
 	for i, s := range c.Services {
 		srv := &http.Server{
-			Handler:           s,
+			Handler:           opt.Tracing.Handler(s.name, s),
 			ReadHeaderTimeout: serverReadHeaderTimeout,
 			ReadTimeout:       serverReadTimeout,
 			WriteTimeout:      serverWriteTimeout,

@@ -1,6 +1,7 @@
 package load
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -96,6 +97,9 @@ type Options struct {
 	// Progress, if set, is called about every ProgressEvery (default 250ms).
 	Progress      func(Progress)
 	ProgressEvery time.Duration
+	// Tracing, if set, opens a root span per logical request and a client
+	// span per attempt (nil: no tracing).
+	Tracing *Tracing
 	// OnDone, if set, is called when a logical request ends; counted says
 	// it arrived after the warm-up.
 	OnDone func(id uint64, write, counted bool, r policies.CallResult)
@@ -177,6 +181,11 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 		tr := NewTransport(opt.Connections)
 		defer tr.CloseIdleConnections()
 		client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	if opt.Tracing != nil {
+		c := *client
+		c.Transport = opt.Tracing.Transport(ClientService, cmp.Or[http.RoundTripper](c.Transport, http.DefaultTransport))
+		client = &c
 	}
 	r := opt.Rand
 	if r == nil {
@@ -462,7 +471,9 @@ func (d *driver) serve(ctx, hard context.Context, j job, attempts *sync.WaitGrou
 			a.Remaining = opt.Deadline // marks "propagate"; Do fills the real value
 		}
 	}
+	hard, sp := opt.Tracing.startRequest(hard, id)
 	res := d.ec.Do(hard, co, &a, attempts)
+	endRequest(sp, res.Result)
 	d.rec.record(j.at, time.Since(d.epoch), res.Result, counted)
 	if opt.OnDone != nil {
 		opt.OnDone(j.n, j.write, counted, res.Result)

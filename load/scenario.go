@@ -43,6 +43,9 @@ type ScenarioOptions struct {
 	Epoch time.Time
 	// Ready, if set, is called with the cluster once its services listen.
 	Ready func(*Cluster)
+	// Tracing, if set, traces the driver and every service (nil: none).
+	// The caller closes it after RunScenario returns.
+	Tracing *Tracing
 }
 
 // RunScenario starts sc's services on loopback and drives the entry with
@@ -58,7 +61,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	if !opt.Epoch.IsZero() {
 		epoch = opt.Epoch
 	}
-	cl, err := StartCluster(sc, ClusterOptions{Listen: opt.Listen, AllowRemote: opt.AllowRemote, Epoch: epoch, Connections: opt.Connections})
+	cl, err := StartCluster(sc, ClusterOptions{Listen: opt.Listen, AllowRemote: opt.AllowRemote, Epoch: epoch, Connections: opt.Connections, Tracing: opt.Tracing})
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +94,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 		Deadline: w.Deadline, Policy: w.Client, WriteFraction: w.WriteFraction, IdempotencyKeys: w.IdempotencyKeys,
 		Workers: opt.Workers, Connections: opt.Connections, Seed: seed, Rand: model.Stream(sc.Seed, model.EdgeStreams{}.Name("client", w.Entry)), Scenario: sc.Name, Version: opt.Version,
 		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
-		MaxRequests: opt.MaxRequests, Shard: opt.Shard,
+		MaxRequests: opt.MaxRequests, Shard: opt.Shard, Tracing: opt.Tracing,
 		OnDone: func(id uint64, write, counted bool, r policies.CallResult) {
 			if write && counted {
 				vmu.Lock()

@@ -599,6 +599,7 @@ func (s *Service) work(w http.ResponseWriter, r *http.Request) {
 	}
 	wctx, done := s.workContext(r)
 	defer done()
+	wctx = withSpanOf(wctx, r.Context())
 	wt := s.admit(rp, a)
 	if wt == nil || wt.state != granted && !s.await(wctx, rp, wt) {
 		return

@@ -16,6 +16,7 @@ import (
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/topology"
+	"github.com/stormsim/stormsim/traces"
 )
 
 // SourceKind says how a hop's samples are read.
@@ -31,9 +32,12 @@ const (
 	Results
 	// Scenario: the unloaded latency a scenario's service times imply.
 	Scenario
+	// Traces: the durations of a service's successful server spans in an
+	// OTLP JSON or Jaeger JSON trace file.
+	Traces
 )
 
-var sourceKindNames = [...]string{"numbers", "vegeta", "results", "scenario"}
+var sourceKindNames = [...]string{"numbers", "vegeta", "results", "scenario", "traces"}
 
 // String returns the kind's prefix in a hop spec.
 func (k SourceKind) String() string {
@@ -54,6 +58,9 @@ func (k SourceKind) String() string {
 //	scenario:FILE   samples of the scenario's service times down the
 //	                chain from the hop's service (no queueing); FILE#SERVICE
 //	                as for results
+//	traces:FILE     the durations of the hop's service's successful server
+//	                spans in an OTLP JSON or Jaeger JSON file; FILE#SERVICE
+//	                as for results
 type Source struct {
 	Kind    SourceKind
 	Path    string
@@ -66,7 +73,7 @@ func ParseSource(spec string) (Source, error) {
 	if spec == "" {
 		return Source{}, errors.New("empty source")
 	}
-	for _, k := range []SourceKind{Vegeta, Results, Scenario} {
+	for _, k := range []SourceKind{Vegeta, Results, Scenario, Traces} {
 		if rest, ok := strings.CutPrefix(spec, k.String()+":"); ok {
 			if rest == "" {
 				return Source{}, fmt.Errorf("%s: missing path", spec)
@@ -194,6 +201,11 @@ func (s Source) Load(hop string, opt LoadOptions) (Hop, error) {
 			return h, err
 		}
 		h.Note = "unloaded latency sampled from the scenario's service times (no queueing)"
+	case Traces:
+		var err error
+		if d, h.Note, err = traces.ServerLatency(s.Path, cmpOr(s.Service, hop)); err != nil {
+			return h, err
+		}
 	default:
 		return h, fmt.Errorf("unknown source kind %v", s.Kind)
 	}

@@ -133,3 +133,29 @@ func TestScenarioSource(t *testing.T) {
 		t.Error("same seed gave different samples")
 	}
 }
+
+// TestTracesSource reads the hand-made shop traces: payments' three
+// server spans last 18ms each; pricing's failed span is left out.
+func TestTracesSource(t *testing.T) {
+	src, err := ParseSource("traces:../traces/testdata/shop.otlp.json#payments")
+	if err != nil || src.Kind != Traces || src.Service != "payments" {
+		t.Fatalf("ParseSource: %+v, %v", src, err)
+	}
+	h, err := src.Load("pay", LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Samples.Len() != 3 || h.Samples.Quantile(0.5) != 18*time.Millisecond {
+		t.Errorf("payments: want 3 samples of 18ms, got %d (p50 %v)", h.Samples.Len(), h.Samples.Quantile(0.5))
+	}
+	hops, err := ParseHops([]string{"pricing=traces:../traces/testdata/shop.jaeger.json"}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := hops[0].Samples.Len(); n != 3 || !strings.Contains(hops[0].Note, "1 of 4 server spans dropped") {
+		t.Errorf("pricing: want 3 samples and a note of 1 failed span, got %d, %q", n, hops[0].Note)
+	}
+	if _, err := ParseHops([]string{"x=traces:../traces/testdata/shop.otlp.json#nosuch"}, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "have: frontend, inventory, payments, pricing") {
+		t.Errorf("unknown service: want an error listing the services, got %v", err)
+	}
+}

@@ -63,6 +63,7 @@ type loadCommand struct {
 	out       string
 	progress  bool
 	remote    bool
+	traces    string
 	sh        shard.Flags
 	slo       sloFlag
 	// fs tells which flags were given: in SCENARIO mode they override
@@ -97,6 +98,7 @@ func (c *loadCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.out, "out", "", "write summary.json, timeseries.csv, histograms and plots to `DIR`")
 	fs.BoolVar(&c.progress, "progress", false, "show the live progress line even when stderr is not a terminal")
 	fs.BoolVar(&c.remote, "allow-remote", false, "allow a target (or listen address) off the loopback interface")
+	fs.StringVar(&c.traces, "traces", "", "write OpenTelemetry spans (OTLP JSON lines) to `FILE`: one per attempt, at caller and callee")
 	c.slo.declare(fs)
 	c.sh.Register(fs)
 	c.sh.RegisterStartAt(fs)
@@ -131,9 +133,12 @@ func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error
 	}
 	bar.start("load", c.duration)
 	opt.Progress = bar.update
+	if opt.Tracing, err = openTracing(c.traces); err != nil {
+		return err
+	}
 	res, err := load.Run(ctx, opt)
 	bar.finish()
-	if err != nil {
+	if err = errors.Join(err, closeTracing(opt.Tracing)); err != nil {
 		return err
 	}
 	res.RunID = runIDFrom(ctx)
@@ -171,13 +176,17 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 		}
 		epoch = c.sh.StartAt.Epoch(time.Now())
 	}
+	tr, err := openTracing(c.traces)
+	if err != nil {
+		return err
+	}
 	bar.start("load", sc.Duration)
 	res, err := load.RunScenario(ctx, sc, load.ScenarioOptions{
 		Workers: c.workers, Connections: c.conns, AllowRemote: c.remote, Version: version, Progress: bar.update, Grace: c.grace,
-		MaxRequests: c.maxReq, Shard: spec, Epoch: epoch,
+		MaxRequests: c.maxReq, Shard: spec, Epoch: epoch, Tracing: tr,
 	})
 	bar.finish()
-	if err != nil {
+	if err = errors.Join(err, closeTracing(tr)); err != nil {
 		return err
 	}
 	res.RunID = runIDFrom(ctx)

@@ -31,6 +31,7 @@ type serveCommand struct {
 	sf     scenarioFlags
 	listen string
 	remote bool
+	traces string
 }
 
 // flags declares the command's flags on fs.
@@ -39,10 +40,11 @@ func (c *serveCommand) flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.remote, "allow-remote", false, "allow a listen address off the loopback interface")
 	fs.StringArrayVar(&c.sf.sets, "set", nil, "override a scenario value: `path=value` (repeatable)")
 	fs.Uint64Var(&c.sf.seed, "seed", 0, "random seed (default: the scenario's)")
+	fs.StringVar(&c.traces, "traces", "", "write OpenTelemetry spans (OTLP JSON lines) to `FILE` when stopped: one per attempt, at caller and callee")
 }
 
 // run runs the command with the arguments left after the flags.
-func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) error {
+func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err error) {
 	if len(args) != 1 {
 		return &exitError{exitUsage, fmt.Errorf("want one scenario, got %d arguments", len(args))}
 	}
@@ -55,12 +57,17 @@ func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) erro
 			fmt.Fprintf(os.Stderr, "stormsim serve: --allow-remote: %d services of %s will accept connections on %s\n", len(sc.Services), sc.Name, c.listen)
 		}
 	}
-	cl, err := load.StartCluster(sc, load.ClusterOptions{Listen: c.listen, AllowRemote: c.remote,
-		// A server that runs indefinitely keeps a bounded ledger.
-		LedgerWindow: load.DefaultLedgerWindow})
+	tr, err := openTracing(c.traces)
 	if err != nil {
 		return err
 	}
+	cl, err := load.StartCluster(sc, load.ClusterOptions{Listen: c.listen, AllowRemote: c.remote,
+		// A server that runs indefinitely keeps a bounded ledger.
+		LedgerWindow: load.DefaultLedgerWindow, Tracing: tr})
+	if err != nil {
+		return errors.Join(err, closeTracing(tr))
+	}
+	defer func() { err = errors.Join(err, closeTracing(tr)) }()
 	fmt.Fprintf(w, "serving %s (fault windows count from now); Ctrl-C stops\n", sc.Name)
 	for _, s := range cl.Services {
 		u := cl.URLs[s.Name()]

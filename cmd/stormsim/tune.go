@@ -28,7 +28,8 @@ func init() {
 Sources (top-down, one per hop): FILE (numbers in --unit, one per line),
 FILE:COLUMN (a CSV column), vegeta:FILE (vegeta encode --to json),
 results:DIR[#SERVICE] (a stormsim results directory), scenario:FILE[#SERVICE]
-(the unloaded latency a scenario's service times imply).`,
+(the unloaded latency a scenario's service times imply), traces:FILE[#SERVICE]
+(successful server spans in OTLP JSON or Jaeger JSON traces).`,
 		new: func() subcommand { return new(tuneCommand) },
 	})
 }

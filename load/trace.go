@@ -1,0 +1,151 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/stormsim/stormsim/policies"
+	"github.com/stormsim/stormsim/traces"
+)
+
+// ClientService is the service.name of the load driver's spans: the
+// external client, whose root span per logical request holds one client
+// span per attempt to the entry.
+const ClientService = "stormsim-client"
+
+// Tracing emits OpenTelemetry spans from serve and load: a server span
+// per attempt a service receives, a client span per attempt it (or the
+// driver) sends, and a root span per logical request, with W3C trace
+// context carried between the emulated services. Spans go to one OTLP
+// JSON file, written when Close is called. A nil *Tracing traces nothing:
+// every method passes its input through. Safe for concurrent use.
+type Tracing struct {
+	exp  *traces.FileExporter
+	prop propagation.TextMapPropagator
+	mu   sync.Mutex
+	tps  map[string]*sdktrace.TracerProvider
+}
+
+// NewTracing starts tracing into the OTLP JSON file at path.
+func NewTracing(path string) (*Tracing, error) {
+	exp, err := traces.NewFileExporter(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Tracing{exp: exp, prop: propagation.TraceContext{}, tps: map[string]*sdktrace.TracerProvider{}}, nil
+}
+
+// provider is the tracer provider of one service (its resource names it);
+// all of them share the exporter.
+func (t *Tracing) provider(service string) *sdktrace.TracerProvider {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tp := t.tps[service]
+	if tp == nil {
+		// Blocking: a full queue waits rather than drops spans, because a
+		// trace with holes would import as a different graph.
+		tp = sdktrace.NewTracerProvider(
+			sdktrace.WithSampler(sdktrace.AlwaysSample()),
+			sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", service))),
+			sdktrace.WithBatcher(t.exp, sdktrace.WithBlocking(), sdktrace.WithMaxQueueSize(16384), sdktrace.WithMaxExportBatchSize(2048)),
+		)
+		t.tps[service] = tp
+	}
+	return tp
+}
+
+// Handler wraps a service's handler with a server span per attempt,
+// continuing the caller's trace from its traceparent header. Reads of
+// /stats and /metrics are not attempts and get no span (a scraper's
+// requests would otherwise look like requests entering at every service).
+func (t *Tracing) Handler(service string, h http.Handler) http.Handler {
+	if t == nil {
+		return h
+	}
+	return otelhttp.NewHandler(h, service, otelhttp.WithTracerProvider(t.provider(service)), otelhttp.WithPropagators(t.prop),
+		otelhttp.WithFilter(func(r *http.Request) bool { return r.URL.Path != "/stats" && r.URL.Path != "/metrics" }))
+}
+
+// Transport wraps a caller's transport with a client span per attempt
+// that injects the trace context and records the attempt's number as
+// http.request.resend_count (0 for the first), which tells retries,
+// hedges and fan-out apart on import.
+func (t *Tracing) Transport(service string, rt http.RoundTripper) http.RoundTripper {
+	if t == nil {
+		return rt
+	}
+	return otelhttp.NewTransport(resendCount{rt}, otelhttp.WithTracerProvider(t.provider(service)), otelhttp.WithPropagators(t.prop))
+}
+
+// resendCount marks the client span otelhttp opened with the attempt
+// number the driver put in the request's header.
+type resendCount struct{ next http.RoundTripper }
+
+func (r resendCount) RoundTrip(req *http.Request) (*http.Response, error) {
+	if n, err := strconv.Atoi(req.Header.Get(HeaderAttempt)); err == nil && n >= 1 {
+		trace.SpanFromContext(req.Context()).SetAttributes(attribute.Int("http.request.resend_count", n-1))
+	}
+	return r.next.RoundTrip(req)
+}
+
+// startRequest opens the root span of one logical request at the driver.
+func (t *Tracing) startRequest(ctx context.Context, id string) (context.Context, trace.Span) {
+	if t == nil {
+		return ctx, nil
+	}
+	return t.provider(ClientService).Tracer("stormsim/load").Start(ctx, "request",
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attribute.String("stormsim.request_id", id)))
+}
+
+// endRequest closes a root span with the request's result.
+func endRequest(sp trace.Span, r policies.CallResult) {
+	if sp == nil {
+		return
+	}
+	if r != policies.Succeeded {
+		sp.SetStatus(codes.Error, r.String())
+	}
+	sp.End()
+}
+
+// Close flushes every provider and writes the file.
+func (t *Tracing) Close(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	tps := t.tps
+	t.tps = map[string]*sdktrace.TracerProvider{}
+	t.mu.Unlock()
+	var errs []error
+	for _, tp := range tps {
+		errs = append(errs, tp.ForceFlush(ctx))
+	}
+	errs = append(errs, t.exp.Shutdown(ctx))
+	for _, tp := range tps {
+		// The exporter is already shut down; its error says so again.
+		_ = tp.Shutdown(ctx)
+	}
+	return errors.Join(errs...)
+}
+
+// withSpanOf carries the span of from into ctx, so that work detached
+// from its request's context (kept going for nobody, or attempts run in
+// their own goroutines) still calls downstream in the request's trace.
+func withSpanOf(ctx, from context.Context) context.Context {
+	if sc := trace.SpanContextFromContext(from); sc.IsValid() {
+		return trace.ContextWithSpanContext(ctx, sc)
+	}
+	return ctx
+}

@@ -1,0 +1,68 @@
+package traces
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// Import reads every file, infers one model from all their spans and
+// writes it as a scenario. out is where the scenario will be written
+// ("" for standard output, when own times cannot be empirical). The
+// scenario is checked with topology before it is returned, so what Import
+// returns always loads; a failure there is a bug reported as an error.
+func Import(files []string, out, name string) (*Output, error) {
+	var spans []Span
+	var sources []string
+	for _, f := range files {
+		s, format, err := ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		spans = append(spans, s...)
+		sources = append(sources, fmt.Sprintf("%s (%s)", filepath.Base(f), format))
+	}
+	m := Infer(spans)
+	if m.Entry == "" {
+		return nil, fmt.Errorf("%s: no request could be followed to a service: %s", strings.Join(files, ", "), strings.Join(m.Notes, "; "))
+	}
+	opt := WriteOptions{Name: name, Sources: sources}
+	if out != "" {
+		opt.SamplesPrefix = strings.TrimSuffix(out, filepath.Ext(out))
+	}
+	o := m.Scenario(opt)
+	if out == "" {
+		if _, err := topology.Parse("imported scenario", o.YAML, nil); err != nil {
+			return nil, fmt.Errorf("traces: the imported scenario does not load (a bug): %w", err)
+		}
+	}
+	return o, nil
+}
+
+// Write writes the sample files and then the scenario to path, each
+// atomically, and checks that the scenario loads.
+func (o *Output) Write(path string) error {
+	for _, p := range sortedKeys(o.Samples) {
+		data := o.Samples[p]
+		if err := metrics.WriteFileAtomic(p, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+			return err
+		}
+	}
+	if err := metrics.WriteFileAtomic(path, func(w io.Writer) error { _, err := w.Write(o.YAML); return err }); err != nil {
+		return err
+	}
+	if _, err := topology.Load(path, nil); err != nil {
+		return fmt.Errorf("traces: the imported scenario does not load (a bug): %w", err)
+	}
+	return nil
+}
+
+// WriteTo writes the scenario to w (standard output).
+func (o *Output) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(o.YAML)
+	return int64(n), err
+}

@@ -1,0 +1,101 @@
+package traces
+
+import (
+	"encoding/hex"
+	"fmt"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// readOTLP decodes one OTLP JSON ExportTraceServiceRequest with pdata.
+func readOTLP(name string, d document) ([]Span, error) {
+	var u ptrace.JSONUnmarshaler
+	td, err := u.UnmarshalTraces(d.raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s:%d: OTLP JSON: %w", name, d.line, err)
+	}
+	var out []Span
+	rss := td.ResourceSpans()
+	for i := range rss.Len() {
+		rs := rss.At(i)
+		service, instance := "", ""
+		if v, ok := rs.Resource().Attributes().Get("service.name"); ok {
+			service = v.AsString()
+		}
+		if v, ok := rs.Resource().Attributes().Get("service.instance.id"); ok {
+			instance = v.AsString()
+		}
+		sss := rs.ScopeSpans()
+		for j := range sss.Len() {
+			spans := sss.At(j).Spans()
+			for k := range spans.Len() {
+				sp := fromOTLP(spans.At(k), service, fmt.Sprintf("%s:%d: resourceSpans[%d].scopeSpans[%d].spans[%d]", name, d.line, i, j, k))
+				sp.Instance = instance
+				out = append(out, sp)
+			}
+		}
+	}
+	return out, nil
+}
+
+func fromOTLP(sp ptrace.Span, service, source string) Span {
+	s := Span{
+		TraceID: hexOf(sp.TraceID()), SpanID: hexOf(sp.SpanID()), Service: service, Name: sp.Name(),
+		Start: sp.StartTimestamp().AsTime(), End: sp.EndTimestamp().AsTime(), Resend: -1, Source: source,
+	}
+	if p := sp.ParentSpanID(); !p.IsEmpty() {
+		s.ParentID = hexOf(p)
+	}
+	if k := sp.Kind(); k >= ptrace.SpanKindInternal && k <= ptrace.SpanKindConsumer {
+		s.Kind = Kind(k)
+	}
+	attrs := sp.Attributes()
+	get := func(keys ...string) (any, bool) {
+		for _, k := range keys {
+			if v, ok := attrs.Get(k); ok {
+				switch v.Type() {
+				case pcommon.ValueTypeInt:
+					return v.Int(), true
+				case pcommon.ValueTypeDouble:
+					return v.Double(), true
+				default:
+					return v.AsString(), true
+				}
+			}
+		}
+		return nil, false
+	}
+	httpStatus, grpcStatus := 0, 0
+	if v, ok := get("http.response.status_code", "http.status_code"); ok {
+		httpStatus, _ = intOf(v)
+	}
+	if v, ok := get("rpc.grpc.status_code"); ok {
+		grpcStatus, _ = intOf(v)
+	}
+	if v, ok := get("http.request.resend_count"); ok {
+		if n, ok := intOf(v); ok && n >= 0 {
+			s.Resend = n
+		}
+	}
+	if v, ok := get("http.request.method", "http.method"); ok {
+		s.Method, _ = v.(string)
+	}
+	if v, ok := get("peer.service"); ok {
+		s.Peer, _ = v.(string)
+	}
+	st := sp.Status()
+	s.classify(st.Code() == ptrace.StatusCodeError, st.Message(), httpStatus, grpcStatus)
+	return s
+}
+
+// hexOf formats a trace or span id as lowercase hex.
+func hexOf[T pcommon.TraceID | pcommon.SpanID](id T) string {
+	switch v := any(id).(type) {
+	case pcommon.TraceID:
+		return hex.EncodeToString(v[:])
+	case pcommon.SpanID:
+		return hex.EncodeToString(v[:])
+	}
+	return ""
+}
