@@ -1,0 +1,240 @@
+package collapse
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stormsim/stormsim/policies"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// BirthDeath returns the birth-death chain on 0..n whose state k moves to
+// k+1 at birth(k) and to k−1 at death(k), with the states at or above
+// target in the target set. An M/M/c/K queue is birth(k) = λ for k < c+K,
+// death(k) = μ·min(k, c).
+func BirthDeath(n, target int, birth, death func(k int) float64) *Chain {
+	c := newChain(n + 1)
+	for k := 0; k <= n; k++ {
+		c.target[k] = k >= target
+		if k < n {
+			c.add(k+1, birth(k))
+		}
+		if k > 0 {
+			c.add(k-1, death(k))
+		}
+		c.endRow()
+	}
+	return c
+}
+
+// RetryQueue is the single-queue retry model: one service of Workers
+// workers and a waiting room of Queue, Poisson arrivals at Rate,
+// exponential service at ServiceRate per worker, a client timeout per
+// attempt and up to MaxAttempts attempts per request, retried at once (no
+// backoff) on a timeout, and on a full queue when RetryRejected.
+//
+// Its chain, state (a, d): a attempts at the service whose client still
+// waits, d orphans whose client gave up (the service still works on them
+// unless Cancel). It approximates stormsim's model in three ways, each
+// stated in docs/model.md and measured against the simulator there:
+//   - the timeout is exponential with the timeout's mean, not fixed;
+//   - a timed-out attempt is retried with probability 1 − 1/MaxAttempts,
+//     so a request whose every attempt times out makes MaxAttempts attempts
+//     on average (geometrically), not exactly;
+//   - the attempt a worker finishes is live with probability a/(a+d), not
+//     the oldest one.
+//
+// A retry refused by a full queue is refused again at once (there is no
+// backoff), so a refusal loses the request in the chain as in stormsim.
+// With MaxAttempts 1 and no Cancel, a+d is exactly the M/M/c/K queue.
+type RetryQueue struct {
+	Rate, ServiceRate float64
+	Workers, Queue    int
+	Timeout           time.Duration
+	MaxAttempts       int
+	Cancel            bool
+}
+
+// Chain builds the chain with the target set a+d ≥ target (system) or
+// a+d−Workers ≥ target (queue), and returns it with the empty state's index.
+func (q RetryQueue) Chain(level Kind, target int) (*Chain, int) {
+	n := q.Workers + q.Queue
+	idx := func(a, d int) int { return (a+d)*(a+d+1)/2 + d } // by total, then d
+	c := newChain((n + 1) * (n + 2) / 2)
+	theta := 1 / q.Timeout.Seconds()
+	retry := 1 - 1/float64(max(q.MaxAttempts, 1))
+	for tot := 0; tot <= n; tot++ {
+		for d := 0; d <= tot; d++ {
+			a := tot - d
+			i := idx(a, d)
+			switch level {
+			case Queue:
+				c.target[i] = tot-q.Workers >= target
+			default:
+				c.target[i] = tot >= target
+			}
+			if tot < n {
+				c.add(idx(a+1, d), q.Rate)
+			}
+			if busy := min(tot, q.Workers); busy > 0 {
+				mu := q.ServiceRate * float64(busy)
+				if a > 0 {
+					c.add(idx(a-1, d), mu*float64(a)/float64(tot))
+				}
+				if d > 0 {
+					c.add(idx(a, d-1), mu*float64(d)/float64(tot))
+				}
+			}
+			if a > 0 {
+				// A live attempt times out: it leaves (Cancel) or stays as
+				// an orphan; its retry joins at once if there is room.
+				r := theta * float64(a)
+				na, nd := a-1, d+1
+				if q.Cancel {
+					nd = d
+				}
+				if na+nd < n {
+					c.add(idx(na+1, nd), r*retry)
+					c.add(idx(na, nd), r*(1-retry))
+				} else {
+					c.add(idx(na, nd), r)
+				}
+			}
+			c.endRow()
+		}
+	}
+	return c, idx(0, 0)
+}
+
+// Fit returns the chain of sc for level l when sc is a model the solver
+// has: an M/M/c/K birth-death queue (no timeouts, or timeouts without
+// retries and without cancellation, which leave the count of attempts at
+// the service a birth-death chain) or the single-queue retry model
+// (RetryQueue). Otherwise the error lists every reason it does not fit.
+func Fit(sc *topology.Scenario, l Level) (*Chain, int, string, error) {
+	var why []string
+	no := func(format string, a ...any) { why = append(why, fmt.Sprintf(format, a...)) }
+	if len(sc.Services) != 1 {
+		no("it has %d services (the chains model one)", len(sc.Services))
+	}
+	w := &sc.Workload
+	if w.Arrival != "" && w.Arrival != "poisson" {
+		no("workload.arrival is %s (want poisson)", w.Arrival)
+	}
+	if len(w.Schedule) > 0 {
+		no("workload.schedule varies the rate")
+	}
+	if len(sc.Faults) > 0 {
+		no("it has faults")
+	}
+	if l.Kind != System && l.Kind != Queue && l.Kind != Inflight {
+		no("the level %s is not a count at the service", l)
+	}
+	if len(why) > 0 {
+		return nil, 0, "", refuse(why)
+	}
+	s := &sc.Services[0]
+	if l.Kind != Inflight && l.Service != s.Name {
+		no("the level names %q, the service is %q", l.Service, s.Name)
+	}
+	if s.ServiceTime.Dist != "exponential" || s.ServiceTime.Mean <= 0 {
+		no("services.%s.service_time is %s (want exponential)", s.Name, s.ServiceTime.Dist)
+	}
+	if len(s.Calls) > 0 {
+		no("services.%s makes downstream calls", s.Name)
+	}
+	if s.Queue == nil {
+		no("services.%s.queue is unbounded (the chain needs a finite queue)", s.Name)
+	}
+	if s.ErrorRate > 0 || s.SlowdownPerInflight > 0 || s.Idempotency != nil || s.Overload != (policies.OverloadConfig{}) {
+		no("services.%s has error_rate, slowdown_per_inflight, idempotency or overload settings", s.Name)
+	}
+	c := &w.Client
+	if c.Network != nil || c.Budget != nil || c.Breaker != nil || c.Hedge != nil || c.Throttle != nil || c.SendRate != nil || c.HonorPushback {
+		no("workload.client has a network delay, budget, breaker, hedge, throttle, send_rate or pushback")
+	}
+	attempts := max(c.Retry.MaxAttempts, 1)
+	if attempts > 1 {
+		if c.Retry.Backoff.Initial > 0 {
+			no("workload.client.retry.backoff.initial is %v (the chain retries at once)", c.Retry.Backoff.Initial)
+		}
+		if c.Retry.BudgetShare > 0 {
+			no("workload.client.retry.budget_share is set")
+		}
+		if len(c.Retry.On) > 0 && !slices.Contains(c.Retry.On, policies.RetryClass("timeout")) {
+			no("workload.client.retry.on does not retry timeouts")
+		}
+		if c.Timeout <= 0 {
+			no("workload.client.timeout is 0 (retries need a timeout)")
+		}
+	}
+	if w.Deadline > 0 && c.Timeout > 0 && w.Deadline < time.Duration(attempts)*c.Timeout {
+		no("workload.deadline %v can cut the %d attempts of %v short", w.Deadline, attempts, c.Timeout)
+	}
+	if w.Deadline > 0 && c.Timeout == 0 {
+		no("workload.deadline without a timeout abandons attempts at a fixed age")
+	}
+	if len(why) > 0 {
+		return nil, 0, "", refuse(why)
+	}
+	mu := 1 / s.ServiceTime.Mean.Seconds()
+	target := int(math.Ceil(l.Threshold))
+	if l.Kind == Queue {
+		target = int(math.Ceil(l.Threshold))
+	}
+	cap := s.Workers + *s.Queue
+	if (l.Kind == Queue && target > *s.Queue) || (l.Kind != Queue && target > cap) {
+		return nil, 0, "", fmt.Errorf("ctmc: the level %s is above what services.%s holds (%d workers + queue %d): it is never reached", l, s.Name, s.Workers, *s.Queue)
+	}
+	if attempts == 1 && (!s.CancelOnTimeout || c.Timeout == 0) {
+		// Every attempt stays at the service until served: M/M/c/K.
+		bt := target
+		if l.Kind == Queue {
+			bt += s.Workers
+		}
+		ch := BirthDeath(cap, bt,
+			func(int) float64 { return w.Rate },
+			func(k int) float64 { return mu * float64(min(k, s.Workers)) })
+		return ch, 0, fmt.Sprintf("exact: the M/M/%d/%d birth-death chain of attempts at %s", s.Workers, cap, s.Name), nil
+	}
+	q := RetryQueue{Rate: w.Rate, ServiceRate: mu, Workers: s.Workers, Queue: *s.Queue,
+		Timeout: c.Timeout, MaxAttempts: attempts, Cancel: s.CancelOnTimeout}
+	ch, from := q.Chain(l.Kind, target)
+	return ch, from, "approximate: the single-queue retry chain (exponential timeouts, geometric retries, random choice of the finished attempt; docs/model.md states the error)", nil
+}
+
+// refuse explains why a scenario has no chain.
+func refuse(why []string) error {
+	return errors.New("ctmc: the scenario does not fit a Markov chain the solver has: " + strings.Join(why, "; ") + " (use --method splitting)")
+}
+
+// Solve answers what Split answers, from the scenario's Markov chain when
+// it has one (Fit), with no sampling error: ci95 is the numerical bound.
+func Solve(sc *topology.Scenario, opt Options) (*Estimate, error) {
+	if err := opt.validate(); err != nil {
+		return nil, err
+	}
+	ch, from, kind, err := Fit(sc, opt.Level)
+	if err != nil {
+		return nil, err
+	}
+	p, err := ch.Solve(from, opt.Within.Seconds(), opt.MeanTime)
+	if err != nil {
+		return nil, err
+	}
+	est := &Estimate{Scenario: sc.Name, Method: "ctmc", Level: opt.Level.String(), WithinS: opt.Within.Seconds(),
+		Probability: p.Probability, CI95: [2]float64{max(p.Probability-p.Bound, 0), min(p.Probability+p.Bound, 1)},
+		Levels: []float64{opt.Level.Threshold}, States: ch.States(), Notes: []string{kind}}
+	if opt.MeanTime {
+		if !math.IsInf(p.MeanTime, 0) {
+			m := p.MeanTime
+			est.MeanTimeS = &m
+		}
+		est.MeanTimeNote = "exact mean first-passage time of the chain"
+	}
+	return est, nil
+}
