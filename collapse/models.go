@@ -150,8 +150,12 @@ func Fit(sc *topology.Scenario, l Level) (*Chain, int, string, error) {
 	if s.Queue == nil {
 		no("services.%s.queue is unbounded (the chain needs a finite queue)", s.Name)
 	}
-	if s.ErrorRate > 0 || s.SlowdownPerInflight > 0 || s.Idempotency != nil || s.Overload != (policies.OverloadConfig{}) {
-		no("services.%s has error_rate, slowdown_per_inflight, idempotency or overload settings", s.Name)
+	ov := s.Overload
+	if ov.Discipline == "fifo" {
+		ov.Discipline = ""
+	}
+	if s.ErrorRate > 0 || s.SlowdownPerInflight > 0 || (w.WriteFraction > 0 && w.IdempotencyKeys) || ov != (policies.OverloadConfig{}) {
+		no("services.%s has error_rate, slowdown_per_inflight, keyed writes or overload settings", s.Name)
 	}
 	c := &w.Client
 	if c.Network != nil || c.Budget != nil || c.Breaker != nil || c.Hedge != nil || c.Throttle != nil || c.SendRate != nil || c.HonorPushback {

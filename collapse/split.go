@@ -52,9 +52,9 @@ type Options struct {
 
 // Estimate is the answer of Split or Solve, as `stormsim collapse` prints it.
 type Estimate struct {
-	Scenario string `json:"scenario"`
-	Method   string `json:"method"`
-	Level    string `json:"level"`
+	Scenario string  `json:"scenario"`
+	Method   string  `json:"method"`
+	Level    string  `json:"level"`
 	WithinS  float64 `json:"within_s"`
 	// Probability of reaching Level within WithinS, and its 95 % interval
 	// (for the ctmc method, the interval is the solver's numerical bound).
@@ -122,18 +122,18 @@ func Split(ctx context.Context, sc *topology.Scenario, opt Options) (*Estimate, 
 		return nil, err
 	}
 	est.Levels = levels
-	var ps []float64
+	var ps, halves []float64
 	var mean, half float64
 	prec := opt.Precision
 	if prec <= 0 {
 		prec = DefaultPrecision
 	}
 	for b := 0; b < maxBatches; b++ {
-		p, err := s.batch(levels, s.effort(opt), uint64(b))
+		p, ph, err := s.batch(levels, s.effort(opt), uint64(b))
 		if err != nil {
 			return nil, err
 		}
-		ps = append(ps, p)
+		ps, halves = append(ps, p), append(halves, ph)
 		mean, half = tInterval(ps)
 		if len(ps) >= minBatches && mean > 0 && half <= prec*mean {
 			break
@@ -153,22 +153,28 @@ func Split(ctx context.Context, sc *topology.Scenario, opt Options) (*Estimate, 
 		est.Notes = append(est.Notes, "no run reached the level: the upper bound is the rule of three on the final-stage runs")
 	}
 	if opt.MeanTime {
-		est.MeanTimeS, est.MeanTimeNote = exponentialMean(est.Probability, opt.Within)
+		ph, _ := tInterval(halves)
+		est.MeanTimeS, est.MeanTimeNote = exponentialMean(ph, est.Probability, opt.Within)
 	}
 	est.Runs, est.Events = s.runs, s.events
 	return est, nil
 }
 
-// exponentialMean is the mean time to the level under the exponential law
-// that rare first-passage times follow (Keilson, 1979): P(τ ≤ T) = 1 −
-// e^{−T/m}, so m = −T/ln(1−p). It overstates m by about the time a run
-// takes to leave the empty start, which must be small against T.
-func exponentialMean(p float64, within time.Duration) (*float64, string) {
-	if p <= 0 || p >= 1 {
-		return nil, "no mean time: the probability is 0 or 1 within the horizon"
+// exponentialMean is the mean time to the level under the law rare first
+// passages follow once a run has forgotten its start (Keilson, 1979): τ ≈
+// d + an exponential of mean m, so P(τ ≤ t) = 1 − e^{−(t−d)/m} for t > d.
+// The probabilities at T/2 and T fix m and d, and the mean is d + m. It
+// needs the horizon's second half to be past the start's influence: a
+// horizon several times the queue's relaxation time.
+func exponentialMean(pHalf, p float64, within time.Duration) (*float64, string) {
+	if pHalf <= 0 || p <= pHalf || p >= 1 {
+		return nil, "no mean time: too few runs reached the level in the horizon's first half to fit the exponential law"
 	}
-	m := -within.Seconds() / math.Log1p(-p)
-	return &m, "exponential approximation -T/ln(1-p): exact for a memoryless first passage, off by about the time to leave the empty start"
+	h := within.Seconds() / 2
+	m := h / math.Log((1-pHalf)/(1-p))
+	d := h + m*math.Log1p(-pHalf)
+	mt := d + m
+	return &mt, fmt.Sprintf("fitted: τ ≈ %.3gs + exponential of mean %.3gs, from P(τ ≤ T/2) = %.3g and P(τ ≤ T); valid when T is long against the time runs take to forget the empty start", d, m, pHalf)
 }
 
 func (o Options) validate() error {
@@ -364,9 +370,13 @@ func (s *splitter) reach(from *particle, seed uint64, target float64) (particle,
 }
 
 // batch runs one fixed-effort splitting estimate over levels and returns
-// it: the product of the shares of runs that reached each level.
-func (s *splitter) batch(levels []float64, effort int, b uint64) (float64, error) {
-	p := 1.0
+// it: the product of the shares of runs that reached each level; and the
+// same product with the last share counting only runs that reached the
+// target in the horizon's first half, the estimate of P(τ ≤ T/2) (an
+// unbiased one too: fixed-effort splitting weighs each run reaching the
+// target by the product of the earlier shares, whatever is measured on it).
+func (s *splitter) batch(levels []float64, effort int, b uint64) (p, pHalf float64, err error) {
+	p = 1.0
 	var from, next []particle
 	for k, l := range levels {
 		next = next[:0]
@@ -377,19 +387,28 @@ func (s *splitter) batch(levels []float64, effort int, b uint64) (float64, error
 			}
 			q, ok, err := s.reach(src, mix(s.seed, b, uint64(k), uint64(i)), l)
 			if err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			if ok {
 				next = append(next, q)
 			}
 		}
-		p *= float64(len(next)) / float64(effort)
 		if len(next) == 0 {
-			return 0, nil
+			return 0, 0, nil
 		}
+		if k == len(levels)-1 {
+			early := 0
+			for _, q := range next {
+				if q.over || q.snap.At() <= s.end/2 {
+					early++
+				}
+			}
+			pHalf = p * float64(early) / float64(effort)
+		}
+		p *= float64(len(next)) / float64(effort)
 		from, next = next, from
 	}
-	return p, nil
+	return p, pHalf, nil
 }
 
 // tInterval returns the mean of xs and the half-width of its Student-t
