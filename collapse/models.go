@@ -35,22 +35,31 @@ func BirthDeath(n, target int, birth, death func(k int) float64) *Chain {
 // workers and a waiting room of Queue, Poisson arrivals at Rate,
 // exponential service at ServiceRate per worker, a client timeout per
 // attempt and up to MaxAttempts attempts per request, retried at once (no
-// backoff) on a timeout, and on a full queue when RetryRejected.
+// backoff) on a timeout; a retry refused by a full queue is refused again
+// at once, so a refusal loses the request, in the chain as in stormsim.
 //
-// Its chain, state (a, d): a attempts at the service whose client still
-// waits, d orphans whose client gave up (the service still works on them
-// unless Cancel). It approximates stormsim's model in three ways, each
-// stated in docs/model.md and measured against the simulator there:
-//   - the timeout is exponential with the timeout's mean, not fixed;
+// Its chain has state (n, g): n attempts at the service (waiting or in
+// service, whether their client still waits or not: the service works on
+// orphans too unless Cancel), of which g are doomed — their client will
+// time out before they are served. Whether an arriving attempt is doomed
+// is decided when it arrives, from what is ahead of it: in a FIFO queue
+// its wait is the service of the attempts ahead, so with n ahead it
+// times out with probability P(W_n + S > timeout), W_n the time for
+// n−Workers+1 departures at rate Workers·ServiceRate (Erlang) and S its
+// own service — exact for one worker. A timeout, rather than every
+// attempt's clock, is thus in the chain only for the attempts that reach
+// it. The chain approximates stormsim's model in three ways, each stated
+// in docs/model.md and measured against the simulator there:
+//   - a doomed attempt times out after an exponential time of the
+//     timeout's mean, not exactly the timeout after it arrived;
 //   - a timed-out attempt is retried with probability 1 − 1/MaxAttempts,
-//     so a request whose every attempt times out makes MaxAttempts attempts
-//     on average (geometrically), not exactly;
-//   - the attempt a worker finishes is live with probability a/(a+d), not
-//     the oldest one.
+//     so a request whose every attempt times out makes MaxAttempts
+//     attempts on average (geometrically), not exactly;
+//   - with several workers, the wait is that of the queue ahead at the
+//     full departure rate, and with Cancel the orphans ahead are assumed
+//     to be served rather than leave.
 //
-// A retry refused by a full queue is refused again at once (there is no
-// backoff), so a refusal loses the request in the chain as in stormsim.
-// With MaxAttempts 1 and no Cancel, a+d is exactly the M/M/c/K queue.
+// With MaxAttempts 1 and no Cancel, n is exactly the M/M/c/K queue.
 type RetryQueue struct {
 	Rate, ServiceRate float64
 	Workers, Queue    int
@@ -59,49 +68,124 @@ type RetryQueue struct {
 	Cancel            bool
 }
 
-// Chain builds the chain with the target set a+d ≥ target (system) or
-// a+d−Workers ≥ target (queue), and returns it with the empty state's index.
+// doomed returns, for each count n of attempts ahead, the probability that
+// an attempt arriving behind them is not served within the timeout.
+func (q RetryQueue) doomed() []float64 {
+	n := q.Workers + q.Queue
+	tau := q.Timeout.Seconds()
+	mu, cmu := q.ServiceRate, q.ServiceRate*float64(q.Workers)
+	out := make([]float64, n+1)
+	for ahead := 0; ahead <= n; ahead++ {
+		k := ahead - q.Workers + 1 // departures to wait for
+		if k <= 0 {
+			out[ahead] = math.Exp(-mu * tau)
+			continue
+		}
+		// P(W + S > τ) = P(W > τ) + ∫₀^τ f_W(w)·e^{−μ(τ−w)} dw, W ~
+		// Erlang(k, cμ), by Simpson's rule on 400 panels.
+		const panels = 400
+		h := tau / panels
+		var integral float64
+		for i := 0; i <= panels; i++ {
+			w := float64(i) * h
+			f := erlangDensity(k, cmu, w) * math.Exp(-mu*(tau-w))
+			switch {
+			case i == 0 || i == panels:
+			case i%2 == 1:
+				f *= 4
+			default:
+				f *= 2
+			}
+			integral += f
+		}
+		out[ahead] = min(erlangSurvival(k, cmu, tau)+integral*h/3, 1)
+	}
+	return out
+}
+
+// erlangDensity is the density of the sum of k exponentials of rate r at x.
+func erlangDensity(k int, r, x float64) float64 {
+	if x <= 0 {
+		if k == 1 {
+			return r
+		}
+		return 0
+	}
+	lg, _ := math.Lgamma(float64(k))
+	return math.Exp(float64(k)*math.Log(r) + float64(k-1)*math.Log(x) - r*x - lg)
+}
+
+// erlangSurvival is P(sum of k exponentials of rate r > x) = P(Pois(rx) < k).
+func erlangSurvival(k int, r, x float64) float64 {
+	m := r * x
+	lw, s := -m, 0.0
+	for j := 0; j < k; j++ {
+		s += math.Exp(lw)
+		lw += math.Log(m) - math.Log(float64(j+1))
+	}
+	return min(s, 1)
+}
+
+// Chain builds the chain with the target set n ≥ target (system) or
+// n−Workers ≥ target (queue), and returns it with the empty state's index.
 func (q RetryQueue) Chain(level Kind, target int) (*Chain, int) {
 	n := q.Workers + q.Queue
-	idx := func(a, d int) int { return (a+d)*(a+d+1)/2 + d } // by total, then d
+	idx := func(tot, g int) int { return tot*(tot+1)/2 + g }
 	c := newChain((n + 1) * (n + 2) / 2)
 	theta := 1 / q.Timeout.Seconds()
 	retry := 1 - 1/float64(max(q.MaxAttempts, 1))
+	dm := q.doomed()
+	// join adds the arrival of one attempt at total tot, g doomed, at rate r.
+	join := func(tot, g int, r float64) {
+		if tot >= n {
+			c.add(idx(tot, g), r) // refused: a no-op unless tot, g moved
+			return
+		}
+		c.add(idx(tot+1, g+1), r*dm[tot])
+		c.add(idx(tot+1, g), r*(1-dm[tot]))
+	}
 	for tot := 0; tot <= n; tot++ {
-		for d := 0; d <= tot; d++ {
-			a := tot - d
-			i := idx(a, d)
+		for g := 0; g <= tot; g++ {
+			i := idx(tot, g)
 			switch level {
 			case Queue:
 				c.target[i] = tot-q.Workers >= target
 			default:
 				c.target[i] = tot >= target
 			}
-			if tot < n {
-				c.add(idx(a+1, d), q.Rate)
-			}
+			join(tot, g, q.Rate)
 			if busy := min(tot, q.Workers); busy > 0 {
-				mu := q.ServiceRate * float64(busy)
-				if a > 0 {
-					c.add(idx(a-1, d), mu*float64(a)/float64(tot))
-				}
-				if d > 0 {
-					c.add(idx(a, d-1), mu*float64(d)/float64(tot))
+				// A departure; the doomed are the newest, served last.
+				r := q.ServiceRate * float64(busy)
+				if g < tot {
+					c.add(idx(tot-1, g), r)
+				} else {
+					// Only doomed attempts are left: the one served timed
+					// out first (it is doomed: its wait exceeds the
+					// timeout), so its retry is sent as for a timeout.
+					c.add(idx(tot-1, g-1), r*(1-retry))
+					if retry > 0 {
+						c.add(idx(tot, g), r*retry*dm[tot-1])
+						c.add(idx(tot, g-1), r*retry*(1-dm[tot-1]))
+					}
 				}
 			}
-			if a > 0 {
-				// A live attempt times out: it leaves (Cancel) or stays as
-				// an orphan; its retry joins at once if there is room.
-				r := theta * float64(a)
-				na, nd := a-1, d+1
+			if g > 0 {
+				// A doomed attempt times out: it stays as an orphan (or
+				// leaves, Cancel) and its retry arrives at once.
+				r := theta * float64(g)
+				nt := tot
 				if q.Cancel {
-					nd = d
+					nt = tot - 1
 				}
-				if na+nd < n {
-					c.add(idx(na+1, nd), r*retry)
-					c.add(idx(na, nd), r*(1-retry))
-				} else {
-					c.add(idx(na, nd), r)
+				c.add(idx(nt, g-1), r*(1-retry))
+				if retry > 0 {
+					if nt >= n {
+						c.add(idx(nt, g-1), r*retry)
+					} else {
+						c.add(idx(nt+1, g), r*retry*dm[nt])
+						c.add(idx(nt+1, g-1), r*retry*(1-dm[nt]))
+					}
 				}
 			}
 			c.endRow()

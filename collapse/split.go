@@ -25,7 +25,7 @@ const (
 	// probability of fixed-effort splitting (Garvels, 2000), rounded up
 	// because integer levels rarely allow the exact share.
 	pilotSuccess = 0.2
-	minBatches   = 10
+	minBatches   = 30
 	maxBatches   = 10_000
 )
 
