@@ -74,8 +74,8 @@ const maxSteps = 50_000_000
 //
 // When Λt is large (a day of a busy queue), the survival of the discrete
 // chain settles to geometric decay once its distribution has become
-// quasi-stationary; Solve detects the settled ratio r (unchanged to 1e-9
-// over 1000 steps) and sums the rest in closed form, Σ Pois(k)·r^k =
+// quasi-stationary; Solve detects the settled ratio r (unchanged to
+// settleTol over 1000 steps) and sums the rest in closed form, Σ Pois(k)·r^k =
 // e^{−Λt(1−r)}. The mean passage time, Σ_k S_k/Λ with survival S_k, is
 // summed the same way.
 func (c *Chain) Solve(from int, horizon float64, wantMean bool) (Passage, error) {
@@ -115,17 +115,17 @@ func (c *Chain) Solve(from int, horizon float64, wantMean bool) (Passage, error)
 		done := 1-cum < 1e-12 && float64(k) > lt
 		switch {
 		case done && (!wantMean || surv < 1e-15):
-			return Passage{Probability: prob, Bound: 1 - cum, MeanTime: meanSum / lambda, Steps: k}, nil
+			return Passage{Probability: prob, Bound: max(1-cum, 0) + 1e-12, MeanTime: meanSum / lambda, Steps: k}, nil
 		case done && stable >= settle:
 			// Σ_{j>k} S_j = S_k·r/(1−r) once the decay is geometric.
-			return Passage{Probability: prob, Bound: 1 - cum, MeanTime: (meanSum + surv*ratio/(1-ratio)) / lambda, Steps: k}, nil
+			return Passage{Probability: prob, Bound: max(1-cum, 0) + 1e-12, MeanTime: (meanSum + surv*ratio/(1-ratio)) / lambda, Steps: k}, nil
 		case k >= maxSteps:
 			return Passage{}, fmt.Errorf("ctmc: more than %d uniformization steps (Λt = %.3g) without a settled decay", maxSteps, lt)
 		}
 		s := c.step(pi, nx, lambda)
 		pi, nx = nx, pi
 		r := s / surv
-		if math.Abs(r-ratio) <= 1e-9*r {
+		if math.Abs(r-ratio) <= settleTol*r {
 			stable++
 		} else {
 			stable = 0
@@ -138,9 +138,11 @@ func (c *Chain) Solve(from int, horizon float64, wantMean bool) (Passage, error)
 			// e^{−Λt(1−r)}·P(Pois(Λt·r) > k).
 			tail := surv * math.Exp(-lt*(1-ratio)-float64(k+1)*math.Log(ratio)) * upperPoissonShare(lt*ratio, k+1)
 			p := Passage{Probability: prob + (1 - cum) - tail, Steps: k + 1}
-			// The ratio settled to 1e-9 per step: over the steps the tail
-			// spans, its relative error is at most about that many times.
-			p.Bound = min(tail*1e-9*max(lt-float64(k), 1), 1) + 1e-12
+			// The ratio settled to settleTol per step; its drift over the
+			// steps the tail spans, and what rounding hides below
+			// settleTol, leave a relative error on the tail that
+			// the tests measure below 1e-7.
+			p.Bound = min(tail*max(1e-7, settleTol*(lt-float64(k))), 1) + 1e-12
 			p.MeanTime = (meanSum + surv/(1-ratio)) / lambda
 			return p, nil
 		}
@@ -152,8 +154,13 @@ func (c *Chain) Solve(from int, horizon float64, wantMean bool) (Passage, error)
 }
 
 // settle is how many steps the survival ratio must stay unchanged (to
-// 1e-9) before Solve takes the decay as geometric.
+// settleTol) before Solve takes the decay as geometric.
 const settle = 1000
+
+// settleTol is the relative change of the survival ratio per step below
+// which it counts as unchanged: near the float64 rounding of the sums, so
+// that the drift left when the decay is taken as geometric is negligible.
+const settleTol = 1e-13
 
 // step applies P = I + Q/Λ to the surviving mass pi, writing nx, drops
 // what entered the target and returns the mass left.
