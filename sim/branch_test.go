@@ -161,7 +161,7 @@ func TestTrajectoryMatchesRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	for tr.Step(1<<62) {
+	for tr.Step(1 << 62) {
 	}
 	if tr.Events() != m.eng.Events() {
 		t.Errorf("trajectory ran %d events, Run %d", tr.Events(), m.eng.Events())
