@@ -104,53 +104,75 @@ func (c *Chain) Solve(from int, horizon float64, wantMean bool) (Passage, error)
 	nx := make([]float64, n)
 	pi[from] = 1
 	logW := -lt // log Pois(0; Λt), updated in log space for large Λt
-	surv := 1.0 // S_k: the mass not absorbed after k steps
-	var prob, cum, meanSum, ratio float64
+	// surv is S_k, the mass not absorbed after k steps, and absorbed its
+	// complement summed from each step's absorption (1 − S_k loses the
+	// digits of a tiny probability). decay is the share of the surviving
+	// mass absorbed by the last step; it settles when the chain's
+	// distribution has become quasi-stationary.
+	surv, absorbed := 1.0, 0.0
+	var prob, cum, meanSum, decay float64
 	stable := 0
 	for k := 0; ; k++ {
 		w := math.Exp(logW)
 		cum += w
-		prob += w * (1 - surv)
+		prob += w * absorbed
 		meanSum += surv
 		done := 1-cum < 1e-12 && float64(k) > lt
 		switch {
 		case done && (!wantMean || surv < 1e-15):
 			return Passage{Probability: prob, Bound: max(1-cum, 0) + 1e-12, MeanTime: meanSum / lambda, Steps: k}, nil
 		case done && stable >= settle:
-			// Σ_{j>k} S_j = S_k·r/(1−r) once the decay is geometric.
-			return Passage{Probability: prob, Bound: max(1-cum, 0) + 1e-12, MeanTime: (meanSum + surv*ratio/(1-ratio)) / lambda, Steps: k}, nil
+			// Σ_{j>k} S_j = S_k·(1−d)/d once the decay is geometric.
+			return Passage{Probability: prob, Bound: max(1-cum, 0) + 1e-12, MeanTime: meanTail(meanSum, surv*(1-decay), decay) / lambda, Steps: k}, nil
 		case k >= maxSteps:
 			return Passage{}, fmt.Errorf("ctmc: more than %d uniformization steps (Λt = %.3g) without a settled decay", maxSteps, lt)
 		}
-		s := c.step(pi, nx, lambda)
+		a := c.step(pi, nx, lambda)
 		pi, nx = nx, pi
-		r := s / surv
-		if math.Abs(r-ratio) <= settleTol*r {
+		d := a / surv
+		if math.Abs(d-decay) <= settleTol*d {
 			stable++
 		} else {
 			stable = 0
 		}
-		ratio, surv = r, s
+		decay = d
+		surv -= a
+		absorbed += a
 		logW += math.Log(lt) - math.Log(float64(k+1))
-		if stable >= settle && !done && ratio < 1 {
-			// S_j = S_{k+1}·r^(j−k−1) for j > k, so the rest of the sum is
-			// Σ_{j>k} Pois(j)(1 − S_j) = (1 − cum) − S_{k+1}·r^−(k+1)·
-			// e^{−Λt(1−r)}·P(Pois(Λt·r) > k).
-			tail := surv * math.Exp(-lt*(1-ratio)-float64(k+1)*math.Log(ratio)) * upperPoissonShare(lt*ratio, k+1)
-			p := Passage{Probability: prob + (1 - cum) - tail, Steps: k + 1}
-			// The ratio settled to settleTol per step; its drift over the
-			// steps the tail spans, and what rounding hides below
-			// settleTol, leave a relative error on the tail that
-			// the tests measure below 1e-7.
+		if stable >= settle && !done {
+			// S_j = S_{k+1}·(1−d)^(j−k−1) for j > k, so the rest of the
+			// sum is Σ_{j>k} Pois(j)(1 − S_j) = (1 − cum) − S_{k+1}·
+			// (1−d)^−(k+1)·e^{−Λt·d}·P(Pois(Λt(1−d)) > k).
+			tail := surv * math.Exp(-lt*decay-float64(k+1)*math.Log1p(-decay)) * upperPoissonShare(lt*(1-decay), k+1)
+			p := Passage{Probability: prob + (1-cum) - tail, Steps: k + 1}
+			// The decay settled to settleTol per step; its drift over
+			// the steps the tail spans, and what rounding hides below
+			// settleTol, leave a relative error on the tail that the
+			// tests measure below 1e-7.
 			p.Bound = min(tail*max(1e-7, settleTol*(lt-float64(k))), 1) + 1e-12
-			p.MeanTime = (meanSum + surv/(1-ratio)) / lambda
+			if a := lt * decay; a < 1e-3 {
+				// Too little decays over the horizon for 1 − cum − tail to
+				// keep its digits: sum the rest to first order instead.
+				p.Probability = prob + (1-cum)*absorbed + surv*(lt-float64(k+1))*decay
+				p.Bound = surv*a*a + 1e-12
+			}
+			p.MeanTime = meanTail(meanSum, surv, decay) / lambda
 			return p, nil
 		}
-		if surv == 0 {
+		if surv <= 0 {
 			// Everything was absorbed: the rest of the sum is its weight.
 			return Passage{Probability: prob + (1 - cum), MeanTime: meanSum / lambda, Steps: k + 1}, nil
 		}
 	}
+}
+
+// meanTail completes Σ_k S_k: the sum so far plus next/d, the geometric
+// series from the next term on; +Inf when nothing decays.
+func meanTail(sum, next, d float64) float64 {
+	if d <= 0 {
+		return math.Inf(1)
+	}
+	return sum + next/d
 }
 
 // settle is how many steps the survival ratio must stay unchanged (to
@@ -163,7 +185,7 @@ const settle = 1000
 const settleTol = 1e-13
 
 // step applies P = I + Q/Λ to the surviving mass pi, writing nx, drops
-// what entered the target and returns the mass left.
+// what entered the target and returns that mass.
 func (c *Chain) step(pi, nx []float64, lambda float64) float64 {
 	for i := range nx {
 		nx[i] = 0
@@ -177,15 +199,14 @@ func (c *Chain) step(pi, nx []float64, lambda float64) float64 {
 			nx[c.col[q]] += x * c.rate[q] / lambda
 		}
 	}
-	s := 0.0
+	a := 0.0
 	for i := range nx {
 		if c.target[i] {
+			a += nx[i]
 			nx[i] = 0
-			continue
 		}
-		s += nx[i]
 	}
-	return s
+	return a
 }
 
 // upperPoissonShare returns P(N ≥ k) for N Poisson with mean m.

@@ -209,7 +209,7 @@ func TestFitRefuses(t *testing.T) {
 		if tc.lv != (Level{}) {
 			l = tc.lv
 		}
-		_, _, _, err := Fit(retryQueue(t, tc.sets...), l)
+		_, err := Fit(retryQueue(t, tc.sets...), l)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Fit with %v, %s: %v; want an error with %q", tc.sets, l, err, tc.want)
 		}

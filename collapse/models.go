@@ -194,12 +194,24 @@ func (q RetryQueue) Chain(level Kind, target int) (*Chain, int) {
 	return c, idx(0, 0)
 }
 
+// Fitted is the Markov chain of a scenario, as Fit finds it.
+type Fitted struct {
+	Chain *Chain
+	// From is the empty start's state.
+	From int
+	// Exact says whether the chain is the scenario's model itself (the
+	// birth-death queue) rather than an approximation of it (RetryQueue).
+	Exact bool
+	// Note says which chain it is.
+	Note string
+}
+
 // Fit returns the chain of sc for level l when sc is a model the solver
 // has: an M/M/c/K birth-death queue (no timeouts, or timeouts without
 // retries and without cancellation, which leave the count of attempts at
 // the service a birth-death chain) or the single-queue retry model
 // (RetryQueue). Otherwise the error lists every reason it does not fit.
-func Fit(sc *topology.Scenario, l Level) (*Chain, int, string, error) {
+func Fit(sc *topology.Scenario, l Level) (*Fitted, error) {
 	var why []string
 	no := func(format string, a ...any) { why = append(why, fmt.Sprintf(format, a...)) }
 	if len(sc.Services) != 1 {
@@ -219,7 +231,7 @@ func Fit(sc *topology.Scenario, l Level) (*Chain, int, string, error) {
 		no("the level %s is not a count at the service", l)
 	}
 	if len(why) > 0 {
-		return nil, 0, "", refuse(why)
+		return nil, refuse(why)
 	}
 	s := &sc.Services[0]
 	if l.Kind != Inflight && l.Service != s.Name {
@@ -267,7 +279,7 @@ func Fit(sc *topology.Scenario, l Level) (*Chain, int, string, error) {
 		no("workload.deadline without a timeout abandons attempts at a fixed age")
 	}
 	if len(why) > 0 {
-		return nil, 0, "", refuse(why)
+		return nil, refuse(why)
 	}
 	mu := 1 / s.ServiceTime.Mean.Seconds()
 	target := int(math.Ceil(l.Threshold))
@@ -276,7 +288,7 @@ func Fit(sc *topology.Scenario, l Level) (*Chain, int, string, error) {
 	}
 	cap := s.Workers + *s.Queue
 	if (l.Kind == Queue && target > *s.Queue) || (l.Kind != Queue && target > cap) {
-		return nil, 0, "", fmt.Errorf("ctmc: the level %s is above what services.%s holds (%d workers + queue %d): it is never reached", l, s.Name, s.Workers, *s.Queue)
+		return nil, fmt.Errorf("ctmc: the level %s is above what services.%s holds (%d workers + queue %d): it is never reached", l, s.Name, s.Workers, *s.Queue)
 	}
 	if attempts == 1 && (!s.CancelOnTimeout || c.Timeout == 0) {
 		// Every attempt stays at the service until served: M/M/c/K.
@@ -287,12 +299,12 @@ func Fit(sc *topology.Scenario, l Level) (*Chain, int, string, error) {
 		ch := BirthDeath(cap, bt,
 			func(int) float64 { return w.Rate },
 			func(k int) float64 { return mu * float64(min(k, s.Workers)) })
-		return ch, 0, fmt.Sprintf("exact: the M/M/%d/%d birth-death chain of attempts at %s", s.Workers, cap, s.Name), nil
+		return &Fitted{Chain: ch, Exact: true, Note: fmt.Sprintf("exact: the M/M/%d/%d birth-death chain of attempts at %s", s.Workers, cap, s.Name)}, nil
 	}
 	q := RetryQueue{Rate: w.Rate, ServiceRate: mu, Workers: s.Workers, Queue: *s.Queue,
 		Timeout: c.Timeout, MaxAttempts: attempts, Cancel: s.CancelOnTimeout}
 	ch, from := q.Chain(l.Kind, target)
-	return ch, from, "approximate: the single-queue retry chain (exponential timeouts, geometric retries, random choice of the finished attempt; docs/model.md states the error)", nil
+	return &Fitted{Chain: ch, From: from, Note: "approximate: the single-queue retry chain (exponential timeouts, geometric retries, random choice of the finished attempt; docs/model.md states the error)"}, nil
 }
 
 // refuse explains why a scenario has no chain.
@@ -306,17 +318,18 @@ func Solve(sc *topology.Scenario, opt Options) (*Estimate, error) {
 	if err := opt.validate(); err != nil {
 		return nil, err
 	}
-	ch, from, kind, err := Fit(sc, opt.Level)
+	f, err := Fit(sc, opt.Level)
 	if err != nil {
 		return nil, err
 	}
-	p, err := ch.Solve(from, opt.Within.Seconds(), opt.MeanTime)
+	ch := f.Chain
+	p, err := ch.Solve(f.From, opt.Within.Seconds(), opt.MeanTime)
 	if err != nil {
 		return nil, err
 	}
 	est := &Estimate{Scenario: sc.Name, Method: "ctmc", Level: opt.Level.String(), WithinS: opt.Within.Seconds(),
 		Probability: p.Probability, CI95: [2]float64{max(p.Probability-p.Bound, 0), min(p.Probability+p.Bound, 1)},
-		Levels: []float64{opt.Level.Threshold}, States: ch.States(), Notes: []string{kind}}
+		Levels: []float64{opt.Level.Threshold}, States: ch.States(), Notes: []string{f.Note}}
 	if opt.MeanTime {
 		if !math.IsInf(p.MeanTime, 0) {
 			m := p.MeanTime

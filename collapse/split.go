@@ -48,6 +48,11 @@ type Options struct {
 	Seed uint64
 	// MeanTime asks for the mean time to reach the level.
 	MeanTime bool
+	// Horizon, when shorter than Within, is how long splitting simulates:
+	// the probability over Within is extrapolated from the rate at which
+	// runs reached the level in the horizon's second half (Split). 0
+	// simulates all of Within.
+	Horizon time.Duration
 }
 
 // Estimate is the answer of Split or Solve, as `stormsim collapse` prints it.
@@ -122,7 +127,13 @@ func Split(ctx context.Context, sc *topology.Scenario, opt Options) (*Estimate, 
 		return nil, err
 	}
 	est.Levels = levels
-	var ps, halves []float64
+	extrapolate := s.end < opt.Within
+	// raw and halves are each batch's estimates of P(τ ≤ end) and
+	// P(τ ≤ end/2); vs what the interval is over: raw, or when
+	// extrapolating each batch's expected count of passages over Within —
+	// what it saw in the horizon plus the rate of the horizon's second
+	// half over the rest, a linear combination of unbiased estimates.
+	var raw, halves, vs []float64
 	var mean, half float64
 	prec := opt.Precision
 	if prec <= 0 {
@@ -133,9 +144,14 @@ func Split(ctx context.Context, sc *topology.Scenario, opt Options) (*Estimate, 
 		if err != nil {
 			return nil, err
 		}
-		ps, halves = append(ps, p), append(halves, ph)
-		mean, half = tInterval(ps)
-		if len(ps) >= minBatches && mean > 0 && half <= prec*mean {
+		raw, halves = append(raw, p), append(halves, ph)
+		v := p
+		if extrapolate {
+			v = p + (p-ph)/(s.end.Seconds()/2)*(opt.Within-s.end).Seconds()
+		}
+		vs = append(vs, v)
+		mean, half = tInterval(vs)
+		if len(vs) >= minBatches && mean > 0 && half <= prec*mean {
 			break
 		}
 		if s.events >= s.budget {
@@ -143,18 +159,26 @@ func Split(ctx context.Context, sc *topology.Scenario, opt Options) (*Estimate, 
 			break
 		}
 	}
-	est.Batches = len(ps)
+	est.Batches = len(vs)
 	est.Probability = mean
 	est.CI95 = [2]float64{max(mean-half, 0), min(mean+half, 1)}
+	if extrapolate {
+		// Passages as a Poisson process of the estimated rate: P(τ ≤ T)
+		// = 1 − e^{−expected count}, a monotone map of the interval.
+		f := func(x float64) float64 { return -math.Expm1(-max(x, 0)) }
+		est.Probability, est.CI95 = f(mean), [2]float64{f(mean - half), f(mean + half)}
+		est.Notes = append(est.Notes, fmt.Sprintf("simulated %v and extrapolated to %v at the rate the level was reached in the second half (%v to %v), as a Poisson process: valid when runs forget the empty start within the first half", s.end, opt.Within, s.end/2, s.end))
+	}
 	if mean == 0 {
 		// No batch reached the target: the rule of three bounds the
 		// probability by 3 over the runs that tried the last stage.
-		est.CI95 = [2]float64{0, min(3/float64(len(ps)*s.effort(opt)), 1)}
+		est.CI95 = [2]float64{0, min(3/float64(len(vs)*s.effort(opt)), 1)}
 		est.Notes = append(est.Notes, "no run reached the level: the upper bound is the rule of three on the final-stage runs")
 	}
 	if opt.MeanTime {
+		p, _ := tInterval(raw)
 		ph, _ := tInterval(halves)
-		est.MeanTimeS, est.MeanTimeNote = exponentialMean(ph, est.Probability, opt.Within)
+		est.MeanTimeS, est.MeanTimeNote = exponentialMean(ph, p, s.end)
 	}
 	est.Runs, est.Events = s.runs, s.events
 	return est, nil
@@ -174,7 +198,7 @@ func exponentialMean(pHalf, p float64, within time.Duration) (*float64, string) 
 	m := h / math.Log((1-pHalf)/(1-p))
 	d := h + m*math.Log1p(-pHalf)
 	mt := d + m
-	return &mt, fmt.Sprintf("fitted: τ ≈ %.3gs + exponential of mean %.3gs, from P(τ ≤ T/2) = %.3g and P(τ ≤ T); valid when T is long against the time runs take to forget the empty start", d, m, pHalf)
+	return &mt, fmt.Sprintf("fitted: τ ≈ %.3gs + exponential of mean %.3gs, from P(τ ≤ H/2) = %.3g and P(τ ≤ H), H = %v the simulated horizon; valid when H is long against the time runs take to forget the empty start", d, m, pHalf, within)
 }
 
 func (o Options) validate() error {
@@ -203,9 +227,13 @@ func newSplitter(ctx context.Context, sc *topology.Scenario, opt Options) (*spli
 	if err := opt.validate(); err != nil {
 		return nil, err
 	}
+	end := opt.Within
+	if opt.Horizon > 0 && opt.Horizon < end {
+		end = opt.Horizon
+	}
 	c := *sc
-	c.Duration, c.Warmup = opt.Within, 0
-	s := &splitter{ctx: ctx, sc: &c, level: opt.Level, end: opt.Within, seed: opt.Seed, budget: opt.MaxEvents}
+	c.Duration, c.Warmup = end, 0
+	s := &splitter{ctx: ctx, sc: &c, level: opt.Level, end: end, seed: opt.Seed, budget: opt.MaxEvents}
 	if s.seed == 0 {
 		s.seed = sc.Seed
 	}

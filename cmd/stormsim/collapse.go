@@ -34,6 +34,7 @@ type collapseCommand struct {
 	effort    int
 	budget    uint64
 	method    string
+	horizon   time.Duration
 }
 
 // flags declares the command's flags on fs.
@@ -47,6 +48,7 @@ func (c *collapseCommand) flags(fs *pflag.FlagSet) {
 	fs.Float64Var(&c.precision, "precision", collapse.DefaultPrecision, "splitting: target relative half-width of the 95% interval")
 	fs.IntVar(&c.effort, "effort", collapse.DefaultEffort, "splitting: runs per level in each batch")
 	fs.Uint64Var(&c.budget, "budget", collapse.DefaultMaxEvents, "splitting: most simulated events to spend, replays included")
+	fs.DurationVar(&c.horizon, "horizon", 0, "splitting: simulate only this long and extrapolate to --within at the rate of the horizon's second half (default: all of --within)")
 	fs.StringVar(&c.method, "method", "splitting", "splitting (simulation), or ctmc (the scenario's Markov chain, where it has one)")
 }
 
@@ -70,7 +72,7 @@ func (c *collapseCommand) run(ctx context.Context, args []string, w io.Writer) e
 		return err
 	}
 	opt := collapse.Options{Level: lv, Within: c.within, Precision: c.precision, Effort: c.effort,
-		MaxEvents: c.budget, MeanTime: c.meanTime}
+		MaxEvents: c.budget, MeanTime: c.meanTime, Horizon: c.horizon}
 	var est *collapse.Estimate
 	if c.method == "ctmc" {
 		est, err = collapse.Solve(sc, opt)
