@@ -144,7 +144,7 @@ func (c *Chain) Solve(from int, horizon float64, wantMean bool) (Passage, error)
 			// sum is Σ_{j>k} Pois(j)(1 − S_j) = (1 − cum) − S_{k+1}·
 			// (1−d)^−(k+1)·e^{−Λt·d}·P(Pois(Λt(1−d)) > k).
 			tail := surv * math.Exp(-lt*decay-float64(k+1)*math.Log1p(-decay)) * upperPoissonShare(lt*(1-decay), k+1)
-			p := Passage{Probability: prob + (1-cum) - tail, Steps: k + 1}
+			p := Passage{Probability: prob + (1 - cum) - tail, Steps: k + 1}
 			// The decay settled to settleTol per step; its drift over
 			// the steps the tail spans, and what rounding hides below
 			// settleTol, leave a relative error on the tail that the
