@@ -70,9 +70,12 @@ type Estimate struct {
 	Levels []float64 `json:"levels"`
 	// Runs and Events are the simulation runs and events spent, the pilot
 	// that chose the levels and every replay included.
-	Runs    int64  `json:"runs"`
-	Events  uint64 `json:"events"`
-	Batches int    `json:"batches,omitempty"`
+	Runs   int64  `json:"runs"`
+	Events uint64 `json:"events"`
+	// Replayed is the part of Events spent rebuilding the states runs
+	// resumed from (sim.Resume replays a snapshot's genealogy).
+	Replayed uint64 `json:"replayed_events,omitempty"`
+	Batches  int    `json:"batches,omitempty"`
 	// MeanTimeS is the mean time to reach the level from the start, with
 	// MeanTimeNote saying how it was obtained.
 	MeanTimeS    *float64 `json:"mean_time_s,omitempty"`
@@ -93,15 +96,16 @@ type particle struct {
 
 // splitter holds what every run of one estimate shares.
 type splitter struct {
-	ctx    context.Context
-	sc     *topology.Scenario // the scenario, its arrival window stretched to the horizon
-	level  Level
-	end    time.Duration
-	seed   uint64
-	g0     gauge
-	runs   int64
-	events uint64
-	budget uint64
+	ctx      context.Context
+	sc       *topology.Scenario // the scenario, its arrival window stretched to the horizon
+	level    Level
+	end      time.Duration
+	seed     uint64
+	g0       gauge
+	runs     int64
+	events   uint64
+	replayed uint64
+	budget   uint64
 }
 
 // Split estimates the probability that sc reaches opt.Level within
@@ -180,7 +184,7 @@ func Split(ctx context.Context, sc *topology.Scenario, opt Options) (*Estimate, 
 		ph, _ := tInterval(halves)
 		est.MeanTimeS, est.MeanTimeNote = exponentialMean(ph, p, s.end)
 	}
-	est.Runs, est.Events = s.runs, s.events
+	est.Runs, est.Events, est.Replayed = s.runs, s.events, s.replayed
 	return est, nil
 }
 
@@ -287,7 +291,7 @@ func (s *splitter) climb(from *particle, seed uint64) ([]mark, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() { s.events += t.Events(); t.Close() }()
+	defer func() { s.events += t.Events(); s.replayed += t.Replayed(); t.Close() }()
 	var marks []mark
 	best := math.Inf(-1)
 	for {
@@ -382,7 +386,7 @@ func (s *splitter) reach(from *particle, seed uint64, target float64) (particle,
 	if err != nil {
 		return particle{}, false, err
 	}
-	defer func() { s.events += t.Events(); t.Close() }()
+	defer func() { s.events += t.Events(); s.replayed += t.Replayed(); t.Close() }()
 	for {
 		v := g.read(t)
 		if t.Diverged() != "" {
