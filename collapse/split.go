@@ -80,6 +80,13 @@ type Estimate struct {
 	// MeanTimeNote saying how it was obtained.
 	MeanTimeS    *float64 `json:"mean_time_s,omitempty"`
 	MeanTimeNote string   `json:"mean_time_note,omitempty"`
+	// With a simulated horizon shorter than WithinS: HorizonS, the
+	// probability within it, and the rate of passages (per second, with
+	// its 95 % interval) measured in its second half and extrapolated.
+	HorizonS           float64     `json:"horizon_s,omitempty"`
+	HorizonProbability float64     `json:"horizon_probability,omitempty"`
+	RatePerS           float64     `json:"rate_per_s,omitempty"`
+	RateCI95           *[2]float64 `json:"rate_ci95,omitempty"`
 	// States is the size of the Markov chain (ctmc).
 	States int      `json:"states,omitempty"`
 	Notes  []string `json:"notes,omitempty"`
@@ -171,6 +178,14 @@ func Split(ctx context.Context, sc *topology.Scenario, opt Options) (*Estimate, 
 		// = 1 − e^{−expected count}, a monotone map of the interval.
 		f := func(x float64) float64 { return -math.Expm1(-max(x, 0)) }
 		est.Probability, est.CI95 = f(mean), [2]float64{f(mean - half), f(mean + half)}
+		est.HorizonS = s.end.Seconds()
+		est.HorizonProbability, _ = tInterval(raw)
+		rates := make([]float64, len(raw))
+		for i := range raw {
+			rates[i] = (raw[i] - halves[i]) / (s.end.Seconds() / 2)
+		}
+		r, rh := tInterval(rates)
+		est.RatePerS, est.RateCI95 = r, &[2]float64{max(r-rh, 0), r + rh}
 		est.Notes = append(est.Notes, fmt.Sprintf("simulated %v and extrapolated to %v at the rate the level was reached in the second half (%v to %v), as a Poisson process: valid when runs forget the empty start within the first half", s.end, opt.Within, s.end/2, s.end))
 	}
 	if mean == 0 {
