@@ -28,6 +28,7 @@ func init() {
 		example: `  stormsim capacity five-layer-chain --slo 'p99<300ms,success>=99.9%' --range 100:2000
   stormsim capacity metastable-retry-storm --slo 'p99<500ms,success>=99%' --range 100:800 --recovery-bound 20s --out out/cap
   stormsim capacity retry-storm --slo 'p99<300ms' --solve services.db.workers --target 1200 --format json
+  stormsim capacity queue.yaml --slo 'collapse(system(s)>=20, 1h)<0.01' --range 0.1:0.95
   stormsim capacity retry-storm --slo 'p99<300ms' --range 100:2000 --shard 0/4 --out results/shard-0   # and 1/4, 2/4, 3/4`,
 		new: func() subcommand { return new(capacityCommand) },
 	})

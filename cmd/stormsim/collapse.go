@@ -17,9 +17,10 @@ func init() {
 	register(&command{
 		name:    "collapse",
 		summary: "estimate the probability of reaching a level (a queue, a flood of attempts) within a horizon",
-		usage:   "SCENARIO --level EXPR --within T [--mean-time] [--precision P] [--method splitting|ctmc] [flags]",
-		example: `  stormsim collapse metastable-retry-storm --level 'system(db)>=500' --within 1m
-  stormsim collapse queue.yaml --level 'queue(s)>=45' --within 1m --method ctmc --mean-time`,
+		usage:   "SCENARIO --level EXPR --within T [--mean-time] [--precision P] [--method splitting|ctmc] [--horizon H] [flags]",
+		example: `  stormsim collapse queue.yaml --level 'system(s)>=28' --within 1m --precision 0.5
+  stormsim collapse queue.yaml --level 'queue(s)>=45' --within 1m --method ctmc --mean-time
+  stormsim collapse metastable-retry-storm --set 'faults=[]' --set workload.rate=700 --level 'system(db)>=500' --within 24h --horizon 10s`,
 		new: func() subcommand { return new(collapseCommand) },
 	})
 }
