@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stormsim/stormsim/collapse"
 )
 
 const collapseQueue = `name: q
@@ -35,15 +37,7 @@ func writeCollapseQueue(t *testing.T) string {
 // widened twice), and the errors of bad input.
 func TestCollapseCommand(t *testing.T) {
 	q := writeCollapseQueue(t)
-	var got [2]struct {
-		Method      string     `json:"method"`
-		Probability float64    `json:"probability"`
-		CI95        [2]float64 `json:"ci95"`
-		Levels      []float64  `json:"levels"`
-		Runs        int64      `json:"runs"`
-		Events      uint64     `json:"events"`
-		MeanTimeS   *float64   `json:"mean_time_s"`
-	}
+	var got [2]collapse.Estimate
 	for i, m := range []string{"ctmc", "splitting"} {
 		out, errOut, code := runCLI(t, "collapse", q, "--level", "system(s)>=12", "--within", "1m", "--method", m, "--mean-time")
 		if code != 0 {
