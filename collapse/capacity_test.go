@@ -73,3 +73,21 @@ func TestSearchFindsTheBoundary(t *testing.T) {
 		t.Errorf("text report %q, %v", b.String(), err)
 	}
 }
+
+// FuzzParseSLO checks that any input parses or fails with an error, never
+// a panic, and that a parsed objective survives String.
+func FuzzParseSLO(f *testing.F) {
+	for _, s := range []string{"collapse(system(db)>=500, 24h)<1e-3", "collapse(inflight>=3,1s)<0.5", "collapse(,)<", "collapse((((", "collapse(queue(a)>=1, 1h))<0.1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		slo, err := ParseSLO(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseSLO(slo.String())
+		if err != nil || again != slo {
+			t.Fatalf("ParseSLO(%q) = %+v; its String %q reads back as %+v, %v", s, slo, slo.String(), again, err)
+		}
+	})
+}

@@ -234,3 +234,29 @@ func TestSplitExtrapolatesLongHorizon(t *testing.T) {
 		t.Errorf("extrapolated %.4g ± %.2g, exact %.4g", est.Probability, half, exact)
 	}
 }
+
+// TestSplitIsDeterministic: the same scenario and seed give the same
+// estimate, to the last event.
+func TestSplitIsDeterministic(t *testing.T) {
+	sc := mm1(t, 0.6, 1, 1000)
+	opt := Options{Level: systemLevel(14), Within: time.Minute, Precision: 0.5, Effort: 30}
+	a, err := Split(context.Background(), sc, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Split(context.Background(), sc, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Probability != b.Probability || a.CI95 != b.CI95 || a.Events != b.Events || a.Runs != b.Runs {
+		t.Errorf("two estimates with one seed differ: %+v and %+v", a, b)
+	}
+	opt.Seed = 99
+	c, err := Split(context.Background(), sc, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Probability == a.Probability && c.Events == a.Events {
+		t.Error("another seed gave the same estimate")
+	}
+}
