@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -258,5 +259,24 @@ func TestSplitIsDeterministic(t *testing.T) {
 	}
 	if c.Probability == a.Probability && c.Events == a.Events {
 		t.Error("another seed gave the same estimate")
+	}
+}
+
+// TestSplitBudget: an estimate that runs out of events after a few batches
+// returns them and says so; one that cannot finish its pilot fails.
+func TestSplitBudget(t *testing.T) {
+	sc := mm1(t, 0.6, 1, 1000)
+	est, err := Split(context.Background(), sc, Options{Level: systemLevel(14), Within: time.Minute, Precision: 0.01, MaxEvents: 400_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.Batches < 2 || len(est.Notes) == 0 || !strings.Contains(est.Notes[0], "event budget") {
+		t.Errorf("budget-stopped estimate: %d batches, notes %q", est.Batches, est.Notes)
+	}
+	if est.Events < 400_000 || est.Events > 600_000 {
+		t.Errorf("spent %d events of a 400000 budget (a batch may finish past it)", est.Events)
+	}
+	if _, err := Split(context.Background(), sc, Options{Level: systemLevel(30), Within: time.Minute, MaxEvents: 10_000}); err == nil || !strings.Contains(err.Error(), "event budget spent") {
+		t.Errorf("pilot over budget: %v", err)
 	}
 }

@@ -92,6 +92,9 @@ type Estimate struct {
 	Notes  []string `json:"notes,omitempty"`
 }
 
+// errBudget reports that the event budget (Options.MaxEvents) is spent.
+var errBudget = errors.New("collapse: event budget spent; raise --budget or lower the precision")
+
 // particle is a state at which a run crossed a level: the snapshot to
 // resume and the gauge's memory there. over marks a run stopped by one of
 // the scenario's limits, which counts as above every level.
@@ -152,6 +155,10 @@ func Split(ctx context.Context, sc *topology.Scenario, opt Options) (*Estimate, 
 	}
 	for b := 0; b < maxBatches; b++ {
 		p, ph, err := s.batch(levels, s.effort(opt), uint64(b))
+		if errors.Is(err, errBudget) && len(vs) >= 2 {
+			est.Notes = append(est.Notes, fmt.Sprintf("stopped by the event budget (%d events) before the precision target ±%g", s.budget, prec))
+			break
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -228,6 +235,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("precision %g: want a relative half-width in (0, 1), e.g. 0.2", o.Precision)
 	case o.Effort < 0 || o.Effort == 1:
 		return fmt.Errorf("effort %d: want at least 2 runs per level", o.Effort)
+	case o.Horizon < 0:
+		return fmt.Errorf("horizon %v: want a positive duration, or 0 for the whole of within", o.Horizon)
 	}
 	return nil
 }
@@ -277,7 +286,7 @@ func (s *splitter) start(from *particle, seed uint64) (*sim.Trajectory, gauge, e
 		return nil, gauge{}, err
 	}
 	if s.events >= s.budget {
-		return nil, gauge{}, fmt.Errorf("collapse: event budget of %d spent", s.budget)
+		return nil, gauge{}, fmt.Errorf("%w (%d events)", errBudget, s.budget)
 	}
 	s.runs++
 	if from == nil {
