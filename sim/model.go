@@ -86,7 +86,7 @@ type run struct {
 	lost [2]*latencyCounts
 
 	// srcs are the sources of the run's random streams, in the order
-	// build made them, so that a branch (Trajectory.Branch) can reseed them;
+	// build made them, so that a branching trajectory (Resume) can reseed them;
 	// a run that never branches only pays for the slice.
 	srcs []streamSource
 
