@@ -105,7 +105,7 @@ func collapseFigure(pts []collapsePoint) (*plot.Plot, error) {
 	p.X.Label.Text = "offered load (requests/s; the db serves 800/s)"
 	p.Y.Label.Text = "log scale"
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = decades{}
 	p.Legend.Top = true
 	p.Legend.Left = true
 	var short, daily plotter.XYs
@@ -165,4 +165,19 @@ func collapseFigure(pts []collapsePoint) (*plot.Plot, error) {
 	p.Add(one)
 	p.Legend.Add("once a day", one)
 	return p, nil
+}
+
+// decades marks each power of ten of a log axis, written as 1e-05.
+type decades struct{}
+
+// Ticks returns a labelled tick at each power of ten in [lo, hi].
+func (decades) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for k := int(math.Floor(math.Log10(lo))); k <= int(math.Ceil(math.Log10(hi))); k++ {
+		v := math.Pow10(k)
+		if v >= lo && v <= hi {
+			ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)})
+		}
+	}
+	return ts
 }
