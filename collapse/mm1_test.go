@@ -225,7 +225,7 @@ func BenchmarkSplitRare(b *testing.B) {
 func TestSplitExtrapolatesLongHorizon(t *testing.T) {
 	sc := mm1(t, 0.6, 1, 1000)
 	exact := exactMM1(t, 0.6, 1, 20, time.Hour)
-	est, err := Split(context.Background(), sc, Options{Level: systemLevel(20), Within: time.Hour, Horizon: 5 * time.Minute, Precision: 0.2})
+	est, err := Split(context.Background(), sc, Options{Level: systemLevel(20), Within: time.Hour, Horizon: 5 * time.Minute, Precision: 0.2, MeanTime: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,6 +233,23 @@ func TestSplitExtrapolatesLongHorizon(t *testing.T) {
 	t.Logf("exact %.4g, extrapolated %.4g [%.4g, %.4g], %d events", exact, est.Probability, est.CI95[0], est.CI95[1], est.Events)
 	if math.Abs(est.Probability-exact) > 2*half {
 		t.Errorf("extrapolated %.4g ± %.2g, exact %.4g", est.Probability, half, exact)
+	}
+	// The mean passage time is about 1/rate once the start is forgotten:
+	// the exact mean must lie within the interval of 1/rate widened to
+	// twice its half-widths (the same 3.9 standard errors as above).
+	ch := BirthDeath(20, 20, func(int) float64 { return 0.6 }, func(int) float64 { return 1 })
+	p, err := ch.Solve(0, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.MeanTimeS == nil || est.RateCI95 == nil {
+		t.Fatalf("no mean time or rate: %+v", est)
+	}
+	r, lo, hi := est.RatePerS, est.RateCI95[0], est.RateCI95[1]
+	wideLo, wideHi := 1/(r+2*(hi-r)), 1/max(r-2*(r-lo), r/100)
+	t.Logf("mean passage: exact %.4g s, fitted %.4g s, 1/rate in [%.4g, %.4g]", p.MeanTime, *est.MeanTimeS, wideLo, wideHi)
+	if p.MeanTime < wideLo || p.MeanTime > wideHi || *est.MeanTimeS < wideLo || *est.MeanTimeS > wideHi {
+		t.Errorf("mean passage: exact %.4g s, fitted %.4g s, want both within [%.4g, %.4g]", p.MeanTime, *est.MeanTimeS, wideLo, wideHi)
 	}
 }
 
