@@ -11,9 +11,15 @@ import (
 // from its own stream derived from the run's seed and the component's name,
 // so adding a service does not reshuffle the draws of any other.
 func Stream(seed uint64, name string) *rand.Rand {
+	return rand.New(StreamSource(seed, name))
+}
+
+// StreamSource returns the source of Stream(seed, name), for drivers that
+// must reseed a stream in place (the simulator's branching trajectories).
+func StreamSource(seed uint64, name string) *rand.PCG {
 	h := fnv.New64a()
 	h.Write([]byte(name))
-	return rand.New(rand.NewPCG(seed, h.Sum64()))
+	return rand.NewPCG(seed, h.Sum64())
 }
 
 // ServiceStream names the stream of service name: its service times,

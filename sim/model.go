@@ -85,6 +85,11 @@ type run struct {
 	// after warm-up: how long users waited for nothing.
 	lost [2]*latencyCounts
 
+	// srcs are the sources of the run's random streams, in the order
+	// build made them, so that a branching trajectory (Resume) can reseed them;
+	// a run that never branches only pays for the slice.
+	srcs []streamSource
+
 	// handlers bound once, so scheduling allocates nothing
 	hArrival, hClient, hAttArrive, hWorkDone, hReply, hTimeout, hWake, hFault, hDeferred Handler
 }
@@ -204,10 +209,10 @@ func newRun(sc *topology.Scenario) *run {
 	m := &run{
 		eng: NewEngine(), sc: sc, duration: sc.Duration, warmup: sc.Warmup,
 		deadline: sc.Workload.Deadline, writeFraction: sc.Workload.WriteFraction,
-		arrivals:    Stream(sc.Seed, "arrivals"),
 		maxInflight: sc.Limits.MaxInflight, maxEvents: uint64(sc.Limits.MaxEvents),
 		lat: newLatencyCounts(), ivLat: newLatencyCounts(), lost: [2]*latencyCounts{newLatencyCounts(), newLatencyCounts()},
 	}
+	m.arrivals = m.stream("arrivals")
 	if m.maxInflight <= 0 {
 		m.maxInflight = DefaultMaxInflight
 	}
@@ -304,7 +309,7 @@ func (b *builder) edge(from string, c *topology.Call, field string) (*edge, erro
 	if shared {
 		cfg.Budget = nil
 	}
-	pe, err := policies.NewEdge(cfg, Stream(b.sc.Seed, b.streams.Name(from, c.To)))
+	pe, err := policies.NewEdge(cfg, b.m.stream(b.streams.Name(from, c.To)))
 	if err != nil {
 		return nil, fmt.Errorf("%s.%w", field, err)
 	}

@@ -52,7 +52,7 @@ type svcCounters struct {
 
 func newService(m *run, idx int, cfg *topology.Service, commits bool) (*service, error) {
 	s := &service{m: m, idx: idx, name: cfg.Name, cfg: cfg, cancel: cfg.CancelOnTimeout, hist: newLatencyCounts()}
-	cm, err := model.NewCallee[*attempt](cfg, Stream(m.sc.Seed, model.ServiceStream(cfg.Name)), commits, m.sc.Workload.IdempotencyKeys)
+	cm, err := model.NewCallee[*attempt](cfg, m.stream(model.ServiceStream(cfg.Name)), commits, m.sc.Workload.IdempotencyKeys)
 	if err != nil {
 		return nil, err
 	}

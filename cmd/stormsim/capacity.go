@@ -14,6 +14,7 @@ import (
 
 	"github.com/stormsim/stormsim/analysis"
 	"github.com/stormsim/stormsim/capacity"
+	"github.com/stormsim/stormsim/collapse"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/shard"
 	"github.com/stormsim/stormsim/topology"
@@ -27,6 +28,7 @@ func init() {
 		example: `  stormsim capacity five-layer-chain --slo 'p99<300ms,success>=99.9%' --range 100:2000
   stormsim capacity metastable-retry-storm --slo 'p99<500ms,success>=99%' --range 100:800 --recovery-bound 20s --out out/cap
   stormsim capacity retry-storm --slo 'p99<300ms' --solve services.db.workers --target 1200 --format json
+  stormsim capacity queue.yaml --slo 'collapse(system(s)>=20, 1h)<0.01' --range 0.1:0.95
   stormsim capacity retry-storm --slo 'p99<300ms' --range 100:2000 --shard 0/4 --out results/shard-0   # and 1/4, 2/4, 3/4`,
 		new: func() subcommand { return new(capacityCommand) },
 	})
@@ -51,6 +53,7 @@ type capacityCommand struct {
 	progress   bool
 	sh         shard.Flags
 	shardWait  time.Duration
+	col        collapseCapacityFlags
 }
 
 // flags declares the command's flags on fs.
@@ -76,6 +79,7 @@ func (c *capacityCommand) flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.progress, "progress", false, "show the progress bar even when stderr is not a terminal")
 	c.sh.Register(fs)
 	fs.DurationVar(&c.shardWait, "shard-wait", 6*time.Hour, "with --shard: how long to wait for the other shards' results of a step")
+	c.col.declare(fs)
 }
 
 // run runs the command with the arguments left after the flags.
@@ -88,6 +92,9 @@ func (c *capacityCommand) run(ctx context.Context, args []string, w io.Writer) e
 	}
 	if c.slo == "" {
 		return &exitError{exitUsage, errors.New("--slo is required, e.g. --slo 'p99<300ms,success>=99.9%'")}
+	}
+	if collapse.IsSLO(c.slo) {
+		return c.runCollapse(ctx, args[0], w)
 	}
 	s, err := capacity.ParseSLO(c.slo)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 // The committed docs must be what the generator makes of the current code:
 // a changed model, scenario or plot shows up here as a stale file.
 func TestDocsUpToDate(t *testing.T) {
-	for _, part := range []string{"experiments", "validation", "cli"} {
+	for _, part := range []string{"experiments", "validation", "cli", "collapse"} {
 		t.Run(part, func(t *testing.T) {
 			var out bytes.Buffer
 			if err := run("../..", true, part, &out); err != nil {

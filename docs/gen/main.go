@@ -54,7 +54,7 @@ func (o *output) block(path, content, freshPage string) {
 func main() {
 	root := flag.String("root", ".", "repository root")
 	check := flag.Bool("check", false, "regenerate in memory and report stale files instead of writing")
-	only := flag.String("only", "", "generate only this part: experiments, validation or cli")
+	only := flag.String("only", "", "generate only this part: experiments, validation, cli or collapse")
 	flag.Parse()
 	if err := run(*root, *check, *only, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "docs/gen:", err)
@@ -93,6 +93,7 @@ func generate(root, only string) (*output, error) {
 		{"experiments", genExperiments},
 		{"validation", genValidation},
 		{"cli", genCLI},
+		{"collapse", genCollapse},
 	}
 	found := false
 	for _, p := range parts {
@@ -105,7 +106,7 @@ func generate(root, only string) (*output, error) {
 		}
 	}
 	if !found {
-		return nil, fmt.Errorf("-only: unknown part %q (want experiments, validation or cli)", only)
+		return nil, fmt.Errorf("-only: unknown part %q (want experiments, validation, cli or collapse)", only)
 	}
 	return o, nil
 }

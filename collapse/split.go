@@ -1,0 +1,504 @@
+package collapse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/stormsim/stormsim/sim"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// Defaults of Options.
+const (
+	DefaultPrecision = 0.2
+	DefaultEffort    = 100
+	DefaultMaxEvents = 2_000_000_000
+	// pilotSuccess is the share of pilot runs that must reach each level
+	// chosen: about e⁻², near the variance-optimal conditional
+	// probability of fixed-effort splitting (Garvels, 2000), rounded up
+	// because integer levels rarely allow the exact share.
+	pilotSuccess = 0.2
+	minBatches   = 30
+	maxBatches   = 10_000
+)
+
+// Options set what Split estimates and how hard it works.
+type Options struct {
+	Level Level
+	// Within is the horizon: the probability is that of reaching the level
+	// within Within of the scenario's start (empty, at time 0).
+	Within time.Duration
+	// Precision is the target relative half-width of the 95 % interval
+	// (0.2: ±20 %); batches are added until it is reached.
+	Precision float64
+	// Effort is the number of runs per level in each batch; 0 is
+	// DefaultEffort.
+	Effort int
+	// MaxEvents bounds the events spent, replays included; the estimate
+	// then stops short of Precision and says so. 0 is DefaultMaxEvents.
+	MaxEvents uint64
+	// Seed derives every run's streams; 0 takes the scenario's seed.
+	Seed uint64
+	// MeanTime asks for the mean time to reach the level.
+	MeanTime bool
+	// Horizon, when shorter than Within, is how long splitting simulates:
+	// the probability over Within is extrapolated from the rate at which
+	// runs reached the level in the horizon's second half (Split). 0
+	// simulates all of Within.
+	Horizon time.Duration
+}
+
+// Estimate is the answer of Split or Solve, as `stormsim collapse` prints it.
+type Estimate struct {
+	Scenario string  `json:"scenario"`
+	Method   string  `json:"method"`
+	Level    string  `json:"level"`
+	WithinS  float64 `json:"within_s"`
+	// Probability of reaching Level within WithinS, and its 95 % interval
+	// (for the ctmc method, the interval is the solver's numerical bound).
+	Probability float64    `json:"probability"`
+	CI95        [2]float64 `json:"ci95"`
+	// Levels are the intermediate levels of splitting, the last one the
+	// target; one level means plain Monte Carlo.
+	Levels []float64 `json:"levels"`
+	// Runs and Events are the simulation runs and events spent, the pilot
+	// that chose the levels and every replay included.
+	Runs   int64  `json:"runs"`
+	Events uint64 `json:"events"`
+	// Replayed is the part of Events spent rebuilding the states runs
+	// resumed from (sim.Resume replays a snapshot's genealogy).
+	Replayed uint64 `json:"replayed_events,omitempty"`
+	Batches  int    `json:"batches,omitempty"`
+	// MeanTimeS is the mean time to reach the level from the start, with
+	// MeanTimeNote saying how it was obtained.
+	MeanTimeS    *float64 `json:"mean_time_s,omitempty"`
+	MeanTimeNote string   `json:"mean_time_note,omitempty"`
+	// With a simulated horizon shorter than WithinS: HorizonS, the
+	// probability within it, and the rate of passages (per second, with
+	// its 95 % interval) measured in its second half and extrapolated.
+	HorizonS           float64     `json:"horizon_s,omitempty"`
+	HorizonProbability float64     `json:"horizon_probability,omitempty"`
+	RatePerS           float64     `json:"rate_per_s,omitempty"`
+	RateCI95           *[2]float64 `json:"rate_ci95,omitempty"`
+	// States is the size of the Markov chain (ctmc).
+	States int      `json:"states,omitempty"`
+	Notes  []string `json:"notes,omitempty"`
+}
+
+// errBudget reports that the event budget (Options.MaxEvents) is spent.
+var errBudget = errors.New("collapse: event budget spent; raise --budget or lower the precision")
+
+// particle is a state at which a run crossed a level: the snapshot to
+// resume and the gauge's memory there. over marks a run stopped by one of
+// the scenario's limits, which counts as above every level.
+type particle struct {
+	snap sim.Snapshot
+	g    gauge
+	over bool
+}
+
+// splitter holds what every run of one estimate shares.
+type splitter struct {
+	ctx      context.Context
+	sc       *topology.Scenario // the scenario, its arrival window stretched to the horizon
+	level    Level
+	end      time.Duration
+	seed     uint64
+	g0       gauge
+	runs     int64
+	events   uint64
+	replayed uint64
+	budget   uint64
+}
+
+// Split estimates the probability that sc reaches opt.Level within
+// opt.Within by fixed-effort multilevel splitting: levels are chosen by an
+// adaptive pilot so that about a fifth of the runs from one level reach
+// the next; each batch then starts Effort runs from the empty state, and
+// Effort runs from the states where the previous level was crossed
+// (spread evenly over them), and multiplies the shares that reach each
+// level. A batch's product is an unbiased estimate; batches are repeated
+// until the Student-t 95 % interval over them is within Precision. One
+// level (the target reached by a fifth of the pilot) is plain Monte Carlo.
+//
+// sc must be validated with defaults applied; its duration (the arrival
+// window) and warm-up are replaced by the horizon and 0.
+func Split(ctx context.Context, sc *topology.Scenario, opt Options) (*Estimate, error) {
+	s, err := newSplitter(ctx, sc, opt)
+	if err != nil {
+		return nil, err
+	}
+	est := &Estimate{Scenario: sc.Name, Method: "splitting", Level: opt.Level.String(), WithinS: opt.Within.Seconds()}
+	levels, err := s.pilot(s.effort(opt))
+	if err != nil {
+		return nil, err
+	}
+	est.Levels = levels
+	extrapolate := s.end < opt.Within
+	// raw and halves are each batch's estimates of P(τ ≤ end) and
+	// P(τ ≤ end/2); vs what the interval is over: raw, or when
+	// extrapolating each batch's expected count of passages over Within —
+	// what it saw in the horizon plus the rate of the horizon's second
+	// half over the rest, a linear combination of unbiased estimates.
+	var raw, halves, vs []float64
+	var mean, half float64
+	prec := opt.Precision
+	if prec <= 0 {
+		prec = DefaultPrecision
+	}
+	for b := 0; b < maxBatches; b++ {
+		p, ph, err := s.batch(levels, s.effort(opt), uint64(b))
+		if errors.Is(err, errBudget) && len(vs) >= 2 {
+			est.Notes = append(est.Notes, fmt.Sprintf("stopped by the event budget (%d events) before the precision target ±%g", s.budget, prec))
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		raw, halves = append(raw, p), append(halves, ph)
+		v := p
+		if extrapolate {
+			v = p + (p-ph)/(s.end.Seconds()/2)*(opt.Within-s.end).Seconds()
+		}
+		vs = append(vs, v)
+		mean, half = tInterval(vs)
+		if len(vs) >= minBatches && mean > 0 && half <= prec*mean {
+			break
+		}
+		if s.events >= s.budget {
+			est.Notes = append(est.Notes, fmt.Sprintf("stopped by the event budget (%d events) before the precision target ±%g", s.budget, prec))
+			break
+		}
+	}
+	est.Batches = len(vs)
+	est.Probability = mean
+	est.CI95 = [2]float64{max(mean-half, 0), min(mean+half, 1)}
+	if extrapolate {
+		// Passages as a Poisson process of the estimated rate: P(τ ≤ T)
+		// = 1 − e^{−expected count}, a monotone map of the interval.
+		f := func(x float64) float64 { return -math.Expm1(-max(x, 0)) }
+		est.Probability, est.CI95 = f(mean), [2]float64{f(mean - half), f(mean + half)}
+		est.HorizonS = s.end.Seconds()
+		est.HorizonProbability, _ = tInterval(raw)
+		rates := make([]float64, len(raw))
+		for i := range raw {
+			rates[i] = (raw[i] - halves[i]) / (s.end.Seconds() / 2)
+		}
+		r, rh := tInterval(rates)
+		est.RatePerS, est.RateCI95 = r, &[2]float64{max(r-rh, 0), r + rh}
+		est.Notes = append(est.Notes, fmt.Sprintf("simulated %v and extrapolated to %v at the rate the level was reached in the second half (%v to %v), as a Poisson process: valid when runs forget the empty start within the first half", s.end, opt.Within, s.end/2, s.end))
+	}
+	if mean == 0 {
+		// No batch reached the target: the rule of three bounds the
+		// probability by 3 over the runs that tried the last stage.
+		est.CI95 = [2]float64{0, min(3/float64(len(vs)*s.effort(opt)), 1)}
+		est.Notes = append(est.Notes, "no run reached the level: the upper bound is the rule of three on the final-stage runs")
+	}
+	if opt.MeanTime {
+		p, _ := tInterval(raw)
+		ph, _ := tInterval(halves)
+		est.MeanTimeS, est.MeanTimeNote = exponentialMean(ph, p, s.end)
+	}
+	est.Runs, est.Events, est.Replayed = s.runs, s.events, s.replayed
+	return est, nil
+}
+
+// exponentialMean is the mean time to the level under the law rare first
+// passages follow once a run has forgotten its start (Keilson, 1979): τ ≈
+// d + an exponential of mean m, so P(τ ≤ t) = 1 − e^{−(t−d)/m} for t > d.
+// The probabilities at T/2 and T fix m and d, and the mean is d + m. It
+// needs the horizon's second half to be past the start's influence: a
+// horizon several times the queue's relaxation time.
+func exponentialMean(pHalf, p float64, within time.Duration) (*float64, string) {
+	if pHalf <= 0 || p <= pHalf || p >= 1 {
+		return nil, "no mean time: too few runs reached the level in the horizon's first half to fit the exponential law"
+	}
+	h := within.Seconds() / 2
+	m := h / math.Log((1-pHalf)/(1-p))
+	d := h + m*math.Log1p(-pHalf)
+	mt := d + m
+	return &mt, fmt.Sprintf("fitted: τ ≈ %.3gs + exponential of mean %.3gs, from P(τ ≤ H/2) = %.3g and P(τ ≤ H), H = %v the simulated horizon; valid when H is long against the time runs take to forget the empty start", d, m, pHalf, within)
+}
+
+func (o Options) validate() error {
+	switch {
+	case o.Within <= 0:
+		return fmt.Errorf("within %v: the horizon must be positive", o.Within)
+	case o.Precision < 0 || o.Precision >= 1:
+		return fmt.Errorf("precision %g: want a relative half-width in (0, 1), e.g. 0.2", o.Precision)
+	case o.Effort < 0 || o.Effort == 1:
+		return fmt.Errorf("effort %d: want at least 2 runs per level", o.Effort)
+	case o.Horizon < 0:
+		return fmt.Errorf("horizon %v: want a positive duration, or 0 for the whole of within", o.Horizon)
+	}
+	return nil
+}
+
+func (s *splitter) effort(opt Options) int {
+	if opt.Effort > 0 {
+		return opt.Effort
+	}
+	return DefaultEffort
+}
+
+func newSplitter(ctx context.Context, sc *topology.Scenario, opt Options) (*splitter, error) {
+	if sc == nil {
+		return nil, errors.New("collapse: nil scenario")
+	}
+	if err := opt.validate(); err != nil {
+		return nil, err
+	}
+	end := opt.Within
+	if opt.Horizon > 0 && opt.Horizon < end {
+		end = opt.Horizon
+	}
+	c := *sc
+	c.Duration, c.Warmup = end, 0
+	s := &splitter{ctx: ctx, sc: &c, level: opt.Level, end: end, seed: opt.Seed, budget: opt.MaxEvents}
+	if s.seed == 0 {
+		s.seed = sc.Seed
+	}
+	if s.budget == 0 {
+		s.budget = DefaultMaxEvents
+	}
+	t, err := sim.Start(&c)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	if s.g0, err = newGauge(opt.Level, t); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// start begins a run: from the empty start when from is nil, with the
+// scenario's streams seeded by seed, or from the state from names.
+func (s *splitter) start(from *particle, seed uint64) (*sim.Trajectory, gauge, error) {
+	if err := s.ctx.Err(); err != nil {
+		return nil, gauge{}, err
+	}
+	if s.events >= s.budget {
+		return nil, gauge{}, fmt.Errorf("%w (%d events)", errBudget, s.budget)
+	}
+	s.runs++
+	if from == nil {
+		c := *s.sc
+		c.Seed = seed
+		t, err := sim.Start(&c)
+		return t, s.g0.clone(), err
+	}
+	t, err := sim.Resume(from.snap, seed)
+	return t, from.g.clone(), err
+}
+
+// mark is a new maximum of a pilot run: the value and the state there.
+type mark struct {
+	v float64
+	p particle
+}
+
+// climb runs from from (nil: the start) until the horizon, the target or
+// a scenario limit, and returns each new maximum the run set.
+func (s *splitter) climb(from *particle, seed uint64) ([]mark, error) {
+	if from != nil && from.over {
+		return []mark{{math.Inf(1), *from}}, nil
+	}
+	t, g, err := s.start(from, seed)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { s.events += t.Events(); s.replayed += t.Replayed(); t.Close() }()
+	var marks []mark
+	best := math.Inf(-1)
+	for {
+		v := g.read(t)
+		if t.Diverged() != "" {
+			return append(marks, mark{math.Inf(1), particle{over: true}}), nil
+		}
+		if v > best {
+			best = v
+			marks = append(marks, mark{v, particle{snap: t.Snapshot(), g: g.clone()}})
+			if v >= s.level.Threshold {
+				return marks, nil
+			}
+		}
+		if !t.Step(s.end) {
+			if t.Diverged() != "" {
+				continue // read once more: reported as over every level
+			}
+			return marks, nil
+		}
+	}
+}
+
+// pilot chooses the levels: from the current entrance states it climbs
+// effort runs, sets the next level at the highest value a fifth of them
+// reached, and continues from where they crossed it, until the target.
+func (s *splitter) pilot(effort int) ([]float64, error) {
+	var levels []float64
+	var from []particle
+	cur := math.Inf(-1)
+	for stage := 0; ; stage++ {
+		maxima := make([]float64, effort)
+		runs := make([][]mark, effort)
+		for i := range effort {
+			var p *particle
+			if len(from) > 0 {
+				p = &from[i%len(from)]
+			}
+			ms, err := s.climb(p, mix(s.seed, 1<<62, uint64(stage), uint64(i)))
+			if err != nil {
+				return nil, err
+			}
+			runs[i] = ms
+			if len(ms) > 0 {
+				maxima[i] = ms[len(ms)-1].v
+			}
+		}
+		sorted := slices.Clone(maxima)
+		sort.Sort(sort.Reverse(sort.Float64Slice(sorted)))
+		next := sorted[max(int(math.Ceil(pilotSuccess*float64(effort)))-1, 0)]
+		if next <= cur {
+			// Fewer than a fifth went higher: take the lowest value above
+			// the current level that any run reached.
+			next = math.Inf(1)
+			for _, v := range maxima {
+				if v > cur && v < next {
+					next = v
+				}
+			}
+			if math.IsInf(next, 1) && sorted[0] <= cur {
+				return nil, fmt.Errorf("collapse: no pilot run of %d went above %g toward %s; raise the effort", effort, cur, s.level)
+			}
+		}
+		next = min(next, s.level.Threshold)
+		levels = append(levels, next)
+		if next >= s.level.Threshold {
+			return levels, nil
+		}
+		if len(levels) > 200 {
+			return nil, fmt.Errorf("collapse: more than 200 levels toward %s; the level rises too slowly for splitting", s.level)
+		}
+		from = from[:0]
+		for _, ms := range runs {
+			for _, m := range ms {
+				if m.v >= next {
+					from = append(from, m.p)
+					break
+				}
+			}
+		}
+		cur = next
+	}
+}
+
+// reach runs from from (nil: the start) until the quantity reaches target
+// (returning the state there) or the horizon passes.
+func (s *splitter) reach(from *particle, seed uint64, target float64) (particle, bool, error) {
+	if from != nil && from.over {
+		return *from, true, nil
+	}
+	t, g, err := s.start(from, seed)
+	if err != nil {
+		return particle{}, false, err
+	}
+	defer func() { s.events += t.Events(); s.replayed += t.Replayed(); t.Close() }()
+	for {
+		v := g.read(t)
+		if t.Diverged() != "" {
+			return particle{over: true}, true, nil
+		}
+		if v >= target {
+			return particle{snap: t.Snapshot(), g: g}, true, nil
+		}
+		if !t.Step(s.end) && t.Diverged() == "" {
+			return particle{}, false, nil
+		}
+	}
+}
+
+// batch runs one fixed-effort splitting estimate over levels and returns
+// it: the product of the shares of runs that reached each level; and the
+// same product with the last share counting only runs that reached the
+// target in the horizon's first half, the estimate of P(τ ≤ T/2) (an
+// unbiased one too: fixed-effort splitting weighs each run reaching the
+// target by the product of the earlier shares, whatever is measured on it).
+func (s *splitter) batch(levels []float64, effort int, b uint64) (p, pHalf float64, err error) {
+	p = 1.0
+	var from, next []particle
+	for k, l := range levels {
+		next = next[:0]
+		for i := range effort {
+			var src *particle
+			if k > 0 {
+				src = &from[i%len(from)]
+			}
+			q, ok, err := s.reach(src, mix(s.seed, b, uint64(k), uint64(i)), l)
+			if err != nil {
+				return 0, 0, err
+			}
+			if ok {
+				next = append(next, q)
+			}
+		}
+		if len(next) == 0 {
+			return 0, 0, nil
+		}
+		if k == len(levels)-1 {
+			early := 0
+			for _, q := range next {
+				if q.over || q.snap.At() <= s.end/2 {
+					early++
+				}
+			}
+			pHalf = p * float64(early) / float64(effort)
+		}
+		p *= float64(len(next)) / float64(effort)
+		from, next = next, from
+	}
+	return p, pHalf, nil
+}
+
+// tInterval returns the mean of xs and the half-width of its Student-t
+// 95 % interval.
+func tInterval(xs []float64) (mean, half float64) {
+	n := float64(len(xs))
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= n
+	if len(xs) < 2 {
+		return mean, math.Inf(1)
+	}
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	sd := math.Sqrt(ss / (n - 1))
+	q := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Quantile(0.975)
+	return mean, q * sd / math.Sqrt(n)
+}
+
+// mix derives a run's seed from the estimate's seed and the run's place,
+// with SplitMix64's finalizer so that neighbouring places get unrelated
+// seeds.
+func mix(seed uint64, parts ...uint64) uint64 {
+	h := seed
+	for _, p := range parts {
+		h ^= p + 0x9e3779b97f4a7c15 + (h << 6) + (h >> 2)
+		h ^= h >> 30
+		h *= 0xbf58476d1ce4e5b9
+		h ^= h >> 27
+		h *= 0x94d049bb133111eb
+		h ^= h >> 31
+	}
+	return h
+}
