@@ -420,8 +420,9 @@ func (c *callee) Finish(now time.Duration, o policies.Outcome, worked, write boo
 	return executed
 }
 
-// FinishPlain is Finish for an attempt that owns no key at a service that
-// does not commit (!Commits()): nothing executes, nothing is settled. It
+// FinishPlain is Finish for an attempt that owns no key and is not a
+// write at the committing service (Commits): nothing executes, nothing is
+// settled. It
 // inlines, which Finish does not: it is the common case on the
 // simulator's hot path.
 func (c *callee) FinishPlain(now time.Duration) {

@@ -321,8 +321,8 @@ func (m *run) stepDone(a *attempt, ok bool, o policies.Outcome) {
 func (m *run) answer(a *attempt, o policies.Outcome, ra time.Duration, dr bool, worked bool) {
 	s := a.svc
 	now := m.eng.Now()
-	if !s.cm.Commits() && a.fence == 0 {
-		s.cm.FinishPlain(now) // the common case, inlined
+	if a.fence == 0 && !(s.cm.Commits() && a.req.write) {
+		s.cm.FinishPlain(now) // the common case, inlined: not a write's commit
 	} else {
 		m.finishWrite(a, o, worked)
 	}
