@@ -177,15 +177,22 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 		return nil, err
 	}
 	client := opt.Client
+	var rt http.RoundTripper
 	if client == nil {
 		tr := NewTransport(opt.Connections)
 		defer tr.CloseIdleConnections()
 		client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		// The client follows no redirect and keeps no cookie: attempts
+		// go to its transport directly.
+		rt = tr
 	}
 	if opt.Tracing != nil {
 		c := *client
 		c.Transport = opt.Tracing.Transport(ClientService, cmp.Or[http.RoundTripper](c.Transport, http.DefaultTransport))
 		client = &c
+		if rt != nil {
+			rt = c.Transport // the traced transport: spans for every attempt
+		}
 	}
 	r := opt.Rand
 	if r == nil {
@@ -203,8 +210,10 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	defer stopAttempts()
 	ec := NewEdgeClient(epoch, client, edge, nil)
 	ec.Root = root
+	ec.rt = rt
 
 	d := &driver{opt: opt, ec: ec, epoch: epoch, rec: newRecorder(opt.Warmup, opt.Interval, opt.Duration)}
+	d.url, _ = url.Parse(opt.Target) // defaults checked it
 	return d.run(ctx, root, stopAttempts)
 }
 
@@ -268,6 +277,7 @@ type driver struct {
 	ec    *EdgeClient
 	epoch time.Time
 	rec   *recorder
+	url   *url.URL // opt.Target, parsed once for every attempt
 
 	// lastDispatch is when the scheduler handed off its last request
 	// (written by the scheduler, read after it returned).
@@ -456,7 +466,7 @@ func (d *driver) serve(ctx, hard context.Context, j job, attempts *sync.WaitGrou
 	id := strconv.FormatUint(j.n+1, 10)
 	a := Attempt{
 		Method: opt.Method, URL: opt.Target, Header: opt.Header, Body: opt.Body,
-		RequestID: id, Write: j.write, Warmup: !counted,
+		RequestID: id, Write: j.write, Warmup: !counted, url: d.url,
 	}
 	if j.write && opt.WriteMethod != "" {
 		a.Method = opt.WriteMethod
