@@ -35,6 +35,9 @@ type EdgeClient struct {
 	// rt, if set, is Client's transport, used directly (send): the
 	// driver's own client, which needs nothing else of http.Client.
 	rt http.RoundTripper
+	// lean, if set, sends the attempts to its target (leanClient) in
+	// place of Client.
+	lean *leanClient
 
 	// Transport failures of attempts, by kind (KindNone counts answers).
 	kinds [numKinds]atomic.Int64
@@ -323,6 +326,9 @@ func (ec *EdgeClient) answered(c *policies.Call, an answer) policies.Action {
 // sendInline sends one attempt from the caller's goroutine, bounded by
 // timeout (0: none) and by ctx, whose end cancels it.
 func (ec *EdgeClient) sendInline(ctx context.Context, a *Attempt, timeout time.Duration) Answer {
+	if ec.lean != nil && a.url != nil {
+		return ec.lean.do(ctx, a, timeout)
+	}
 	actx := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -340,6 +346,10 @@ func (ec *EdgeClient) attempt(ctx context.Context, run *callRun, a *Attempt, tim
 			wg.Done()
 		}
 	}()
+	if ec.lean != nil && a.url != nil {
+		answers <- answer{k: a.Number, a: ec.lean.do(ctx, a, timeout)}
+		return
+	}
 	actx := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc

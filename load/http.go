@@ -104,7 +104,11 @@ type Answer struct {
 // ClassifyStatus maps an HTTP status and its headers to an outcome:
 // 2xx OK; 503 and 429 Unavailable (with pushback); 504 and 408 Timeout;
 // 409 Conflict; 425 InProgress; any other status Error.
-func ClassifyStatus(status int, h http.Header) Answer {
+func ClassifyStatus(status int, h http.Header) Answer { return classifyStatus(status, h.Get) }
+
+// classifyStatus is ClassifyStatus reading headers through get (a value
+// by canonical name, "" when absent).
+func classifyStatus(status int, get func(string) string) Answer {
 	a := Answer{Status: status}
 	switch {
 	case status >= 200 && status < 300:
@@ -120,26 +124,29 @@ func ClassifyStatus(status int, h http.Header) Answer {
 	default:
 		a.Outcome = policies.Error
 	}
-	if o := h.Get(HeaderOutcome); o != "" {
+	if o := get(HeaderOutcome); o != "" {
 		if oc, err := policies.ParseOutcome(o); err == nil && a.Outcome != policies.OK {
 			a.Outcome = oc
 		}
 	}
-	a.RetryAfter, a.DontRetry = ParseRetryAfter(h)
+	a.RetryAfter, a.DontRetry = parseRetryAfter(get)
 	return a
 }
 
 // ParseRetryAfter reads pushback: Retry-After-Ms (milliseconds, fractions
 // allowed) if present, else Retry-After in whole seconds (HTTP dates are
 // not supported and ignored), and the don't-retry header.
-func ParseRetryAfter(h http.Header) (time.Duration, bool) {
-	dont := h.Get(HeaderDontRetry) != ""
-	if v := h.Get(HeaderRetryAfterMs); v != "" {
+func ParseRetryAfter(h http.Header) (time.Duration, bool) { return parseRetryAfter(h.Get) }
+
+// parseRetryAfter is ParseRetryAfter reading headers through get.
+func parseRetryAfter(get func(string) string) (time.Duration, bool) {
+	dont := get(HeaderDontRetry) != ""
+	if v := get(HeaderRetryAfterMs); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && ms < 1e12 {
 			return time.Duration(math.Round(ms * float64(time.Millisecond))), dont
 		}
 	}
-	if v := h.Get("Retry-After"); v != "" {
+	if v := get("Retry-After"); v != "" {
 		if s, err := strconv.Atoi(v); err == nil && s >= 0 && s < 1e9 {
 			return time.Duration(s) * time.Second, dont
 		}
