@@ -23,6 +23,14 @@ const echoResponse = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text
 // request, so that a benchmark in this process counts the driver's
 // allocations alone. Requests must carry no body (the driver's GETs).
 func rawEcho(tb testing.TB) string {
+	return "http://" + serveConns(tb, serveRawEcho) + "/"
+}
+
+// serveConns accepts connections on a loopback listener until the test
+// ends, handling each in a goroutine of its own (which returns when its
+// connection is closed), and returns the listener's address.
+func serveConns(tb testing.TB, handle func(net.Conn)) string {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
@@ -41,12 +49,11 @@ func rawEcho(tb testing.TB) string {
 			go func() {
 				defer wg.Done()
 				defer c.Close()
-				serveRawEcho(c)
+				handle(c)
 			}()
 		}
 	}()
-	tb.Cleanup(func() { ln.Close() })
-	return "http://" + ln.Addr().String() + "/"
+	return ln.Addr().String()
 }
 
 func serveRawEcho(c net.Conn) {

@@ -22,35 +22,18 @@ import (
 // both clients can be fed the same, possibly unusual, answers.
 func scriptedTarget(t *testing.T, answer string, closeAfter bool) *url.URL {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	addr := serveConns(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			if _, err := http.ReadRequest(r); err != nil {
 				return
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					if _, err := http.ReadRequest(r); err != nil {
-						return
-					}
-					if _, err := c.Write([]byte(answer)); err != nil || closeAfter {
-						return
-					}
-				}
-			}()
+			if _, err := c.Write([]byte(answer)); err != nil || closeAfter {
+				return
+			}
 		}
-	}()
-	u, err := url.Parse("http://" + ln.Addr().String() + "/x?y=1")
+	})
+	u, err := url.Parse("http://" + addr + "/x?y=1")
 	require.NoError(t, err)
 	return u
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -63,11 +64,7 @@ func benchAgainstFloor(b *testing.B, sc *topology.Scenario) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for b.Loop() {
-		m, err := build(sc)
-		if err != nil {
-			b.Fatal(err)
-		}
-		res := m.run(context.Background(), Options{})
+		m, res := runOnce(b, sc)
 		customers += res.Summary.Requests.Succeeded
 		events += m.eng.Events()
 
@@ -84,6 +81,16 @@ func benchAgainstFloor(b *testing.B, sc *topology.Scenario) {
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(events), "allocs/event")
 	b.ReportMetric(rate/(float64(floorCustomers)/floorTime.Seconds()), "floor-ratio")
+}
+
+// runOnce builds and runs sc, returning the run (for its engine's
+// counters) and its result.
+func runOnce(b *testing.B, sc *topology.Scenario) (*run, *metrics.Result) {
+	m, err := build(sc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m, m.run(context.Background(), Options{})
 }
 
 // BenchmarkFiveHopChain runs a five-service chain where every hop retries
@@ -108,11 +115,7 @@ func BenchmarkFiveHopChain(b *testing.B) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for b.Loop() {
-		m, err := build(sc)
-		if err != nil {
-			b.Fatal(err)
-		}
-		res := m.run(context.Background(), Options{})
+		m, res := runOnce(b, sc)
 		customers += uint64(res.Summary.Requests.Offered)
 		events += m.eng.Events()
 	}
@@ -188,7 +191,9 @@ func floorTimeout(sc *topology.Scenario) float64 {
 // neither fired nor was cancelled by its departure, checked against the
 // heap's top before each event. A customer whose timer fired is still served
 // (the server does not cancel) but not counted as served. It returns the
-// customers served in time, their mean sojourn, and those timed out.
+// customers served in time, their mean sojourn, and those timed out. Its
+// arrival case repeats floorMM1's on purpose: a helper the compiler does
+// not inline would slow the floors, and floorMM1 is issue 14's reference.
 func floorMM1Timeouts(lambda, mu, d, timeout float64, r *rand.Rand, h *floorHeap, fifo []float64) (int, float64, int) {
 	if timeout <= 0 {
 		n, w := floorMM1(lambda, mu, d, r, h, fifo)

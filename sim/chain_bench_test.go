@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"context"
 	"runtime"
 	"testing"
 	"time"
@@ -42,11 +41,7 @@ func BenchmarkTenHopChain(b *testing.B) {
 			runtime.GC()
 			runtime.ReadMemStats(&before)
 			for b.Loop() {
-				m, err := build(sc)
-				if err != nil {
-					b.Fatal(err)
-				}
-				res := m.run(context.Background(), Options{})
+				m, res := runOnce(b, sc)
 				if res.Summary.Status != "complete" {
 					b.Fatalf("status %s", res.Summary.Status)
 				}
