@@ -111,7 +111,8 @@ type Options struct {
 	Client *http.Client
 	// NetHTTP makes the driver's own client net/http's even for a plain
 	// http:// target, which it otherwise drives with a lean HTTP/1.1
-	// client of its own (fewer allocations per request; same answers).
+	// client of its own (fewer allocations per request; same answers),
+	// unless Tracing is set (the lean client opens no spans).
 	NetHTTP bool
 	// Shard, when set, makes this driver send only the logical requests of
 	// the whole schedule whose index n is ≡ Index (mod Count): 1/Count of the
@@ -218,7 +219,9 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 
 	d := &driver{opt: opt, ec: ec, epoch: epoch, rec: newRecorder(opt.Warmup, opt.Interval, opt.Duration)}
 	d.url, _ = url.Parse(opt.Target) // defaults checked it
-	d.lean = rt != nil && !opt.NetHTTP && leanUsable(d.url)
+	// The lean client opens no spans: a traced run keeps net/http's,
+	// wrapped by the tracing transport.
+	d.lean = rt != nil && !opt.NetHTTP && opt.Tracing == nil && leanUsable(d.url)
 	return d.run(ctx, root, stopAttempts)
 }
 

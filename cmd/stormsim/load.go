@@ -100,7 +100,7 @@ func (c *loadCommand) flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.progress, "progress", false, "show the live progress line even when stderr is not a terminal")
 	fs.BoolVar(&c.remote, "allow-remote", false, "allow a target (or listen address) off the loopback interface")
 	fs.StringVar(&c.traces, "traces", "", "write OpenTelemetry spans (OTLP JSON lines) to `FILE`: one per attempt, at caller and callee")
-	fs.StringVar(&c.client, "http-client", "lean", "the driver's HTTP client for an http:// target: lean (its own HTTP/1.1 client, fewest allocations) or net (net/http's); https:// always uses net")
+	fs.StringVar(&c.client, "http-client", "lean", "the driver's HTTP client for an http:// target: lean (its own HTTP/1.1 client, fewest allocations) or net (net/http's); https:// and --traces always use net")
 	c.slo.declare(fs)
 	c.sh.Register(fs)
 	c.sh.RegisterStartAt(fs)
