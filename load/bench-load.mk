@@ -1,14 +1,17 @@
 # bench-load: the load driver's rate benchmark (included by the Makefile).
 #
 # Starts a trivial loopback target (load/internal/echo), drives it with
-# `stormsim load` at 1k–16k req/s for BENCH_LOAD_DURATION each, then with
+# `stormsim load` at 1k–60k req/s for BENCH_LOAD_DURATION each (with its lean
+# HTTP/1.1 client and with net/http's), then with
 # vegeta v12.13.0 at the same rates (`go run` from the module proxy, for the
 # comparison only; it is not a dependency of stormsim), and prints for each
 # run the offered rate, late/unsent requests (stormsim) and p99. Finally the
 # in-process Go benchmark reports rate error, p99 and peak heap.
 # Everything listens on and sends to 127.0.0.1 only.
 
-BENCH_LOAD_RATES    ?= 1000 2000 4000 8000 16000 20000 24000
+BENCH_LOAD_RATES    ?= 1000 2000 4000 8000 16000 20000 24000 32000 40000 60000
+# lean: the driver's own HTTP/1.1 client (the default); net: net/http's.
+BENCH_LOAD_CLIENTS  ?= lean net
 BENCH_LOAD_DURATION ?= 5s
 BENCH_LOAD_ADDR     ?= 127.0.0.1:18080
 BENCH_LOAD_TMP      ?= $(or $(TMPDIR),/tmp)/stormsim-bench-load
@@ -27,17 +30,20 @@ bench-load:
 	go build -o $(BENCH_LOAD_TMP)/benchsummary ./load/internal/benchsummary; \
 	best_s=0; best_v=0; \
 	for r in $(BENCH_LOAD_RATES); do \
+	  for c in $(BENCH_LOAD_CLIENTS); do \
 	  $(BENCH_LOAD_TMP)/stormsim load --target http://$(BENCH_LOAD_ADDR)/ --rate $$r --policy $(BENCH_LOAD_TMP)/policy.yaml \
-	    --duration $(BENCH_LOAD_DURATION) --workers 256 --format json > $(BENCH_LOAD_TMP)/stormsim-$$r.json; \
-	  line=$$($(BENCH_LOAD_TMP)/benchsummary stormsim $(BENCH_LOAD_TMP)/stormsim-$$r.json); \
-	  printf 'stormsim rate=%-6s %s\n' $$r "$$line"; \
-	  case "$$line" in *CLEAN) best_s=$$r;; esac; \
+	    --duration $(BENCH_LOAD_DURATION) --workers 256 --http-client $$c --format json > $(BENCH_LOAD_TMP)/stormsim-$$c-$$r.json; \
+	  line=$$($(BENCH_LOAD_TMP)/benchsummary stormsim $(BENCH_LOAD_TMP)/stormsim-$$c-$$r.json); \
+	  printf 'stormsim/%-4s rate=%-6s %s\n' $$c $$r "$$line"; \
+	  case "$$line" in *CLEAN) [ "$$c" = lean ] && best_s=$$r;; esac; \
+	  done; \
 	  echo "GET http://$(BENCH_LOAD_ADDR)/" | $(BENCH_LOAD_TMP)/vegeta attack -rate=$$r -duration=$(BENCH_LOAD_DURATION) \
 	    | $(BENCH_LOAD_TMP)/vegeta report -type=json > $(BENCH_LOAD_TMP)/vegeta-$$r.json; \
 	  line=$$($(BENCH_LOAD_TMP)/benchsummary vegeta $(BENCH_LOAD_TMP)/vegeta-$$r.json $$r); \
-	  printf 'vegeta   rate=%-6s %s\n' $$r "$$line"; \
+	  printf 'vegeta        rate=%-6s %s\n' $$r "$$line"; \
 	  case "$$line" in *CLEAN) best_v=$$r;; esac; \
 	done; \
-	echo "highest clean rate (offered within 1%, >= 99% ok): stormsim $$best_s/s (with a retry policy), vegeta $$best_v/s"; \
+	echo "highest clean rate (offered within 1%, >= 99% ok): stormsim (lean client) $$best_s/s (with a retry policy), vegeta $$best_v/s"; \
 	if [ "$$best_v" -gt 0 ]; then awk -v s=$$best_s -v v=$$best_v 'BEGIN { printf "ratio stormsim/vegeta: %.2f\n", s / v }'; fi
 	go test -run '^$$' -bench OfferedRate -benchtime 1x ./load/
+	go test -run '^$$' -bench DriverRequest -benchtime 20000x ./load/

@@ -32,6 +32,12 @@ type EdgeClient struct {
 
 	mu   *sync.Mutex
 	edge *policies.Edge
+	// rt, if set, is Client's transport, used directly (send): the
+	// driver's own client, which needs nothing else of http.Client.
+	rt http.RoundTripper
+	// lean, if set, sends the attempts to its target (leanClient) in
+	// place of Client.
+	lean *leanClient
 
 	// Transport failures of attempts, by kind (KindNone counts answers).
 	kinds [numKinds]atomic.Int64
@@ -153,15 +159,7 @@ func (r *callRun) finish(cancelAll bool) {
 func (ec *EdgeClient) Do(ctx context.Context, opt policies.CallOptions, tmpl *Attempt, wg *sync.WaitGroup) CallResult {
 	c := ec.calls.Get().(*policies.Call)
 	defer ec.calls.Put(c)
-	root := ec.Root
-	if root == nil {
-		root = context.Background()
-	}
-	cctx, cancel := context.WithCancelCause(withSpanOf(root, ctx))
-	// Each attempt sends exactly one answer; the channel holds them all so
-	// an abandoned attempt never blocks.
-	d := &doing{ec: ec, c: c, ctx: ctx, cctx: cctx, run: &callRun{cancel: cancel}, opt: opt, tmpl: tmpl, wg: wg,
-		answers: make(chan answer, max(ec.edge.MaxAttempts, ec.edge.HedgeMax))}
+	d := &doing{ec: ec, c: c, ctx: ctx, opt: opt, tmpl: tmpl, wg: wg}
 	defer d.stopTimer()
 	ec.mu.Lock()
 	act := c.Start(time.Since(ec.Epoch), ec.edge, opt)
@@ -174,12 +172,12 @@ func (ec *EdgeClient) Do(ctx context.Context, opt policies.CallOptions, tmpl *At
 				continue
 			}
 		case policies.Finish:
-			d.run.finish(act.CancelOthers || ctx.Err() != nil)
+			d.finish(act.CancelOthers || ctx.Err() != nil)
 			return CallResult{Outcome: act.Outcome, Result: act.Result, Attempts: c.Attempts()}
 		}
 		var done bool
 		if act, done = d.await(act); done {
-			d.run.finish(true)
+			d.finish(true)
 			return CallResult{Outcome: c.Outcome(), Result: c.Result(), Attempts: c.Attempts()}
 		}
 	}
@@ -187,15 +185,42 @@ func (ec *EdgeClient) Do(ctx context.Context, opt policies.CallOptions, tmpl *At
 
 // doing is the state of one Do: the call machine and what drives it.
 type doing struct {
-	ec        *EdgeClient
-	c         *policies.Call
-	ctx, cctx context.Context
-	run       *callRun
-	opt       policies.CallOptions
-	tmpl      *Attempt
-	wg        *sync.WaitGroup
-	answers   chan answer
-	timer     *time.Timer
+	ec   *EdgeClient
+	c    *policies.Call
+	ctx  context.Context
+	opt  policies.CallOptions
+	tmpl *Attempt
+	wg   *sync.WaitGroup
+	// What attempts sent from goroutines need, made for the first one
+	// (spawning): most calls send every attempt inline and need none of
+	// it. cctx bounds them, run counts them, and answers holds each one's
+	// answer — all of them, so an abandoned attempt never blocks.
+	cctx    context.Context
+	run     *callRun
+	answers chan answer
+	timer   *time.Timer
+}
+
+// spawning makes what attempts sent from goroutines need, once.
+func (d *doing) spawning() {
+	if d.run != nil {
+		return
+	}
+	root := d.ec.Root
+	if root == nil {
+		root = context.Background()
+	}
+	cctx, cancel := context.WithCancelCause(withSpanOf(root, d.ctx))
+	d.cctx, d.run = cctx, &callRun{cancel: cancel}
+	d.answers = make(chan answer, max(d.ec.edge.MaxAttempts, d.ec.edge.HedgeMax))
+}
+
+// finish marks the call over for its attempts in goroutines, if any
+// (callRun.finish).
+func (d *doing) finish(cancelAll bool) {
+	if d.run != nil {
+		d.run.finish(cancelAll)
+	}
 }
 
 func (d *doing) stopTimer() {
@@ -221,8 +246,9 @@ func (d *doing) attempt(act policies.Action) Attempt {
 // without a goroutine and channel hop, and inline is true with the call's
 // next action; otherwise it runs in its own goroutine.
 func (d *doing) send(act policies.Action) (next policies.Action, inline bool) {
-	ec, a := d.ec, d.attempt(act)
+	ec := d.ec
 	if ec.edge.Hedger == nil && !act.Wake && d.c.InFlight() == 1 {
+		a := d.attempt(act)
 		an := answer{k: a.Number, a: ec.sendInline(d.ctx, &a, act.Timeout)}
 		if d.ctx.Err() != nil {
 			ec.kinds[KindCanceled].Add(1)
@@ -232,13 +258,16 @@ func (d *doing) send(act policies.Action) (next policies.Action, inline bool) {
 		}
 		return ec.answered(d.c, an), true
 	}
+	d.spawning()
 	d.run.mu.Lock()
 	d.run.pending++
 	d.run.mu.Unlock()
 	if d.wg != nil {
 		d.wg.Add(1)
 	}
-	go ec.attempt(d.cctx, d.run, &a, act.Timeout, d.answers, d.wg)
+	a := new(Attempt)
+	*a = d.attempt(act)
+	go ec.attempt(d.cctx, d.run, a, act.Timeout, d.answers, d.wg)
 	return act, false
 }
 
@@ -297,13 +326,16 @@ func (ec *EdgeClient) answered(c *policies.Call, an answer) policies.Action {
 // sendInline sends one attempt from the caller's goroutine, bounded by
 // timeout (0: none) and by ctx, whose end cancels it.
 func (ec *EdgeClient) sendInline(ctx context.Context, a *Attempt, timeout time.Duration) Answer {
+	if ec.lean != nil && a.url != nil {
+		return ec.lean.do(ctx, a, timeout)
+	}
 	actx := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		actx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	return Send(actx, ec.Client, a)
+	return send(actx, ec.Client, ec.rt, a)
 }
 
 // attempt sends one attempt bounded by timeout (0: none) and reports it.
@@ -314,11 +346,15 @@ func (ec *EdgeClient) attempt(ctx context.Context, run *callRun, a *Attempt, tim
 			wg.Done()
 		}
 	}()
+	if ec.lean != nil && a.url != nil {
+		answers <- answer{k: a.Number, a: ec.lean.do(ctx, a, timeout)}
+		return
+	}
 	actx := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		actx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	answers <- answer{k: a.Number, a: Send(actx, ec.Client, a)}
+	answers <- answer{k: a.Number, a: send(actx, ec.Client, ec.rt, a)}
 }

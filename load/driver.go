@@ -109,6 +109,11 @@ type Options struct {
 	// Client overrides the HTTP client (its Transport should bound
 	// connections); nil builds one from Connections.
 	Client *http.Client
+	// NetHTTP makes the driver's own client net/http's even for a plain
+	// http:// target, which it otherwise drives with a lean HTTP/1.1
+	// client of its own (fewer allocations per request; same answers),
+	// unless Tracing is set (the lean client opens no spans).
+	NetHTTP bool
 	// Shard, when set, makes this driver send only the logical requests of
 	// the whole schedule whose index n is ≡ Index (mod Count): 1/Count of the
 	// rate, at the whole schedule's intended times, with the whole
@@ -177,15 +182,22 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 		return nil, err
 	}
 	client := opt.Client
+	var rt http.RoundTripper
 	if client == nil {
 		tr := NewTransport(opt.Connections)
 		defer tr.CloseIdleConnections()
 		client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		// The client follows no redirect and keeps no cookie: attempts
+		// go to its transport directly.
+		rt = tr
 	}
 	if opt.Tracing != nil {
 		c := *client
 		c.Transport = opt.Tracing.Transport(ClientService, cmp.Or[http.RoundTripper](c.Transport, http.DefaultTransport))
 		client = &c
+		if rt != nil {
+			rt = c.Transport // the traced transport: spans for every attempt
+		}
 	}
 	r := opt.Rand
 	if r == nil {
@@ -203,8 +215,13 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	defer stopAttempts()
 	ec := NewEdgeClient(epoch, client, edge, nil)
 	ec.Root = root
+	ec.rt = rt
 
 	d := &driver{opt: opt, ec: ec, epoch: epoch, rec: newRecorder(opt.Warmup, opt.Interval, opt.Duration)}
+	d.url, _ = url.Parse(opt.Target) // defaults checked it
+	// The lean client opens no spans: a traced run keeps net/http's,
+	// wrapped by the tracing transport.
+	d.lean = rt != nil && !opt.NetHTTP && opt.Tracing == nil && leanUsable(d.url)
 	return d.run(ctx, root, stopAttempts)
 }
 
@@ -268,6 +285,8 @@ type driver struct {
 	ec    *EdgeClient
 	epoch time.Time
 	rec   *recorder
+	url   *url.URL // opt.Target, parsed once for every attempt
+	lean  bool     // send with a leanClient
 
 	// lastDispatch is when the scheduler handed off its last request
 	// (written by the scheduler, read after it returned).
@@ -284,6 +303,10 @@ func (d *driver) run(ctx context.Context, root context.Context, stopAttempts con
 	// schedule ends: calls still running then are aborted (unknown).
 	hard, hardCancel := context.WithCancel(context.Background())
 	defer hardCancel()
+	if d.lean {
+		d.ec.lean = newLeanClient(d.url, opt.Connections, hard)
+		defer d.ec.lean.closeIdle()
+	}
 	finished, scheduled := make(chan struct{}), make(chan struct{})
 	go func() {
 		limit := opt.Grace
@@ -456,7 +479,7 @@ func (d *driver) serve(ctx, hard context.Context, j job, attempts *sync.WaitGrou
 	id := strconv.FormatUint(j.n+1, 10)
 	a := Attempt{
 		Method: opt.Method, URL: opt.Target, Header: opt.Header, Body: opt.Body,
-		RequestID: id, Write: j.write, Warmup: !counted,
+		RequestID: id, Write: j.write, Warmup: !counted, url: d.url,
 	}
 	if j.write && opt.WriteMethod != "" {
 		a.Method = opt.WriteMethod

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"syscall"
@@ -103,7 +104,11 @@ type Answer struct {
 // ClassifyStatus maps an HTTP status and its headers to an outcome:
 // 2xx OK; 503 and 429 Unavailable (with pushback); 504 and 408 Timeout;
 // 409 Conflict; 425 InProgress; any other status Error.
-func ClassifyStatus(status int, h http.Header) Answer {
+func ClassifyStatus(status int, h http.Header) Answer { return classifyStatus(status, h.Get) }
+
+// classifyStatus is ClassifyStatus reading headers through get (a value
+// by canonical name, "" when absent).
+func classifyStatus(status int, get func(string) string) Answer {
 	a := Answer{Status: status}
 	switch {
 	case status >= 200 && status < 300:
@@ -119,26 +124,29 @@ func ClassifyStatus(status int, h http.Header) Answer {
 	default:
 		a.Outcome = policies.Error
 	}
-	if o := h.Get(HeaderOutcome); o != "" {
+	if o := get(HeaderOutcome); o != "" {
 		if oc, err := policies.ParseOutcome(o); err == nil && a.Outcome != policies.OK {
 			a.Outcome = oc
 		}
 	}
-	a.RetryAfter, a.DontRetry = ParseRetryAfter(h)
+	a.RetryAfter, a.DontRetry = parseRetryAfter(get)
 	return a
 }
 
 // ParseRetryAfter reads pushback: Retry-After-Ms (milliseconds, fractions
 // allowed) if present, else Retry-After in whole seconds (HTTP dates are
 // not supported and ignored), and the don't-retry header.
-func ParseRetryAfter(h http.Header) (time.Duration, bool) {
-	dont := h.Get(HeaderDontRetry) != ""
-	if v := h.Get(HeaderRetryAfterMs); v != "" {
+func ParseRetryAfter(h http.Header) (time.Duration, bool) { return parseRetryAfter(h.Get) }
+
+// parseRetryAfter is ParseRetryAfter reading headers through get.
+func parseRetryAfter(get func(string) string) (time.Duration, bool) {
+	dont := get(HeaderDontRetry) != ""
+	if v := get(HeaderRetryAfterMs); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && ms < 1e12 {
 			return time.Duration(math.Round(ms * float64(time.Millisecond))), dont
 		}
 	}
-	if v := h.Get("Retry-After"); v != "" {
+	if v := get("Retry-After"); v != "" {
 		if s, err := strconv.Atoi(v); err == nil && s >= 0 && s < 1e9 {
 			return time.Duration(s) * time.Second, dont
 		}
@@ -200,39 +208,33 @@ type Attempt struct {
 	IdempotencyKey string
 	// Remaining is the end-to-end budget left when sent; ≤ 0 means none.
 	Remaining time.Duration
+
+	// url, if set, is URL parsed, by a sender that sends many attempts to
+	// it: they then share it instead of parsing it each time.
+	url *url.URL
 }
 
 // Send performs one attempt with client, bounded by ctx (which carries the
 // attempt's timeout), reads and discards the body, and classifies the result.
 func Send(ctx context.Context, client *http.Client, a *Attempt) Answer {
-	var body io.Reader
-	if len(a.Body) > 0 {
-		body = bytes.NewReader(a.Body)
-	}
-	req, err := http.NewRequestWithContext(ctx, a.Method, a.URL, body)
+	return send(ctx, client, nil, a)
+}
+
+// send is Send through rt directly when rt is not nil: the driver's own
+// transport, which follows no redirects and keeps no cookies, so that
+// http.Client.Do would only add its copies of the request's URL and
+// headers to every attempt.
+func send(ctx context.Context, client *http.Client, rt http.RoundTripper, a *Attempt) Answer {
+	req, err := newRequest(ctx, a)
 	if err != nil {
 		return Answer{Outcome: policies.Error, Kind: KindOther}
 	}
-	for k, vs := range a.Header {
-		req.Header[k] = vs
+	var resp *http.Response
+	if rt != nil {
+		resp, err = rt.RoundTrip(req)
+	} else {
+		resp, err = client.Do(req)
 	}
-	if a.RequestID != "" {
-		req.Header.Set(HeaderRequestID, a.RequestID)
-	}
-	req.Header.Set(HeaderAttempt, strconv.Itoa(a.Number))
-	if a.Remaining > 0 {
-		req.Header.Set(HeaderDeadline, strconv.FormatFloat(float64(a.Remaining)/float64(time.Millisecond), 'f', 3, 64))
-	}
-	if a.Write {
-		req.Header.Set(HeaderWrite, "1")
-	}
-	if a.Warmup {
-		req.Header.Set(HeaderWarmup, "1")
-	}
-	if a.IdempotencyKey != "" {
-		req.Header.Set(HeaderIdempotencyKey, a.IdempotencyKey)
-	}
-	resp, err := client.Do(req)
 	if err != nil {
 		return ClassifyError(err, context.Cause(ctx))
 	}
@@ -242,4 +244,64 @@ func Send(ctx context.Context, client *http.Client, a *Attempt) Answer {
 		return ClassifyError(err, nil)
 	}
 	return ClassifyStatus(resp.StatusCode, resp.Header)
+}
+
+// newRequest builds a's request bounded by ctx. An attempt whose URL the
+// sender parsed once (a.url) and that has no body is built without parsing
+// the URL again; its headers share one array of values.
+func newRequest(ctx context.Context, a *Attempt) (*http.Request, error) {
+	var req *http.Request
+	if a.url != nil && len(a.Body) == 0 {
+		// Host is left empty: the request is sent with URL.Host, as
+		// NewRequest would set it.
+		req = (&http.Request{Method: a.Method, URL: a.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}).WithContext(ctx)
+	} else {
+		var body io.Reader
+		if len(a.Body) > 0 {
+			body = bytes.NewReader(a.Body)
+		}
+		var err error
+		if req, err = http.NewRequestWithContext(ctx, a.Method, a.URL, body); err != nil {
+			return nil, err
+		}
+	}
+	req.Header = attemptHeader(a)
+	return req, nil
+}
+
+// attemptHeader returns the headers of a: its extra ones (sharing their
+// values) and stormsim's, all in canonical form.
+func attemptHeader(a *Attempt) http.Header {
+	h := make(http.Header, len(a.Header)+6)
+	for k, vs := range a.Header {
+		h[k] = vs
+	}
+	// One array holds every value set here, instead of one per header.
+	vals := make([]string, 0, 6)
+	a.eachHeader(func(k, v string) {
+		vals = append(vals, v)
+		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
+	})
+	return h
+}
+
+// eachHeader calls set with each of stormsim's headers of a, in canonical
+// form (its extra headers, a.Header, not included).
+func (a *Attempt) eachHeader(set func(k, v string)) {
+	if a.RequestID != "" {
+		set(HeaderRequestID, a.RequestID)
+	}
+	set(HeaderAttempt, strconv.Itoa(a.Number))
+	if a.Remaining > 0 {
+		set(HeaderDeadline, strconv.FormatFloat(float64(a.Remaining)/float64(time.Millisecond), 'f', 3, 64))
+	}
+	if a.Write {
+		set(HeaderWrite, "1")
+	}
+	if a.Warmup {
+		set(HeaderWarmup, "1")
+	}
+	if a.IdempotencyKey != "" {
+		set(HeaderIdempotencyKey, a.IdempotencyKey)
+	}
 }

@@ -46,6 +46,8 @@ type ScenarioOptions struct {
 	// Tracing, if set, traces the driver and every service (nil: none).
 	// The caller closes it after RunScenario returns.
 	Tracing *Tracing
+	// NetHTTP drives the entry with net/http's client, as in Options.
+	NetHTTP bool
 }
 
 // RunScenario starts sc's services on loopback and drives the entry with
@@ -94,7 +96,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 		Deadline: w.Deadline, Policy: w.Client, WriteFraction: w.WriteFraction, IdempotencyKeys: w.IdempotencyKeys,
 		Workers: opt.Workers, Connections: opt.Connections, Seed: seed, Rand: model.Stream(sc.Seed, model.EdgeStreams{}.Name("client", w.Entry)), Scenario: sc.Name, Version: opt.Version,
 		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
-		MaxRequests: opt.MaxRequests, Shard: opt.Shard, Tracing: opt.Tracing,
+		MaxRequests: opt.MaxRequests, Shard: opt.Shard, Tracing: opt.Tracing, NetHTTP: opt.NetHTTP,
 		OnDone: func(id uint64, write, counted bool, r policies.CallResult) {
 			if write && counted {
 				vmu.Lock()

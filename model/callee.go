@@ -213,10 +213,18 @@ func (c *callee) Areas() (busy, queue float64) { return c.busyArea, c.queueArea 
 
 // Advance integrates busy workers and queue length up to now. Time only
 // moves forward: an earlier now is a no-op.
-func (c *callee) Advance(now time.Duration) {
-	if now <= c.lastT {
-		return
+func (c *callee) Advance(now time.Duration) { c.advance(now) }
+
+// advance is Advance with the integration out of line, for the callers
+// that must stay inlinable: most events come at a new instant, but its
+// branch costs less than the multiplications it guards.
+func (c *callee) advance(now time.Duration) {
+	if now > c.lastT {
+		c.integrate(now)
 	}
+}
+
+func (c *callee) integrate(now time.Duration) {
 	dt := float64(now - c.lastT)
 	c.busyArea += dt * float64(c.busy)
 	c.queueArea += dt * float64(c.qlen)
@@ -403,13 +411,23 @@ func (c *callee) DownstreamFailure(o policies.Outcome) policies.Outcome {
 // key the attempt owns (fence) and reports whether the write's side effect
 // executed. The worker, if held, is freed by Release.
 func (c *callee) Finish(now time.Duration, o policies.Outcome, worked, write bool, key string, fence uint64) (executed bool) {
-	c.Advance(now)
+	c.advance(now)
 	c.inflight--
 	executed = worked && o == policies.OK && c.commits && write
 	if fence > 0 {
 		c.settle(now, key, fence, executed)
 	}
 	return executed
+}
+
+// FinishPlain is Finish for an attempt that owns no key and is not a
+// write at the committing service (Commits): nothing executes, nothing is
+// settled. It
+// inlines, which Finish does not: it is the common case on the
+// simulator's hot path.
+func (c *callee) FinishPlain(now time.Duration) {
+	c.advance(now)
+	c.inflight--
 }
 
 // settle commits or aborts the key an attempt owns.

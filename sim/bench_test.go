@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -34,8 +36,10 @@ func BenchmarkMM1(b *testing.B) { benchAgainstFloor(b, benchMM1(100*time.Second)
 // BenchmarkMM1Timeouts is BenchmarkMM1 with a per-attempt client timeout
 // and a workload deadline, as every retry-storm scenario has: each attempt
 // schedules a timer that is almost always cancelled (at ρ = 0.9 a sojourn
-// exceeds 100ms with probability e^-10). The floor is the same one, without
-// timers: the ratio prices the timers too.
+// exceeds 100ms with probability e^-10). Its floor, floorMM1Timeouts, arms
+// and cancels a timer per customer too, the way a hand-specialized loop
+// would: issue 24 asks for this benchmark within 2× of it (floor-ratio
+// ≥ 0.5).
 func BenchmarkMM1Timeouts(b *testing.B) { benchAgainstFloor(b, benchMM1Timeouts(100*time.Second)) }
 
 // benchMM1Timeouts is benchMM1 with a 100ms client timeout per attempt and
@@ -60,17 +64,13 @@ func benchAgainstFloor(b *testing.B, sc *topology.Scenario) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for b.Loop() {
-		m, err := build(sc)
-		if err != nil {
-			b.Fatal(err)
-		}
-		res := m.run(context.Background(), Options{})
+		m, res := runOnce(b, sc)
 		customers += res.Summary.Requests.Succeeded
 		events += m.eng.Events()
 
 		b.StopTimer()
 		start := time.Now()
-		n, _ := floorMM1(900, 1000, sc.Duration.Seconds(), r, h, fifo)
+		n, _, _ := floorMM1Timeouts(900, 1000, sc.Duration.Seconds(), floorTimeout(sc), r, h, fifo)
 		floorTime += time.Since(start)
 		floorCustomers += int64(n)
 		b.StartTimer()
@@ -81,6 +81,16 @@ func benchAgainstFloor(b *testing.B, sc *topology.Scenario) {
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(events), "allocs/event")
 	b.ReportMetric(rate/(float64(floorCustomers)/floorTime.Seconds()), "floor-ratio")
+}
+
+// runOnce builds and runs sc, returning the run (for its engine's
+// counters) and its result.
+func runOnce(b *testing.B, sc *topology.Scenario) (*run, *metrics.Result) {
+	m, err := build(sc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m, m.run(context.Background(), Options{})
 }
 
 // BenchmarkFiveHopChain runs a five-service chain where every hop retries
@@ -105,11 +115,7 @@ func BenchmarkFiveHopChain(b *testing.B) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for b.Loop() {
-		m, err := build(sc)
-		if err != nil {
-			b.Fatal(err)
-		}
-		res := m.run(context.Background(), Options{})
+		m, res := runOnce(b, sc)
 		customers += uint64(res.Summary.Requests.Offered)
 		events += m.eng.Events()
 	}
@@ -167,6 +173,78 @@ func (h *floorHeap) pop() floorEvent {
 	return top
 }
 
+// floorTimeout is the per-customer timeout, in seconds, of benchmark
+// scenario sc's single attempt (the client timeout cut to the deadline), or
+// 0 for none.
+func floorTimeout(sc *topology.Scenario) float64 {
+	t := sc.Workload.Client.Timeout
+	if dl := sc.Workload.Deadline; dl > 0 && (t == 0 || dl < t) {
+		t = dl
+	}
+	return t.Seconds()
+}
+
+// floorMM1Timeouts is floorMM1 where each customer's caller also gives up
+// after timeout seconds (0: never), as a hand-specialized loop would do it:
+// the timers all have one duration, so they expire in arrival order, that of
+// the FIFO itself; the next one to fire is the oldest customer's whose timer
+// neither fired nor was cancelled by its departure, checked against the
+// heap's top before each event. A customer whose timer fired is still served
+// (the server does not cancel) but not counted as served. It returns the
+// customers served in time, their mean sojourn, and those timed out. Its
+// arrival case repeats floorMM1's on purpose: a helper the compiler does
+// not inline would slow the floors, and floorMM1 is issue 14's reference.
+func floorMM1Timeouts(lambda, mu, d, timeout float64, r *rand.Rand, h *floorHeap, fifo []float64) (int, float64, int) {
+	if timeout <= 0 {
+		n, w := floorMM1(lambda, mu, d, r, h, fifo)
+		return n, w, 0
+	}
+	*h = (*h)[:0]
+	fifo = fifo[:0]
+	head, armed := 0, 0 // fifo[armed:] have their timers running
+	h.push(floorEvent{at: r.ExpFloat64() / lambda, arrive: true})
+	served, timedOut, sum, busy := 0, 0, 0.0, false
+	for len(*h) > 0 {
+		if armed < len(fifo) && fifo[armed]+timeout < (*h)[0].at {
+			timedOut++
+			armed++
+			continue
+		}
+		ev := h.pop()
+		switch {
+		case ev.arrive:
+			if next := ev.at + r.ExpFloat64()/lambda; next < d {
+				h.push(floorEvent{at: next, arrive: true})
+			}
+			fifo = append(fifo, ev.at)
+			if !busy {
+				busy = true
+				h.push(floorEvent{at: ev.at + r.ExpFloat64()/mu})
+			}
+		default:
+			if head < armed { // its timer fired: the caller has gone
+			} else {
+				sum += ev.at - fifo[head]
+				served++
+				armed = head + 1 // cancel its timer
+			}
+			head++
+			if head == len(fifo) {
+				fifo, head, armed = fifo[:0], 0, 0
+			}
+			if head < len(fifo) {
+				h.push(floorEvent{at: ev.at + r.ExpFloat64()/mu})
+			} else {
+				busy = false
+			}
+		}
+	}
+	for ; armed < len(fifo); armed++ { // unreachable: the last departure empties the fifo
+		timedOut++
+	}
+	return served, sum / float64(served), timedOut
+}
+
 // floorMM1 simulates an M/M/1 queue for d seconds with no engine and no
 // policies — a heap of typed events and a switch — and returns the number
 // of customers served and their mean sojourn time.
@@ -222,6 +300,26 @@ func BenchmarkFloorMM1(b *testing.B) {
 func TestFloorMM1MatchesTheory(t *testing.T) {
 	_, w := floorMM1(500, 1000, 200, rand.New(rand.NewPCG(1, 1)), &floorHeap{}, nil)
 	require.InDelta(t, 0.002, w, 0.0002) // W = 1/(μ−λ); a sanity check of the floor, not of the model
+}
+
+// TestFloorMM1TimeoutsMatchesTheory checks the timeout floor against the
+// M/M/1 sojourn law: a sojourn is exponential with rate μ−λ, so a timeout τ
+// is exceeded with probability e^{−(μ−λ)τ}. At λ = 900, μ = 1000, τ = 20ms
+// that is e^{−2} = 0.1353 of the n ≈ 180k customers; customers are
+// correlated through the queue, so the tolerance is 10 binomial standard
+// deviations (√(n p(1−p)) ≈ 145), 0.008 in the fraction. Those served in
+// time have a sojourn S < τ, of mean 1/(μ−λ) − τe^{−2}/(1−e^{−2}) = 6.87ms;
+// over 20 seeds that mean's standard deviation is 0.13ms (the queue's
+// autocorrelation at ρ = 0.9), so 0.5ms is about 4 of them.
+// The same seed with no timeout must serve exactly floorMM1's customers.
+func TestFloorMM1TimeoutsMatchesTheory(t *testing.T) {
+	served, w, out := floorMM1Timeouts(900, 1000, 200, 0.02, rand.New(rand.NewPCG(1, 1)), &floorHeap{}, nil)
+	n := served + out
+	p := math.Exp(-2)
+	require.InDelta(t, p, float64(out)/float64(n), 10*math.Sqrt(p*(1-p)/float64(n)))
+	require.InDelta(t, 0.01-0.02*p/(1-p), w, 0.0005)
+	all, _ := floorMM1(900, 1000, 200, rand.New(rand.NewPCG(1, 1)), &floorHeap{}, nil)
+	require.Equal(t, all, n)
 }
 
 // TestMemoryIsFlatInDuration runs the same scenario for 10s and 100s of

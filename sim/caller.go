@@ -99,7 +99,10 @@ func (m *run) setWake(cr *callRun, a policies.Action) {
 		if cr.wakeSet {
 			m.eng.Stop(cr.wake)
 		}
-		cr.wake, cr.wakeSet, cr.wakeAt = m.eng.At(a.WakeAt, m.hWake, cr), true, a.WakeAt
+		// A lane per edge: hedge delays (fixed per edge, cancelled when an
+		// attempt answers first) and unjittered backoffs come in time
+		// order and stay off the heap; other wake-ups fall back to it.
+		cr.wake, cr.wakeSet, cr.wakeAt = m.eng.AtLane(&cr.edge.wakeLane, a.WakeAt, m.hWake, cr), true, a.WakeAt
 		return
 	}
 	if cr.wakeSet {

@@ -230,3 +230,67 @@ func TestEngineLaneHoldsOneHeapEntry(t *testing.T) {
 func TestEventRecordFillsOneCacheLine(t *testing.T) {
 	require.Equal(t, uintptr(64), unsafe.Sizeof(event{}))
 }
+
+// TestAtNextRunsInAtOrder drives a source of events that schedules its
+// next one as each runs (AtNext), beside events with At that each schedule
+// one more at a random later time, some at the same instants: the order of
+// what runs, and NextAt and Pending along the way, must be those of the
+// same schedule made with At alone.
+func TestAtNextRunsInAtOrder(t *testing.T) {
+	for trial := range 30 {
+		type entry struct {
+			at   time.Duration
+			name string
+		}
+		run := func(useNext bool) (got []entry, nexts []time.Duration, pend []int) {
+			r := rand.New(rand.NewPCG(uint64(trial), 3))
+			e := NewEngine()
+			var src func(*Engine, any)
+			n := 0
+			src = func(e *Engine, _ any) {
+				got = append(got, entry{e.Now(), "src"})
+				if n++; n < 200 {
+					at := e.Now() + time.Duration(r.IntN(4)) // ties with the others
+					if useNext {
+						e.AtNext(at, src, nil)
+					} else {
+						e.At(at, src, nil)
+					}
+				}
+			}
+			var other func(*Engine, any)
+			other = func(e *Engine, arg any) {
+				k := arg.(int)
+				got = append(got, entry{e.Now(), "other"})
+				if k < 300 {
+					e.At(e.Now()+time.Duration(r.IntN(6)), other, k+10)
+				}
+			}
+			if useNext {
+				e.AtNext(0, src, nil)
+			} else {
+				e.At(0, src, nil)
+			}
+			for k := range 10 {
+				e.At(time.Duration(k), other, k)
+			}
+			for {
+				at, ok := e.NextAt()
+				if !ok {
+					break
+				}
+				nexts, pend = append(nexts, at), append(pend, e.Pending())
+				e.RunUntil(at)
+			}
+			return got, nexts, pend
+		}
+		got, nexts, pend := run(true)
+		want, wantNexts, wantPend := run(false)
+		require.Equal(t, want, got, "trial %d", trial)
+		require.Equal(t, wantNexts, nexts, "trial %d", trial)
+		require.Equal(t, wantPend, pend, "trial %d", trial)
+	}
+	e := NewEngine()
+	e.AtNext(5, func(*Engine, any) {}, nil)
+	require.Panics(t, func() { e.AtNext(6, func(*Engine, any) {}, nil) }, "one pending at a time")
+}

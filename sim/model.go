@@ -159,8 +159,8 @@ type edge struct {
 	propagate bool
 	out       int // index of the merged edge in the output
 	// per-attempt timers: the edge's timeout, and those cut short by a
-	// deadline
-	tmoLane, dlLane Lane
+	// deadline; and its calls' wake-ups (hedges, backoffs)
+	tmoLane, dlLane, wakeLane Lane
 }
 
 // step is one entry of a service's calls: members run at once, and the step

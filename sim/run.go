@@ -205,7 +205,7 @@ func (m *run) startArrivals() {
 func (m *run) scheduleArrival() {
 	if t, write, ok := m.open.Next(); ok {
 		m.nextWrite = write
-		m.eng.At(t, m.hArrival, nil)
+		m.eng.AtNext(t, m.hArrival, nil)
 	}
 }
 

@@ -321,21 +321,11 @@ func (m *run) stepDone(a *attempt, ok bool, o policies.Outcome) {
 func (m *run) answer(a *attempt, o policies.Outcome, ra time.Duration, dr bool, worked bool) {
 	s := a.svc
 	now := m.eng.Now()
-	var write bool
-	var key string
-	if s.cm.Commits() {
-		write = a.req.write
+	if a.fence == 0 && !(s.cm.Commits() && a.req.write) {
+		s.cm.FinishPlain(now) // the common case, inlined: not a write's commit
+	} else {
+		m.finishWrite(a, o, worked)
 	}
-	if a.fence > 0 {
-		key = a.req.key
-	}
-	if s.cm.Finish(now, o, worked && !a.preset, write, key, a.fence) {
-		a.req.executions++
-		if a.counted {
-			s.c.executions++
-		}
-	}
-	a.fence = 0
 	if a.counted && worked {
 		if o == policies.OK {
 			s.c.succeeded++
@@ -377,6 +367,28 @@ func (m *run) answer(a *attempt, o policies.Outcome, ra time.Duration, dr bool, 
 		return
 	}
 	m.deliver(a)
+}
+
+// finishWrite ends a's stay at its callee with class o at the committing
+// service, or when a owns its request's idempotency key: it counts the
+// side effect if one executed and settles the key.
+func (m *run) finishWrite(a *attempt, o policies.Outcome, worked bool) {
+	s := a.svc
+	var write bool
+	var key string
+	if s.cm.Commits() {
+		write = a.req.write
+	}
+	if a.fence > 0 {
+		key = a.req.key
+	}
+	if s.cm.Finish(m.eng.Now(), o, worked && !a.preset, write, key, a.fence) {
+		a.req.executions++
+		if a.counted {
+			s.c.executions++
+		}
+	}
+	a.fence = 0
 }
 
 // cancel stops a at its callee because its caller gave up and the callee

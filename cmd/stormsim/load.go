@@ -64,6 +64,7 @@ type loadCommand struct {
 	progress  bool
 	remote    bool
 	traces    string
+	client    string
 	sh        shard.Flags
 	slo       sloFlag
 	// fs tells which flags were given: in SCENARIO mode they override
@@ -99,6 +100,7 @@ func (c *loadCommand) flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.progress, "progress", false, "show the live progress line even when stderr is not a terminal")
 	fs.BoolVar(&c.remote, "allow-remote", false, "allow a target (or listen address) off the loopback interface")
 	fs.StringVar(&c.traces, "traces", "", "write OpenTelemetry spans (OTLP JSON lines) to `FILE`: one per attempt, at caller and callee")
+	fs.StringVar(&c.client, "http-client", "lean", "the driver's HTTP client for an http:// target: lean (its own HTTP/1.1 client, fewest allocations) or net (net/http's); https:// and --traces always use net")
 	c.slo.declare(fs)
 	c.sh.Register(fs)
 	c.sh.RegisterStartAt(fs)
@@ -108,6 +110,9 @@ func (c *loadCommand) flags(fs *pflag.FlagSet) {
 func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error {
 	if c.format != "text" && c.format != "json" {
 		return &exitError{exitUsage, fmt.Errorf("--format: want text or json, got %q", c.format)}
+	}
+	if c.client != "lean" && c.client != "net" {
+		return &exitError{exitUsage, fmt.Errorf("--http-client: want lean or net, got %q", c.client)}
 	}
 	bar := newLoadProgress(os.Stderr, c.progress)
 	if len(args) == 1 && c.target == "" {
@@ -183,7 +188,7 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 	bar.start("load", sc.Duration)
 	res, err := load.RunScenario(ctx, sc, load.ScenarioOptions{
 		Workers: c.workers, Connections: c.conns, AllowRemote: c.remote, Version: version, Progress: bar.update, Grace: c.grace,
-		MaxRequests: c.maxReq, Shard: spec, Epoch: epoch, Tracing: tr,
+		MaxRequests: c.maxReq, Shard: spec, Epoch: epoch, Tracing: tr, NetHTTP: c.client == "net",
 	})
 	bar.finish()
 	if err = errors.Join(err, closeTracing(tr)); err != nil {
@@ -208,7 +213,7 @@ func (c *loadCommand) options() (load.Options, error) {
 		Target: c.target, Method: c.method, Duration: c.duration, MaxRequests: c.maxReq, Deadline: c.deadline,
 		WriteFraction: c.writes, IdempotencyKeys: c.keys, Warmup: c.warmup, Workers: c.workers,
 		Connections: c.conns, MaxLateness: c.maxLate, Grace: c.grace, Seed: c.sf.seed, Version: version, AllowRemote: c.remote,
-		Scenario: "load " + c.target,
+		Scenario: "load " + c.target, NetHTTP: c.client == "net",
 	}
 	if opt.Seed == 0 {
 		opt.Seed = 1

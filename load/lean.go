@@ -1,0 +1,398 @@
+package load
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// leanClient is the driver's HTTP/1.1 client for a plain http:// target:
+// a pool of persistent connections on which each attempt writes its
+// request and reads the answer itself. It does what the driver needs of
+// net/http's client and nothing more, so that an attempt costs no request
+// or header objects, no context and no timer: its timeout is the
+// connection's deadline, and the run's end is one callback that expires
+// every connection's deadline at once. The answer is classified as
+// ClassifyStatus and ClassifyError classify net/http's.
+//
+// It speaks HTTP/1.1 with keep-alive: answers delimited by Content-Length,
+// chunked encoding or the connection's end; 1xx interim answers skipped;
+// no redirects, cookies, proxies, compression or TLS (those targets use
+// net/http). Safe for concurrent use.
+type leanClient struct {
+	addr   string // host:port to dial
+	target []byte // "<request-target> HTTP/1.1\r\nHost: <host>\r\n"
+	slots  chan struct{}
+	// base is the context the run's own attempts carry: its end is
+	// watched once, by abortAll, rather than by every attempt.
+	base context.Context
+
+	mu      sync.Mutex
+	idle    []*leanConn
+	open    map[*leanConn]struct{}
+	aborted bool
+}
+
+// leanConn is one connection with its buffers.
+type leanConn struct {
+	c      net.Conn
+	r      *bufio.Reader
+	w      *bufio.Writer
+	reused bool // it served an attempt before
+}
+
+// errLeanAborted ends attempts sent after the run's end.
+var errLeanAborted = errors.New("load: run ended")
+
+// newLeanClient returns a client of target u holding at most conns
+// connections; attempts carrying base are aborted when it ends.
+func newLeanClient(u *url.URL, conns int, base context.Context) *leanClient {
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = "80"
+	}
+	lc := &leanClient{addr: net.JoinHostPort(host, port), slots: make(chan struct{}, conns), base: base,
+		open: map[*leanConn]struct{}{}}
+	lc.target = []byte(" " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\n")
+	context.AfterFunc(base, lc.abortAll)
+	return lc
+}
+
+// leanUsable reports whether the driver's attempts to u may use a
+// leanClient: a plain http URL.
+func leanUsable(u *url.URL) bool { return u != nil && u.Scheme == "http" && u.User == nil }
+
+// abortAll fails every attempt in flight and every later one.
+func (lc *leanClient) abortAll() {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	lc.aborted = true
+	for cn := range lc.open {
+		cn.c.SetDeadline(time.Unix(1, 0))
+	}
+}
+
+// do sends attempt a bounded by timeout (0: none) and by ctx, and
+// classifies its answer.
+func (lc *leanClient) do(ctx context.Context, a *Attempt, timeout time.Duration) Answer {
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
+		deadline = d
+	}
+	select {
+	case lc.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ClassifyError(ctx.Err(), context.Cause(ctx))
+	}
+	defer func() { <-lc.slots }()
+	for try := 0; ; try++ {
+		cn, err := lc.conn(ctx, deadline)
+		if err != nil {
+			return ClassifyError(err, context.Cause(ctx))
+		}
+		var stop func() bool
+		if ctx != lc.base && ctx.Done() != nil {
+			// An attempt of its own lifetime (a hedge, a retry in flight
+			// when its call ended): its end expires its connection.
+			stop = context.AfterFunc(ctx, func() { cn.c.SetDeadline(time.Unix(1, 0)) })
+		}
+		ans, keep, replay, err := lc.exchange(cn, a, deadline)
+		if stop != nil && !stop() {
+			keep = false // the deadline may have been expired by ctx
+		}
+		if keep && err == nil {
+			lc.put(cn)
+		} else {
+			lc.drop(cn)
+		}
+		if err == nil {
+			return ans
+		}
+		// A kept-alive connection the target closed meanwhile fails
+		// before any answer: try once more on a new one, as net/http does
+		// for requests that are safe to replay.
+		if replay && try == 0 && ctx.Err() == nil {
+			continue
+		}
+		return ClassifyError(err, context.Cause(ctx))
+	}
+}
+
+// conn returns an idle connection or dials a new one.
+func (lc *leanClient) conn(ctx context.Context, deadline time.Time) (*leanConn, error) {
+	lc.mu.Lock()
+	if lc.aborted {
+		lc.mu.Unlock()
+		return nil, errLeanAborted
+	}
+	if n := len(lc.idle); n > 0 {
+		cn := lc.idle[n-1]
+		lc.idle[n-1] = nil
+		lc.idle = lc.idle[:n-1]
+		lc.mu.Unlock()
+		return cn, nil
+	}
+	lc.mu.Unlock()
+	d := net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Deadline: deadline}
+	c, err := d.DialContext(ctx, "tcp", lc.addr)
+	if err != nil {
+		return nil, err
+	}
+	cn := &leanConn{c: c, r: bufio.NewReaderSize(c, 4096), w: bufio.NewWriterSize(c, 4096)}
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.aborted {
+		c.Close()
+		return nil, errLeanAborted
+	}
+	lc.open[cn] = struct{}{}
+	return cn, nil
+}
+
+func (lc *leanClient) put(cn *leanConn) {
+	cn.reused = true
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	lc.idle = append(lc.idle, cn)
+}
+
+func (lc *leanClient) drop(cn *leanConn) {
+	cn.c.Close()
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	delete(lc.open, cn)
+}
+
+// closeIdle closes the idle connections.
+func (lc *leanClient) closeIdle() {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	for _, cn := range lc.idle {
+		cn.c.Close()
+		delete(lc.open, cn)
+	}
+	lc.idle = nil
+}
+
+// exchange writes a's request on cn and reads the answer. keep says cn
+// may serve another attempt; replay, with an error, that nothing of an
+// answer arrived on a reused connection and a's request is safe to send
+// again (GET, HEAD, or carrying an idempotency key).
+func (lc *leanClient) exchange(cn *leanConn, a *Attempt, deadline time.Time) (ans Answer, keep, replay bool, err error) {
+	if err := cn.c.SetDeadline(deadline); err != nil {
+		return ans, false, false, err
+	}
+	lc.writeRequest(cn.w, a)
+	if err := cn.w.Flush(); err != nil {
+		return ans, false, cn.reused && safeToReplay(a), err
+	}
+	var h leanHeader
+	for {
+		// Peek first: a connection closed while idle fails here.
+		if _, err := cn.r.Peek(1); err != nil {
+			return ans, false, cn.reused && safeToReplay(a), err
+		}
+		if h, err = readLeanHead(cn.r); err != nil {
+			return ans, false, false, err
+		}
+		if h.status >= 200 || h.status == 101 {
+			break
+		}
+	}
+	keep = !h.close
+	switch {
+	case a.Method == "HEAD" || h.status == 204 || h.status == 304 || (h.status >= 100 && h.status < 200):
+	case h.chunked:
+		err = discardChunked(cn.r)
+	case h.length >= 0:
+		_, err = cn.r.Discard(int(h.length))
+	default: // delimited by the connection's end
+		keep = false
+		_, err = io.Copy(io.Discard, cn.r)
+	}
+	if err != nil {
+		return ans, false, false, err
+	}
+	return classifyStatus(h.status, h.get), keep, false, nil
+}
+
+// safeToReplay reports whether a's request may be sent twice.
+func safeToReplay(a *Attempt) bool {
+	return a.Method == "GET" || a.Method == "HEAD" || a.IdempotencyKey != ""
+}
+
+// writeRequest writes a's request head and body.
+func (lc *leanClient) writeRequest(w *bufio.Writer, a *Attempt) {
+	w.WriteString(a.Method)
+	w.Write(lc.target)
+	for k, vs := range a.Header {
+		for _, v := range vs {
+			writeHeaderLine(w, k, v)
+		}
+	}
+	a.eachHeader(func(k, v string) { writeHeaderLine(w, k, v) })
+	if len(a.Body) > 0 || (a.Method != "GET" && a.Method != "HEAD") {
+		var buf [20]byte
+		w.WriteString("Content-Length: ")
+		w.Write(strconv.AppendInt(buf[:0], int64(len(a.Body)), 10))
+		w.WriteString("\r\n")
+	}
+	w.WriteString("\r\n")
+	w.Write(a.Body)
+}
+
+func writeHeaderLine(w *bufio.Writer, k, v string) {
+	w.WriteString(k)
+	w.WriteString(": ")
+	w.WriteString(v)
+	w.WriteString("\r\n")
+}
+
+// leanHeader is what the driver reads of an answer's head: its status,
+// how its body is delimited, and the headers classifyStatus consults
+// (kept as strings only when present, which a plain OK never is).
+type leanHeader struct {
+	status  int
+	length  int64 // -1: not given
+	chunked bool
+	close   bool
+	// values of HeaderOutcome, HeaderRetryAfterMs, "Retry-After" and
+	// HeaderDontRetry, in that order
+	vals [4]string
+}
+
+var leanNames = [4]string{HeaderOutcome, HeaderRetryAfterMs, "Retry-After", HeaderDontRetry}
+
+// get returns the value of header k if it is one leanHeader keeps.
+func (h *leanHeader) get(k string) string {
+	for i, n := range leanNames {
+		if n == k {
+			return h.vals[i]
+		}
+	}
+	return ""
+}
+
+// errLeanHead reports an answer head the lean client cannot read.
+var errLeanHead = errors.New("load: malformed HTTP answer")
+
+// readLeanHead reads an answer's status line and headers, at most
+// maxResponseHeaderBytes of them.
+func readLeanHead(r *bufio.Reader) (h leanHeader, err error) {
+	h.length = -1
+	line, err := r.ReadSlice('\n')
+	if err != nil {
+		return h, headErr(err)
+	}
+	n := len(line)
+	// "HTTP/1.x NNN reason"
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
+		return h, errLeanHead
+	}
+	for _, c := range line[9:12] {
+		if c < '0' || c > '9' {
+			return h, errLeanHead
+		}
+		h.status = h.status*10 + int(c-'0')
+	}
+	h.close = line[7] == '0' // HTTP/1.0 closes unless told otherwise
+	for {
+		line, err = r.ReadSlice('\n')
+		if err != nil {
+			return h, headErr(err)
+		}
+		if n += len(line); n > maxResponseHeaderBytes {
+			return h, errLeanHead
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			return h, nil
+		}
+		i := bytes.IndexByte(line, ':')
+		if i <= 0 {
+			return h, errLeanHead
+		}
+		name, val := line[:i], bytes.TrimSpace(line[i+1:])
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			v, err := strconv.ParseInt(string(val), 10, 64) // no copy: string(val) is not kept
+			if err != nil || v < 0 {
+				return h, errLeanHead
+			}
+			h.length = v
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			h.chunked = bytes.Contains(bytes.ToLower(val), []byte("chunked"))
+		case bytes.EqualFold(name, []byte("Connection")):
+			lv := bytes.ToLower(val)
+			if bytes.Contains(lv, []byte("close")) {
+				h.close = true
+			} else if bytes.Contains(lv, []byte("keep-alive")) {
+				h.close = false
+			}
+		default:
+			for k, ln := range leanNames {
+				if h.vals[k] == "" && bytes.EqualFold(name, []byte(ln)) {
+					h.vals[k] = string(val) // the first, as http.Header.Get
+				}
+			}
+		}
+	}
+}
+
+// headErr maps a read error of an answer's head: a head too long for the
+// buffer is malformed.
+func headErr(err error) error {
+	if errors.Is(err, bufio.ErrBufferFull) {
+		return errLeanHead
+	}
+	return err
+}
+
+// discardChunked reads and drops a chunked body and its trailers.
+func discardChunked(r *bufio.Reader) error {
+	for {
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			return headErr(err)
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if i := bytes.IndexByte(line, ';'); i >= 0 {
+			line = line[:i]
+		}
+		size, err := strconv.ParseUint(string(bytes.TrimSpace(line)), 16, 63)
+		if err != nil {
+			return errLeanHead
+		}
+		if size == 0 {
+			break
+		}
+		if _, err := r.Discard(int(size)); err != nil {
+			return err
+		}
+		if crlf, err := r.ReadSlice('\n'); err != nil || len(bytes.TrimRight(crlf, "\r\n")) != 0 {
+			if err == nil {
+				err = errLeanHead
+			}
+			return err
+		}
+	}
+	for { // trailers, up to the empty line
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			return headErr(err)
+		}
+		if len(bytes.TrimRight(line, "\r\n")) == 0 {
+			return nil
+		}
+	}
+}

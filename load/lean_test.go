@@ -1,0 +1,213 @@
+package load
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stormsim/stormsim/policies"
+)
+
+// scriptedTarget answers every request on a loopback listener with the
+// raw bytes of answer (then closes the connection if closeAfter), so that
+// both clients can be fed the same, possibly unusual, answers.
+func scriptedTarget(t *testing.T, answer string, closeAfter bool) *url.URL {
+	t.Helper()
+	addr := serveConns(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
+		for {
+			if _, err := http.ReadRequest(r); err != nil {
+				return
+			}
+			if _, err := c.Write([]byte(answer)); err != nil || closeAfter {
+				return
+			}
+		}
+	})
+	u, err := url.Parse("http://" + addr + "/x?y=1")
+	require.NoError(t, err)
+	return u
+}
+
+// bothClients sends a with net/http's client (as Send) and with a
+// leanClient, bounded by timeout, and returns both answers.
+func bothClients(t *testing.T, u *url.URL, a Attempt, timeout time.Duration) (netHTTP, lean Answer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tr := NewTransport(4)
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	a.URL = u.String()
+	actx, acancel := context.WithTimeout(ctx, timeout)
+	netHTTP = Send(actx, client, &a)
+	acancel()
+	lc := newLeanClient(u, 4, ctx)
+	defer lc.closeIdle()
+	a.url = u
+	lean = lc.do(ctx, &a, timeout)
+	return netHTTP, lean
+}
+
+// TestLeanClientAnswersAsNetHTTP feeds the lean client and net/http's the
+// same raw answers: each must be classified the same way (outcome, status,
+// pushback, transport kind).
+func TestLeanClientAnswersAsNetHTTP(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer string
+		want         policies.Outcome
+	}{
+		{"ok", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", policies.OK},
+		{"no content", "HTTP/1.1 204 No Content\r\n\r\n", policies.OK},
+		{"pushback ms", "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nRetry-After-Ms: 250.5\r\nX-Stormsim-Dont-Retry: 1\r\nContent-Length: 0\r\n\r\n", policies.Unavailable},
+		{"pushback s", "HTTP/1.1 429 Too Many Requests\r\nretry-after: 2\r\nContent-Length: 0\r\n\r\n", policies.Unavailable},
+		{"class header", "HTTP/1.1 500 Internal Server Error\r\nX-Stormsim-Outcome: unavailable\r\nContent-Length: 4\r\n\r\nfail", policies.Unavailable},
+		{"in progress", "HTTP/1.1 425 Too Early\r\nRetry-After-Ms: 100\r\nContent-Length: 0\r\n\r\n", policies.InProgress},
+		{"conflict", "HTTP/1.1 409 Conflict\r\nContent-Length: 0\r\n\r\n", policies.Conflict},
+		{"gateway timeout", "HTTP/1.1 504 Gateway Timeout\r\nContent-Length: 0\r\n\r\n", policies.Timeout},
+		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n3;x=y\r\nabc\r\n0\r\nTrailer: 1\r\n\r\n", policies.OK},
+		{"interim", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", policies.OK},
+		{"http/1.0 to close", "HTTP/1.0 200 OK\r\n\r\nthe body runs to the end", policies.OK},
+		{"connection close", "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", policies.Unavailable},
+		{"malformed", "SPDY/9 200 OK\r\n\r\n", policies.Error},
+		{"no answer", "", policies.Timeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := scriptedTarget(t, tc.answer, true)
+			a := Attempt{Method: "GET", RequestID: "7", Number: 1}
+			n, l := bothClients(t, u, a, 2*time.Second)
+			require.Equal(t, tc.want, n.Outcome, "net/http")
+			require.Equal(t, n, l)
+		})
+	}
+}
+
+// TestLeanClientTransportFailures: a target that never answers times the
+// attempt out, a closed port refuses it, in both clients alike.
+func TestLeanClientTransportFailures(t *testing.T) {
+	t.Run("timeout", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		go func() { // accept and say nothing
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+			}
+		}()
+		u, _ := url.Parse("http://" + ln.Addr().String() + "/")
+		n, l := bothClients(t, u, Attempt{Method: "GET", Number: 1}, 50*time.Millisecond)
+		require.Equal(t, Answer{Outcome: policies.Timeout, Kind: KindTimeout}, n)
+		require.Equal(t, n, l)
+	})
+	t.Run("refused", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		u, _ := url.Parse("http://" + ln.Addr().String() + "/")
+		ln.Close()
+		n, l := bothClients(t, u, Attempt{Method: "GET", Number: 1}, time.Second)
+		require.Equal(t, Answer{Outcome: policies.Unavailable, Kind: KindConnect}, n)
+		require.Equal(t, n, l)
+	})
+	t.Run("run ended", func(t *testing.T) {
+		u := scriptedTarget(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false)
+		ctx, cancel := context.WithCancel(context.Background())
+		lc := newLeanClient(u, 4, ctx)
+		defer lc.closeIdle()
+		a := Attempt{Method: "GET", Number: 1, url: u}
+		require.Equal(t, policies.OK, lc.do(ctx, &a, time.Second).Outcome)
+		cancel()
+		require.Equal(t, Answer{Outcome: policies.Timeout, Kind: KindCanceled}, lc.do(ctx, &a, time.Second))
+	})
+}
+
+// TestLeanClientReusesAndReplays: answers on one kept-alive connection,
+// and a connection the target closed while idle is replaced without the
+// attempt failing (GET is safe to send again), as net/http does.
+func TestLeanClientReusesAndReplays(t *testing.T) {
+	for _, closeAfter := range []bool{false, true} {
+		u := scriptedTarget(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", closeAfter)
+		lc := newLeanClient(u, 1, context.Background())
+		for i := range 5 {
+			a := Attempt{Method: "GET", Number: 1, url: u}
+			if closeAfter {
+				time.Sleep(5 * time.Millisecond) // let the target's close arrive
+			}
+			require.Equal(t, policies.OK, lc.do(context.Background(), &a, time.Second).Outcome, "attempt %d", i)
+		}
+		lc.mu.Lock()
+		require.Len(t, lc.open, 1, "one connection at a time")
+		lc.mu.Unlock()
+		lc.closeIdle()
+	}
+}
+
+// TestLeanClientSendsWhatNetHTTPSends: the method, target, and every
+// header the driver sets reach the target the same through both clients.
+func TestLeanClientSendsWhatNetHTTPSends(t *testing.T) {
+	var mu sync.Mutex
+	var got []*http.Request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r)
+		mu.Unlock()
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	u, err := url.Parse(srv.URL + "/orders?n=3")
+	require.NoError(t, err)
+	a := Attempt{Method: "POST", Header: http.Header{"X-Extra": {"a", "b"}}, Body: []byte("payload"),
+		RequestID: "42", Number: 2, Write: true, Warmup: true, IdempotencyKey: "req-42", Remaining: 1500 * time.Microsecond}
+	n, l := bothClients(t, u, a, time.Second)
+	require.Equal(t, policies.OK, n.Outcome)
+	require.Equal(t, n, l)
+	require.Len(t, got, 2)
+	for _, k := range []string{HeaderRequestID, HeaderAttempt, HeaderWrite, HeaderWarmup, HeaderIdempotencyKey, "X-Extra", "Content-Length"} {
+		require.Equal(t, got[0].Header.Values(k), got[1].Header.Values(k), k)
+	}
+	require.NotEmpty(t, got[1].Header.Get(HeaderDeadline))
+	require.Equal(t, got[0].Method, got[1].Method)
+	require.Equal(t, got[0].URL.String(), got[1].URL.String())
+	require.Equal(t, got[0].Host, got[1].Host)
+	require.Equal(t, got[0].ContentLength, got[1].ContentLength)
+}
+
+// FuzzLeanHead feeds arbitrary answers to the lean client's parser: it
+// must never panic, and when both it and net/http read an answer's head,
+// they must agree on its status.
+func FuzzLeanHead(f *testing.F) {
+	f.Add("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	f.Add("HTTP/1.1 503 x\r\nRetry-After-Ms: 5\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n\r\n")
+	f.Add("HTTP/1.0 100 Continue\r\n\r\n")
+	f.Add("HTTP/1.1 2000 OK\r\n\r\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		r := bufio.NewReader(strings.NewReader(s))
+		h, err := readLeanHead(r)
+		if err != nil {
+			return
+		}
+		if h.chunked {
+			_ = discardChunked(r)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(s)), nil)
+		if err != nil {
+			return
+		}
+		resp.Body.Close()
+		if resp.StatusCode != h.status {
+			t.Fatalf("status %d, net/http read %d", h.status, resp.StatusCode)
+		}
+	})
+}

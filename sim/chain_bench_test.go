@@ -1,0 +1,67 @@
+package sim
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stormsim/stormsim/topology"
+)
+
+// BenchmarkTenHopChain runs issue 24's ten-hop chain (testdata/bench),
+// healthy at 100k req/s and as a storm of amplification 512, each for two
+// arrival windows. Per op it reports the CPU time per simulated second
+// (s/sim_s: flat across the windows when cost grows with work only), the
+// extrapolated minutes for one simulated hour (min/sim_h), the engine's
+// events/s (the same healthy and in the storm), allocations per event, and
+// the heap in use at the end of the run with its records still reachable
+// (heap_MB: flat across the windows when memory grows with concurrency
+// only, not with simulated time). Run it with -benchtime 1x.
+func BenchmarkTenHopChain(b *testing.B) {
+	for _, tc := range []struct {
+		name, file string
+		window     time.Duration
+	}{
+		{"healthy/window=2s", "ten-hop-chain.yaml", 2 * time.Second},
+		{"healthy/window=8s", "ten-hop-chain.yaml", 8 * time.Second},
+		{"storm/window=2s", "ten-hop-storm.yaml", 2 * time.Second},
+		{"storm/window=8s", "ten-hop-storm.yaml", 8 * time.Second},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			sc, err := topology.Load("testdata/bench/"+tc.file, []string{"duration=" + tc.window.String()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			var events uint64
+			var simulated time.Duration
+			var heap float64
+			var amp float64
+			var before, after, end runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			for b.Loop() {
+				m, res := runOnce(b, sc)
+				if res.Summary.Status != "complete" {
+					b.Fatalf("status %s", res.Summary.Status)
+				}
+				events += m.eng.Events()
+				simulated += sc.Duration
+				amp = res.Summary.Amplification
+				b.StopTimer()
+				runtime.ReadMemStats(&end)
+				heap = float64(end.HeapInuse) / (1 << 20)
+				runtime.KeepAlive(m)
+				b.StartTimer()
+			}
+			runtime.ReadMemStats(&after)
+			perSimS := b.Elapsed().Seconds() / simulated.Seconds()
+			b.ReportMetric(perSimS, "s/sim_s")
+			b.ReportMetric(perSimS*3600/60, "min/sim_h")
+			b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(events), "allocs/event")
+			b.ReportMetric(heap, "heap_MB")
+			b.ReportMetric(amp, "amplification")
+		})
+	}
+}
