@@ -3,8 +3,8 @@ package load
 import (
 	"context"
 	"net/http"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stormsim/stormsim/traces"
