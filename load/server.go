@@ -600,8 +600,8 @@ func (s *Service) work(w http.ResponseWriter, r *http.Request) {
 	wctx, done := s.workContext(r)
 	defer done()
 	wctx = withSpanOf(wctx, r.Context())
-	wt := s.admit(rp, a)
-	if wt == nil || wt.state != granted && !s.await(wctx, rp, wt) {
+	wt, started := s.admit(rp, a)
+	if wt == nil || !started && !s.await(wctx, rp, wt) {
 		return
 	}
 	s.serveWork(wctx, r, rp, a, wt)
@@ -620,8 +620,9 @@ func (s *Service) workContext(r *http.Request) (context.Context, func()) {
 }
 
 // admit runs the machine's arrival: the attempt starts on a worker, waits
-// in the queue, or is answered at once (nil).
-func (s *Service) admit(rp *reply, a attemptInfo) *waiter {
+// in the queue, or is answered at once (nil). started is read under the
+// lock: once queued, another goroutine may grant the waiter at any time.
+func (s *Service) admit(rp *reply, a attemptInfo) (_ *waiter, started bool) {
 	s.mu.Lock()
 	now := s.clock()
 	wt := &waiter{ready: make(chan struct{}), arrived: now}
@@ -633,16 +634,18 @@ func (s *Service) admit(rp *reply, a attemptInfo) *waiter {
 	case model.Started:
 		s.grant(wt)
 		s.mu.Unlock()
-		return wt
+		return wt, true
 	case model.Queued:
+		// Another goroutine may grant it from here on: the caller must
+		// not read its state without the lock, so it awaits it.
 		s.queueMax = max(s.queueMax, int64(s.cm.QueueLen()))
 		s.mu.Unlock()
-		return wt
+		return wt, false
 	}
 	s.cm.Finish(now, ans.Outcome, false, false, "", 0)
 	s.mu.Unlock()
 	s.reject(rp, ans)
-	return nil
+	return nil, false
 }
 
 // reject answers an attempt refused before any work.
