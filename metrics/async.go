@@ -1,0 +1,40 @@
+package metrics
+
+// Time-series metrics of a topic's consumer group, one column each per
+// consuming service (Column(metric, service)); present only when the
+// scenario has topics.
+const (
+	MetricDeliveries        = "deliveries"
+	MetricRedeliveries      = "redeliveries"
+	MetricBacklog           = "backlog"
+	MetricEffects           = "effects"
+	MetricLostEffects       = "lost_effects"
+	MetricDuplicateEffects  = "duplicate_effects"
+	MetricOutOfOrderEffects = "out_of_order_effects"
+)
+
+// ConsumerSummary is a consuming service's view of its topic: what the
+// broker delivered, and per logical intent (one committed event) how many
+// times its effect happened. Intents and effects count those committed
+// after warm-up.
+type ConsumerSummary struct {
+	Topic string `json:"topic"`
+	// Intents is the number of logical intents (commits that publish).
+	Intents int64 `json:"intents"`
+	// Published counts messages put on the topic: more than Intents when
+	// an outbox published a row twice, fewer when a dual write lost one.
+	Published    int64 `json:"published"`
+	Deliveries   int64 `json:"deliveries"`
+	Redeliveries int64 `json:"redeliveries"`
+	DeadLettered int64 `json:"dead_lettered"`
+	Effects      int64 `json:"effects"`
+	// LostEffects: intents whose effect never happened.
+	LostEffects int64 `json:"lost_effects"`
+	// DuplicateEffects: effects beyond the first of each intent.
+	DuplicateEffects int64 `json:"duplicate_effects"`
+	// OutOfOrderEffects: effects applied after a later event of their key.
+	OutOfOrderEffects int64 `json:"out_of_order_effects"`
+	// StaleRejected: events a version check refused as older than the
+	// last applied of their key.
+	StaleRejected int64 `json:"stale_rejected,omitempty"`
+}
