@@ -38,3 +38,25 @@ type ConsumerSummary struct {
 	// last applied of their key.
 	StaleRejected int64 `json:"stale_rejected,omitempty"`
 }
+
+// Add returns the sum of c and o, for merging the shards of a run (nil
+// when both are nil): every field is a count, so the sum is exact.
+func (c *ConsumerSummary) Add(o *ConsumerSummary) *ConsumerSummary {
+	if o == nil {
+		return c
+	}
+	if c == nil {
+		c = &ConsumerSummary{Topic: o.Topic}
+	}
+	c.Intents += o.Intents
+	c.Published += o.Published
+	c.Deliveries += o.Deliveries
+	c.Redeliveries += o.Redeliveries
+	c.DeadLettered += o.DeadLettered
+	c.Effects += o.Effects
+	c.LostEffects += o.LostEffects
+	c.DuplicateEffects += o.DuplicateEffects
+	c.OutOfOrderEffects += o.OutOfOrderEffects
+	c.StaleRejected += o.StaleRejected
+	return c
+}
