@@ -82,12 +82,15 @@ type Delivery struct {
 // Intent returns the intent the delivery carries.
 func (d Delivery) Intent() *Intent { return d.msg.in }
 
-// GroupStats are a consumer group's counters. Intents and the effect
-// counts cover intents committed after warm-up, counted when they fold.
+// GroupStats are a consumer group's counters. All but the Raw ones cover
+// intents committed after warm-up (Intents and the lost and duplicate
+// effects counted when the intent folds); RawDeliveries and
+// RawRedeliveries count every delivery, for the time series.
 type GroupStats struct {
 	Published, Deliveries, Redeliveries, DeadLettered int64
 	Intents, Effects, LostEffects, DuplicateEffects   int64
 	OutOfOrderEffects, StaleRejected                  int64
+	RawDeliveries, RawRedeliveries                    int64
 }
 
 // Group is the clock-free state machine of one topic and its consumer
@@ -138,7 +141,9 @@ func (g *Group) Backlog() int { return len(g.ready) }
 // Publish adds a copy of in's event to the topic.
 func (g *Group) Publish(in *Intent) {
 	in.refs++
-	g.Stats.Published++
+	if in.Counted {
+		g.Stats.Published++
+	}
 	g.ready = append(g.ready, &Message{in: in})
 }
 
@@ -185,9 +190,16 @@ func (g *Group) Next() (d Delivery, acked, ok bool) {
 	g.ready = append(g.ready[:i], g.ready[i+1:]...)
 	m.deliveries++
 	m.state = msgInflight
-	g.Stats.Deliveries++
+	s := &g.Stats
+	s.RawDeliveries++
+	if m.in.Counted {
+		s.Deliveries++
+	}
 	if m.deliveries > 1 {
-		g.Stats.Redeliveries++
+		s.RawRedeliveries++
+		if m.in.Counted {
+			s.Redeliveries++
+		}
 	}
 	g.busy++
 	m.in.refs++ // the processing
@@ -286,7 +298,9 @@ func (g *Group) Expire(d Delivery) (redelivered bool) {
 	}
 	m := d.msg
 	if m.deliveries >= g.maxDeliveries {
-		g.Stats.DeadLettered++
+		if m.in.Counted {
+			g.Stats.DeadLettered++
+		}
 		g.settle(m)
 		return false
 	}

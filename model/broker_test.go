@@ -74,6 +74,8 @@ func TestGroupDeliveryCycle(t *testing.T) {
 			g := newTestGroup(t, tc.ack, false, false, 0)
 			publish(g, -1, 1)
 			tc.run(g)
+			// every intent is after warm-up: the raw counts are the counted ones
+			tc.want.RawDeliveries, tc.want.RawRedeliveries = tc.want.Deliveries, tc.want.Redeliveries
 			if g.Stats != tc.want {
 				t.Errorf("stats %+v, want %+v", g.Stats, tc.want)
 			}
@@ -81,6 +83,23 @@ func TestGroupDeliveryCycle(t *testing.T) {
 				t.Errorf("busy %d, backlog %d, want 0 and 0", g.Busy(), g.Backlog())
 			}
 		})
+	}
+}
+
+// TestGroupWarmup: an intent committed in the warm-up counts in the raw
+// delivery counts only.
+func TestGroupWarmup(t *testing.T) {
+	g := newTestGroup(t, "after_effect", false, false, 0)
+	in := NewIntent(-1, 1, false)
+	g.Publish(in)
+	g.Release(in)
+	d, _, _ := g.Next()
+	g.Finish(d, true)
+	g.Expire(d)
+	d, _, _ = g.Next()
+	g.Finish(d, false)
+	if want := (GroupStats{RawDeliveries: 2, RawRedeliveries: 1}); g.Stats != want {
+		t.Errorf("stats %+v, want %+v", g.Stats, want)
 	}
 }
 

@@ -206,12 +206,13 @@ func (ar *asyncRun) columns() []string {
 }
 
 // row appends the consumer groups' values for the interval ending now:
-// counts in the interval (effects by the interval their intent folded
+// counts in the interval (every delivery; the effects of intents after
+// warm-up, lost and duplicate ones in the interval their intent folded
 // in), and the backlog at its end.
 func (ar *asyncRun) row(row []float64) []float64 {
 	for i, c := range ar.consumers {
 		s, p := c.g.Stats, ar.prev[i]
-		row = append(row, float64(s.Deliveries-p.Deliveries), float64(s.Redeliveries-p.Redeliveries), float64(c.g.Backlog()),
+		row = append(row, float64(s.RawDeliveries-p.RawDeliveries), float64(s.RawRedeliveries-p.RawRedeliveries), float64(c.g.Backlog()),
 			float64(s.Effects-p.Effects), float64(s.LostEffects-p.LostEffects), float64(s.DuplicateEffects-p.DuplicateEffects),
 			float64(s.OutOfOrderEffects-p.OutOfOrderEffects))
 		ar.prev[i] = s
