@@ -60,3 +60,25 @@ func (c *ConsumerSummary) Add(o *ConsumerSummary) *ConsumerSummary {
 	c.StaleRejected += o.StaleRejected
 	return c
 }
+
+// writeConsumers adds a line per consuming service to the text summary:
+// what its topic delivered and what happened to each intent's effect.
+func writeConsumers(ew *ErrWriter, svcs []ServiceSummary) {
+	first := true
+	for _, v := range svcs {
+		c := v.Consumer
+		if c == nil {
+			continue
+		}
+		if first {
+			ew.Printf("\n")
+			first = false
+		}
+		ew.Printf("%s consumes %s: %d intents, %d published, %d deliveries (%d redeliveries, %d dead-lettered); effects %d: lost %d, duplicate %d, out of order %d",
+			v.Name, c.Topic, c.Intents, c.Published, c.Deliveries, c.Redeliveries, c.DeadLettered, c.Effects, c.LostEffects, c.DuplicateEffects, c.OutOfOrderEffects)
+		if c.StaleRejected > 0 {
+			ew.Printf(", stale rejected %d", c.StaleRejected)
+		}
+		ew.Printf("\n")
+	}
+}

@@ -2,7 +2,10 @@ package sim_test
 
 import (
 	"context"
+	"encoding/json"
 	"math"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -201,5 +204,79 @@ func TestAsyncValidation(t *testing.T) {
 	bad := strings.Replace(asyncScenario, "publish: {topic: order-created}", "publish: {topic: order-created, keys: -2}", 1)
 	if _, err := topology.Parse("async.yaml", []byte(bad), nil); err == nil || !strings.Contains(err.Error(), "async.yaml:14: services[0].calls[0].publish.keys: must be ≥ 0") {
 		t.Errorf("keys -2: error %v", err)
+	}
+}
+
+// TestAsyncSeriesAndDeterminism: the consumer's columns exist only with
+// topics, add up to the summary's counts (no warm-up here), and two runs
+// of one seed are identical.
+func TestAsyncSeriesAndDeterminism(t *testing.T) {
+	sets := []string{"services.0.calls.0.publish.via=outbox", "faults.0.crash_between_publish_and_mark=0.2",
+		"faults.1.crash_between_effect_and_ack=0.1", "services.0.calls.0.publish.keys=4"}
+	run := func() *metrics.Result {
+		sc, err := topology.Parse("async.yaml", []byte(asyncScenario), sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := sim.Run(context.Background(), sc, sim.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a, b := run(), run()
+	ja, _ := json.Marshal(a.Summary)
+	jb, _ := json.Marshal(b.Summary)
+	if string(ja) != string(jb) || !reflect.DeepEqual(a.Series, b.Series) {
+		t.Fatal("two runs of one seed differ")
+	}
+	col := func(name string) float64 {
+		i := slices.Index(a.Series.Columns, metrics.Column(name, "inventory"))
+		if i < 0 {
+			t.Fatalf("no column %s/inventory in %v", name, a.Series.Columns)
+		}
+		var s float64
+		for _, row := range a.Series.Rows {
+			s += row[i]
+		}
+		return s
+	}
+	var c *metrics.ConsumerSummary
+	for _, s := range a.Summary.Services {
+		if s.Consumer != nil {
+			c = s.Consumer
+		}
+	}
+	for _, x := range []struct {
+		name string
+		want int64
+	}{{metrics.MetricDeliveries, c.Deliveries}, {metrics.MetricRedeliveries, c.Redeliveries}, {metrics.MetricEffects, c.Effects},
+		{metrics.MetricDuplicateEffects, c.DuplicateEffects}, {metrics.MetricLostEffects, c.LostEffects}, {metrics.MetricOutOfOrderEffects, c.OutOfOrderEffects}} {
+		if got := col(x.name); got != float64(x.want) {
+			t.Errorf("sum of %s/inventory = %v, want the summary's %d", x.name, got, x.want)
+		}
+	}
+	if c.DuplicateEffects == 0 || c.Redeliveries == 0 {
+		t.Errorf("crashes at 0.2 and 0.1 made no duplicate: %+v", *c)
+	}
+	sc, err := topology.Parse("plain.yaml", []byte(strings.Replace(strings.Replace(asyncScenario,
+		"    calls:\n      - publish: {topic: order-created}\n", "", 1),
+		"    consumes: {topic: order-created, concurrency: 4, ack_deadline: 1s, max_deliveries: 3}\n", "", 1)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run(context.Background(), sc, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Series.Columns {
+		if strings.HasPrefix(c, metrics.MetricDeliveries+"/") {
+			t.Errorf("no topics, yet column %s", c)
+		}
+	}
+	for _, s := range res.Summary.Services {
+		if s.Consumer != nil {
+			t.Errorf("no topics, yet %s has a consumer summary", s.Name)
+		}
 	}
 }
