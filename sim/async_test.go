@@ -45,15 +45,7 @@ faults:
 // and inventory's consumer summary.
 func runAsync(t *testing.T, src string, sets ...string) (metrics.Summary, *metrics.ConsumerSummary) {
 	t.Helper()
-	sc, err := topology.Parse("async.yaml", []byte(src), sets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := sim.Run(context.Background(), sc, sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := res.Summary
+	sum := runSets(t, src, sets).Summary
 	for _, s := range sum.Services {
 		if s.Name == "inventory" {
 			if s.Consumer == nil {
@@ -64,6 +56,20 @@ func runAsync(t *testing.T, src string, sets ...string) (metrics.Summary, *metri
 	}
 	t.Fatal("no inventory in the summary")
 	return sum, nil
+}
+
+// runSets simulates src (as async.yaml) with the overrides.
+func runSets(t *testing.T, src string, sets []string) *metrics.Result {
+	t.Helper()
+	sc, err := topology.Parse("async.yaml", []byte(src), sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run(context.Background(), sc, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 // TestAsyncExactCounts checks the boundary crashes at probability 0 and 1,
@@ -213,18 +219,7 @@ func TestAsyncValidation(t *testing.T) {
 func TestAsyncSeriesAndDeterminism(t *testing.T) {
 	sets := []string{"services.0.calls.0.publish.via=outbox", "faults.0.crash_between_publish_and_mark=0.2",
 		"faults.1.crash_between_effect_and_ack=0.1", "services.0.calls.0.publish.keys=4"}
-	run := func() *metrics.Result {
-		sc, err := topology.Parse("async.yaml", []byte(asyncScenario), sets)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := sim.Run(context.Background(), sc, sim.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
-	a, b := run(), run()
+	a, b := runSets(t, asyncScenario, sets), runSets(t, asyncScenario, sets)
 	ja, _ := json.Marshal(a.Summary)
 	jb, _ := json.Marshal(b.Summary)
 	if string(ja) != string(jb) || !reflect.DeepEqual(a.Series, b.Series) {
@@ -259,16 +254,9 @@ func TestAsyncSeriesAndDeterminism(t *testing.T) {
 	if c.DuplicateEffects == 0 || c.Redeliveries == 0 {
 		t.Errorf("crashes at 0.2 and 0.1 made no duplicate: %+v", *c)
 	}
-	sc, err := topology.Parse("plain.yaml", []byte(strings.Replace(strings.Replace(asyncScenario,
+	res := runYAML(t, "plain.yaml", strings.Replace(strings.Replace(asyncScenario,
 		"    calls:\n      - publish: {topic: order-created}\n", "", 1),
-		"    consumes: {topic: order-created, concurrency: 4, ack_deadline: 1s, max_deliveries: 3}\n", "", 1)), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := sim.Run(context.Background(), sc, sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+		"    consumes: {topic: order-created, concurrency: 4, ack_deadline: 1s, max_deliveries: 3}\n", "", 1))
 	for _, c := range res.Series.Columns {
 		if strings.HasPrefix(c, metrics.MetricDeliveries+"/") {
 			t.Errorf("no topics, yet column %s", c)
