@@ -186,11 +186,11 @@ func (ar *asyncRun) done(c *consumer, dl *delivery) {
 	ar.dispatch(c)
 }
 
-// expire is a delivery's ack deadline.
+// expire is a delivery's ack deadline: a redelivery waits for a
+// consumer, and a dead letter may free its key for the next message.
 func (ar *asyncRun) expire(c *consumer, dl *delivery) {
-	if c.g.Expire(dl.d) {
-		ar.dispatch(c)
-	}
+	c.g.Expire(dl.d)
+	ar.dispatch(c)
 }
 
 // columns are the time-series columns of the consumer groups.

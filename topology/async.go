@@ -77,14 +77,17 @@ func (sc *Scenario) Consumer(topic string) int {
 	return -1
 }
 
-func consumeDefaults(c *Consume) {
-	if c.Concurrency == 0 {
+// consumeDefaults fills the omitted keys of the consumes block at p; one
+// written as 0 is left for validation to refuse.
+func (v *validator) consumeDefaults(c *Consume, p string) {
+	p += ".consumes"
+	if c.Concurrency == 0 && !v.given(p+".concurrency") {
 		c.Concurrency = DefaultConcurrency
 	}
-	if c.AckDeadline == 0 {
+	if c.AckDeadline == 0 && !v.given(p+".ack_deadline") {
 		c.AckDeadline = DefaultAckDeadline
 	}
-	if c.MaxDeliveries == 0 {
+	if c.MaxDeliveries == 0 && !v.given(p+".max_deliveries") {
 		c.MaxDeliveries = DefaultMaxDeliveries
 	}
 	if c.Ack == "" {
@@ -92,11 +95,12 @@ func consumeDefaults(c *Consume) {
 	}
 }
 
-func publishDefaults(p *Publish) {
+// publishDefaults fills the omitted keys of the publish step at path.
+func (v *validator) publishDefaults(p *Publish, path string) {
 	if p.Via == "" {
 		p.Via = "dual_write"
 	}
-	if p.Via == "outbox" && p.OutboxInterval == 0 {
+	if p.Via == "outbox" && p.OutboxInterval == 0 && !v.given(path+".publish.outbox_interval") {
 		p.OutboxInterval = DefaultOutboxInterval
 	}
 }

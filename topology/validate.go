@@ -104,11 +104,11 @@ func (v *validator) applyDefaults() {
 		for j := range s.Calls {
 			v.callDefaults(&s.Calls[j], fmt.Sprintf("%s.calls[%d]", p, j))
 			if pb := s.Calls[j].Publish; pb != nil {
-				publishDefaults(pb)
+				v.publishDefaults(pb, fmt.Sprintf("%s.calls[%d]", p, j))
 			}
 		}
 		if s.Consumes != nil {
-			consumeDefaults(s.Consumes)
+			v.consumeDefaults(s.Consumes, p)
 		}
 	}
 	// An omitted limit takes its default; one written as 0 is an error
