@@ -343,9 +343,16 @@ func (o *Outbox) Len() int { return len(o.rows) }
 // ends the pass with the row published but unmarked: the next pass,
 // after the restart, publishes it again.
 func (o *Outbox) Pass(g *Group, crash func() bool) {
+	o.PassTo(g.Publish, crash, g.Release)
+}
+
+// PassTo is Pass for any broker: publish puts a row's event on the topic
+// (a real broker's driver retries its own failures), sent is told of each
+// row marked sent.
+func (o *Outbox) PassTo(publish func(*Intent), crash func() bool, sent func(*Intent)) {
 	for len(o.rows) > 0 {
 		r := &o.rows[0]
-		g.Publish(r.in)
+		publish(r.in)
 		if !r.crashed && crash() {
 			r.crashed = true
 			return
@@ -353,7 +360,7 @@ func (o *Outbox) Pass(g *Group, crash func() bool) {
 		in := r.in
 		o.rows[0] = outboxRow{}
 		o.rows = o.rows[1:]
-		g.Release(in)
+		sent(in)
 	}
 }
 
