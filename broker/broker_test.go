@@ -7,35 +7,23 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/broker"
+	"github.com/stormsim/stormsim/experiments"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/sim"
 	"github.com/stormsim/stormsim/topology"
 )
 
-// hopScenario is sim's async walkthrough with a short ack deadline, so
-// that real redeliveries come quickly.
-const hopScenario = `
-name: hop
-duration: 1s
-workload: {entry: order, arrival: constant, rate: 100, deadline: 5s}
-services:
-  - name: order
-    workers: 8
-    service_time: {dist: constant, value: 1ms}
-    calls:
-      - publish: {topic: order-created}
-  - name: inventory
-    workers: 1
-    service_time: {dist: constant, value: 1ms}
-    consumes: {topic: order-created, concurrency: 8, ack_deadline: 300ms, max_deliveries: 3}
-faults:
-  - {service: order, at: 0s, for: 1h}
-  - {service: inventory, at: 0s, for: 1h}
-`
+// hop is the experiment outbox-order made small and quick for a real
+// broker: no crash unless a test sets one, a 300 ms ack deadline so that
+// real redeliveries come quickly, at most 3 deliveries, unkeyed events.
+var hop = []string{"faults.0.crash_between_commit_and_publish=0", "faults.0.crash_between_publish_and_mark=0",
+	"faults.1.crash_between_effect_and_ack=0", "services.1.consumes.ack_deadline=300ms", "services.1.consumes.max_deliveries=3",
+	"services.0.calls.0.publish.keys=0", "duration=2s", "warmup=0s"}
 
-func parse(t *testing.T, sets ...string) *topology.Scenario {
+func parse(t testing.TB, sets ...string) *topology.Scenario {
 	t.Helper()
-	sc, err := topology.Parse("hop.yaml", []byte(hopScenario), sets)
+	data, _ := experiments.Lookup("outbox-order")
+	sc, err := topology.Parse("outbox-order.yaml", data, append(append([]string{}, hop...), sets...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +40,9 @@ func both(t *testing.T, srv *broker.Server, n int, sets ...string) (simmed, real
 		t.Fatal(err)
 	}
 	simmed = res.Summary.Services[1].Consumer
+	if simmed == nil || simmed.Intents == 0 {
+		t.Fatalf("simulator: no intents in %+v", simmed)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// another seed: the two runs are independent samples
@@ -69,6 +60,7 @@ func TestWalkAgainstSimulator(t *testing.T) {
 	}
 	defer srv.Close()
 	const outbox = "services.0.calls.0.publish.via=outbox"
+	const interval = "services.0.calls.0.publish.outbox_interval=20ms"
 	// exact: per intent, the same counts in both (ratios to intents)
 	for _, tc := range []struct {
 		name string
@@ -76,7 +68,7 @@ func TestWalkAgainstSimulator(t *testing.T) {
 	}{
 		{"effect then crash, dead-lettered", []string{"faults.1.crash_between_effect_and_ack=1"}},
 		{"effect then crash, dedup", []string{"faults.1.crash_between_effect_and_ack=1", "services.1.consumes.ack=transactional_dedup"}},
-		{"outbox crash after publish", []string{outbox, "services.0.calls.0.publish.outbox_interval=20ms", "faults.0.crash_between_publish_and_mark=1"}},
+		{"outbox crash after publish", []string{outbox, interval, "faults.0.crash_between_publish_and_mark=1"}},
 		{"dual write crash after commit", []string{"faults.0.crash_between_commit_and_publish=1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -95,7 +87,7 @@ func TestWalkAgainstSimulator(t *testing.T) {
 	// within 4 standard errors of two independent binomial proportions
 	t.Run("binomial dual write", func(t *testing.T) {
 		const p = 0.3
-		s, r := both(t, srv, 400, "duration=4s", "faults.0.crash_between_commit_and_publish=0.3")
+		s, r := both(t, srv, 400, "duration=3s", "faults.0.crash_between_commit_and_publish=0.3")
 		ps, pr := float64(s.LostEffects)/float64(s.Intents), float64(r.LostEffects)/float64(r.Intents)
 		se := math.Sqrt(p * (1 - p) * (1/float64(s.Intents) + 1/float64(r.Intents)))
 		if math.Abs(ps-pr) > 4*se {
@@ -112,7 +104,7 @@ func TestWalkAgainstSimulator(t *testing.T) {
 		// crashes rare (p² = 0.01 per intent), so duplicates ≈ Binomial
 		// per delivery; compare the per-delivery redelivery shares
 		const p = 0.1
-		s, r := both(t, srv, 300, "duration=3s", "faults.1.crash_between_effect_and_ack=0.1")
+		s, r := both(t, srv, 300, "duration=2s", "faults.1.crash_between_effect_and_ack=0.1")
 		ps, pr := float64(s.Redeliveries)/float64(s.Deliveries), float64(r.Redeliveries)/float64(r.Deliveries)
 		se := math.Sqrt(p * (1 - p) * (1/float64(s.Deliveries) + 1/float64(r.Deliveries)))
 		if math.Abs(ps-pr) > 4*se {

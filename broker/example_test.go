@@ -6,19 +6,22 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/broker"
+	"github.com/stormsim/stormsim/experiments"
 	"github.com/stormsim/stormsim/topology"
 )
 
-// A consumer that crashes between every effect and its ack, through a
-// real JetStream: each event is delivered max_deliveries (3) times,
-// applied each time, then dead-lettered.
+// outbox-order's consumer crashing between every effect and its ack,
+// through a real JetStream: each event is delivered max_deliveries (3)
+// times, applied each time, then dead-lettered.
 func ExampleWalk() {
 	srv, err := broker.Embedded()
 	if err != nil {
 		panic(err)
 	}
 	defer srv.Close()
-	sc, err := topology.Parse("hop.yaml", []byte(hopScenario), []string{"faults.1.crash_between_effect_and_ack=1"})
+	data, _ := experiments.Lookup("outbox-order")
+	sc, err := topology.Parse("outbox-order.yaml", data, []string{"faults.1.crash_between_effect_and_ack=1",
+		"faults.0.crash_between_commit_and_publish=0", "services.1.consumes.ack_deadline=300ms", "services.1.consumes.max_deliveries=3"})
 	if err != nil {
 		panic(err)
 	}
