@@ -332,7 +332,10 @@ func Walk(ctx context.Context, url string, sc *topology.Scenario, topic string, 
 		case <-settledCh:
 		case <-time.After(100 * time.Millisecond):
 		case <-ctx.Done():
-			return nil, fmt.Errorf("broker: %d of %d messages settled: %w", t.settled, published, ctx.Err())
+			t.mu.Lock()
+			settled := t.settled
+			t.mu.Unlock()
+			return nil, fmt.Errorf("broker: %d of %d messages settled: %w", settled, published, ctx.Err())
 		}
 	}
 	cc.Stop()
