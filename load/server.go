@@ -253,7 +253,7 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 	}
 	if sc.HasTopics() {
 		// Real brokers (NATS JetStream) are issue 23's item 6, not built yet.
-		return nil, fmt.Errorf("load: %s: topics (publish, consumes) run in the simulator only for now", name)
+		return nil, fmt.Errorf("load: %s: serve does not run topics (publish, consumes) yet: simulate them, or walk one through a real NATS JetStream with stormsim broker", name)
 	}
 	if c.Client == nil {
 		c.Client = http.DefaultClient
