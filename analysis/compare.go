@@ -156,6 +156,12 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 	for _, r := range tableRows {
 		width = max(width, utf8.RuneCountInString(r.label))
 	}
+	async := asyncTotals(c.Columns) // nil without topics: the table as before
+	if async != nil {
+		for _, r := range asyncRows {
+			width = max(width, utf8.RuneCountInString(r.label))
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%*s\t", -width, "")
 	for _, col := range c.Columns {
@@ -169,6 +175,7 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintln(tw)
 	}
+	writeAsyncRows(tw, width, async)
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -360,6 +360,7 @@ func mergeSummary(parts []*Result, out *Result) Summary {
 			m.Shed += ps.Shed
 			m.Duplicates += ps.Duplicates
 			m.Executions += ps.Executions
+			m.Consumer = m.Consumer.Add(ps.Consumer)
 			m.QueueMax = max(m.QueueMax, ps.QueueMax)
 			m.Utilization += ps.Utilization * p.Summary.SimTimeS
 			m.QueueMean += ps.QueueMean * p.Summary.SimTimeS

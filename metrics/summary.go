@@ -95,6 +95,8 @@ type ServiceSummary struct {
 	Shed        int64   `json:"shed,omitempty"`
 	Duplicates  int64   `json:"duplicates,omitempty"`
 	Executions  int64   `json:"executions,omitempty"`
+	// Consumer is the service's consumer group of a topic, if it has one.
+	Consumer *ConsumerSummary `json:"consumer,omitempty"`
 }
 
 // EdgeSummary is one call edge (caller → callee) and what its policies did.

@@ -95,6 +95,7 @@ func FormatText(w io.Writer, s *Summary) error {
 		}
 		p("\n")
 	}
+	writeConsumers(ew, s.Services)
 	return ew.Err()
 }
 

@@ -53,3 +53,22 @@ func ExampleArrivals() {
 	fmt.Println()
 	// Output: 0s 500ms 1s 1.25s 1.5s 1.75s
 }
+
+// A consumer that applies the effect and then acks applies it twice when
+// it crashes in between: the broker redelivers after the ack deadline.
+func ExampleGroup() {
+	g, err := model.NewGroup(&topology.Consume{Topic: "order-created", Concurrency: 1, MaxDeliveries: 5, Ack: "after_effect"}, 0)
+	if err != nil {
+		panic(err)
+	}
+	in := model.NewIntent(-1, 1, true) // the producer's commit
+	g.Publish(in)
+	g.Release(in)
+	d, _, _ := g.Next()
+	g.Finish(d, true) // effect applied, crashed before the ack
+	g.Expire(d)       // the ack deadline passes: redelivered
+	d, _, _ = g.Next()
+	g.Finish(d, false)
+	fmt.Printf("effects %d, duplicates %d, lost %d\n", g.Stats.Effects, g.Stats.DuplicateEffects, g.Stats.LostEffects)
+	// Output: effects 2, duplicates 1, lost 0
+}

@@ -293,6 +293,11 @@ func (m *run) abortCall(cr *callRun) {
 func (m *run) runStep(a *attempt, i int) {
 	st := &a.svc.steps[i]
 	a.stepIdx = i
+	if st.pub != nil {
+		m.async.publish(st.pub)
+		m.stepDone(a, true, policies.OK)
+		return
+	}
 	g := m.newGroup(a, a.req, st.need, len(st.members))
 	a.grp = g
 	g.starting = true

@@ -75,6 +75,7 @@ type run struct {
 	checkCtx              func() bool
 
 	totals totals
+	async  *asyncRun // the topics, nil without
 	// ledger folds each counted write's executions with its outcome:
 	// duplicates and unknown outcomes, committed or not
 	ledger idempotency.Ledger
@@ -168,6 +169,7 @@ type edge struct {
 type step struct {
 	members []*edge
 	need    int
+	pub     *publisher // a publish step (topics), instead of calls
 }
 
 func (m *run) bindHandlers() {
@@ -193,7 +195,7 @@ func build(sc *topology.Scenario) (*run, error) {
 	m := newRun(sc)
 	b := &builder{m: m, sc: sc, byName: map[string]*service{}, outIdx: map[string]int{},
 		streams: model.EdgeStreams{}, budgets: map[string]policies.Budget{}}
-	for _, step := range []func() error{b.arrivals, b.services, b.calls, b.faults} {
+	for _, step := range []func() error{b.arrivals, b.services, b.calls, b.faults, b.buildAsync} {
 		if err := step(); err != nil {
 			return nil, fmt.Errorf("%s: %w", src, err)
 		}
@@ -340,6 +342,9 @@ func (b *builder) edge(from string, c *topology.Call, field string) (*edge, erro
 // edge or a parallel group, with its quorum (wait_for 0: all of them).
 func (b *builder) step(from string, c *topology.Call, field string) (step, error) {
 	var st step
+	if c.Publish != nil {
+		return st, nil // wired by buildAsync
+	}
 	members := []*topology.Call{c}
 	if len(c.Parallel) > 0 {
 		members = members[:0]

@@ -270,6 +270,9 @@ func newSeries(m *run, interval time.Duration) *series {
 			cols = append(cols, metrics.Column(metrics.MetricBudgetLevel, o.name))
 		}
 	}
+	if m.async != nil {
+		cols = append(cols, m.async.columns()...)
+	}
 	s.ts.Columns = cols
 	return s
 }
@@ -329,6 +332,9 @@ func (s *series) flush(from, to time.Duration) {
 			row = append(row, o.budget.Level(to))
 		}
 	}
+	if m.async != nil {
+		row = m.async.row(row)
+	}
 	s.ts.Rows = append(s.ts.Rows, row)
 }
 
@@ -381,6 +387,7 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 			Name: s.name, Attempts: s.c.attempts, Succeeded: s.c.succeeded, Failed: s.c.failed,
 			Rejected: s.c.rejected, TimedOut: s.c.timedOut, Wasted: s.c.wasted, QueueMax: int64(s.queueMax),
 			LatencyMs: s.hist.latency(), Shed: s.c.shed, Executions: s.c.executions,
+			Consumer: m.async.summary(s),
 		}
 		if s.cm.Commits() {
 			ss.Duplicates = lt.Duplicates

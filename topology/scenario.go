@@ -108,6 +108,8 @@ type Service struct {
 	Overload policies.OverloadConfig `yaml:"overload,omitempty"`
 	// Calls are made in order after the service time, holding the worker.
 	Calls []Call `yaml:"calls,omitempty"`
+	// Consumes makes the service the consumer group of a topic.
+	Consumes *Consume `yaml:"consumes,omitempty"`
 }
 
 // Call is one downstream call made by a service (or by the external client),
@@ -119,6 +121,8 @@ type Call struct {
 	Fanout int `yaml:"fanout,omitempty"`
 	// Parallel is a group of calls made at once instead of a single call.
 	Parallel []Call `yaml:"parallel,omitempty"`
+	// Publish makes this step publish an event instead of calling a service.
+	Publish *Publish `yaml:"publish,omitempty"`
 	// WaitFor is the quorum of a Fanout or Parallel group: the group
 	// succeeds when this many calls succeeded; 0 means all.
 	WaitFor int `yaml:"wait_for,omitempty"`
@@ -212,6 +216,14 @@ type Fault struct {
 	ErrorRate *float64 `yaml:"error_rate,omitempty"`
 	// DropResponse is the probability that a reply is lost after the work is done.
 	DropResponse float64 `yaml:"drop_response,omitempty"`
+	// Crash probabilities at the asynchronous boundaries: a dual-write
+	// producer after its commit and before its publish (the event is
+	// lost); an outbox publisher after publishing a row and before marking
+	// it sent (it is published again); a consumer between its effect and
+	// its ack (a redelivery, or with ack: before_effect a lost effect).
+	CrashBetweenCommitAndPublish float64 `yaml:"crash_between_commit_and_publish,omitempty"`
+	CrashBetweenPublishAndMark   float64 `yaml:"crash_between_publish_and_mark,omitempty"`
+	CrashBetweenEffectAndAck     float64 `yaml:"crash_between_effect_and_ack,omitempty"`
 }
 
 // Idempotency configures a committing service's idempotency store.

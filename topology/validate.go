@@ -103,6 +103,12 @@ func (v *validator) applyDefaults() {
 		}
 		for j := range s.Calls {
 			v.callDefaults(&s.Calls[j], fmt.Sprintf("%s.calls[%d]", p, j))
+			if pb := s.Calls[j].Publish; pb != nil {
+				v.publishDefaults(pb, fmt.Sprintf("%s.calls[%d]", p, j))
+			}
+		}
+		if s.Consumes != nil {
+			v.consumeDefaults(s.Consumes, p)
 		}
 	}
 	// An omitted limit takes its default; one written as 0 is an error
@@ -345,7 +351,11 @@ func (v *validator) services() {
 		for j := range s.Calls {
 			v.call(&s.Calls[j], fmt.Sprintf("%s.calls[%d]", p, j))
 		}
+		if s.Consumes != nil {
+			v.consume(s.Consumes, p)
+		}
 	}
+	v.topics()
 }
 
 // overload validates the overload protection of the service at sp.
@@ -373,6 +383,10 @@ func (v *validator) overload(o *policies.OverloadConfig, sp string) {
 
 // call validates a downstream call or a parallel group.
 func (v *validator) call(c *Call, p string) {
+	if c.Publish != nil {
+		v.publish(c, p)
+		return
+	}
 	members := c.Fanout
 	if len(c.Parallel) > 0 {
 		if c.To != "" {
@@ -500,6 +514,7 @@ func (v *validator) faults() {
 			v.probability(p+".error_rate", *f.ErrorRate)
 		}
 		v.probability(p+".drop_response", f.DropResponse)
+		v.crashFaults(f, p)
 	}
 }
 

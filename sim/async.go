@@ -1,0 +1,239 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/stormsim/stormsim/dist"
+	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/model"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// asyncRun drives the scenario's topics (issue 23): each consuming
+// service's model.Group, with its deliveries' processing and ack
+// deadlines as engine events, and each publish step's producer.
+type asyncRun struct {
+	m         *run
+	consumers []*consumer
+	byTopic   map[string]*consumer
+	prev      []model.GroupStats // as of the last series row
+}
+
+// consumer is one service's consumer group of a topic.
+type consumer struct {
+	svc      *service
+	topic    string
+	g        *model.Group
+	st       dist.Sampler
+	slow     time.Duration
+	deadline time.Duration
+	faults   []*topology.Fault
+	rng      *rand.Rand
+	seq      uint64 // commits published to the topic so far
+	keys     int
+	hDone    Handler
+	hExpire  Handler
+}
+
+// publisher is one publish step of a producing service.
+type publisher struct {
+	c        *consumer
+	outbox   bool
+	interval time.Duration
+	keys     int
+	faults   []*topology.Fault
+	rng      *rand.Rand
+	ob       model.Outbox
+	armed    bool
+	hPass    Handler
+	crashFn  func() bool
+}
+
+type delivery struct{ d model.Delivery }
+
+// buildAsync wires the topics; the run has none when no service consumes.
+func (b *builder) buildAsync() error {
+	m := b.m
+	if !b.sc.HasTopics() {
+		return nil
+	}
+	ar := &asyncRun{m: m, byTopic: map[string]*consumer{}}
+	keys := map[string]int{}
+	for i := range b.sc.Services {
+		for _, c := range b.sc.Services[i].Calls {
+			if c.Publish != nil {
+				keys[c.Publish.Topic] = max(keys[c.Publish.Topic], c.Publish.Keys)
+			}
+		}
+	}
+	for i, s := range m.services {
+		cc := s.cfg.Consumes
+		if cc == nil {
+			continue
+		}
+		g, err := model.NewGroup(cc, keys[cc.Topic])
+		if err != nil {
+			return fmt.Errorf("services[%d].consumes.%w", i, err)
+		}
+		c := &consumer{svc: s, topic: cc.Topic, g: g, slow: s.cfg.SlowdownPerInflight, deadline: cc.AckDeadline,
+			faults: b.faultsOf(s.name), rng: m.stream("consumer/" + s.name), keys: keys[cc.Topic]}
+		if c.st, _, err = model.Delay(&s.cfg.ServiceTime, fmt.Sprintf("services[%d].service_time", i)); err != nil {
+			return err
+		}
+		c.hDone = func(_ *Engine, a any) { ar.done(c, a.(*delivery)) }
+		c.hExpire = func(_ *Engine, a any) { ar.expire(c, a.(*delivery)) }
+		ar.consumers = append(ar.consumers, c)
+		ar.byTopic[cc.Topic] = c
+	}
+	ar.prev = make([]model.GroupStats, len(ar.consumers))
+	for i, s := range m.services {
+		for j := range s.cfg.Calls {
+			pb := s.cfg.Calls[j].Publish
+			if pb == nil {
+				continue
+			}
+			c := ar.byTopic[pb.Topic]
+			if c == nil {
+				return fmt.Errorf("services[%d].calls[%d].publish.topic: no service consumes %q", i, j, pb.Topic)
+			}
+			p := &publisher{c: c, outbox: pb.Via == "outbox", interval: pb.OutboxInterval, keys: pb.Keys,
+				faults: b.faultsOf(s.name), rng: m.stream(fmt.Sprintf("publish/%s/%d", s.name, j))}
+			p.hPass = func(*Engine, any) { ar.pass(p) }
+			p.crashFn = func() bool { return ar.crash(p.rng, p.faults, model.CrashPublishMark) }
+			s.steps[j].pub = p
+		}
+	}
+	m.async = ar
+	return nil
+}
+
+// faultsOf returns the scenario's faults on service name.
+func (b *builder) faultsOf(name string) []*topology.Fault {
+	var fs []*topology.Fault
+	for i := range b.sc.Faults {
+		if b.sc.Faults[i].Service == name {
+			fs = append(fs, &b.sc.Faults[i])
+		}
+	}
+	return fs
+}
+
+// crash draws whether a crash fault hits boundary b now; without an
+// active crash fault it draws nothing, so streams stay as they were.
+func (ar *asyncRun) crash(rng *rand.Rand, faults []*topology.Fault, b model.CrashBoundary) bool {
+	p := model.CrashProb(faults, b, ar.m.eng.Now())
+	return p > 0 && rng.Float64() < p
+}
+
+// publish runs publish step p of an attempt: the commit's intent leaves
+// by dual write (lost if the producer crashes before publishing) or
+// through the outbox.
+func (ar *asyncRun) publish(p *publisher) {
+	now := ar.m.eng.Now()
+	c := p.c
+	c.seq++
+	key := -1
+	if p.keys > 0 {
+		key = p.rng.IntN(p.keys)
+	}
+	in := model.NewIntent(key, c.seq, now >= ar.m.warmup)
+	if p.outbox {
+		p.ob.Add(in)
+		if !p.armed {
+			p.armed = true
+			ar.m.eng.After(p.interval, p.hPass, nil)
+		}
+	} else if !ar.crash(p.rng, p.faults, model.CrashCommitPublish) {
+		c.g.Publish(in)
+	}
+	c.g.Release(in)
+	ar.dispatch(c)
+}
+
+// pass is one pass of p's outbox publisher loop; it re-arms while rows
+// remain, so an idle outbox schedules nothing.
+func (ar *asyncRun) pass(p *publisher) {
+	p.ob.Pass(p.c.g, p.crashFn)
+	ar.dispatch(p.c)
+	p.armed = p.ob.Len() > 0
+	if p.armed {
+		ar.m.eng.After(p.interval, p.hPass, nil)
+	}
+}
+
+// dispatch hands waiting messages to c's free consumers.
+func (ar *asyncRun) dispatch(c *consumer) {
+	eng := ar.m.eng
+	for {
+		d, acked, ok := c.g.Next()
+		if !ok {
+			return
+		}
+		now := eng.Now()
+		st := c.st.Sample(c.rng) + model.LatencyAdd(c.faults, now) + time.Duration(c.g.Busy()-1)*c.slow
+		eng.After(st, c.hDone, &delivery{d})
+		if !acked {
+			eng.After(c.deadline, c.hExpire, &delivery{d})
+		}
+	}
+}
+
+// done ends a delivery's processing.
+func (ar *asyncRun) done(c *consumer, dl *delivery) {
+	c.g.Finish(dl.d, ar.crash(c.rng, c.faults, model.CrashEffectAck))
+	ar.dispatch(c)
+}
+
+// expire is a delivery's ack deadline: a redelivery waits for a
+// consumer, and a dead letter may free its key for the next message.
+func (ar *asyncRun) expire(c *consumer, dl *delivery) {
+	c.g.Expire(dl.d)
+	ar.dispatch(c)
+}
+
+// columns are the time-series columns of the consumer groups.
+func (ar *asyncRun) columns() []string {
+	var cols []string
+	for _, c := range ar.consumers {
+		for _, k := range []string{metrics.MetricDeliveries, metrics.MetricRedeliveries, metrics.MetricBacklog,
+			metrics.MetricEffects, metrics.MetricLostEffects, metrics.MetricDuplicateEffects, metrics.MetricOutOfOrderEffects} {
+			cols = append(cols, metrics.Column(k, c.svc.name))
+		}
+	}
+	return cols
+}
+
+// row appends the consumer groups' values for the interval ending now:
+// counts in the interval (every delivery; the effects of intents after
+// warm-up, lost and duplicate ones in the interval their intent folded
+// in), and the backlog at its end.
+func (ar *asyncRun) row(row []float64) []float64 {
+	for i, c := range ar.consumers {
+		s, p := c.g.Stats, ar.prev[i]
+		row = append(row, float64(s.RawDeliveries-p.RawDeliveries), float64(s.RawRedeliveries-p.RawRedeliveries), float64(c.g.Backlog()),
+			float64(s.Effects-p.Effects), float64(s.LostEffects-p.LostEffects), float64(s.DuplicateEffects-p.DuplicateEffects),
+			float64(s.OutOfOrderEffects-p.OutOfOrderEffects))
+		ar.prev[i] = s
+	}
+	return row
+}
+
+// summary is service s's consumer summary, or nil.
+func (ar *asyncRun) summary(s *service) *metrics.ConsumerSummary {
+	if ar == nil {
+		return nil
+	}
+	for _, c := range ar.consumers {
+		if c.svc != s {
+			continue
+		}
+		st := c.g.Stats
+		return &metrics.ConsumerSummary{Topic: c.topic, Intents: st.Intents, Published: st.Published,
+			Deliveries: st.Deliveries, Redeliveries: st.Redeliveries, DeadLettered: st.DeadLettered, Effects: st.Effects,
+			LostEffects: st.LostEffects, DuplicateEffects: st.DuplicateEffects, OutOfOrderEffects: st.OutOfOrderEffects,
+			StaleRejected: st.StaleRejected}
+	}
+	return nil
+}
