@@ -100,6 +100,15 @@ type Options struct {
 	// Tracing, if set, opens a root span per logical request and a client
 	// span per attempt (nil: no tracing).
 	Tracing *Tracing
+	// OnRow, if set, is called once per interval as the run goes, from one
+	// goroutine, with that interval's row of the time series as known
+	// then (outcomes still arriving are counted in later calls' rows
+	// only in the final result), then once for each row left when the
+	// run ends: the live view's feed. columns and row are the callee's.
+	OnRow func(start time.Duration, columns []string, row []float64)
+	// services adds a scenario run's sampled service columns to OnRow's
+	// rows (RunScenario sets it).
+	services rowSource
 	// OnDone, if set, is called when a logical request ends; counted says
 	// it arrived after the warm-up.
 	OnDone func(id uint64, write, counted bool, r policies.CallResult)
@@ -347,6 +356,7 @@ func (d *driver) run(ctx context.Context, root context.Context, stopAttempts con
 		}()
 	}
 	stopProgress := d.startProgress()
+	stopRows := d.startRows()
 	d.schedule(ctx, jobs)
 	close(scheduled)
 	close(jobs)
@@ -359,6 +369,7 @@ func (d *driver) run(ctx context.Context, root context.Context, stopAttempts con
 		attempts.Wait()
 	}
 	stopProgress()
+	stopRows()
 	elapsed := time.Since(d.epoch)
 	return d.result(ctx.Err() != nil, elapsed), nil
 }

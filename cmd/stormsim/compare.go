@@ -36,10 +36,11 @@ func init() {
 
 // compareCommand is `stormsim compare`: its flags, and the run that uses them.
 type compareCommand struct {
-	ef  experimentFlags
-	out string
-	sh  shard.Flags
-	slo sloFlag
+	ef   experimentFlags
+	out  string
+	sh   shard.Flags
+	slo  sloFlag
+	live liveFlags
 }
 
 // flags declares the command's flags on fs.
@@ -48,6 +49,7 @@ func (c *compareCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.out, "out", "", "write compare.txt, each variant's summary and series, and overlay plots to `DIR`")
 	c.sh.Register(fs)
 	c.slo.declare(fs)
+	c.live.declare(fs, false, true)
 }
 
 // run runs the command with the arguments left after the flags.
@@ -80,7 +82,18 @@ func (c *compareCommand) run(ctx context.Context, args []string, w io.Writer) er
 	// it, and each returns what it simulated so far (status
 	// interrupted), so an interrupted comparison still has every
 	// column to show and write.
-	cmp, err := analysis.Compare(context.WithoutCancel(ctx), signalledRunner(ctx), b, variants, c.ef.workers)
+	lv, err := c.live.start("compare "+base.Name, false)
+	if err != nil {
+		return err
+	}
+	defer lv.close()
+	runner := signalledRunner(ctx)
+	if lv.srv != nil {
+		var vn variantNames
+		b, runner = vn.wrap(b, variants), lv.points(runner, vn.where)
+	}
+	cmp, err := analysis.Compare(context.WithoutCancel(ctx), runner, b, variants, c.ef.workers)
+	lv.srv.End()
 	if err != nil {
 		return err
 	}
