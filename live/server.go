@@ -147,11 +147,7 @@ func (s *Server) Point(p Point) {
 			delete(p.Values, k)
 		}
 	}
-	b, err := json.Marshal(p)
-	if err != nil { // cannot happen: only strings and finite numbers
-		return
-	}
-	s.log.append(frame("point", b))
+	s.log.append(frame("point", marshal(p)))
 }
 
 // End tells every viewer the run is over: each gets what it has not yet
@@ -257,6 +253,28 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// plain reports whether a name is its own JSON string body: printable
+// ASCII without quotes or backslashes, as every column name is.
+func plain(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// marshal writes v as JSON, leaving <, > and & as they are
+// ("gateway->db", not "gateway-\u003edb"). v holds only strings and
+// finite numbers, which always encode.
+func marshal(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
 // frame is one server-sent event.
 func frame(event string, data []byte) []byte {
 	b := make([]byte, 0, len(event)+len(data)+16)
@@ -288,8 +306,13 @@ func encodeRow(start, width time.Duration, columns []string, row []float64) []by
 }
 
 func appendField(b []byte, name string, v float64) []byte {
-	q, _ := json.Marshal(name) // a string always marshals
-	b = append(b, q...)
+	if plain(name) {
+		b = append(b, '"')
+		b = append(b, name...)
+		b = append(b, '"')
+	} else {
+		b = append(b, marshal(name)...)
+	}
 	b = append(b, ':')
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return append(b, "null"...)
