@@ -72,9 +72,11 @@
       id: "latency", title: "Latency percentiles (succeeded requests)", unit: "ms",
       series: function (cols) {
         var s = [];
+        // An interval where nothing succeeded has no latency: a gap, not
+        // a 0 that would make a collapsed system look fast.
         [["latency_p50_ms", "p50"], ["latency_p99_ms", "p99"], ["latency_mean_ms", "mean"]].forEach(function (p) {
           if (cols.indexOf(p[0]) >= 0) {
-            s.push({ label: p[1], value: function (r) { return num(r[p[0]]); } });
+            s.push({ label: p[1], value: function (r) { return r.succeeded === 0 ? null : num(r[p[0]]); } });
           }
         });
         return s;

@@ -1,0 +1,209 @@
+package live_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stormsim/stormsim/live"
+	"github.com/stormsim/stormsim/sim"
+)
+
+// chromium returns the headless browser, skipping the test when it is not
+// installed, except under CI=true where it must be (as plots' report test).
+func chromium(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but chromium is not on PATH: install it (apt-get install -y chromium)")
+		}
+		t.Skip("chromium not on PATH")
+	}
+	return bin
+}
+
+// browser is a headless Chromium showing one page until stopped.
+type browser struct {
+	cmd    *exec.Cmd
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	stderr bytes.Buffer
+	done   chan struct{}
+}
+
+func openBrowser(t *testing.T, bin, url string, extra ...string) *browser {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0", "--window-size=1200,1600"}, extra...)
+	b := &browser{cmd: exec.CommandContext(ctx, bin, append(args, url)...), cancel: cancel, done: make(chan struct{})}
+	b.cmd.Stdout, b.cmd.Stderr = b, b
+	if err := b.cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("chromium: %v", err)
+	}
+	go func() { b.cmd.Wait(); close(b.done) }()
+	t.Cleanup(func() { b.stop() })
+	return b
+}
+
+func (b *browser) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stderr.Write(p)
+}
+
+// stop ends the browser and returns the page's console messages.
+func (b *browser) stop() (console []string) {
+	b.cancel()
+	<-b.done
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, line := range strings.Split(b.stderr.String(), "\n") {
+		// Page console output is logged as ...:CONSOLE(line)] "message".
+		if strings.Contains(line, ":CONSOLE") || strings.Contains(line, "Uncaught") {
+			console = append(console, line)
+		}
+	}
+	return console
+}
+
+// chartState is what the page's probe reports after each draw.
+type chartState struct {
+	Rows   int
+	Charts []struct {
+		ID     string
+		Xs     int
+		Digest int64
+	}
+}
+
+// TestLivePageInBrowser opens the live page in headless Chromium while a
+// paced simulation runs, waits for two updates, and checks that every
+// chart grew and was redrawn between them and that the console stayed
+// clean. A broken page first proves the console check can fire.
+func TestLivePageInBrowser(t *testing.T) {
+	bin := chromium(t)
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "<!DOCTYPE html><p>x</p><script>notDefined()</script>")
+	}))
+	defer bad.Close()
+	shot := filepath.Join(t.TempDir(), "shot.png")
+	if console := openBrowser(t, bin, bad.URL, "--screenshot="+shot).waitExit(t); len(console) == 0 {
+		t.Fatal("a page with a script error logged nothing: the console check is blind")
+	}
+
+	sc := parse(t, `name: browser-storm
+duration: 120s
+interval: 1s
+workload: {entry: gw, rate: 200, deadline: 1s, client: {timeout: 500ms, retry: {max_attempts: 3}}}
+services:
+  - {name: gw, workers: 32, service_time: {dist: exponential, mean: 1ms}, calls: [{to: db, timeout: 200ms, retry: {max_attempts: 3}, breaker: {kind: consecutive, failures: 5, open_for: 2s}, budget: {ratio: 0.1}}]}
+  - {name: db, workers: 8, queue: 100, service_time: {dist: exponential, mean: 20ms}}
+faults:
+  - {service: db, at: 3s, for: 20s, capacity: 0.4}
+`)
+	srv := start(t, live.Options{Title: sc.Name})
+	states := make(chan chartState, 64)
+	mux := http.NewServeMux()
+	mux.Handle("/", srv.Handler())
+	mux.HandleFunc("POST /probe", func(w http.ResponseWriter, r *http.Request) {
+		var s chartState
+		if err := json.NewDecoder(r.Body).Decode(&s); err != nil {
+			t.Errorf("probe: %v", err)
+		}
+		select {
+		case states <- s:
+		default:
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	page := httptest.NewServer(mux)
+	defer page.Close()
+
+	// The simulation, paced at 8x: a row every 125 ms for 15 s at most.
+	ctx, stopRun := context.WithCancel(context.Background())
+	defer stopRun()
+	ran := make(chan error, 1)
+	go func() {
+		pace := &live.Pacer{Speed: 8}
+		_, err := sim.Run(ctx, sc, sim.Options{OnRow: func(start time.Duration, cols []string, row []float64) {
+			srv.Row(start, sc.Interval, cols, row)
+			pace.Wait(ctx, start+sc.Interval)
+		}})
+		ran <- err
+	}()
+
+	b := openBrowser(t, bin, page.URL+"/?probe")
+	var first, second chartState
+	timeout := time.After(60 * time.Second)
+	for second.Rows == 0 {
+		select {
+		case s := <-states:
+			switch {
+			case first.Rows == 0 && s.Rows > 0:
+				first = s
+			case first.Rows > 0 && s.Rows > first.Rows:
+				second = s
+			}
+		case <-timeout:
+			t.Fatalf("no two updates within 60 s (first %+v)", first)
+		}
+	}
+	stopRun()
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	srv.End()
+	console := b.stop()
+	if len(console) > 0 {
+		t.Errorf("console output on the live page:\n%s", strings.Join(console, "\n"))
+	}
+	t.Logf("updates: %d rows, then %d", first.Rows, second.Rows)
+
+	ids := map[string]bool{}
+	for _, c := range second.Charts {
+		ids[c.ID] = true
+	}
+	for _, want := range []string{"throughput", "amplification", "queue", "latency", "breaker", "budget"} {
+		if !ids[want] {
+			t.Errorf("no %s chart on the page (charts: %v)", want, ids)
+		}
+	}
+	if len(first.Charts) != len(second.Charts) {
+		t.Fatalf("%d charts, then %d", len(first.Charts), len(second.Charts))
+	}
+	for i, c := range second.Charts {
+		f := first.Charts[i]
+		if c.ID != f.ID || c.Xs != second.Rows || f.Xs != first.Rows {
+			t.Errorf("chart %s: %d then %d points for %d then %d rows", c.ID, f.Xs, c.Xs, first.Rows, second.Rows)
+		}
+		if c.Digest == f.Digest {
+			t.Errorf("chart %s: the canvas did not change between updates", c.ID)
+		}
+	}
+}
+
+// waitExit waits for a browser that ends by itself (--screenshot) and
+// returns its console messages.
+func (b *browser) waitExit(t *testing.T) []string {
+	t.Helper()
+	select {
+	case <-b.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("chromium did not finish")
+	}
+	return b.stop()
+}
