@@ -78,6 +78,7 @@ func (c *capacityCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.format, "format", "text", "output `text` or json")
 	fs.StringVar(&c.out, "out", "", "write capacity.txt, capacity.json and PNG plots to `DIR`")
 	fs.BoolVar(&c.progress, "progress", false, "show the progress bar even when stderr is not a terminal")
+	c.live.declare(fs, false, true)
 	c.sh.Register(fs)
 	fs.DurationVar(&c.shardWait, "shard-wait", 6*time.Hour, "with --shard: how long to wait for the other shards' results of a step")
 	c.col.declare(fs)

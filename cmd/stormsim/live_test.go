@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stormsim/stormsim/metrics"
+)
+
+func TestLiveFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "five-layer-chain", "--live-speed", "10x"}, "--live-speed needs --live ADDR"},
+		{[]string{"run", "five-layer-chain", "--live", "127.0.0.1:0", "--live-speed", "fast"}, "--live-speed: want a positive speed"},
+		{[]string{"run", "five-layer-chain", "--live", "0.0.0.0:0"}, "--live: live: address \"0.0.0.0:0\": not a loopback address"},
+		{[]string{"run", "five-layer-chain", "--live", "localhost"}, "--live: live: address \"localhost\": want host:port"},
+		{[]string{"sweep", "five-layer-chain", "--param", "workload.rate", "--values", "1", "--live", ":0"}, "not a loopback address"},
+		{[]string{"capacity", "five-layer-chain", "--slo", "p99<1s", "--live", ":0"}, "not a loopback address"},
+		{[]string{"compare", "five-layer-chain", "--live", ":0"}, "not a loopback address"},
+		{[]string{"serve", "five-layer-chain", "--live", ":0"}, "not a loopback address"},
+		{[]string{"load", "five-layer-chain", "--live", ":0"}, "not a loopback address"},
+	} {
+		_, errOut, code := runCLI(t, tc.args...)
+		require.Equal(t, exitUsage, code, "%v: %s", tc.args, errOut)
+		require.Contains(t, errOut, tc.want, "%v", tc.args)
+	}
+}
+
+// freeAddr returns a loopback address no one listens on (just now).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// watch connects to a live view as soon as it listens and returns the
+// names of the events it streams, and each interval's t_s, until the end.
+func watch(t *testing.T, addr string) <-chan []string {
+	out := make(chan []string, 1)
+	go func() {
+		var events []string
+		defer func() { out <- events }()
+		deadline := time.Now().Add(20 * time.Second)
+		var resp *http.Response
+		for {
+			var err error
+			if resp, err = http.Get("http://" + addr + "/events"); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if name, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				events = append(events, name)
+			}
+		}
+	}()
+	return out
+}
+
+// `run --live` streams every row of the run (paced, so a viewer can
+// connect), as many as timeseries.csv holds, then the end.
+func TestRunLiveStreamsEveryRow(t *testing.T) {
+	addr, dir := freeAddr(t), t.TempDir()
+	got := watch(t, addr)
+	_, errOut, code := runCLI(t, "run", "five-layer-chain", "--duration", "4s", "--set", "warmup=0s", "--set", "interval=500ms",
+		"--live", addr, "--live-speed", "8x", "--out", dir)
+	require.Equal(t, 0, code, errOut)
+	events := <-got
+	f, err := os.Open(filepath.Join(dir, "timeseries.csv"))
+	require.NoError(t, err)
+	defer f.Close()
+	ts, err := metrics.ReadCSV(f)
+	require.NoError(t, err)
+	require.Equal(t, strings.Repeat("interval ", len(ts.Rows))+"end", strings.Join(events, " "))
+}
+
+// `sweep --live` streams one point per run.
+func TestSweepLiveStreamsPoints(t *testing.T) {
+	addr := freeAddr(t)
+	got := watch(t, addr)
+	// A sweep finishes fast: let the viewer connect first.
+	time.Sleep(10 * time.Millisecond)
+	dir := t.TempDir()
+	_, errOut, code := runCLI(t, "sweep", "five-layer-chain", "--param", "workload.rate", "--values", "100,200",
+		"--replicas", "2", "--set", "duration=2s", "--set", "warmup=0s", "--live", addr, "--out", dir)
+	require.Equal(t, 0, code, errOut)
+	events := <-got
+	b, err := os.ReadFile(filepath.Join(dir, "sweep.csv"))
+	require.NoError(t, err)
+	runs := strings.Count(strings.TrimSpace(string(b)), "\n") // rows after the header
+	require.GreaterOrEqual(t, runs, 4)
+	require.Equal(t, strings.Repeat("point ", runs)+"end", strings.Join(events, " "))
+}
