@@ -68,7 +68,7 @@ func TestLoadRunStreamsOneEventPerInterval(t *testing.T) {
 	}
 	var offered float64
 	for i, r := range rows {
-		if got := r[metrics.ColTime]; got != (time.Duration(i) * iv).Seconds() || r[metrics.ColInterval] != iv.Seconds() {
+		if got := r[metrics.ColTime]; got != (time.Duration(i)*iv).Seconds() || r[metrics.ColInterval] != iv.Seconds() {
 			t.Errorf("event %d: t_s %v interval_s %v", i, got, r[metrics.ColInterval])
 		}
 		if len(r) != len(res.Series.Columns)+2 {

@@ -112,7 +112,6 @@ func TestIntervalEventFields(t *testing.T) {
 	}
 }
 
-
 // A viewer that connects late is sent the run so far, in order, then
 // what follows; a point is delivered as published.
 func TestLateViewerGetsHistory(t *testing.T) {
