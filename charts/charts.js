@@ -234,7 +234,8 @@
       c.plot.setData(data);
     }
     if (this.opts.onDraw) {
-      this.opts.onDraw(this);
+      // uPlot paints in a microtask after setData: report after it.
+      setTimeout(function () { self.opts.onDraw(self); }, 0);
     }
   };
 

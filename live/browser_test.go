@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,23 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/internal/chromium"
 	"github.com/stormsim/stormsim/live"
 	"github.com/stormsim/stormsim/sim"
 )
-
-// chromium returns the headless browser, skipping the test when it is not
-// installed, except under CI=true where it must be (as plots' report test).
-func chromium(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but chromium is not on PATH: install it (apt-get install -y chromium)")
-		}
-		t.Skip("chromium not on PATH")
-	}
-	return bin
-}
 
 // browser is a headless Chromium showing one page until stopped.
 type browser struct {
@@ -71,13 +57,7 @@ func (b *browser) stop() (console []string) {
 	<-b.done
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, line := range strings.Split(b.stderr.String(), "\n") {
-		// Page console output is logged as ...:CONSOLE(line)] "message".
-		if strings.Contains(line, ":CONSOLE") || strings.Contains(line, "Uncaught") {
-			console = append(console, line)
-		}
-	}
-	return console
+	return chromium.Console(b.stderr.String())
 }
 
 // chartState is what the page's probe reports after each draw.
@@ -95,7 +75,7 @@ type chartState struct {
 // chart grew and was redrawn between them and that the console stayed
 // clean. A broken page first proves the console check can fire.
 func TestLivePageInBrowser(t *testing.T) {
-	bin := chromium(t)
+	bin := chromium.Path(t)
 	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "<!DOCTYPE html><p>x</p><script>notDefined()</script>")
 	}))

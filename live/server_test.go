@@ -257,20 +257,25 @@ func TestStalledViewersCannotSlowTheRun(t *testing.T) {
 	}()
 	var took time.Duration
 	intervals, skipped := 0, 0
+	count := func(ev event) {
+		switch ev.name {
+		case "interval":
+			intervals++
+		case "skipped":
+			var s struct{ Events int }
+			if err := json.Unmarshal([]byte(ev.data), &s); err != nil {
+				t.Errorf("skipped: %v", err)
+			}
+			skipped += s.Events
+		}
+	}
 	for took == 0 {
 		select {
 		case took = <-done:
 		case ev := <-evs:
 			// This viewer is slow: it takes its time over every event.
 			time.Sleep(50 * time.Microsecond)
-			switch ev.name {
-			case "interval":
-				intervals++
-			case "skipped":
-				var s struct{ Events int }
-				json.Unmarshal([]byte(ev.data), &s)
-				skipped += s.Events
-			}
+			count(ev)
 		case <-time.After(10 * time.Second):
 			t.Fatal("publishing 20000 rows did not finish in 10 s with stalled viewers")
 		}
@@ -278,14 +283,7 @@ func TestStalledViewersCannotSlowTheRun(t *testing.T) {
 	during := heapInUse()
 	srv.End()
 	for ev := range evs {
-		switch ev.name {
-		case "interval":
-			intervals++
-		case "skipped":
-			var s struct{ Events int }
-			json.Unmarshal([]byte(ev.data), &s)
-			skipped += s.Events
-		}
+		count(ev)
 	}
 	t.Logf("published %d rows in %v with %d stalled viewers; the slow viewer read %d and skipped %d; heap %d -> %d KiB",
 		events, took, viewers, intervals, skipped, before>>10, during>>10)

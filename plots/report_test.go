@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/charts"
+	"github.com/stormsim/stormsim/internal/chromium"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/metrics/metricstest"
 	"github.com/stormsim/stormsim/plots"
@@ -139,20 +140,6 @@ func TestReportPNGFallback(t *testing.T) {
 	}
 }
 
-// chromium returns the headless browser, skipping the test when it is not
-// installed, except under CI=true where it must be.
-func chromium(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but chromium is not on PATH: install it (apt-get install -y chromium)")
-		}
-		t.Skip("chromium not on PATH")
-	}
-	return bin
-}
-
 // render loads page in headless Chromium (no network services, a fresh
 // profile), and returns its console messages and a screenshot.
 func render(t *testing.T, bin, page string) (console []string, shot image.Image) {
@@ -170,12 +157,7 @@ func render(t *testing.T, bin, page string) (console []string, shot image.Image)
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, stderr.Bytes())
 	}
-	for _, line := range strings.Split(stderr.String(), "\n") {
-		// Page console output is logged as ...:CONSOLE(line)] "message".
-		if strings.Contains(line, ":CONSOLE") || strings.Contains(line, "Uncaught") {
-			console = append(console, line)
-		}
-	}
+	console = chromium.Console(stderr.String())
 	f, err := os.Open(out)
 	if err != nil {
 		t.Fatalf("no screenshot: %v\n%s", err, stderr.Bytes())
@@ -193,7 +175,7 @@ func render(t *testing.T, bin, page string) (console []string, shot image.Image)
 // checks the page shows without console errors and is not blank. A broken
 // page rendered first proves the console check can fire.
 func TestReportInBrowser(t *testing.T) {
-	bin := chromium(t)
+	bin := chromium.Path(t)
 	bad := filepath.Join(t.TempDir(), "bad.html")
 	if err := os.WriteFile(bad, []byte("<!DOCTYPE html><p>x</p><script>notDefined()</script>"), 0o644); err != nil {
 		t.Fatal(err)
