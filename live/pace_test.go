@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 )
@@ -70,4 +71,17 @@ func TestPacerCancelled(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Wait ignored its cancelled context")
 	}
+}
+
+// Whatever it is given, ParseSpeed returns a usable speed or an error.
+func FuzzParseSpeed(f *testing.F) {
+	for _, s := range []string{"10x", "0.5x", "1e3", "-1x", "x", "NaN", "1e400x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseSpeed(s)
+		if err == nil && !(v > 0 && !math.IsInf(v, 0)) {
+			t.Errorf("ParseSpeed(%q) = %v without an error", s, v)
+		}
+	})
 }

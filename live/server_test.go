@@ -194,7 +194,7 @@ func TestPageSelfContained(t *testing.T) {
 }
 
 // stall opens n connections that ask for /events and never read.
-func stall(t *testing.T, url string, n int) {
+func stall(t testing.TB, url string, n int) {
 	t.Helper()
 	host := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/")
 	for range n {
@@ -324,5 +324,30 @@ func TestCloseWithStalledViewers(t *testing.T) {
 	srv.Close(ctx)
 	if ctx.Err() != nil {
 		t.Errorf("Close waited %v for stalled viewers: they were not dropped", time.Since(t0))
+	}
+}
+
+// BenchmarkRowStalledViewers is the cost to the run of publishing one
+// interval of 60 columns while 16 viewers have stopped reading.
+func BenchmarkRowStalledViewers(b *testing.B) {
+	srv, err := live.Start(live.Options{Addr: "127.0.0.1:0", LogEvents: 256, WriteTimeout: time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Close(ctx)
+	}()
+	stall(b, srv.URL(), 16)
+	cols := make([]string, 60)
+	row := make([]float64, len(cols))
+	for i := range cols {
+		cols[i] = metrics.Column(metrics.MetricQueue, fmt.Sprintf("service-%02d", i))
+		row[i] = float64(i) * 1.25
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		srv.Row(time.Duration(i)*time.Second, time.Second, cols, row)
 	}
 }

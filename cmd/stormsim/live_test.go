@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormsim/stormsim/live"
 	"github.com/stormsim/stormsim/metrics"
 )
 
@@ -47,8 +49,8 @@ func freeAddr(t *testing.T) string {
 }
 
 // watch connects to a live view as soon as it listens and returns the
-// names of the events it streams, and each interval's t_s, until the end.
-func watch(t *testing.T, addr string) <-chan []string {
+// names of the events it streams until the end; data gets their data.
+func watch(t *testing.T, addr string, data ...*[]string) <-chan []string {
 	out := make(chan []string, 1)
 	go func() {
 		var events []string
@@ -71,6 +73,9 @@ func watch(t *testing.T, addr string) <-chan []string {
 		for sc.Scan() {
 			if name, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
 				events = append(events, name)
+			}
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && len(data) > 0 {
+				*data[0] = append(*data[0], d)
 			}
 		}
 	}()
@@ -110,4 +115,24 @@ func TestSweepLiveStreamsPoints(t *testing.T) {
 	runs := strings.Count(strings.TrimSpace(string(b)), "\n") // rows after the header
 	require.GreaterOrEqual(t, runs, 4)
 	require.Equal(t, strings.Repeat("point ", runs)+"end", strings.Join(events, " "))
+}
+
+// `compare --live` streams one point per variant, named by the variant
+// and placed at its position in the list.
+func TestCompareLiveStreamsAPointPerVariant(t *testing.T) {
+	addr := freeAddr(t)
+	var data []string
+	got := watch(t, addr, &data)
+	time.Sleep(10 * time.Millisecond)
+	out, errOut, code := runCLI(t, "compare", "five-layer-chain", "--set", "duration=2s", "--set", "warmup=0s", "--live", addr)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "point point end", strings.Join(<-got, " "))
+	seen := map[string]float64{}
+	for _, d := range data[:2] {
+		var p live.Point
+		require.NoError(t, json.Unmarshal([]byte(d), &p))
+		seen[p.Series] = p.X
+		require.Contains(t, p.Values, "amplification")
+	}
+	require.Equal(t, map[string]float64{"baseline": 1, "budget-10pct": 2}, seen, out)
 }
