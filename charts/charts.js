@@ -100,6 +100,14 @@
     }
   ];
 
+  // The titles and units of the values a point carries (live.PointOf).
+  var pointTitles = {
+    goodput_rps: ["Goodput (mean of replicas)", "req/s"],
+    amplification: ["Largest amplification (mean of replicas)", "attempts / request"],
+    latency_p99_ms: ["p99 latency of succeeded requests (mean of replicas)", "ms"],
+    success_ratio: ["Share of requests that succeeded (mean of replicas)", "succeeded / offered"]
+  };
+
   function width(root) {
     return Math.max(320, Math.min(1100, (root.clientWidth || 900) - 10));
   }
@@ -190,11 +198,18 @@
       this.pointXs.push(x);
       this.pointXs.sort(function (a, b) { return a - b; });
     }
+    // Replicas of one point and line are averaged as they arrive.
     var names = Object.keys(p.values || {}).sort();
     for (var i = 0; i < names.length; i++) {
+      var v = num(p.values[names[i]]);
+      if (v === null) {
+        continue;
+      }
       var byX = this.pointData[names[i]] || (this.pointData[names[i]] = {});
       var byS = byX[x] || (byX[x] = {});
-      byS[name] = num(p.values[names[i]]);
+      var acc = byS[name] || (byS[name] = { sum: 0, n: 0 });
+      acc.sum += v;
+      acc.n++;
     }
     this.points++;
     this.schedule();
@@ -220,14 +235,15 @@
     for (i = 0; i < names.length; i++) {
       var n = names[i], c = this.pointCharts[n];
       if (!c) {
-        c = this.pointCharts[n] = newPlot(this.root, "point-" + n.replace(/[^A-Za-z0-9_-]/g, "_"), n,
-          this.pointLabel, n, this.pointSeries, true);
+        var t = pointTitles[n] || [n, n];
+        c = this.pointCharts[n] = newPlot(this.root, "point-" + n.replace(/[^A-Za-z0-9_-]/g, "_"), t[0],
+          this.pointLabel, t[1], this.pointSeries, true);
       }
       var data = [this.pointXs.slice()];
       this.pointSeries.forEach(function (s) {
         data.push(self.pointXs.map(function (x) {
           var v = self.pointData[n][x];
-          return v && s in v ? v[s] : null;
+          return v && s in v ? v[s].sum / v[s].n : null;
         }));
       });
       c.data = data;

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stormsim/stormsim/internal/chromium"
 	"github.com/stormsim/stormsim/live"
+	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/sim"
 )
 
@@ -63,6 +64,7 @@ func (b *browser) stop() (console []string) {
 // chartState is what the page's probe reports after each draw.
 type chartState struct {
 	Rows   int
+	Points int
 	Charts []struct {
 		ID     string
 		Xs     int
@@ -96,22 +98,7 @@ faults:
   - {service: db, at: 3s, for: 20s, capacity: 0.4}
 `)
 	srv := start(t, live.Options{Title: sc.Name})
-	states := make(chan chartState, 64)
-	mux := http.NewServeMux()
-	mux.Handle("/", srv.Handler())
-	mux.HandleFunc("POST /probe", func(w http.ResponseWriter, r *http.Request) {
-		var s chartState
-		if err := json.NewDecoder(r.Body).Decode(&s); err != nil {
-			t.Errorf("probe: %v", err)
-		}
-		select {
-		case states <- s:
-		default:
-		}
-		w.WriteHeader(http.StatusNoContent)
-	})
-	page := httptest.NewServer(mux)
-	defer page.Close()
+	page, states := probedPage(t, srv)
 
 	// The simulation, paced at 8x: a row every 125 ms for 15 s at most.
 	ctx, stopRun := context.WithCancel(context.Background())
@@ -126,22 +113,8 @@ faults:
 		ran <- err
 	}()
 
-	b := openBrowser(t, bin, page.URL+"/?probe")
-	var first, second chartState
-	timeout := time.After(60 * time.Second)
-	for second.Rows == 0 {
-		select {
-		case s := <-states:
-			switch {
-			case first.Rows == 0 && s.Rows > 0:
-				first = s
-			case first.Rows > 0 && s.Rows > first.Rows:
-				second = s
-			}
-		case <-timeout:
-			t.Fatalf("no two updates within 60 s (first %+v)", first)
-		}
-	}
+	b := openBrowser(t, bin, page+"/?probe")
+	first, second := twoUpdates(t, states, func(s chartState) int { return s.Rows })
 	stopRun()
 	if err := <-ran; err != nil {
 		t.Fatal(err)
@@ -172,6 +145,104 @@ faults:
 		}
 		if c.Digest == f.Digest {
 			t.Errorf("chart %s: the canvas did not change between updates", c.ID)
+		}
+	}
+}
+
+// probedPage serves srv's page with a /probe endpoint that passes on what
+// the page reports (?probe) after each draw.
+func probedPage(t *testing.T, srv *live.Server) (url string, states <-chan chartState) {
+	t.Helper()
+	ch := make(chan chartState, 64)
+	mux := http.NewServeMux()
+	mux.Handle("/", srv.Handler())
+	mux.HandleFunc("POST /probe", func(w http.ResponseWriter, r *http.Request) {
+		var s chartState
+		if err := json.NewDecoder(r.Body).Decode(&s); err != nil {
+			t.Errorf("probe: %v", err)
+		}
+		select {
+		case ch <- s:
+		default:
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	page := httptest.NewServer(mux)
+	t.Cleanup(page.Close)
+	return page.URL, ch
+}
+
+// twoUpdates waits for a first drawing with data and a later one with
+// more, by count.
+func twoUpdates(t *testing.T, states <-chan chartState, count func(chartState) int) (first, second chartState) {
+	t.Helper()
+	timeout := time.After(60 * time.Second)
+	for count(second) == 0 {
+		select {
+		case s := <-states:
+			switch {
+			case count(first) == 0 && count(s) > 0:
+				first = s
+			case count(first) > 0 && count(s) > count(first):
+				second = s
+			}
+		case <-timeout:
+			t.Fatalf("no two updates within 60 s (first %+v)", first)
+		}
+	}
+	return first, second
+}
+
+// The points of a sweep, drawn as they finish: one chart per value, the
+// replicas of a point averaged, every chart redrawn as points arrive.
+func TestLivePointsInBrowser(t *testing.T) {
+	bin := chromium.Path(t)
+	srv := start(t, live.Options{Title: "sweep"})
+	page, states := probedPage(t, srv)
+	stop := make(chan struct{})
+	published := make(chan struct{})
+	go func() {
+		defer close(published)
+		for i := 0; ; i++ {
+			s := &metrics.Summary{GoodputRPS: float64(10 * i), Amplification: 1 + float64(i%3),
+				Requests: metrics.Requests{Offered: 100, Succeeded: int64(100 - i%50)}, LatencyMs: metrics.Latency{P99: float64(i)}}
+			srv.Point(live.PointOf(float64(100*(i/4)), "workload.rate", []string{"baseline", "budget"}[i%2], s))
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	b := openBrowser(t, bin, page+"/?probe")
+	first, second := twoUpdates(t, states, func(s chartState) int { return s.Points })
+	close(stop)
+	<-published
+	srv.End()
+	if console := b.stop(); len(console) > 0 {
+		t.Errorf("console output on the live page:\n%s", strings.Join(console, "\n"))
+	}
+	ids := map[string]bool{}
+	for _, c := range second.Charts {
+		ids[c.ID] = true
+	}
+	for _, want := range []string{"point-goodput_rps", "point-amplification", "point-latency_p99_ms", "point-success_ratio"} {
+		if !ids[want] {
+			t.Errorf("no %s chart (charts: %v)", want, ids)
+		}
+	}
+	// The x axis holds the distinct swept values: four points (two lines,
+	// two replicas) per value.
+	for _, c := range second.Charts {
+		if want := (second.Points + 3) / 4; c.Xs != want {
+			t.Errorf("chart %s: %d x values for %d points, want %d", c.ID, c.Xs, second.Points, want)
+		}
+	}
+	if len(first.Charts) == len(second.Charts) {
+		for i, c := range second.Charts {
+			if c.Digest == first.Charts[i].Digest {
+				t.Errorf("chart %s: the canvas did not change between %d and %d points", c.ID, first.Points, second.Points)
+			}
 		}
 	}
 }

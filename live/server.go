@@ -399,12 +399,16 @@ func renderPage(title string) ([]byte, error) {
 
 // PointOf is the point of one finished run: at x (named xLabel) on the
 // line series, the run's goodput, largest amplification, p99 latency of
-// succeeded requests and share of offered requests that succeeded.
+// succeeded requests (absent when none succeeded: a collapsed system is
+// not fast) and share of offered requests that succeeded (absent when
+// none were offered).
 func PointOf(x float64, xLabel, series string, s *metrics.Summary) Point {
 	v := map[string]float64{
-		"goodput_rps":    s.GoodputRPS,
-		"amplification":  s.Amplification,
-		"latency_p99_ms": s.LatencyMs.P99,
+		"goodput_rps":   s.GoodputRPS,
+		"amplification": s.Amplification,
+	}
+	if s.Requests.Succeeded > 0 {
+		v["latency_p99_ms"] = s.LatencyMs.P99
 	}
 	if s.Requests.Offered > 0 {
 		v["success_ratio"] = float64(s.Requests.Succeeded) / float64(s.Requests.Offered)

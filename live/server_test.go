@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -349,5 +350,28 @@ func BenchmarkRowStalledViewers(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		srv.Row(time.Duration(i)*time.Second, time.Second, cols, row)
+	}
+}
+
+// A run where nothing succeeded has no latency, and one where nothing was
+// offered no success ratio: absent, not 0.
+func TestPointOfLeavesOutWhatWasNotMeasured(t *testing.T) {
+	for _, tc := range []struct {
+		req  metrics.Requests
+		want string
+	}{
+		{metrics.Requests{Offered: 10, Succeeded: 4}, "amplification goodput_rps latency_p99_ms success_ratio"},
+		{metrics.Requests{Offered: 10}, "amplification goodput_rps success_ratio"},
+		{metrics.Requests{}, "amplification goodput_rps"},
+	} {
+		p := live.PointOf(1, "x", "s", &metrics.Summary{Requests: tc.req, LatencyMs: metrics.Latency{P99: 12}})
+		var names []string
+		for k := range p.Values {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		if got := strings.Join(names, " "); got != tc.want {
+			t.Errorf("%+v: values %s, want %s", tc.req, got, tc.want)
+		}
 	}
 }
