@@ -52,6 +52,14 @@ func (l *eventLog) append(ev []byte) {
 	l.wake = make(chan struct{})
 }
 
+// oldest returns a cursor at the oldest event the log holds: where a new
+// viewer starts, so that it is not told of events lost before it came.
+func (l *eventLog) oldest() cursor {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return cursor{seq: l.first}
+}
+
 // end marks the log complete and wakes every reader.
 func (l *eventLog) end() {
 	l.mu.Lock()

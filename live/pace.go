@@ -21,7 +21,8 @@ func ParseSpeed(s string) (float64, error) {
 }
 
 // Pacer holds a simulation back so that simulated time advances at most
-// Speed times as fast as the wall clock, from the first Wait on.
+// Speed times as fast as the wall clock, from the first Wait on. A Pacer
+// paces one simulation: it is not safe for concurrent use.
 type Pacer struct {
 	// Speed is simulated seconds per wall-clock second; ≤ 0 does not pace.
 	Speed float64

@@ -193,7 +193,8 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(s.page)
 }
 
-// serveEvents streams the log to one viewer from its oldest event.
+// serveEvents streams the log to one viewer from its oldest event: the run
+// so far, as far as the log reaches back, then what follows.
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	s.viewers.Add(1)
 	defer s.viewers.Done()
@@ -220,7 +221,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	beat := time.NewTicker(s.opt.Heartbeat)
 	defer beat.Stop()
-	var cur cursor
+	cur := s.log.oldest()
 	var batch [][]byte
 	for {
 		var wake <-chan struct{}

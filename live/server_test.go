@@ -375,3 +375,25 @@ func TestPointOfLeavesOutWhatWasNotMeasured(t *testing.T) {
 		}
 	}
 }
+
+// A viewer that connects after the log dropped the run's first events is
+// sent what it holds, without being told it fell behind: it never was.
+func TestLateViewerPastTheLogIsNotToldItSkipped(t *testing.T) {
+	srv := start(t, live.Options{LogEvents: 4})
+	for i := range 10 {
+		srv.Row(time.Duration(i)*time.Second, time.Second, []string{metrics.ColOffered}, []float64{float64(i)})
+	}
+	srv.End()
+	evs := make(chan event, 16)
+	readEvents(t, srv.URL(), evs)
+	var got []string
+	for ev := range evs {
+		got = append(got, ev.name+" "+ev.data)
+	}
+	want := []string{
+		`interval {"t_s":6,"interval_s":1,"offered":6}`, `interval {"t_s":7,"interval_s":1,"offered":7}`,
+		`interval {"t_s":8,"interval_s":1,"offered":8}`, `interval {"t_s":9,"interval_s":1,"offered":9}`, "end {}"}
+	if !slices.Equal(got, want) {
+		t.Errorf("events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -100,11 +100,12 @@ type Options struct {
 	// Tracing, if set, opens a root span per logical request and a client
 	// span per attempt (nil: no tracing).
 	Tracing *Tracing
-	// OnRow, if set, is called once per interval as the run goes, from one
+	// OnRow, if set, is called at the end of every interval, from one
 	// goroutine, with that interval's row of the time series as known
-	// then (outcomes still arriving are counted in later calls' rows
-	// only in the final result), then once for each row left when the
-	// run ends: the live view's feed. columns and row are the callee's.
+	// then, and when the run ends once for each row still unsent: the
+	// live view's feed, as many rows as the result's series. A request
+	// is counted when it ends, so the result may hold more in a row than
+	// was sent while it was in flight. columns and row are the callee's.
 	OnRow func(start time.Duration, columns []string, row []float64)
 	// services adds a scenario run's sampled service columns to OnRow's
 	// rows (RunScenario sets it).

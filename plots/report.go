@@ -21,12 +21,12 @@ import (
 const ReportFile = "report.html"
 
 // WriteReport writes dir/report.html (atomically): a self-contained page
-// with the run's summary tables, its time series drawn by the chart
-// module the live view runs (package charts, inlined), and the given
-// plots inlined. SVG files are
-// embedded as markup, PNG files without an SVG twin as data URIs; nothing
-// refers to the network or to other files, so the page opens anywhere,
-// offline. plotFiles is typically what WriteAll returned.
+// with the run's summary tables, its time series drawn by the chart module
+// the live view runs (package charts, inlined), and the given plots
+// inlined. SVG files are embedded as markup, PNG files without an SVG
+// twin as data URIs; nothing refers to the network or to other files, so
+// the page opens anywhere, offline. plotFiles is typically what WriteAll
+// returned.
 func WriteReport(dir string, r *metrics.Result, plotFiles []string) error {
 	figs, err := reportFigures(plotFiles)
 	if err != nil {
