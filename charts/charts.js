@@ -49,11 +49,18 @@
     },
     {
       id: "amplification", title: "Attempts per hop (per offered request)", unit: "attempts / request",
+      // Without offered requests (stormsim serve, driven by someone
+      // else) the hops' attempts per second.
+      titleWithout: ["offered", "Attempts per hop", "attempts/s"],
       series: function (cols) {
+        var perRequest = cols.indexOf("offered") >= 0;
         return perEntity(cols, "attempts").map(function (c) {
           return {
             label: entity(c), value: function (r) {
               var a = num(r[c]), o = num(r.offered);
+              if (!perRequest) {
+                return a === null ? null : a / r.interval_s;
+              }
               return a === null || !o ? null : a / o;
             }
           };
@@ -157,7 +164,12 @@
         if (s.length === 0) {
           continue;
         }
-        var c = newPlot(root, specs[i].id, specs[i].title, "time (s)", specs[i].unit,
+        var title = specs[i].title, unit = specs[i].unit, w = specs[i].titleWithout;
+        if (w && cols.indexOf(w[0]) < 0) {
+          title = w[1];
+          unit = w[2];
+        }
+        var c = newPlot(root, specs[i].id, title, "time (s)", unit,
           s.map(function (x) { return x.label; }), false);
         c.series = s;
         this.charts.push(c);

@@ -258,3 +258,44 @@ func (b *browser) waitExit(t *testing.T) []string {
 	}
 	return b.stop()
 }
+
+// The rows of 'stormsim serve' have no offered or latency columns: the
+// page draws attempts per second at each hop and the queues, and nothing
+// it has no data for.
+func TestServeRowsInBrowser(t *testing.T) {
+	bin := chromium.Path(t)
+	srv := start(t, live.Options{Title: "serve"})
+	page, states := probedPage(t, srv)
+	cols := []string{metrics.Column(metrics.MetricAttempts, "db"), metrics.Column(metrics.MetricAttempts, "gw"),
+		metrics.Column(metrics.MetricQueue, "db"), metrics.Column(metrics.MetricQueue, "gw")}
+	stop, published := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(published)
+		for i := 0; ; i++ {
+			srv.Row(time.Duration(i)*time.Second, time.Second, cols, []float64{float64(10 * i), float64(5 * i), float64(i % 7), 0})
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	b := openBrowser(t, bin, page+"/?probe")
+	first, second := twoUpdates(t, states, func(s chartState) int { return s.Rows })
+	close(stop)
+	<-published
+	srv.End()
+	if console := b.stop(); len(console) > 0 {
+		t.Errorf("console output on the live page:\n%s", strings.Join(console, "\n"))
+	}
+	var ids []string
+	for i, c := range second.Charts {
+		ids = append(ids, c.ID)
+		if i < len(first.Charts) && c.Digest == first.Charts[i].Digest {
+			t.Errorf("chart %s did not change between %d and %d rows", c.ID, first.Rows, second.Rows)
+		}
+	}
+	if got := strings.Join(ids, " "); got != "amplification queue" {
+		t.Errorf("charts %q, want amplification queue", got)
+	}
+}
