@@ -68,6 +68,9 @@ type Server struct {
 	// viewers counts the /events handlers running, for Close.
 	viewers sync.WaitGroup
 	served  chan struct{}
+	// viewed is closed when the first viewer connects to /events.
+	viewed     chan struct{}
+	viewedOnce sync.Once
 }
 
 // Start listens on opt.Addr and serves the live view until Close.
@@ -103,7 +106,7 @@ func Start(opt Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("live: %w", err)
 	}
-	s := &Server{opt: opt, ln: ln, page: page, served: make(chan struct{})}
+	s := &Server{opt: opt, ln: ln, page: page, served: make(chan struct{}), viewed: make(chan struct{})}
 	s.log.init(opt.LogEvents, opt.LogBytes)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.servePage)
@@ -177,6 +180,21 @@ func (s *Server) Close(ctx context.Context) error {
 	return err
 }
 
+// WaitViewer waits until a viewer has connected to /events, or ctx is
+// done, and reports whether one has: a run can then start with someone
+// watching from its first interval.
+func (s *Server) WaitViewer(ctx context.Context) bool {
+	if s == nil {
+		return false
+	}
+	select {
+	case <-s.viewed:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // Dropped returns how many events viewers have skipped in all, having
 // fallen behind the log.
 func (s *Server) Dropped() int64 {
@@ -198,6 +216,7 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	s.viewers.Add(1)
 	defer s.viewers.Done()
+	s.viewedOnce.Do(func() { close(s.viewed) })
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

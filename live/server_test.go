@@ -397,3 +397,22 @@ func TestLateViewerPastTheLogIsNotToldItSkipped(t *testing.T) {
 		t.Errorf("events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+func TestWaitViewer(t *testing.T) {
+	srv := start(t, live.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if srv.WaitViewer(ctx) {
+		t.Fatal("WaitViewer reported a viewer before any connected")
+	}
+	evs := make(chan event, 4)
+	readEvents(t, srv.URL(), evs)
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if !srv.WaitViewer(ctx) {
+		t.Fatal("WaitViewer missed the viewer")
+	}
+	srv.End()
+	for range evs {
+	}
+}

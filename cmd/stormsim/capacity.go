@@ -123,7 +123,7 @@ func (c *capacityCommand) run(ctx context.Context, args []string, w io.Writer) e
 	if err != nil {
 		return &exitError{exitUsage, err}
 	}
-	lv, err := c.live.start("capacity "+base.Name, false)
+	lv, err := c.live.start(ctx, "capacity "+base.Name, false)
 	if err != nil {
 		return err
 	}

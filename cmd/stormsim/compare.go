@@ -82,7 +82,7 @@ func (c *compareCommand) run(ctx context.Context, args []string, w io.Writer) er
 	// it, and each returns what it simulated so far (status
 	// interrupted), so an interrupted comparison still has every
 	// column to show and write.
-	lv, err := c.live.start("compare "+base.Name, false)
+	lv, err := c.live.start(ctx, "compare "+base.Name, false)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 type liveFlags struct {
 	addr   string
 	speed  string
+	wait   time.Duration
 	remote bool
 }
 
@@ -28,6 +29,7 @@ type liveFlags struct {
 // an --allow-remote for commands that have none.
 func (f *liveFlags) declare(fs *pflag.FlagSet, paced, remote bool) {
 	fs.StringVar(&f.addr, "live", "", "serve a live view of the run at `ADDR` (host:port, loopback unless --allow-remote): charts at /, server-sent events at /events")
+	fs.DurationVar(&f.wait, "live-wait", 0, "with --live, wait up to this long for a first viewer before starting, to watch from the first interval")
 	if paced {
 		fs.StringVar(&f.speed, "live-speed", "", "with --live, pace the simulation at `SPEED` times the wall clock (e.g. 10x), to watch a storm form (default: unpaced)")
 	}
@@ -44,13 +46,17 @@ type liveView struct {
 }
 
 // start starts the live view when --live was given, announcing its URL on
-// stderr; remote allows an address off the loopback interface.
-func (f *liveFlags) start(title string, remote bool) (liveView, error) {
+// stderr, and waits --live-wait for a viewer (less if ctx ends first);
+// remote allows an address off the loopback interface.
+func (f *liveFlags) start(ctx context.Context, title string, remote bool) (liveView, error) {
 	if f.addr == "" {
-		if f.speed != "" {
-			return liveView{}, &exitError{exitUsage, errors.New("--live-speed needs --live ADDR")}
+		if f.speed != "" || f.wait != 0 {
+			return liveView{}, &exitError{exitUsage, errors.New("--live-speed and --live-wait need --live ADDR")}
 		}
 		return liveView{}, nil
+	}
+	if f.wait < 0 {
+		return liveView{}, &exitError{exitUsage, fmt.Errorf("--live-wait: want a duration ≥ 0, got %v", f.wait)}
 	}
 	var lv liveView
 	if f.speed != "" {
@@ -66,6 +72,12 @@ func (f *liveFlags) start(title string, remote bool) (liveView, error) {
 	}
 	lv.srv = srv
 	fmt.Fprintf(os.Stderr, "live view at %s\n", srv.URL())
+	if f.wait > 0 {
+		fmt.Fprintf(os.Stderr, "waiting up to %v for a viewer\n", f.wait)
+		ctx, cancel := context.WithTimeout(ctx, f.wait)
+		defer cancel()
+		srv.WaitViewer(ctx)
+	}
 	return lv, nil
 }
 

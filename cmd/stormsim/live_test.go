@@ -22,7 +22,9 @@ func TestLiveFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "five-layer-chain", "--live-speed", "10x"}, "--live-speed needs --live ADDR"},
+		{[]string{"run", "five-layer-chain", "--live-speed", "10x"}, "--live-speed and --live-wait need --live ADDR"},
+		{[]string{"run", "five-layer-chain", "--live-wait", "1s"}, "--live-speed and --live-wait need --live ADDR"},
+		{[]string{"run", "five-layer-chain", "--live", "127.0.0.1:0", "--live-wait", "-1s"}, "--live-wait: want a duration ≥ 0"},
 		{[]string{"run", "five-layer-chain", "--live", "127.0.0.1:0", "--live-speed", "fast"}, "--live-speed: want a positive speed"},
 		{[]string{"run", "five-layer-chain", "--live", "0.0.0.0:0"}, "--live: live: address \"0.0.0.0:0\": not a loopback address"},
 		{[]string{"run", "five-layer-chain", "--live", "localhost"}, "--live: live: address \"localhost\": want host:port"},
@@ -82,13 +84,14 @@ func watch(t *testing.T, addr string, data ...*[]string) <-chan []string {
 	return out
 }
 
-// `run --live` streams every row of the run (paced, so a viewer can
-// connect), as many as timeseries.csv holds, then the end.
+// `run --live` streams every row of the run, as many as timeseries.csv
+// holds, then the end; --live-wait holds the run until the viewer is
+// there.
 func TestRunLiveStreamsEveryRow(t *testing.T) {
 	addr, dir := freeAddr(t), t.TempDir()
 	got := watch(t, addr)
 	_, errOut, code := runCLI(t, "run", "five-layer-chain", "--duration", "4s", "--set", "warmup=0s", "--set", "interval=500ms",
-		"--live", addr, "--live-speed", "8x", "--out", dir)
+		"--live", addr, "--live-speed", "8x", "--live-wait", "20s", "--out", dir)
 	require.Equal(t, 0, code, errOut)
 	events := <-got
 	f, err := os.Open(filepath.Join(dir, "timeseries.csv"))
@@ -103,11 +106,9 @@ func TestRunLiveStreamsEveryRow(t *testing.T) {
 func TestSweepLiveStreamsPoints(t *testing.T) {
 	addr := freeAddr(t)
 	got := watch(t, addr)
-	// A sweep finishes fast: let the viewer connect first.
-	time.Sleep(10 * time.Millisecond)
 	dir := t.TempDir()
 	_, errOut, code := runCLI(t, "sweep", "five-layer-chain", "--param", "workload.rate", "--values", "100,200",
-		"--replicas", "2", "--set", "duration=2s", "--set", "warmup=0s", "--live", addr, "--out", dir)
+		"--replicas", "2", "--set", "duration=2s", "--set", "warmup=0s", "--live", addr, "--live-wait", "20s", "--out", dir)
 	require.Equal(t, 0, code, errOut)
 	events := <-got
 	b, err := os.ReadFile(filepath.Join(dir, "sweep.csv"))
@@ -123,8 +124,7 @@ func TestCompareLiveStreamsAPointPerVariant(t *testing.T) {
 	addr := freeAddr(t)
 	var data []string
 	got := watch(t, addr, &data)
-	time.Sleep(10 * time.Millisecond)
-	out, errOut, code := runCLI(t, "compare", "five-layer-chain", "--set", "duration=2s", "--set", "warmup=0s", "--live", addr)
+	out, errOut, code := runCLI(t, "compare", "five-layer-chain", "--set", "duration=2s", "--set", "warmup=0s", "--live", addr, "--live-wait", "20s")
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "point point end", strings.Join(<-got, " "))
 	seen := map[string]float64{}

@@ -138,7 +138,7 @@ func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error
 				opt.Method, c.target, c.rate, c.duration, opt.Workers, max(opt.Connections, opt.Workers))
 		}
 	}
-	lv, err := c.live.start("load "+c.target, c.remote)
+	lv, err := c.live.start(ctx, "load "+c.target, c.remote)
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 		}
 		epoch = c.sh.StartAt.Epoch(time.Now())
 	}
-	lv, err := c.live.start("load "+sc.Name, c.remote)
+	lv, err := c.live.start(ctx, "load "+sc.Name, c.remote)
 	if err != nil {
 		return err
 	}

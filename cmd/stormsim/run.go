@@ -65,7 +65,7 @@ func (c *runCommand) run(ctx context.Context, args []string, w io.Writer) error 
 	if err := c.slo.parse(sc); err != nil {
 		return err
 	}
-	lv, err := c.live.start(sc.Name, false)
+	lv, err := c.live.start(ctx, sc.Name, false)
 	if err != nil {
 		return err
 	}

@@ -59,7 +59,7 @@ func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err
 			fmt.Fprintf(os.Stderr, "stormsim serve: --allow-remote: %d services of %s will accept connections on %s\n", len(sc.Services), sc.Name, c.listen)
 		}
 	}
-	lv, err := c.live.start("serve "+sc.Name, c.remote)
+	lv, err := c.live.start(ctx, "serve "+sc.Name, c.remote)
 	if err != nil {
 		return err
 	}

@@ -123,7 +123,7 @@ func (c *sweepCommand) runSweep(ctx context.Context, b analysis.Builder, s *anal
 	if opt.Shard.Sharded() {
 		label += " shard " + opt.Shard.String()
 	}
-	lv, err := c.live.start(label+" "+s.Param, false)
+	lv, err := c.live.start(ctx, label+" "+s.Param, false)
 	if err != nil {
 		return err
 	}
