@@ -54,7 +54,7 @@ type Point struct {
 	XLabel string  `json:"x_label"`
 	// Series names the line the point belongs to (a variant).
 	Series string `json:"series"`
-	// Values are the point's results by name (goodput_rps, p99_ms, ...).
+	// Values are the point's results by name (goodput_rps, latency_p99_ms, ...).
 	Values map[string]float64 `json:"values"`
 }
 
@@ -127,8 +127,14 @@ func (s *Server) URL() string {
 	return "http://" + s.ln.Addr().String() + "/"
 }
 
-// Handler returns the server's handler, for tests that mount it elsewhere.
-func (s *Server) Handler() http.Handler { return s.srv.Handler }
+// Handler returns the server's handler (the page and /events), to mount
+// beside other routes.
+func (s *Server) Handler() http.Handler {
+	if s == nil {
+		return http.NotFoundHandler()
+	}
+	return s.srv.Handler
+}
 
 // Row publishes one interval of the time series: the row starting at
 // start, of the given width, with one value per column. It copies what it

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"slices"
 	"strings"
@@ -414,5 +415,21 @@ func TestWaitViewer(t *testing.T) {
 	}
 	srv.End()
 	for range evs {
+	}
+}
+
+// A nil Server (no --live) takes every call and does nothing.
+func TestNilServer(t *testing.T) {
+	var s *live.Server
+	s.Row(0, time.Second, []string{"x"}, []float64{1})
+	s.Point(live.Point{})
+	s.End()
+	if s.URL() != "" || s.Dropped() != 0 || s.WaitViewer(context.Background()) || s.Close(context.Background()) != nil {
+		t.Error("a nil Server did something")
+	}
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("nil Server's handler answered %d", rec.Code)
 	}
 }
