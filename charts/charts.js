@@ -152,7 +152,18 @@
     this.pointLabel = "x";
     this.points = 0;
     this.pending = false;
+    var self = this;
+    window.addEventListener("resize", function () { self.resize(); });
   }
+
+  // resize fits every chart to the element's width.
+  StormCharts.prototype.resize = function () {
+    var all = (this.charts || []).slice(), w = width(this.root);
+    for (var id in this.pointCharts) {
+      all.push(this.pointCharts[id]);
+    }
+    all.forEach(function (c) { c.plot.setSize({ width: w, height: 240 }); });
+  };
 
   // add appends one interval row.
   StormCharts.prototype.add = function (row) {
