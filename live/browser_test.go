@@ -198,30 +198,11 @@ func twoUpdates(t *testing.T, states <-chan chartState, count func(chartState) i
 func TestLivePointsInBrowser(t *testing.T) {
 	bin := chromium.Path(t)
 	srv := start(t, live.Options{Title: "sweep"})
-	page, states := probedPage(t, srv)
-	stop := make(chan struct{})
-	published := make(chan struct{})
-	go func() {
-		defer close(published)
-		for i := 0; ; i++ {
-			s := &metrics.Summary{GoodputRPS: float64(10 * i), Amplification: 1 + float64(i%3),
-				Requests: metrics.Requests{Offered: 100, Succeeded: int64(100 - i%50)}, LatencyMs: metrics.Latency{P99: float64(i)}}
-			srv.Point(live.PointOf(float64(100*(i/4)), "workload.rate", []string{"baseline", "budget"}[i%2], s))
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}()
-	b := openBrowser(t, bin, page+"/?probe")
-	first, second := twoUpdates(t, states, func(s chartState) int { return s.Points })
-	close(stop)
-	<-published
-	srv.End()
-	if console := b.stop(); len(console) > 0 {
-		t.Errorf("console output on the live page:\n%s", strings.Join(console, "\n"))
-	}
+	first, second := watchPublished(t, bin, srv, func(i int) {
+		s := &metrics.Summary{GoodputRPS: float64(10 * i), Amplification: 1 + float64(i%3),
+			Requests: metrics.Requests{Offered: 100, Succeeded: int64(100 - i%50)}, LatencyMs: metrics.Latency{P99: float64(i)}}
+		srv.Point(live.PointOf(float64(100*(i/4)), "workload.rate", []string{"baseline", "budget"}[i%2], s))
+	}, func(s chartState) int { return s.Points })
 	ids := map[string]bool{}
 	for _, c := range second.Charts {
 		ids[c.ID] = true
@@ -247,6 +228,35 @@ func TestLivePointsInBrowser(t *testing.T) {
 	}
 }
 
+// watchPublished opens srv's page while publish(i) is called every 100 ms,
+// returns the first two updates by count, and checks the console stayed
+// clean.
+func watchPublished(t *testing.T, bin string, srv *live.Server, publish func(i int), count func(chartState) int) (first, second chartState) {
+	t.Helper()
+	page, states := probedPage(t, srv)
+	stop, published := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(published)
+		for i := 0; ; i++ {
+			publish(i)
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	b := openBrowser(t, bin, page+"/?probe")
+	first, second = twoUpdates(t, states, count)
+	close(stop)
+	<-published
+	srv.End()
+	if console := b.stop(); len(console) > 0 {
+		t.Errorf("console output on the live page:\n%s", strings.Join(console, "\n"))
+	}
+	return first, second
+}
+
 // waitExit waits for a browser that ends by itself (--screenshot) and
 // returns its console messages.
 func (b *browser) waitExit(t *testing.T) []string {
@@ -265,29 +275,11 @@ func (b *browser) waitExit(t *testing.T) []string {
 func TestServeRowsInBrowser(t *testing.T) {
 	bin := chromium.Path(t)
 	srv := start(t, live.Options{Title: "serve"})
-	page, states := probedPage(t, srv)
 	cols := []string{metrics.Column(metrics.MetricAttempts, "db"), metrics.Column(metrics.MetricAttempts, "gw"),
 		metrics.Column(metrics.MetricQueue, "db"), metrics.Column(metrics.MetricQueue, "gw")}
-	stop, published := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(published)
-		for i := 0; ; i++ {
-			srv.Row(time.Duration(i)*time.Second, time.Second, cols, []float64{float64(10 * i), float64(5 * i), float64(i % 7), 0})
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}()
-	b := openBrowser(t, bin, page+"/?probe")
-	first, second := twoUpdates(t, states, func(s chartState) int { return s.Rows })
-	close(stop)
-	<-published
-	srv.End()
-	if console := b.stop(); len(console) > 0 {
-		t.Errorf("console output on the live page:\n%s", strings.Join(console, "\n"))
-	}
+	first, second := watchPublished(t, bin, srv, func(i int) {
+		srv.Row(time.Duration(i)*time.Second, time.Second, cols, []float64{float64(10 * i), float64(5 * i), float64(i % 7), 0})
+	}, func(s chartState) int { return s.Rows })
 	var ids []string
 	for i, c := range second.Charts {
 		ids = append(ids, c.ID)
