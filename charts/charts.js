@@ -119,10 +119,10 @@
     return Math.max(320, Math.min(1100, (root.clientWidth || 900) - 10));
   }
 
-  function newPlot(root, id, title, xLabel, unit, labels, points) {
+  function newPlot(root, prefix, id, title, xLabel, unit, labels, points) {
     var box = document.createElement("div");
     box.className = "stormchart";
-    box.id = "chart-" + id;
+    box.id = "chart-" + prefix + id;
     root.appendChild(box);
     var series = [{ label: xLabel }];
     labels.forEach(function (l, i) {
@@ -139,7 +139,9 @@
     return { id: id, box: box, plot: new uPlot(opts, data, box), data: data };
   }
 
-  // StormCharts draws a run's charts into root.
+  // StormCharts draws a run's charts into root. opts.onDraw(charts) is
+  // called after each drawing; opts.prefix sets apart the element ids of
+  // several StormCharts on one page.
   function StormCharts(root, opts) {
     this.root = root;
     this.opts = opts || {};
@@ -180,7 +182,7 @@
           title = w[1];
           unit = w[2];
         }
-        var c = newPlot(root, specs[i].id, title, "time (s)", unit,
+        var c = newPlot(root, this.opts.prefix || "", specs[i].id, title, "time (s)", unit,
           s.map(function (x) { return x.label; }), false);
         c.series = s;
         this.charts.push(c);
@@ -259,7 +261,7 @@
       var n = names[i], c = this.pointCharts[n];
       if (!c) {
         var t = pointTitles[n] || [n, n];
-        c = this.pointCharts[n] = newPlot(this.root, "point-" + n.replace(/[^A-Za-z0-9_-]/g, "_"), t[0],
+        c = this.pointCharts[n] = newPlot(this.root, this.opts.prefix || "", "point-" + n.replace(/[^A-Za-z0-9_-]/g, "_"), t[0],
           this.pointLabel, t[1], this.pointSeries, true);
       }
       var data = [this.pointXs.slice()];

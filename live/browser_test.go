@@ -65,6 +65,7 @@ func (b *browser) stop() (console []string) {
 type chartState struct {
 	Rows   int
 	Points int
+	Runs   int
 	Charts []struct {
 		ID     string
 		Xs     int
@@ -289,5 +290,27 @@ func TestServeRowsInBrowser(t *testing.T) {
 	}
 	if got := strings.Join(ids, " "); got != "amplification queue" {
 		t.Errorf("charts %q, want amplification queue", got)
+	}
+}
+
+// The variants of a comparison, each drawn in a section of its own.
+func TestRunsInBrowser(t *testing.T) {
+	bin := chromium.Path(t)
+	srv := start(t, live.Options{Title: "compare"})
+	cols := []string{metrics.ColOffered, metrics.ColGoodput, metrics.Column(metrics.MetricQueue, "db")}
+	_, second := watchPublished(t, bin, srv, func(i int) {
+		for _, run := range []string{"baseline", "no-retries"} {
+			srv.RunRow(run, time.Duration(i)*time.Second, time.Second, cols, []float64{100, float64(100 - i), float64(i)})
+		}
+	}, func(s chartState) int { return s.Rows })
+	if second.Runs != 2 {
+		t.Errorf("the page drew %d runs, want 2", second.Runs)
+	}
+	var ids []string
+	for _, c := range second.Charts {
+		ids = append(ids, c.ID)
+	}
+	if got := strings.Join(ids, " "); got != "throughput queue" {
+		t.Errorf("a run's charts %q, want throughput queue", got)
 	}
 }

@@ -143,7 +143,17 @@ func (s *Server) Row(start, width time.Duration, columns []string, row []float64
 	if s == nil {
 		return
 	}
-	s.log.append(encodeRow(start, width, columns, row))
+	s.log.append(encodeRow("", start, width, columns, row))
+}
+
+// RunRow publishes one interval of one of several runs going at once (the
+// variants of a comparison): Row's event with a first field "run" naming
+// the run. The page draws each run's charts apart.
+func (s *Server) RunRow(run string, start, width time.Duration, columns []string, row []float64) {
+	if s == nil {
+		return
+	}
+	s.log.append(encodeRow(run, start, width, columns, row))
 }
 
 // Point publishes one finished point of a sweep or capacity search.
@@ -312,11 +322,16 @@ func frame(event string, data []byte) []byte {
 }
 
 // encodeRow writes an interval as an "interval" event: one JSON object
-// with the fields of timeseries.csv, in its column order; values that are
-// not finite numbers are null.
-func encodeRow(start, width time.Duration, columns []string, row []float64) []byte {
+// with the fields of timeseries.csv, in its column order (after "run",
+// when run is not empty); values that are not finite numbers are null.
+func encodeRow(run string, start, width time.Duration, columns []string, row []float64) []byte {
 	b := make([]byte, 0, 64+24*len(columns))
 	b = append(b, "event: interval\ndata: {"...)
+	if run != "" {
+		b = append(b, `"run":`...)
+		b = append(b, marshal(run)...)
+		b = append(b, ',')
+	}
 	b = appendField(b, metrics.ColTime, start.Seconds())
 	b = append(b, ',')
 	b = appendField(b, metrics.ColInterval, width.Seconds())
@@ -355,6 +370,7 @@ var pageTmpl = template.Must(template.New("live").Parse(`<!DOCTYPE html>
 <style>
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sans", sans-serif; color: #222; margin: 1.5em auto; max-width: 1100px; padding: 0 1em; }
 h1 { font-size: 1.4em; margin-bottom: 0.2em; }
+h2 { font-size: 1.15em; margin-top: 1.5em; border-bottom: 1px solid #ddd; }
 #status { color: #666; }
 #status.ended { color: #2a7a2a; }
 #status.lost { color: #b22; }
@@ -365,6 +381,7 @@ h1 { font-size: 1.4em; margin-bottom: 0.2em; }
 <h1>{{.Title}}</h1>
 <p id="status">waiting for the first interval…</p>
 <div id="charts"></div>
+<div id="runs"></div>
 <script>{{.Script}}</script>
 <script>
 (function () {
@@ -372,25 +389,48 @@ h1 { font-size: 1.4em; margin-bottom: 0.2em; }
   var status = document.getElementById("status");
   var probe = /[?&]probe\b/.test(location.search);
   var skipped = 0;
-  var charts = new StormCharts(document.getElementById("charts"), {
-    onDraw: function (c) {
-      var what = c.points > 0 ? c.points + " points" : c.rows + " intervals";
-      if (status.className !== "ended") {
-        status.textContent = what + (skipped ? " (" + skipped + " skipped: this page fell behind)" : "");
-      }
-      if (probe) {
-        fetch("probe", { method: "POST", body: JSON.stringify(c.state()) });
-      }
+  var runs = {}, runCount = 0;
+  function report(c) {
+    var what = c.points > 0 ? c.points + " points" : c.rows + " intervals";
+    if (runCount > 0) {
+      what = runCount + " runs";
     }
-  });
+    if (status.className !== "ended") {
+      status.textContent = what + (skipped ? " (" + skipped + " skipped: this page fell behind)" : "");
+    }
+    if (probe) {
+      var st = c.state();
+      st.runs = runCount;
+      fetch("probe", { method: "POST", body: JSON.stringify(st) });
+    }
+  }
+  var charts = new StormCharts(document.getElementById("charts"), { onDraw: report });
+  // chartsOf returns the charts of a row's run: the page's own, or, for
+  // the runs of a comparison, a section per run.
+  function chartsOf(row) {
+    if (row.run === undefined) {
+      return charts;
+    }
+    var c = runs[row.run];
+    if (!c) {
+      var sec = document.createElement("section"), h = document.createElement("h2");
+      h.textContent = row.run;
+      sec.appendChild(h);
+      document.getElementById("runs").appendChild(sec);
+      runCount++;
+      c = runs[row.run] = new StormCharts(sec, { onDraw: report, prefix: "run" + runCount + "-" });
+    }
+    return c;
+  }
   var es = new EventSource("events");
-  es.addEventListener("interval", function (e) { charts.add(JSON.parse(e.data)); });
+  es.addEventListener("interval", function (e) { var row = JSON.parse(e.data); chartsOf(row).add(row); });
   es.addEventListener("point", function (e) { charts.addPoint(JSON.parse(e.data)); });
   es.addEventListener("skipped", function (e) { skipped += JSON.parse(e.data).events; });
   es.addEventListener("end", function () {
     es.close();
     status.className = "ended";
-    status.textContent = "run ended: " + (charts.points > 0 ? charts.points + " points" : charts.rows + " intervals");
+    status.textContent = "run ended: " + (runCount > 0 ? runCount + " runs" :
+      charts.points > 0 ? charts.points + " points" : charts.rows + " intervals");
     if (probe) {
       fetch("probe?end", { method: "POST", body: JSON.stringify(charts.state()) });
     }

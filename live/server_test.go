@@ -93,13 +93,17 @@ func TestIntervalEventFields(t *testing.T) {
 	cols := []string{metrics.ColOffered, metrics.ColGoodput, metrics.Column(metrics.MetricBreakerState, "gw->db"), metrics.ColLatencyP99}
 	srv.Row(1500*time.Millisecond, 500*time.Millisecond, cols, []float64{12, 22.5, 1, math.NaN()})
 	srv.Row(2*time.Second, 500*time.Millisecond, []string{"odd \"name\"\n"}, []float64{math.Inf(1)})
+	srv.RunRow("no <retries>", 0, time.Second, []string{metrics.ColOffered}, []float64{3})
 	srv.End()
 	var got []event
 	for ev := range evs {
 		got = append(got, ev)
 	}
-	if len(got) != 3 || got[0].name != "interval" || got[1].name != "interval" || got[2].name != "end" {
-		t.Fatalf("events %+v, want two intervals then end", got)
+	if len(got) != 4 || got[0].name != "interval" || got[1].name != "interval" || got[2].name != "interval" || got[3].name != "end" {
+		t.Fatalf("events %+v, want three intervals then end", got)
+	}
+	if want := `{"run":"no <retries>","t_s":0,"interval_s":1,"offered":3}`; got[2].data != want {
+		t.Errorf("a run's interval\n got %s\nwant %s", got[2].data, want)
 	}
 	if want := `{"t_s":2,"interval_s":0.5,"odd \"name\"\n":null}`; got[1].data != want {
 		t.Errorf("escaped name\n got %s\nwant %s", got[1].data, want)

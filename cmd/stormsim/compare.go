@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/stormsim/stormsim/shard"
 
@@ -49,7 +50,7 @@ func (c *compareCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.out, "out", "", "write compare.txt, each variant's summary and series, and overlay plots to `DIR`")
 	c.sh.Register(fs)
 	c.slo.declare(fs)
-	c.live.declare(fs, false, true)
+	c.live.declare(fs, true, true)
 }
 
 // run runs the command with the arguments left after the flags.
@@ -89,8 +90,10 @@ func (c *compareCommand) run(ctx context.Context, args []string, w io.Writer) er
 	defer lv.close()
 	runner := signalledRunner(ctx)
 	if lv.srv != nil {
+		// Each variant's intervals, in a section of its own, then its
+		// summary as a point.
 		var vn variantNames
-		b, runner = vn.wrap(b, variants), lv.points(runner, vn.where)
+		b, runner = vn.wrap(b, variants), lv.points(signalledRunnerWith(ctx, lv.runRows(&vn)), vn.where)
 	}
 	cmp, err := analysis.Compare(context.WithoutCancel(ctx), runner, b, variants, c.ef.workers)
 	lv.srv.End()
@@ -349,12 +352,20 @@ const partialNote = "partial: interrupted; each column covers only the simulated
 // signalledRunner runs scenarios on the simulator, stopping each run when
 // either its own context or sig is done. A run stopped by sig returns its
 // partial result without error, so callers that ignore sig keep it.
-func signalledRunner(sig context.Context) analysis.Runner {
+func signalledRunner(sig context.Context) analysis.Runner { return signalledRunnerWith(sig, nil) }
+
+// signalledRunnerWith is signalledRunner with each run's OnRow hook made
+// by onRow (nil: none).
+func signalledRunnerWith(sig context.Context, onRow func(context.Context, *topology.Scenario) func(time.Duration, []string, []float64)) analysis.Runner {
 	return analysis.RunnerFunc(func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		defer context.AfterFunc(sig, cancel)()
-		return sim.Run(ctx, sc, sim.Options{Version: version})
+		opt := sim.Options{Version: version}
+		if onRow != nil {
+			opt.OnRow = onRow(ctx, sc)
+		}
+		return sim.Run(ctx, sc, opt)
 	})
 }
 

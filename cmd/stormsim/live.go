@@ -98,12 +98,32 @@ func (lv liveView) onRow(ctx context.Context, iv time.Duration) func(time.Durati
 	if lv.srv == nil {
 		return nil
 	}
+	return rowHook(ctx, iv, lv.pacer, lv.srv.Row)
+}
+
+// rowHook publishes each interval of width iv, then waits for pace.
+func rowHook(ctx context.Context, iv time.Duration, pace *live.Pacer, publish func(start, width time.Duration, cols []string, row []float64)) func(time.Duration, []string, []float64) {
 	if iv <= 0 {
 		iv = time.Second
 	}
 	return func(start time.Duration, cols []string, row []float64) {
-		lv.srv.Row(start, iv, cols, row)
-		lv.pacer.Wait(ctx, start+iv)
+		publish(start, iv, cols, row)
+		pace.Wait(ctx, start+iv)
+	}
+}
+
+// runRows returns, for each run of a comparison, the hook that publishes
+// its intervals under its variant's name, each run paced on its own.
+func (lv liveView) runRows(vn *variantNames) func(context.Context, *topology.Scenario) func(time.Duration, []string, []float64) {
+	return func(ctx context.Context, sc *topology.Scenario) func(time.Duration, []string, []float64) {
+		_, _, name := vn.where(sc)
+		var pace *live.Pacer
+		if lv.pacer != nil {
+			pace = &live.Pacer{Speed: lv.pacer.Speed}
+		}
+		return rowHook(ctx, sc.Interval, pace, func(start, width time.Duration, cols []string, row []float64) {
+			lv.srv.RunRow(name, start, width, cols, row)
+		})
 	}
 }
 

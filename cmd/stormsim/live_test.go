@@ -118,21 +118,42 @@ func TestSweepLiveStreamsPoints(t *testing.T) {
 	require.Equal(t, strings.Repeat("point ", runs)+"end", strings.Join(events, " "))
 }
 
-// `compare --live` streams one point per variant, named by the variant
-// and placed at its position in the list.
-func TestCompareLiveStreamsAPointPerVariant(t *testing.T) {
-	addr := freeAddr(t)
+// `compare --live` streams each variant's intervals under its name, as
+// many as its timeseries.csv holds, and then its summary as a point,
+// placed at its position in the list.
+func TestCompareLiveStreamsEachVariant(t *testing.T) {
+	addr, dir := freeAddr(t), t.TempDir()
 	var data []string
 	got := watch(t, addr, &data)
-	out, errOut, code := runCLI(t, "compare", "five-layer-chain", "--set", "duration=2s", "--set", "warmup=0s", "--live", addr, "--live-wait", "20s")
+	out, errOut, code := runCLI(t, "compare", "five-layer-chain", "--set", "duration=4s", "--set", "warmup=0s", "--set", "interval=1s",
+		"--live", addr, "--live-wait", "20s", "--out", dir)
 	require.Equal(t, 0, code, errOut)
-	require.Equal(t, "point point end", strings.Join(<-got, " "))
+	events := <-got
+	require.Equal(t, "end", events[len(events)-1])
+	rows := map[string]int{}
 	seen := map[string]float64{}
-	for _, d := range data[:2] {
-		var p live.Point
-		require.NoError(t, json.Unmarshal([]byte(d), &p))
-		seen[p.Series] = p.X
-		require.Contains(t, p.Values, "amplification")
+	for i, d := range data[:len(data)-1] {
+		switch events[i] {
+		case "interval":
+			var r struct{ Run string }
+			require.NoError(t, json.Unmarshal([]byte(d), &r))
+			rows[r.Run]++
+		case "point":
+			var p live.Point
+			require.NoError(t, json.Unmarshal([]byte(d), &p))
+			require.Contains(t, p.Values, "amplification")
+			seen[p.Series] = p.X
+		default:
+			t.Errorf("unexpected %s event", events[i])
+		}
 	}
 	require.Equal(t, map[string]float64{"baseline": 1, "budget-10pct": 2}, seen, out)
+	for name := range seen {
+		f, err := os.Open(filepath.Join(dir, name, "timeseries.csv"))
+		require.NoError(t, err)
+		ts, err := metrics.ReadCSV(f)
+		f.Close()
+		require.NoError(t, err)
+		require.Equal(t, len(ts.Rows), rows[name], "%s: interval events", name)
+	}
 }
