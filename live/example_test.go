@@ -36,9 +36,11 @@ func Example() {
 	// Output:
 	// retry: 2000
 	//
+	// id: 0
 	// event: interval
 	// data: {"t_s":0,"interval_s":1,"offered":100,"goodput":97,"queue/db":0.5}
 	//
+	// id: 1
 	// event: interval
 	// data: {"t_s":1,"interval_s":1,"offered":100,"goodput":12,"queue/db":180}
 	//

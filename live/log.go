@@ -1,6 +1,9 @@
 package live
 
-import "sync"
+import (
+	"strconv"
+	"sync"
+)
 
 // eventLog is the shared, bounded log of encoded events. The publisher
 // appends and never waits; each viewer reads from its own cursor. Events
@@ -30,13 +33,21 @@ func (l *eventLog) init(maxEvents, maxBytes int) {
 	l.wake = make(chan struct{})
 }
 
-// append adds an event, dropping the oldest past the bounds.
-func (l *eventLog) append(ev []byte) {
+// append adds an event (its "event:" and "data:" lines), headed by an
+// "id:" line with its sequence number, so that a browser reconnecting
+// says where it stopped (Last-Event-ID); it drops the oldest events past
+// the bounds.
+func (l *eventLog) append(frame []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ended {
 		return
 	}
+	ev := make([]byte, 0, len(frame)+24)
+	ev = append(ev, "id: "...)
+	ev = strconv.AppendUint(ev, l.next, 10)
+	ev = append(ev, '\n')
+	ev = append(ev, frame...)
 	for l.count > 0 && (l.count == l.maxEvents || l.bytes+len(ev) > l.maxBytes) {
 		l.bytes -= len(l.ring[l.head])
 		l.ring[l.head] = nil
@@ -58,6 +69,15 @@ func (l *eventLog) oldest() cursor {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return cursor{seq: l.first}
+}
+
+// after returns a cursor just after event id, for a viewer that
+// reconnects having read up to it: what it has not read, as far as the
+// log reaches back (read reports what it can no longer have).
+func (l *eventLog) after(id uint64) cursor {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return cursor{seq: min(id+1, l.next)}
 }
 
 // end marks the log complete and wakes every reader.

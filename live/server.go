@@ -228,7 +228,8 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveEvents streams the log to one viewer from its oldest event: the run
-// so far, as far as the log reaches back, then what follows.
+// so far, as far as the log reaches back, then what follows; a browser
+// reconnecting resumes after the last event it received.
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	s.viewers.Add(1)
 	defer s.viewers.Done()
@@ -257,6 +258,9 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	beat := time.NewTicker(s.opt.Heartbeat)
 	defer beat.Stop()
 	cur := s.log.oldest()
+	if id, err := strconv.ParseUint(r.Header.Get("Last-Event-ID"), 10, 64); err == nil {
+		cur = s.log.after(id) // a browser reconnecting
+	}
 	var batch [][]byte
 	for {
 		var wake <-chan struct{}

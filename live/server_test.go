@@ -442,3 +442,30 @@ func TestNilServer(t *testing.T) {
 		t.Errorf("nil Server's handler answered %d", rec.Code)
 	}
 }
+
+// A browser that reconnects (Last-Event-ID) gets what it has not read,
+// not the run again.
+func TestReconnectResumes(t *testing.T) {
+	srv := start(t, live.Options{})
+	for i := range 5 {
+		srv.Row(time.Duration(i)*time.Second, time.Second, []string{metrics.ColOffered}, []float64{float64(i)})
+	}
+	srv.End()
+	req, _ := http.NewRequest("GET", srv.URL()+"events", nil)
+	req.Header.Set("Last-Event-ID", "2")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var ids []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if id, ok := strings.CutPrefix(line, "id: "); ok {
+			ids = append(ids, id)
+		}
+	}
+	if got := strings.Join(ids, " "); got != "3 4" || !strings.HasSuffix(string(b), "event: end\ndata: {}\n\n") {
+		t.Errorf("after id 2: ids %q, stream\n%s", got, b)
+	}
+}
