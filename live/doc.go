@@ -10,11 +10,14 @@
 //     and capacity searches, the points as they finish.
 //   - /events the run as server-sent events: "interval" events carry one
 //     JSON object per interval with the fields of timeseries.csv (t_s,
-//     interval_s and the columns metrics names); "point" events carry a
+//     interval_s and the columns metrics names; RunRow adds a first field
+//     "run" for the runs of a comparison); "point" events carry a
 //     finished point (Point); "skipped" tells a viewer that fell behind
 //     how many events it lost; "end" closes the stream when the run ends.
+//     Events carry ids, so a browser that reconnects resumes where it was.
 //
-// The run publishes (Row, Point) and never waits for a viewer: events go
+// The run publishes (Row, RunRow, Point) and never waits for a viewer;
+// WaitViewer lets it start once someone watches. Events go
 // into one shared log of bounded length and size, and each viewer reads
 // it at its own pace from its own cursor. A viewer that falls further
 // behind than the log holds skips the oldest events (and is told so); a
