@@ -102,10 +102,10 @@ type Options struct {
 	Tracing *Tracing
 	// OnRow, if set, is called at the end of every interval, from one
 	// goroutine, with that interval's row of the time series as known
-	// then, and when the run ends once for each row still unsent: the
-	// live view's feed, as many rows as the result's series. A request
-	// is counted when it ends, so the result may hold more in a row than
-	// was sent while it was in flight. columns and row are the callee's.
+	// then (offered: the requests scheduled in it; outcomes: those that
+	// ended in it), and when the run ends once for each row still unsent:
+	// the live view's feed, as many rows as the result's series. columns
+	// and row are the callee's.
 	OnRow func(start time.Duration, columns []string, row []float64)
 	// services adds a scenario run's sampled service columns to OnRow's
 	// rows (RunScenario sets it).
@@ -436,6 +436,9 @@ func (d *driver) schedule(ctx context.Context, jobs chan<- job) {
 			return
 		}
 		d.scheduled.Add(1)
+		if opt.OnRow != nil && at >= opt.Warmup {
+			d.rec.due(at)
+		}
 		select {
 		case jobs <- j:
 			d.lastDispatch = time.Since(d.epoch)

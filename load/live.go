@@ -78,14 +78,27 @@ func (sm *sampler) rows() int {
 
 func (sm *sampler) finish() { sm.stop() }
 
-// liveRow returns row i of the run-wide columns as recorded so far.
+// due counts a counted request scheduled at at, for the live rows.
+func (r *recorder) due(at time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rowAt(at).due++
+}
+
+// liveRow returns row i of the run-wide columns as recorded so far, with
+// the requests scheduled in it as offered: the result counts a request
+// when it ends, which in a storm is long after its interval (every
+// scheduled request ends, so the two agree once all have).
 func (r *recorder) liveRow(i int) []float64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	w := &row{}
 	if i < len(r.rows) {
-		return r.rowValues(&r.rows[i], r.interval.Seconds())
+		w = &r.rows[i]
 	}
-	return r.rowValues(&row{}, r.interval.Seconds())
+	vals := r.rowValues(w, r.interval.Seconds())
+	vals[0] = float64(max(w.due, w.offered)) // RunColumns: offered first
+	return vals
 }
 
 func (r *recorder) rowCount() int {

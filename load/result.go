@@ -41,6 +41,9 @@ type recorder struct {
 
 type row struct {
 	offered, succeeded, failed, unknown int64
+	// due counts the requests scheduled in the interval as they are
+	// (live rows only): offered counts them only when they end.
+	due int64
 	// lat holds the interval's latencies until the row is folded into
 	// p50 and p99 (ms). A completion recorded later still than that (its
 	// goroutine stalled for over an interval) is counted but not in them.
