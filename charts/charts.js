@@ -126,8 +126,13 @@
     root.appendChild(box);
     var series = [{ label: xLabel }];
     labels.forEach(function (l, i) {
-      series.push({ label: l, stroke: palette[i % palette.length], width: 1.5, spanGaps: !!points,
-        points: { show: !!points } });
+      // Time series leave uPlot to show points where they are sparse (a
+      // value between two gaps is a dot, not nothing).
+      var s = { label: l, stroke: palette[i % palette.length], width: 1.5, spanGaps: !!points };
+      if (points) {
+        s.points = { show: true };
+      }
+      series.push(s);
     });
     var data = [[]];
     labels.forEach(function () { data.push([]); });
