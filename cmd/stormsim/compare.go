@@ -74,15 +74,14 @@ func (c *compareCommand) run(ctx context.Context, args []string, w io.Writer) er
 		return &exitError{exitUsage, err}
 	}
 	if spec.Sharded() {
+		if c.live.addr != "" {
+			return &exitError{exitUsage, errors.New("--live shows a whole comparison: run it without --shard")}
+		}
 		if c.out == "" {
 			return &exitError{exitUsage, errors.New("--shard needs --out DIR: the shard's variants are merged with 'stormsim merge'")}
 		}
 		return compareShard(ctx, b, base, variants, spec, c.ef.workers, c.out, w)
 	}
-	// The comparison itself outlives a signal; only the runs see
-	// it, and each returns what it simulated so far (status
-	// interrupted), so an interrupted comparison still has every
-	// column to show and write.
 	lv, err := c.live.start(ctx, "compare "+base.Name, false)
 	if err != nil {
 		return err
@@ -95,6 +94,10 @@ func (c *compareCommand) run(ctx context.Context, args []string, w io.Writer) er
 		var vn variantNames
 		b, runner = vn.wrap(b, variants), lv.points(signalledRunnerWith(ctx, lv.runRows(&vn)), vn.where)
 	}
+	// The comparison itself outlives a signal; only the runs see
+	// it, and each returns what it simulated so far (status
+	// interrupted), so an interrupted comparison still has every
+	// column to show and write.
 	cmp, err := analysis.Compare(context.WithoutCancel(ctx), runner, b, variants, c.ef.workers)
 	lv.srv.End()
 	if err != nil {

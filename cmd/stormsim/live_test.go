@@ -31,6 +31,7 @@ func TestLiveFlagErrors(t *testing.T) {
 		{[]string{"sweep", "five-layer-chain", "--param", "workload.rate", "--values", "1", "--live", ":0"}, "not a loopback address"},
 		{[]string{"capacity", "five-layer-chain", "--slo", "p99<1s", "--live", ":0"}, "not a loopback address"},
 		{[]string{"compare", "five-layer-chain", "--live", ":0"}, "not a loopback address"},
+		{[]string{"compare", "five-layer-chain", "--live", "127.0.0.1:0", "--shard", "0/2", "--out", "x"}, "--live shows a whole comparison: run it without --shard"},
 		{[]string{"serve", "five-layer-chain", "--live", ":0"}, "not a loopback address"},
 		{[]string{"load", "five-layer-chain", "--live", ":0"}, "not a loopback address"},
 	} {
