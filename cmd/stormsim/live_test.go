@@ -29,6 +29,7 @@ func TestLiveFlagErrors(t *testing.T) {
 		{[]string{"run", "five-layer-chain", "--live", "0.0.0.0:0"}, "--live: live: address \"0.0.0.0:0\": not a loopback address"},
 		{[]string{"run", "five-layer-chain", "--live", "localhost"}, "--live: live: address \"localhost\": want host:port"},
 		{[]string{"sweep", "five-layer-chain", "--param", "workload.rate", "--values", "1", "--live", ":0"}, "not a loopback address"},
+		{[]string{"sweep", "--merge", "a.csv", "--live", "127.0.0.1:0"}, "--live watches a sweep as it runs; --merge runs nothing"},
 		{[]string{"capacity", "five-layer-chain", "--slo", "p99<1s", "--live", ":0"}, "not a loopback address"},
 		{[]string{"compare", "five-layer-chain", "--live", ":0"}, "not a loopback address"},
 		{[]string{"compare", "five-layer-chain", "--live", "127.0.0.1:0", "--shard", "0/2", "--out", "x"}, "--live shows a whole comparison: run it without --shard"},

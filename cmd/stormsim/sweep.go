@@ -66,6 +66,9 @@ func (c *sweepCommand) flags(fs *pflag.FlagSet) {
 // run runs the command with the arguments left after the flags.
 func (c *sweepCommand) run(ctx context.Context, args []string, w io.Writer) error {
 	if c.merge {
+		if c.live.addr != "" {
+			return &exitError{exitUsage, errors.New("--live watches a sweep as it runs; --merge runs nothing")}
+		}
 		return mergeSweep(args, c.out, w)
 	}
 	if len(args) != 1 {
