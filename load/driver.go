@@ -100,6 +100,16 @@ type Options struct {
 	// Tracing, if set, opens a root span per logical request and a client
 	// span per attempt (nil: no tracing).
 	Tracing *Tracing
+	// OnRow, if set, is called at the end of every interval, from one
+	// goroutine, with that interval's row of the time series as known
+	// then (offered: the requests scheduled in it; outcomes: those that
+	// ended in it), and when the run ends once for each row still unsent:
+	// the live view's feed, as many rows as the result's series. columns
+	// and row are the callee's.
+	OnRow func(start time.Duration, columns []string, row []float64)
+	// services adds a scenario run's sampled service columns to OnRow's
+	// rows (RunScenario sets it).
+	services rowSource
 	// OnDone, if set, is called when a logical request ends; counted says
 	// it arrived after the warm-up.
 	OnDone func(id uint64, write, counted bool, r policies.CallResult)
@@ -347,6 +357,7 @@ func (d *driver) run(ctx context.Context, root context.Context, stopAttempts con
 		}()
 	}
 	stopProgress := d.startProgress()
+	stopRows := d.startRows()
 	d.schedule(ctx, jobs)
 	close(scheduled)
 	close(jobs)
@@ -359,6 +370,7 @@ func (d *driver) run(ctx context.Context, root context.Context, stopAttempts con
 		attempts.Wait()
 	}
 	stopProgress()
+	stopRows()
 	elapsed := time.Since(d.epoch)
 	return d.result(ctx.Err() != nil, elapsed), nil
 }
@@ -424,6 +436,9 @@ func (d *driver) schedule(ctx context.Context, jobs chan<- job) {
 			return
 		}
 		d.scheduled.Add(1)
+		if opt.OnRow != nil && at >= opt.Warmup {
+			d.rec.due(at)
+		}
 		select {
 		case jobs <- j:
 			d.lastDispatch = time.Since(d.epoch)

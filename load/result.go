@@ -41,6 +41,9 @@ type recorder struct {
 
 type row struct {
 	offered, succeeded, failed, unknown int64
+	// due counts the requests scheduled in the interval as they are
+	// (live rows only): offered counts them only when they end.
+	due int64
 	// lat holds the interval's latencies until the row is folded into
 	// p50 and p99 (ms). A completion recorded later still than that (its
 	// goroutine stalled for over an interval) is counted but not in them.
@@ -158,14 +161,19 @@ func (r *recorder) series() *metrics.TimeSeries {
 	cols := metrics.RunColumns()
 	ts := &metrics.TimeSeries{Interval: r.interval, Columns: cols}
 	sec := r.interval.Seconds()
-	for _, w := range r.rows {
-		vals := []float64{float64(w.offered), float64(w.succeeded), float64(w.failed), float64(w.unknown), float64(w.succeeded) / sec, w.p50, w.p99}
-		if w.lat != nil {
-			vals[5], vals[6] = quantilesMs(w.lat)
-		}
-		ts.Rows = append(ts.Rows, vals)
+	for i := range r.rows {
+		ts.Rows = append(ts.Rows, r.rowValues(&r.rows[i], sec))
 	}
 	return ts
+}
+
+// rowValues is one row of the run-wide columns (RunColumns' order).
+func (r *recorder) rowValues(w *row, sec float64) []float64 {
+	vals := []float64{float64(w.offered), float64(w.succeeded), float64(w.failed), float64(w.unknown), float64(w.succeeded) / sec, w.p50, w.p99}
+	if w.lat != nil {
+		vals[5], vals[6] = quantilesMs(w.lat)
+	}
+	return vals
 }
 
 // result assembles the run's metrics.Result.

@@ -41,6 +41,9 @@ type ScenarioOptions struct {
 	// Epoch is the instant time 0 of the schedule (default: just after the
 	// services listen). It must leave them time to start.
 	Epoch time.Time
+	// OnRow is as in Options; its rows carry the services' sampled
+	// columns too.
+	OnRow func(start time.Duration, columns []string, row []float64)
 	// Ready, if set, is called with the cluster once its services listen.
 	Ready func(*Cluster)
 	// Tracing, if set, traces the driver and every service (nil: none).
@@ -96,7 +99,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 		Deadline: w.Deadline, Policy: w.Client, WriteFraction: w.WriteFraction, IdempotencyKeys: w.IdempotencyKeys,
 		Workers: opt.Workers, Connections: opt.Connections, Seed: seed, Rand: model.Stream(sc.Seed, model.EdgeStreams{}.Name("client", w.Entry)), Scenario: sc.Name, Version: opt.Version,
 		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
-		MaxRequests: opt.MaxRequests, Shard: opt.Shard, Tracing: opt.Tracing, NetHTTP: opt.NetHTTP,
+		MaxRequests: opt.MaxRequests, Shard: opt.Shard, Tracing: opt.Tracing, NetHTTP: opt.NetHTTP, OnRow: opt.OnRow, services: liveServices(&samples, opt.OnRow),
 		OnDone: func(id uint64, write, counted bool, r policies.CallResult) {
 			if write && counted {
 				vmu.Lock()
@@ -231,19 +234,25 @@ type sampler struct {
 	prev map[string]Counters
 	done chan struct{}
 	wg   sync.WaitGroup
+	// n counts the samples taken; tick is closed (and replaced) at each
+	// one, for the live rows (live.go).
+	n        int
+	tick     chan struct{}
+	stopOnce sync.Once
 }
 
 func (sm *sampler) start(cl *Cluster, interval time.Duration) {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	sm.cols, sm.prev, sm.done = map[string][]float64{}, map[string]Counters{}, make(chan struct{})
+	sm.cols, sm.prev, sm.done, sm.tick = map[string][]float64{}, map[string]Counters{}, make(chan struct{}), make(chan struct{})
 	// Name every column up front, so that a run shorter than an interval
 	// still has them.
 	sm.take(cl)
 	for k := range sm.cols {
 		sm.cols[k] = sm.cols[k][:0]
 	}
+	sm.n = 0
 	sm.wg.Add(1)
 	go func() {
 		defer sm.wg.Done()
@@ -266,6 +275,7 @@ func (sm *sampler) start(cl *Cluster, interval time.Duration) {
 func (sm *sampler) take(cl *Cluster) {
 	sm.mu.Lock()
 	defer sm.mu.Unlock()
+	defer sm.ticked()
 	for _, s := range cl.Services {
 		st := s.Stats()
 		p := sm.prev[st.Service]
@@ -292,8 +302,10 @@ func (sm *sampler) take(cl *Cluster) {
 }
 
 func (sm *sampler) stop() {
-	close(sm.done)
-	sm.wg.Wait()
+	sm.stopOnce.Do(func() {
+		close(sm.done)
+		sm.wg.Wait()
+	})
 }
 
 // series merges the sampled columns into the driver's series.

@@ -13,8 +13,8 @@ import (
 // The first two CSV columns locate each row in time; the series' own
 // columns follow.
 const (
-	csvTimeColumn     = "t_s"
-	csvIntervalColumn = "interval_s"
+	csvTimeColumn     = ColTime
+	csvIntervalColumn = ColInterval
 	csvSigDigits      = 9
 )
 

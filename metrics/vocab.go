@@ -17,6 +17,13 @@ const (
 	StatusDiverged    Status = "diverged"
 )
 
+// The first two fields of every time-series row (the first two columns
+// of timeseries.csv): the row's start and its width, in seconds.
+const (
+	ColTime     = "t_s"
+	ColInterval = "interval_s"
+)
+
 // Run-wide time-series columns, one value per interval.
 const (
 	// ColOffered counts logical requests due in the interval.

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stormsim/stormsim/charts"
 	"github.com/stormsim/stormsim/metrics"
 )
 
@@ -20,16 +21,21 @@ import (
 const ReportFile = "report.html"
 
 // WriteReport writes dir/report.html (atomically): a self-contained page
-// with the run's summary tables and the given plots inlined. SVG files are
-// embedded as markup, PNG files without an SVG twin as data URIs; nothing
-// refers to the network or to other files, so the page opens anywhere,
-// offline. plotFiles is typically what WriteAll returned.
+// with the run's summary tables, its time series drawn by the chart module
+// the live view runs (package charts, inlined), and the given plots
+// inlined. SVG files are embedded as markup, PNG files without an SVG
+// twin as data URIs; nothing refers to the network or to other files, so
+// the page opens anywhere, offline. plotFiles is typically what WriteAll
+// returned.
 func WriteReport(dir string, r *metrics.Result, plotFiles []string) error {
 	figs, err := reportFigures(plotFiles)
 	if err != nil {
 		return err
 	}
-	data := reportData{Result: r, S: &r.Summary, Figures: figs}
+	data := reportData{Result: r, S: &r.Summary, Figures: figs, Series: charts.SeriesOf(r.Series)}
+	if data.Series != nil {
+		data.ChartScript, data.ChartStyle = charts.Script(), charts.Style()
+	}
 	var buf bytes.Buffer
 	if err := reportTmpl.Execute(&buf, data); err != nil {
 		return fmt.Errorf("plots: report: %w", err)
@@ -47,6 +53,11 @@ type reportData struct {
 	Result  *metrics.Result
 	S       *metrics.Summary
 	Figures []figureData
+	// Series, ChartScript and ChartStyle draw the interactive charts with
+	// the live page's chart module (package charts); nil without a series.
+	Series      *charts.Series
+	ChartScript template.JS
+	ChartStyle  template.CSS
 }
 
 type figureData struct {
@@ -153,6 +164,7 @@ th { background: #f5f5f5; font-weight: 600; }
 td:first-child, th:first-child, .text { text-align: left; }
 figure { margin: 1.5em 0; }
 figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }
+{{.ChartStyle}}
 </style>
 </head>
 <body>
@@ -212,6 +224,12 @@ figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }
 {{range .Result.Faults}}<tr><td>{{.Service}}</td><td>{{secs .At}}</td><td>{{secs .For}}</td><td class="text">{{.Label}}</td></tr>
 {{end}}</table>{{end}}
 
+{{with .Series}}<h2>Charts</h2>
+<p class="meta">The charts of the live view (--live), drawn from timeseries.csv.</p>
+<div id="charts"></div>
+<script>{{$.ChartScript}}</script>
+<script>StormCharts.fromSeries(document.getElementById("charts"), {{.}});</script>
+{{end}}
 {{if .Figures}}<h2>Plots</h2>
 {{range .Figures}}<figure id="fig-{{.Name}}">
 {{if .SVG}}{{.SVG}}{{else}}<img alt="{{title .Name}}" src="{{.PNG}}">{{end}}

@@ -11,14 +11,20 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/charts"
+	"github.com/stormsim/stormsim/internal/chromium"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/metrics/metricstest"
 	"github.com/stormsim/stormsim/plots"
 )
+
+// scriptElement matches a script element: its attributes, its code.
+var scriptElement = regexp.MustCompile(`(?s)<script([^>]*)>(.*?)</script>`)
 
 // writeReport draws the storm's plots and its report into a directory.
 func writeReport(t *testing.T) (dir string, files []string) {
@@ -43,7 +49,21 @@ func TestReportSelfContained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := xml.NewDecoder(bytes.NewReader(b))
+	// Scripts are inline (the shared chart module and the series), never
+	// fetched; their code is not markup, so it is set aside before parsing.
+	if !bytes.Contains(b, []byte(charts.Script())) || !bytes.Contains(b, []byte("StormCharts.fromSeries(")) {
+		t.Error("the report does not draw its series with the shared chart module")
+	}
+	scripts := scriptElement.FindAllSubmatch(b, -1)
+	if len(scripts) != 2 {
+		t.Errorf("%d <script> elements, want the chart module and its call", len(scripts))
+	}
+	for _, m := range scripts {
+		if len(bytes.TrimSpace(m[1])) > 0 {
+			t.Errorf("<script%s> has attributes: scripts must be inline", m[1])
+		}
+	}
+	d := xml.NewDecoder(bytes.NewReader(scriptElement.ReplaceAll(b, []byte("<script></script>"))))
 	d.Strict = false
 	d.AutoClose = xml.HTMLAutoClose
 	d.Entity = xml.HTMLEntity
@@ -64,7 +84,7 @@ func TestReportSelfContained(t *testing.T) {
 				svgs++
 			case "table":
 				tables++
-			case "link", "script", "iframe", "object", "embed":
+			case "link", "iframe", "object", "embed":
 				t.Errorf("report has a <%s> element", tk.Name.Local)
 			}
 			for _, a := range tk.Attr {
@@ -120,20 +140,6 @@ func TestReportPNGFallback(t *testing.T) {
 	}
 }
 
-// chromium returns the headless browser, skipping the test when it is not
-// installed, except under CI=true where it must be.
-func chromium(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but chromium is not on PATH: install it (apt-get install -y chromium)")
-		}
-		t.Skip("chromium not on PATH")
-	}
-	return bin
-}
-
 // render loads page in headless Chromium (no network services, a fresh
 // profile), and returns its console messages and a screenshot.
 func render(t *testing.T, bin, page string) (console []string, shot image.Image) {
@@ -151,12 +157,7 @@ func render(t *testing.T, bin, page string) (console []string, shot image.Image)
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, stderr.Bytes())
 	}
-	for _, line := range strings.Split(stderr.String(), "\n") {
-		// Page console output is logged as ...:CONSOLE(line)] "message".
-		if strings.Contains(line, ":CONSOLE") || strings.Contains(line, "Uncaught") {
-			console = append(console, line)
-		}
-	}
+	console = chromium.Console(stderr.String())
 	f, err := os.Open(out)
 	if err != nil {
 		t.Fatalf("no screenshot: %v\n%s", err, stderr.Bytes())
@@ -174,7 +175,7 @@ func render(t *testing.T, bin, page string) (console []string, shot image.Image)
 // checks the page shows without console errors and is not blank. A broken
 // page rendered first proves the console check can fire.
 func TestReportInBrowser(t *testing.T) {
-	bin := chromium(t)
+	bin := chromium.Path(t)
 	bad := filepath.Join(t.TempDir(), "bad.html")
 	if err := os.WriteFile(bad, []byte("<!DOCTYPE html><p>x</p><script>notDefined()</script>"), 0o644); err != nil {
 		t.Fatal(err)

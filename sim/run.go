@@ -29,6 +29,11 @@ type Options struct {
 	// the simulated time reached and the end of the arrival window. simNow
 	// passes simEnd while the run drains the work still in flight.
 	Progress func(simNow, simEnd time.Duration)
+	// OnRow, if set, is called with each row of the time series as its
+	// interval closes, before Progress: the live view's feed. columns and
+	// row must not be modified or kept. Nil costs nothing: the hook is
+	// per interval, not per event.
+	OnRow func(start time.Duration, columns []string, row []float64)
 }
 
 // Run simulates sc and returns its result. sc must be validated with
@@ -62,6 +67,7 @@ func (m *run) run(ctx context.Context, opt Options) *metrics.Result {
 		interval = time.Second
 	}
 	ser := newSeries(m, interval)
+	ser.onRow = opt.OnRow
 	ivStart := time.Duration(0)
 	warmDone := m.warmup <= 0
 	if warmDone {
@@ -225,6 +231,7 @@ type series struct {
 	m     *run
 	ts    *metrics.TimeSeries
 	edges []outEdge
+	onRow func(start time.Duration, columns []string, row []float64)
 }
 
 // outEdge is one caller→callee pair of the output; several call entries
@@ -336,6 +343,9 @@ func (s *series) flush(from, to time.Duration) {
 		row = m.async.row(row)
 	}
 	s.ts.Rows = append(s.ts.Rows, row)
+	if s.onRow != nil {
+		s.onRow(from, s.ts.Columns, row)
+	}
 }
 
 // result assembles the run's Result.

@@ -54,6 +54,7 @@ type capacityCommand struct {
 	sh         shard.Flags
 	shardWait  time.Duration
 	col        collapseCapacityFlags
+	live       liveFlags
 }
 
 // flags declares the command's flags on fs.
@@ -77,6 +78,7 @@ func (c *capacityCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.format, "format", "text", "output `text` or json")
 	fs.StringVar(&c.out, "out", "", "write capacity.txt, capacity.json and PNG plots to `DIR`")
 	fs.BoolVar(&c.progress, "progress", false, "show the progress bar even when stderr is not a terminal")
+	c.live.declare(fs, false, true)
 	c.sh.Register(fs)
 	fs.DurationVar(&c.shardWait, "shard-wait", 6*time.Hour, "with --shard: how long to wait for the other shards' results of a step")
 	c.col.declare(fs)
@@ -121,10 +123,16 @@ func (c *capacityCommand) run(ctx context.Context, args []string, w io.Writer) e
 	if err != nil {
 		return &exitError{exitUsage, err}
 	}
+	lv, err := c.live.start(ctx, "capacity "+base.Name, false)
+	if err != nil {
+		return err
+	}
+	defer lv.close()
 	bar := newCountProgress(os.Stderr, c.progress, "capacity")
 	opt.Progress = bar.update
-	rep, err := plan.Run(ctx, simRunner(), opt)
+	rep, err := plan.Run(ctx, lv.points(simRunner(), c.livePoint), opt)
 	bar.finish()
+	lv.srv.End()
 	if rep == nil {
 		if err != nil && ctx.Err() != nil {
 			return fmt.Errorf("%w: %v", errInterrupted, err)
@@ -149,6 +157,16 @@ func (c *capacityCommand) run(ctx context.Context, args []string, w io.Writer) e
 		return fmt.Errorf("%d points failed (marked failed in the report, counted as not meeting the SLO); the lowest: %s", len(failed), failed[0].Failed)
 	}
 	return err
+}
+
+// livePoint places a run of the search on the live view: at its value of
+// --param, on the line of steady-state runs or of recovery runs.
+func (c *capacityCommand) livePoint(sc *topology.Scenario) (float64, string, string) {
+	_, x, _, _ := capacity.PathOf(sc, c.param) // the plan checked the path
+	if len(sc.Faults) > 0 {
+		return x, c.param, "with faults (recovery)"
+	}
+	return x, c.param, "steady state"
 }
 
 // plan returns the capacity study the flags ask for on base: the load

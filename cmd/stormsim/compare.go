@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/stormsim/stormsim/shard"
 
@@ -36,10 +37,11 @@ func init() {
 
 // compareCommand is `stormsim compare`: its flags, and the run that uses them.
 type compareCommand struct {
-	ef  experimentFlags
-	out string
-	sh  shard.Flags
-	slo sloFlag
+	ef   experimentFlags
+	out  string
+	sh   shard.Flags
+	slo  sloFlag
+	live liveFlags
 }
 
 // flags declares the command's flags on fs.
@@ -48,6 +50,7 @@ func (c *compareCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.out, "out", "", "write compare.txt, each variant's summary and series, and overlay plots to `DIR`")
 	c.sh.Register(fs)
 	c.slo.declare(fs)
+	c.live.declare(fs, true, true)
 }
 
 // run runs the command with the arguments left after the flags.
@@ -71,16 +74,32 @@ func (c *compareCommand) run(ctx context.Context, args []string, w io.Writer) er
 		return &exitError{exitUsage, err}
 	}
 	if spec.Sharded() {
+		if c.live.addr != "" {
+			return &exitError{exitUsage, errors.New("--live shows a whole comparison: run it without --shard")}
+		}
 		if c.out == "" {
 			return &exitError{exitUsage, errors.New("--shard needs --out DIR: the shard's variants are merged with 'stormsim merge'")}
 		}
 		return compareShard(ctx, b, base, variants, spec, c.ef.workers, c.out, w)
 	}
+	lv, err := c.live.start(ctx, "compare "+base.Name, false)
+	if err != nil {
+		return err
+	}
+	defer lv.close()
+	runner := signalledRunner(ctx)
+	if lv.srv != nil {
+		// Each variant's intervals, in a section of its own, then its
+		// summary as a point.
+		var vn variantNames
+		b, runner = vn.wrap(b, variants), lv.points(signalledRunnerWith(ctx, lv.runRows(&vn)), vn.where)
+	}
 	// The comparison itself outlives a signal; only the runs see
 	// it, and each returns what it simulated so far (status
 	// interrupted), so an interrupted comparison still has every
 	// column to show and write.
-	cmp, err := analysis.Compare(context.WithoutCancel(ctx), signalledRunner(ctx), b, variants, c.ef.workers)
+	cmp, err := analysis.Compare(context.WithoutCancel(ctx), runner, b, variants, c.ef.workers)
+	lv.srv.End()
 	if err != nil {
 		return err
 	}
@@ -336,12 +355,20 @@ const partialNote = "partial: interrupted; each column covers only the simulated
 // signalledRunner runs scenarios on the simulator, stopping each run when
 // either its own context or sig is done. A run stopped by sig returns its
 // partial result without error, so callers that ignore sig keep it.
-func signalledRunner(sig context.Context) analysis.Runner {
+func signalledRunner(sig context.Context) analysis.Runner { return signalledRunnerWith(sig, nil) }
+
+// signalledRunnerWith is signalledRunner with each run's OnRow hook made
+// by onRow (nil: none).
+func signalledRunnerWith(sig context.Context, onRow func(context.Context, *topology.Scenario) func(time.Duration, []string, []float64)) analysis.Runner {
 	return analysis.RunnerFunc(func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		defer context.AfterFunc(sig, cancel)()
-		return sim.Run(ctx, sc, sim.Options{Version: version})
+		opt := sim.Options{Version: version}
+		if onRow != nil {
+			opt.OnRow = onRow(ctx, sc)
+		}
+		return sim.Run(ctx, sc, opt)
 	})
 }
 

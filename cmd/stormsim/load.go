@@ -67,6 +67,7 @@ type loadCommand struct {
 	client    string
 	sh        shard.Flags
 	slo       sloFlag
+	live      liveFlags
 	// fs tells which flags were given: in SCENARIO mode they override
 	// the scenario (scenarioLoadSets).
 	fs *pflag.FlagSet
@@ -104,6 +105,7 @@ func (c *loadCommand) flags(fs *pflag.FlagSet) {
 	c.slo.declare(fs)
 	c.sh.Register(fs)
 	c.sh.RegisterStartAt(fs)
+	c.live.declare(fs, false, false)
 }
 
 // run runs the command with the arguments left after the flags.
@@ -136,13 +138,20 @@ func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error
 				opt.Method, c.target, c.rate, c.duration, opt.Workers, max(opt.Connections, opt.Workers))
 		}
 	}
+	lv, err := c.live.start(ctx, "load "+c.target, c.remote)
+	if err != nil {
+		return err
+	}
+	defer lv.close()
 	bar.start("load", c.duration)
 	opt.Progress = bar.update
 	if opt.Tracing, err = openTracing(c.traces); err != nil {
 		return err
 	}
+	opt.OnRow = lv.onRow(ctx, opt.Interval)
 	res, err := load.Run(ctx, opt)
 	bar.finish()
+	lv.srv.End()
 	if err = errors.Join(err, closeTracing(opt.Tracing)); err != nil {
 		return err
 	}
@@ -181,6 +190,11 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 		}
 		epoch = c.sh.StartAt.Epoch(time.Now())
 	}
+	lv, err := c.live.start(ctx, "load "+sc.Name, c.remote)
+	if err != nil {
+		return err
+	}
+	defer lv.close()
 	tr, err := openTracing(c.traces)
 	if err != nil {
 		return err
@@ -188,9 +202,10 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 	bar.start("load", sc.Duration)
 	res, err := load.RunScenario(ctx, sc, load.ScenarioOptions{
 		Workers: c.workers, Connections: c.conns, AllowRemote: c.remote, Version: version, Progress: bar.update, Grace: c.grace,
-		MaxRequests: c.maxReq, Shard: spec, Epoch: epoch, Tracing: tr, NetHTTP: c.client == "net",
+		MaxRequests: c.maxReq, Shard: spec, Epoch: epoch, Tracing: tr, NetHTTP: c.client == "net", OnRow: lv.onRow(ctx, sc.Interval),
 	})
 	bar.finish()
+	lv.srv.End()
 	if err = errors.Join(err, closeTracing(tr)); err != nil {
 		return err
 	}

@@ -34,6 +34,7 @@ type runCommand struct {
 	out      string
 	progress bool
 	slo      sloFlag
+	live     liveFlags
 }
 
 // flags declares the command's flags on fs.
@@ -46,6 +47,7 @@ func (c *runCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.out, "out", "", "write summary.json, timeseries.csv, histograms and plots to `DIR`")
 	fs.BoolVar(&c.progress, "progress", false, "show a progress bar even when stderr is not a terminal")
 	c.slo.declare(fs)
+	c.live.declare(fs, true, true)
 }
 
 // run runs the command with the arguments left after the flags.
@@ -63,9 +65,15 @@ func (c *runCommand) run(ctx context.Context, args []string, w io.Writer) error 
 	if err := c.slo.parse(sc); err != nil {
 		return err
 	}
+	lv, err := c.live.start(ctx, sc.Name, false)
+	if err != nil {
+		return err
+	}
+	defer lv.close()
 	bar := newSimProgress(os.Stderr, c.progress, sc.Name)
-	res, err := sim.Run(ctx, sc, sim.Options{Version: version, Progress: bar.update})
+	res, err := sim.Run(ctx, sc, sim.Options{Version: version, Progress: bar.update, OnRow: lv.onRow(ctx, sc.Interval)})
 	bar.finish()
+	lv.srv.End()
 	if err != nil {
 		return err
 	}

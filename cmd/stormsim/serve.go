@@ -32,6 +32,7 @@ type serveCommand struct {
 	listen string
 	remote bool
 	traces string
+	live   liveFlags
 }
 
 // flags declares the command's flags on fs.
@@ -41,6 +42,7 @@ func (c *serveCommand) flags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&c.sf.sets, "set", nil, "override a scenario value: `path=value` (repeatable)")
 	fs.Uint64Var(&c.sf.seed, "seed", 0, "random seed (default: the scenario's)")
 	fs.StringVar(&c.traces, "traces", "", "write OpenTelemetry spans (OTLP JSON lines) to `FILE` when stopped: one per attempt, at caller and callee")
+	c.live.declare(fs, false, false)
 }
 
 // run runs the command with the arguments left after the flags.
@@ -57,6 +59,11 @@ func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err
 			fmt.Fprintf(os.Stderr, "stormsim serve: --allow-remote: %d services of %s will accept connections on %s\n", len(sc.Services), sc.Name, c.listen)
 		}
 	}
+	lv, err := c.live.start(ctx, "serve "+sc.Name, c.remote)
+	if err != nil {
+		return err
+	}
+	defer lv.close()
 	tr, err := openTracing(c.traces)
 	if err != nil {
 		return err
@@ -68,6 +75,9 @@ func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err
 		return errors.Join(err, closeTracing(tr))
 	}
 	defer func() { err = errors.Join(err, closeTracing(tr)) }()
+	if onRow := lv.onRow(ctx, sc.Interval); onRow != nil {
+		defer cl.Watch(sc.Interval, onRow)()
+	}
 	fmt.Fprintf(w, "serving %s (fault windows count from now); Ctrl-C stops\n", sc.Name)
 	for _, s := range cl.Services {
 		u := cl.URLs[s.Name()]

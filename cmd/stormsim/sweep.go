@@ -8,13 +8,16 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"text/tabwriter"
+	"time"
 
 	"github.com/stormsim/stormsim/shard"
 
 	"github.com/spf13/pflag"
 
 	"github.com/stormsim/stormsim/analysis"
+	"github.com/stormsim/stormsim/live"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/plots"
 )
@@ -43,6 +46,7 @@ type sweepCommand struct {
 	sh       shard.Flags
 	merge    bool
 	progress bool
+	live     liveFlags
 }
 
 // flags declares the command's flags on fs.
@@ -56,11 +60,15 @@ func (c *sweepCommand) flags(fs *pflag.FlagSet) {
 	c.sh.Register(fs)
 	fs.BoolVar(&c.merge, "merge", false, "merge the sweep.csv files given as arguments (shards of one sweep) instead of running")
 	fs.BoolVar(&c.progress, "progress", false, "show the progress bar even when stderr is not a terminal")
+	c.live.declare(fs, false, true)
 }
 
 // run runs the command with the arguments left after the flags.
 func (c *sweepCommand) run(ctx context.Context, args []string, w io.Writer) error {
 	if c.merge {
+		if c.live.addr != "" {
+			return &exitError{exitUsage, errors.New("--live watches a sweep as it runs; --merge runs nothing")}
+		}
 		return mergeSweep(args, c.out, w)
 	}
 	if len(args) != 1 {
@@ -98,6 +106,18 @@ func (c *sweepCommand) run(ctx context.Context, args []string, w io.Writer) erro
 	return c.runSweep(ctx, b, s, opt, w)
 }
 
+// sweepX is a swept value as a number for the live view's x axis:
+// durations in seconds, and a value that is neither at its index.
+func sweepX(values []string, i int) float64 {
+	if v, err := strconv.ParseFloat(values[i], 64); err == nil {
+		return v
+	}
+	if d, err := time.ParseDuration(values[i]); err == nil {
+		return d.Seconds()
+	}
+	return float64(i)
+}
+
 // runSweep runs the sweep with a progress bar and writes what it ran: a
 // stopped sweep keeps its finished rows but gets no aggregates, and an
 // interrupted one says so in sweep.partial.
@@ -106,10 +126,21 @@ func (c *sweepCommand) runSweep(ctx context.Context, b analysis.Builder, s *anal
 	if opt.Shard.Sharded() {
 		label += " shard " + opt.Shard.String()
 	}
+	lv, err := c.live.start(ctx, label+" "+s.Param, false)
+	if err != nil {
+		return err
+	}
+	defer lv.close()
+	if lv.srv != nil {
+		opt.Keep = func(u analysis.Unit, r *metrics.Result) {
+			lv.srv.Point(live.PointOf(sweepX(s.Values, u.Point), s.Param, s.Variants[u.Variant].Name, &r.Summary))
+		}
+	}
 	bar := newCountProgress(os.Stderr, c.progress, label)
 	opt.Progress = bar.update
 	rows, runErr := analysis.RunSweep(ctx, simRunner(), b, s, opt)
 	bar.finish()
+	lv.srv.End()
 	partial := ""
 	if runErr != nil && ctx.Err() != nil {
 		partial = fmt.Sprintf("interrupted: %v", runErr)

@@ -1,0 +1,321 @@
+// The charts of a stormsim run, drawn with uPlot. One module serves the
+// live page (rows arrive one interval at a time) and report.html (every
+// row at once), so what a user watched is what the report shows.
+//
+// A row is one object with the fields of timeseries.csv: t_s, interval_s
+// and the columns ("offered", "goodput", "queue/db", ...). A point is one
+// finished run of a sweep or a capacity search: {x, x_label, series,
+// values: {name: number}}.
+(function () {
+  "use strict";
+
+  var palette = ["#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#76b7b2", "#b07aa1",
+    "#edc948", "#ff9da7", "#9c755f", "#bab0ac"];
+
+  function num(v) {
+    return typeof v === "number" && isFinite(v) ? v : null;
+  }
+
+  // perEntity returns the columns named "metric/entity", in their order.
+  function perEntity(cols, metric) {
+    var out = [];
+    for (var i = 0; i < cols.length; i++) {
+      if (cols[i].indexOf(metric + "/") === 0) {
+        out.push(cols[i]);
+      }
+    }
+    return out;
+  }
+
+  function entity(col) {
+    return col.slice(col.indexOf("/") + 1);
+  }
+
+  // The interval charts. Each names its series from the row's columns;
+  // a chart without series is not drawn.
+  var specs = [
+    {
+      id: "throughput", title: "Offered vs goodput", unit: "req/s",
+      series: function (cols) {
+        var s = [];
+        if (cols.indexOf("offered") >= 0) {
+          s.push({ label: "offered", value: function (r) { return num(r.offered) === null ? null : r.offered / r.interval_s; } });
+        }
+        if (cols.indexOf("goodput") >= 0) {
+          s.push({ label: "goodput", value: function (r) { return num(r.goodput); } });
+        }
+        return s;
+      }
+    },
+    {
+      id: "amplification", title: "Attempts per hop (per offered request)", unit: "attempts / request",
+      // Without offered requests (stormsim serve, driven by someone
+      // else) the hops' attempts per second.
+      titleWithout: ["offered", "Attempts per hop", "attempts/s"],
+      series: function (cols) {
+        var perRequest = cols.indexOf("offered") >= 0;
+        return perEntity(cols, "attempts").map(function (c) {
+          return {
+            label: entity(c), value: function (r) {
+              var a = num(r[c]), o = num(r.offered);
+              if (!perRequest) {
+                return a === null ? null : a / r.interval_s;
+              }
+              return a === null || !o ? null : a / o;
+            }
+          };
+        });
+      }
+    },
+    {
+      id: "queue", title: "Queue per service", unit: "waiting (time mean)",
+      series: function (cols) {
+        return perEntity(cols, "queue").map(function (c) {
+          return { label: entity(c), value: function (r) { return num(r[c]); } };
+        });
+      }
+    },
+    {
+      id: "latency", title: "Latency percentiles (succeeded requests)", unit: "ms",
+      series: function (cols) {
+        var s = [];
+        // An interval where nothing succeeded has no latency: a gap, not
+        // a 0 that would make a collapsed system look fast.
+        [["latency_p50_ms", "p50"], ["latency_p99_ms", "p99"], ["latency_mean_ms", "mean"]].forEach(function (p) {
+          if (cols.indexOf(p[0]) >= 0) {
+            s.push({ label: p[1], value: function (r) { return r.succeeded === 0 ? null : num(r[p[0]]); } });
+          }
+        });
+        return s;
+      }
+    },
+    {
+      id: "breaker", title: "Breaker state (0 closed, 1 open, 2 half-open)", unit: "state",
+      series: function (cols) {
+        return perEntity(cols, "breaker_state").map(function (c) {
+          return { label: entity(c), value: function (r) { return num(r[c]); } };
+        });
+      }
+    },
+    {
+      id: "budget", title: "Retry budget level", unit: "budget left",
+      series: function (cols) {
+        return perEntity(cols, "budget_level").map(function (c) {
+          return { label: entity(c), value: function (r) { return num(r[c]); } };
+        });
+      }
+    }
+  ];
+
+  // The titles and units of the values a point carries (live.PointOf).
+  var pointTitles = {
+    goodput_rps: ["Goodput (mean of replicas)", "req/s"],
+    amplification: ["Largest amplification (mean of replicas)", "attempts / request"],
+    latency_p99_ms: ["p99 latency of succeeded requests (mean of replicas)", "ms"],
+    success_ratio: ["Share of requests that succeeded (mean of replicas)", "succeeded / offered"]
+  };
+
+  function width(root) {
+    return Math.max(320, Math.min(1100, (root.clientWidth || 900) - 10));
+  }
+
+  function newPlot(root, prefix, id, title, xLabel, unit, labels, points) {
+    var box = document.createElement("div");
+    box.className = "stormchart";
+    box.id = "chart-" + prefix + id;
+    root.appendChild(box);
+    var series = [{ label: xLabel }];
+    labels.forEach(function (l, i) {
+      // Time series leave uPlot to show points where they are sparse (a
+      // value between two gaps is a dot, not nothing).
+      var s = { label: l, stroke: palette[i % palette.length], width: 1.5, spanGaps: !!points };
+      if (points) {
+        s.points = { show: true };
+      }
+      series.push(s);
+    });
+    var data = [[]];
+    labels.forEach(function () { data.push([]); });
+    var opts = {
+      title: title, width: width(root), height: 240, series: series,
+      scales: { x: { time: false } },
+      axes: [{ label: xLabel }, { label: unit, size: 60 }]
+    };
+    return { id: id, box: box, plot: new uPlot(opts, data, box), data: data };
+  }
+
+  // StormCharts draws a run's charts into root. opts.onDraw(charts) is
+  // called after each drawing; opts.prefix sets apart the element ids of
+  // several StormCharts on one page.
+  function StormCharts(root, opts) {
+    this.root = root;
+    this.opts = opts || {};
+    this.charts = null; // interval charts, made from the first row
+    this.rows = 0;
+    this.pointCharts = {}; // by value name
+    this.pointXs = []; // sorted x values of the points
+    this.pointData = {}; // value name -> x -> series -> value
+    this.pointSeries = []; // series names in arrival order
+    this.pointLabel = "x";
+    this.points = 0;
+    this.pending = false;
+    var self = this;
+    window.addEventListener("resize", function () { self.resize(); });
+  }
+
+  // resize fits every chart to the element's width.
+  StormCharts.prototype.resize = function () {
+    var all = (this.charts || []).slice(), w = width(this.root);
+    for (var id in this.pointCharts) {
+      all.push(this.pointCharts[id]);
+    }
+    all.forEach(function (c) { c.plot.setSize({ width: w, height: 240 }); });
+  };
+
+  // add appends one interval row.
+  StormCharts.prototype.add = function (row) {
+    if (this.charts === null) {
+      var cols = Object.keys(row), root = this.root;
+      this.charts = [];
+      for (var i = 0; i < specs.length; i++) {
+        var s = specs[i].series(cols);
+        if (s.length === 0) {
+          continue;
+        }
+        var title = specs[i].title, unit = specs[i].unit, w = specs[i].titleWithout;
+        if (w && cols.indexOf(w[0]) < 0) {
+          title = w[1];
+          unit = w[2];
+        }
+        var c = newPlot(root, this.opts.prefix || "", specs[i].id, title, "time (s)", unit,
+          s.map(function (x) { return x.label; }), false);
+        c.series = s;
+        this.charts.push(c);
+      }
+    }
+    for (var j = 0; j < this.charts.length; j++) {
+      var ch = this.charts[j];
+      ch.data[0].push(row.t_s);
+      for (var k = 0; k < ch.series.length; k++) {
+        ch.data[k + 1].push(ch.series[k].value(row));
+      }
+    }
+    this.rows++;
+    this.schedule();
+  };
+
+  // addPoint adds one finished point of a sweep or capacity search: one
+  // chart per value name, x the swept value, one line per series.
+  StormCharts.prototype.addPoint = function (p) {
+    var x = num(p.x);
+    if (x === null) {
+      return;
+    }
+    var name = p.series || "run";
+    if (this.pointSeries.indexOf(name) < 0) {
+      this.pointSeries.push(name);
+      // A new series changes every chart's lines: rebuild them.
+      for (var id in this.pointCharts) {
+        this.pointCharts[id].plot.destroy();
+        this.root.removeChild(this.pointCharts[id].box);
+      }
+      this.pointCharts = {};
+    }
+    if (p.x_label) {
+      this.pointLabel = p.x_label;
+    }
+    if (this.pointXs.indexOf(x) < 0) {
+      this.pointXs.push(x);
+      this.pointXs.sort(function (a, b) { return a - b; });
+    }
+    // Replicas of one point and line are averaged as they arrive.
+    var names = Object.keys(p.values || {}).sort();
+    for (var i = 0; i < names.length; i++) {
+      var v = num(p.values[names[i]]);
+      if (v === null) {
+        continue;
+      }
+      var byX = this.pointData[names[i]] || (this.pointData[names[i]] = {});
+      var byS = byX[x] || (byX[x] = {});
+      var acc = byS[name] || (byS[name] = { sum: 0, n: 0 });
+      acc.sum += v;
+      acc.n++;
+    }
+    this.points++;
+    this.schedule();
+  };
+
+  StormCharts.prototype.schedule = function () {
+    if (this.pending) {
+      return;
+    }
+    this.pending = true;
+    var self = this;
+    var raf = window.requestAnimationFrame || function (f) { return setTimeout(f, 16); };
+    raf(function () { self.pending = false; self.draw(); });
+  };
+
+  // draw redraws every chart with the data so far.
+  StormCharts.prototype.draw = function () {
+    var i;
+    for (i = 0; this.charts !== null && i < this.charts.length; i++) {
+      this.charts[i].plot.setData(this.charts[i].data);
+    }
+    var names = Object.keys(this.pointData).sort(), self = this;
+    for (i = 0; i < names.length; i++) {
+      var n = names[i], c = this.pointCharts[n];
+      if (!c) {
+        var t = pointTitles[n] || [n, n];
+        c = this.pointCharts[n] = newPlot(this.root, this.opts.prefix || "", "point-" + n.replace(/[^A-Za-z0-9_-]/g, "_"), t[0],
+          this.pointLabel, t[1], this.pointSeries, true);
+      }
+      var data = [this.pointXs.slice()];
+      this.pointSeries.forEach(function (s) {
+        data.push(self.pointXs.map(function (x) {
+          var v = self.pointData[n][x];
+          return v && s in v ? v[s].sum / v[s].n : null;
+        }));
+      });
+      c.data = data;
+      c.plot.setData(data);
+    }
+    if (this.opts.onDraw) {
+      // uPlot paints in a microtask after setData: report after it.
+      setTimeout(function () { self.opts.onDraw(self); }, 0);
+    }
+  };
+
+  // state describes what is drawn, for tests: each chart's id, its number
+  // of x values and a digest of its canvas pixels.
+  StormCharts.prototype.state = function () {
+    var out = [], all = (this.charts || []).slice();
+    for (var id in this.pointCharts) {
+      all.push(this.pointCharts[id]);
+    }
+    all.forEach(function (c) {
+      var url = c.plot.ctx.canvas.toDataURL(), h = 0;
+      for (var i = 0; i < url.length; i++) {
+        h = (h * 31 + url.charCodeAt(i)) | 0;
+      }
+      out.push({ id: c.id, xs: c.data[0].length, digest: h });
+    });
+    return { rows: this.rows, points: this.points, charts: out };
+  };
+
+  // fromSeries draws a whole time series at once: {start_s, interval_s,
+  // columns: [...], rows: [[...], ...]}, as report.html embeds it.
+  StormCharts.fromSeries = function (root, ts, opts) {
+    var c = new StormCharts(root, opts);
+    for (var i = 0; i < ts.rows.length; i++) {
+      var row = { t_s: ts.start_s + i * ts.interval_s, interval_s: ts.interval_s };
+      for (var j = 0; j < ts.columns.length; j++) {
+        row[ts.columns[j]] = ts.rows[i][j];
+      }
+      c.add(row);
+    }
+    c.draw();
+    return c;
+  };
+
+  window.StormCharts = StormCharts;
+})();
