@@ -1,0 +1,386 @@
+package load
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/stormsim/stormsim/policies"
+	"github.com/stormsim/stormsim/sim"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// startGRPCScenario parses yaml and serves its services over gRPC on
+// loopback until the test ends.
+func startGRPCScenario(t *testing.T, name, yaml string) *Cluster {
+	t.Helper()
+	sc, err := topology.Parse(name, []byte(yaml), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := StartCluster(sc, ClusterOptions{Protocol: ProtocolGRPC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		cl.Close(ctx)
+	})
+	return cl
+}
+
+// rawInvoke makes one unary call to a service's gRPC URL with md, and
+// returns its error and trailer.
+func rawInvoke(t *testing.T, ctx context.Context, target string, body []byte, md metadata.MD) (error, metadata.MD) {
+	t.Helper()
+	addr, method, err := ParseGRPCTarget(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDisableRetry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	var trailer metadata.MD
+	err = cc.Invoke(metadata.NewOutgoingContext(ctx, md), method, &frame{b: body}, new(frame), grpc.Trailer(&trailer), grpc.ForceCodec(rawCodec{}))
+	return err, trailer
+}
+
+func TestParseGRPCTarget(t *testing.T) {
+	for _, tc := range []struct {
+		in, addr, method string
+		ok               bool
+	}{
+		{"grpc://127.0.0.1:9000/pkg.Service/Method", "127.0.0.1:9000", "/pkg.Service/Method", true},
+		{"grpc://localhost:1/stormsim.v1.Emulated/Call", "localhost:1", "/stormsim.v1.Emulated/Call", true},
+		{"grpc://127.0.0.1:9000/pkg.Service", "", "", false},
+		{"grpc://127.0.0.1:9000/pkg.Service/Method/x", "", "", false},
+		{"grpc://127.0.0.1:9000//Method", "", "", false},
+		{"http://127.0.0.1:9000/pkg.Service/Method", "", "", false},
+		{"grpc:///pkg.Service/Method", "", "", false},
+		{"grpc://127.0.0.1:9000/pkg.Service/Method?x=1", "", "", false},
+	} {
+		addr, method, err := ParseGRPCTarget(tc.in)
+		if (err == nil) != tc.ok || addr != tc.addr || method != tc.method {
+			t.Errorf("ParseGRPCTarget(%q) = %q, %q, %v; want %q, %q, ok %v", tc.in, addr, method, err, tc.addr, tc.method, tc.ok)
+		}
+	}
+}
+
+// TestGRPCServeStatusCodes: each answer the callee machine decides reaches
+// a gRPC caller as its status code, with A6's pushback trailer.
+func TestGRPCServeStatusCodes(t *testing.T) {
+	cl := startGRPCScenario(t, "codes.yaml", `
+name: codes
+seed: 1
+duration: 10s
+workload: {entry: internal, rate: 1}
+services:
+  - name: internal
+    workers: 4
+    error_rate: 1
+    service_time: {dist: constant, value: 1ms}
+  - name: unavailable
+    workers: 4
+    error_rate: 1
+    error_class: unavailable
+    service_time: {dist: constant, value: 1ms}
+  - name: full
+    workers: 1
+    queue: 0
+    service_time: {dist: constant, value: 300ms}
+    overload: {pushback: {retry_after: 250ms}}
+  - name: fulldont
+    workers: 1
+    queue: 0
+    service_time: {dist: constant, value: 300ms}
+    overload: {pushback: {dont_retry: true}}
+  - name: ok
+    workers: 4
+    service_time: {dist: constant, value: 1ms}
+`)
+	ctx := context.Background()
+	call := func(svc string, md metadata.MD) (codes.Code, metadata.MD) {
+		err, tr := rawInvoke(t, ctx, cl.URLs[svc], []byte("x"), md)
+		return status.Code(err), tr
+	}
+	if c, _ := call("ok", nil); c != codes.OK {
+		t.Errorf("ok: %v, want OK", c)
+	}
+	if c, tr := call("internal", nil); c != codes.Internal || first(tr, mdOutcome) != "error" {
+		t.Errorf("error_rate 1: %v %v, want INTERNAL with outcome error", c, tr)
+	}
+	if c, _ := call("unavailable", nil); c != codes.Unavailable {
+		t.Errorf("error_class unavailable: %v, want UNAVAILABLE", c)
+	}
+	long := metadata.Pairs(mdKey, strings.Repeat("k", maxKeyLen+1), mdWrite, "1")
+	if c, tr := call("ok", long); c != codes.InvalidArgument || first(tr, MetadataPushback) != "-1" {
+		t.Errorf("oversized key: %v %v, want INVALID_ARGUMENT with pushback -1", c, tr)
+	}
+	for _, tc := range []struct{ svc, pushback string }{{"full", "250"}, {"fulldont", "-1"}} {
+		// One attempt holds the only worker; the next finds no room.
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			call(tc.svc, nil)
+		}()
+		deadline := time.Now().Add(5 * time.Second)
+		for cl.Service(tc.svc).Stats().Busy == 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		c, tr := call(tc.svc, nil)
+		if c != codes.ResourceExhausted || first(tr, MetadataPushback) != tc.pushback {
+			t.Errorf("%s full: %v, pushback %q; want RESOURCE_EXHAUSTED, %s", tc.svc, c, first(tr, MetadataPushback), tc.pushback)
+		}
+		wg.Wait()
+	}
+}
+
+// pushbackServer answers the first attempt of every call with
+// RESOURCE_EXHAUSTED and grpc-retry-pushback-ms: pushback, the next ones
+// OK, and records when attempts arrive.
+type pushbackServer struct {
+	pushback string
+	mu       sync.Mutex
+	times    []time.Time
+}
+
+func (p *pushbackServer) handle(_ any, stream grpc.ServerStream) error {
+	var in frame
+	if err := stream.RecvMsg(&in); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.times = append(p.times, time.Now())
+	n := len(p.times)
+	p.mu.Unlock()
+	if n == 1 {
+		stream.SetTrailer(metadata.Pairs(MetadataPushback, p.pushback))
+		return status.Error(codes.ResourceExhausted, "busy")
+	}
+	return stream.SendMsg(&frame{})
+}
+
+// TestGRPCPushback: a callee's grpc-retry-pushback-ms is honoured by
+// stormsim's call policy driving gRPC attempts (its own retry, grpc-go's
+// disabled) and by grpc-go's own retry from a service config alike: the
+// retry waits at least the pushback although the backoff would retry at
+// once, and a negative pushback stops the retries (gRFC A6).
+func TestGRPCPushback(t *testing.T) {
+	const serviceConfig = `{"methodConfig": [{"name": [{"service": "pkg.S"}],
+  "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.001s", "maxBackoff": "0.001s",
+    "backoffMultiplier": 1, "retryableStatusCodes": ["RESOURCE_EXHAUSTED"]}}]}`
+	for _, tc := range []struct {
+		name, pushback string
+		native         bool
+		attempts       int
+		ok             bool
+	}{
+		{"stormsim-300ms", "300", false, 2, true},
+		{"stormsim-negative", "-1", false, 1, false},
+		{"grpc-go-300ms", "300", true, 2, true},
+		{"grpc-go-negative", "-1", true, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &pushbackServer{pushback: tc.pushback}
+			srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(p.handle))
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go srv.Serve(ln)
+			defer srv.Stop()
+			var gopt GRPCClientOptions
+			policy := topology.Call{HonorPushback: true, Retry: policies.RetryConfig{MaxAttempts: 3, On: []policies.RetryClass{"unavailable"}}}
+			if tc.native {
+				gopt.ServiceConfig = serviceConfig
+				policy = NativeGRPCPolicy(policy)
+			}
+			gc, err := NewGRPCClient(gopt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gc.Close()
+			edge, err := policies.NewEdge(policy.EdgeConfig(), rand.New(rand.NewPCG(1, 2)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ec := NewEdgeClient(time.Now(), nil, edge, nil)
+			ec.Sender = gc.Send
+			res := ec.Do(context.Background(), policies.CallOptions{}, &Attempt{URL: "grpc://" + ln.Addr().String() + "/pkg.S/M"}, nil)
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if len(p.times) != tc.attempts || (res.Outcome == policies.OK) != tc.ok {
+				t.Fatalf("%d attempts, outcome %v; want %d, ok %v", len(p.times), res.Outcome, tc.attempts, tc.ok)
+			}
+			if tc.attempts == 2 {
+				if gap := p.times[1].Sub(p.times[0]); gap < 300*time.Millisecond {
+					t.Errorf("retry %v after the pushback of 300ms: not honoured", gap)
+				}
+			}
+		})
+	}
+}
+
+// TestGRPCDeadlinePropagation: the remaining deadline a caller sends
+// arrives as the callee's grpc-timeout, and reject_expired refuses work
+// whose deadline passed while it queued. The one worker is busy for
+// 200 ms; an attempt queued behind it with 700 ms left is served (it ends
+// at 400 ms), one with 100 ms left is rejected as expired when the worker
+// frees.
+func TestGRPCDeadlinePropagation(t *testing.T) {
+	cl := startGRPCScenario(t, "deadline.yaml", `
+name: deadline
+seed: 1
+duration: 10s
+workload: {entry: db, rate: 1}
+services:
+  - name: db
+    workers: 1
+    queue: 10
+    reject_expired: true
+    service_time: {dist: constant, value: 200ms}
+`)
+	gc, err := NewGRPCClient(GRPCClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	db := cl.Service("db")
+	for _, tc := range []struct {
+		remaining time.Duration
+		expired   int64
+		want      policies.Outcome
+	}{
+		{700 * time.Millisecond, 0, policies.OK},
+		{100 * time.Millisecond, 1, policies.Timeout},
+	} {
+		before := db.Stats().All
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			gc.Send(context.Background(), &Attempt{URL: cl.URLs["db"], RequestID: "busy"})
+		}()
+		for db.Stats().Busy == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		an := gc.Send(context.Background(), &Attempt{URL: cl.URLs["db"], RequestID: "late", Remaining: tc.remaining})
+		wg.Wait()
+		// The expired attempt is refused when the worker frees, after its
+		// caller gave up: wait for the service to count it.
+		end := time.Now().Add(2 * time.Second)
+		for db.Stats().All.Expired-before.Expired < tc.expired && time.Now().Before(end) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		after := db.Stats().All
+		if an.Outcome != tc.want || after.Expired-before.Expired != tc.expired {
+			t.Errorf("%v left: outcome %v, %d expired at the callee; want %v, %d", tc.remaining, an.Outcome, after.Expired-before.Expired, tc.want, tc.expired)
+		}
+		if tc.expired == 1 && after.Succeeded-before.Succeeded != 1 {
+			t.Errorf("%v left: %d succeeded, want only the busy one: expired work was done", tc.remaining, after.Succeeded-before.Succeeded)
+		}
+	}
+}
+
+// TestGRPCScenarioUnloaded: a three-service chain over gRPC on loopback
+// holds its rate (constant arrivals: exactly rate × duration offered,
+// dispatched on time) and every request succeeds against targets far from
+// saturation (ρ ≤ 0.02), each service seeing exactly one attempt per
+// request.
+func TestGRPCScenarioUnloaded(t *testing.T) {
+	sc, err := topology.Parse("unloaded.yaml", []byte(`
+name: unloaded
+seed: 1
+duration: 2s
+workload:
+  entry: gw
+  arrival: constant
+  rate: 200
+  deadline: 1s
+  client: {timeout: 500ms, propagate_deadline: true}
+services:
+  - name: gw
+    workers: 64
+    service_time: {dist: constant, value: 1ms}
+    calls: [{to: api, timeout: 300ms, propagate_deadline: true}]
+  - name: api
+    workers: 64
+    service_time: {dist: constant, value: 2ms}
+    calls: [{to: db, timeout: 200ms, propagate_deadline: true}]
+  - name: db
+    workers: 64
+    reject_expired: true
+    service_time: {dist: constant, value: 5ms}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunScenario(context.Background(), sc, ScenarioOptions{Protocol: ProtocolGRPC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Summary
+	if !strings.HasPrefix(s.Load.Target, "grpc://") {
+		t.Fatalf("target %q: not gRPC", s.Load.Target)
+	}
+	if s.Requests.Offered != 400 || s.Requests.Succeeded != 400 {
+		t.Errorf("offered %d, succeeded %d; want 400 of 400", s.Requests.Offered, s.Requests.Succeeded)
+	}
+	if s.Load.Unsent != 0 || math.Abs(s.Load.OfferedRPS-200) > 200*0.02 {
+		t.Errorf("offered %.1f/s with %d unsent, want 200/s (±2%%)", s.Load.OfferedRPS, s.Load.Unsent)
+	}
+	for _, svc := range s.Services {
+		if svc.Attempts != 400 || svc.Succeeded != 400 {
+			t.Errorf("%s: %d attempts, %d succeeded; want 400, 400", svc.Name, svc.Attempts, svc.Succeeded)
+		}
+	}
+}
+
+// TestGRPCOverloadP99MatchesSimulator: the open-loop overload of
+// TestOverloadP99MatchesSimulator (400/s into 16 workers × 50 ms) served
+// over gRPC gives a p99 within 15 % of the simulator's, the issue's bound.
+// Repeated at most three times, as there, against a starved machine.
+func TestGRPCOverloadP99MatchesSimulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 10 s of real traffic: runs without -short (make test)")
+	}
+	sc, err := topology.Parse("overload.yaml", []byte(overloadScenario), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	simRes, err := sim.Run(context.Background(), sc, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := simRes.Summary.LatencyMs.P99
+	for try := 1; ; try++ {
+		realRes, err := RunScenario(context.Background(), sc, ScenarioOptions{Protocol: ProtocolGRPC})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := realRes.Summary.LatencyMs.P99
+		d := math.Abs(got-want) / want
+		t.Logf("try %d: p99 simulated %.0f ms, gRPC %.0f ms", try, want, got)
+		if d <= 0.15 {
+			return
+		}
+		if try == 3 {
+			t.Fatalf("p99 over gRPC %.0f ms, simulated %.0f ms: %.1f%% apart, want ≤ 15%%", got, want, 100*d)
+		}
+	}
+}
