@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stormsim/stormsim/inputfile"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -477,4 +479,24 @@ func scenarioClientPolicy(sc *topology.Scenario, opt ScenarioOptions) (topology.
 		return topology.Call{}, fmt.Errorf("load: %s: a gRPC service config needs the grpc protocol", scenarioName(sc))
 	}
 	return NativeGRPCPolicy(sc.Workload.Client), nil
+}
+
+// ClientServiceConfig reads the gRPC service config the scenario's client
+// names (workload.client.grpc_service_config, relative to the scenario
+// file): what a run with grpc-go's own retry gives grpc-go, and what the
+// simulator read the same policy from.
+func ClientServiceConfig(sc *topology.Scenario) (string, error) {
+	name := sc.Workload.Client.GRPCServiceConfig
+	if name == "" {
+		return "", fmt.Errorf("load: %s: workload.client.grpc_service_config: not set; grpc-go's own retry needs the service config to run from", scenarioName(sc))
+	}
+	file := name
+	if !filepath.IsAbs(file) && sc.File != "" {
+		file = filepath.Join(filepath.Dir(sc.File), file)
+	}
+	data, err := inputfile.Read(file, topology.MaxFileSize)
+	if err != nil {
+		return "", fmt.Errorf("load: %s: workload.client.grpc_service_config: %w", scenarioName(sc), err)
+	}
+	return string(data), nil
 }

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/sim"
 	"github.com/stormsim/stormsim/topology"
@@ -383,4 +384,114 @@ func TestGRPCOverloadP99MatchesSimulator(t *testing.T) {
 			t.Fatalf("p99 over gRPC %.0f ms, simulated %.0f ms: %.1f%% apart, want ≤ 15%%", got, want, 100*d)
 		}
 	}
+}
+
+// TestFidelityGRPCVersusSimulated: the fidelity scenarios of
+// TestFidelityRealVersusSimulated served and driven over gRPC agree with
+// the simulator as they do over HTTP: goodput and amplification per
+// service within 15 % for the chain, goodput, attempts per service and
+// duplicates within 4 standard deviations (the Poisson bound there) for
+// the writes with idempotency keys.
+func TestFidelityGRPCVersusSimulated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 2 × 4 s of real traffic: runs without -short (make test)")
+	}
+	for _, tc := range []struct {
+		name    string
+		yaml    string
+		compare func(t *testing.T, simRes, realRes *metrics.Result)
+	}{
+		{"chain", fidelityScenario, compare},
+		{"writes-keys", fidelityWritesScenario, compareCounts},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := topology.Parse("fidelity.yaml", []byte(tc.yaml), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			simRes, err := sim.Run(context.Background(), sc, sim.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			realRes := runUnstarvedWith(t, sc, ScenarioOptions{Protocol: ProtocolGRPC})
+			if !strings.HasPrefix(realRes.Summary.Load.Target, "grpc://") {
+				t.Fatalf("target %q: not gRPC", realRes.Summary.Load.Target)
+			}
+			tc.compare(t, simRes, realRes)
+		})
+	}
+}
+
+// nativeScenario's client retries from a pasted gRPC service config:
+// three attempts on UNAVAILABLE, and retry throttling (10 tokens, a
+// failure costs one, a success earns half of one) that the 30 % injected
+// UNAVAILABLE answers keep near its threshold (+0.05 an attempt on
+// average), so both the retry policy and the throttle shape the attempts.
+const nativeScenario = `
+name: native
+seed: 5
+duration: 4s
+warmup: 1s
+workload:
+  entry: api
+  arrival: constant
+  rate: 100
+  deadline: 2s
+  client:
+    grpc_service_config: grpc-native.json
+    propagate_deadline: true
+services:
+  - name: api
+    workers: 64
+    error_rate: 0.3
+    error_class: unavailable
+    service_time: {dist: constant, value: 2ms}
+`
+
+// TestGRPCNativeRetryVersusSimulated runs grpc-go's own retry and
+// throttling from the service config against serve, and compares attempts
+// and goodput with the simulator's reading of the same config. Each run
+// is an independent draw: a call of n counted ones makes X − 1 retries,
+// X − 1 = 0, 1, 2 with probability 1 − p, p(1 − p), p² (p = 0.3), so
+// attempts have variance n·(p + 3p² − (p + p²)²) ≈ 0.418 n, and the calls
+// failing every attempt are binomial (n, p³); the throttle only lowers
+// both. The two runs must agree within 4 standard deviations of their
+// difference (√2 × one run's): ±63 attempts and ±16 successes at n = 300,
+// where grpc-go not retrying would differ by ≈ 100 and ≈ 80.
+func TestGRPCNativeRetryVersusSimulated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 4 s of real traffic: runs without -short (make test)")
+	}
+	sc, err := topology.Parse("testdata/native.yaml", []byte(nativeScenario), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ClientServiceConfig(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	simRes, err := sim.Run(context.Background(), sc, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := simRes.Summary.Services[0].Amplification; a < 1.2 {
+		t.Fatalf("simulated amplification %.2f: the scenario retries too little to test anything", a)
+	}
+	realRes := runUnstarvedWith(t, sc, ScenarioOptions{Protocol: ProtocolGRPC, GRPCServiceConfig: cfg})
+	if e := realRes.Summary.Edges[0]; e.Retries != 0 {
+		t.Errorf("stormsim's client policy retried %d times beside grpc-go's", e.Retries)
+	}
+	const p = 0.3
+	n := float64(simRes.Summary.Requests.Offered)
+	agree := func(what string, s, r, variance float64) {
+		t.Helper()
+		tol := 4 * math.Sqrt(2*variance)
+		if d := math.Abs(r - s); d > tol {
+			t.Errorf("%s: simulated %.0f, grpc-go %.0f: %.0f apart, want ≤ %.0f (4σ)", what, s, r, d, tol)
+		} else {
+			t.Logf("%s: simulated %.0f, grpc-go %.0f (4σ = %.0f)", what, s, r, tol)
+		}
+	}
+	agree("attempts", float64(simRes.Summary.Services[0].Attempts), float64(realRes.Summary.Services[0].Attempts), n*(p+3*p*p-(p+p*p)*(p+p*p)))
+	agree("succeeded", float64(simRes.Summary.Requests.Succeeded), float64(realRes.Summary.Requests.Succeeded), n*p*p*p*(1-p*p*p))
 }
