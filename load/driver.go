@@ -37,7 +37,9 @@ var ErrRemote = errors.New("not a loopback address (pass --allow-remote to allow
 // Options configures an open-loop run against one HTTP target (Run).
 // Zero fields take the documented defaults.
 type Options struct {
-	// Target is the URL every logical request is sent to.
+	// Target is the URL every logical request is sent to: http://, https://,
+	// or grpc://HOST:PORT/pkg.Service/Method (a unary call with Body as the
+	// encoded request; Method is then unused).
 	Target string
 	// Method defaults to GET; Header and Body are sent with every attempt.
 	// WriteMethod, if set, is the method of writes (POST in scenario runs).

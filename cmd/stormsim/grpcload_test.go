@@ -35,7 +35,9 @@ func TestServeGRPCAndDriveItWithData(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb syncBuffer
 	done := make(chan int)
-	go func() { done <- run(ctx, []string{"serve", "five-layer-chain", "--protocol", "grpc", "--set", "services.s5.error_rate=0"}, &out, &errb) }()
+	go func() {
+		done <- run(ctx, []string{"serve", "five-layer-chain", "--protocol", "grpc", "--set", "services.s5.error_rate=0"}, &out, &errb)
+	}()
 	re := regexp.MustCompile(`s1 +(grpc://127\.0\.0\.1:\d+/stormsim\.v1\.Emulated/Call)`)
 	var target string
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && target == ""; time.Sleep(20 * time.Millisecond) {
