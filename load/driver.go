@@ -69,7 +69,8 @@ type Options struct {
 	IdempotencyKeys bool
 	// Workers is the number of sender goroutines (default 512), hence the
 	// bound on logical requests in flight; Connections bounds the TCP
-	// connections to the target (default Workers).
+	// connections to the target (default Workers; for a grpc:// target, the
+	// HTTP/2 connections its calls are spread over, default 1).
 	Workers     int
 	Connections int
 	// LateThreshold: a request dispatched later than this after its
@@ -235,7 +236,7 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	ec.Root = root
 	ec.rt = rt
 	if strings.HasPrefix(opt.Target, "grpc://") {
-		gc, err := NewGRPCClient(GRPCClientOptions{ServiceConfig: opt.GRPCServiceConfig})
+		gc, err := NewGRPCClient(GRPCClientOptions{ServiceConfig: opt.GRPCServiceConfig, Connections: opt.Connections})
 		if err != nil {
 			return nil, fmt.Errorf("load: %w", err)
 		}
@@ -280,6 +281,9 @@ func (opt *Options) defaults() error {
 	}
 	if opt.Connections <= 0 {
 		opt.Connections = opt.Workers
+		if u.Scheme == "grpc" {
+			opt.Connections = 1 // HTTP/2 multiplexes the calls
+		}
 	}
 	if opt.Interval <= 0 {
 		opt.Interval = DefaultInterval

@@ -109,19 +109,31 @@ type GRPCClientOptions struct {
 	// it. Empty: grpc-go's retry is disabled, so that stormsim's call
 	// policy alone decides and the two do not stack.
 	ServiceConfig string
+	// Connections is how many HTTP/2 connections to open to each target
+	// address, each multiplexing many calls; attempts take them in turn.
+	// Default 1.
+	Connections int
 }
 
-// GRPCClient sends attempts as unary gRPC calls, one multiplexed HTTP/2
-// connection per target address. It is safe for concurrent use.
+// GRPCClient sends attempts as unary gRPC calls over Connections
+// multiplexed HTTP/2 connections per target address. It is safe for
+// concurrent use.
 type GRPCClient struct {
 	opts  []grpc.DialOption
+	n     int
 	mu    sync.Mutex
-	conns map[string]*grpc.ClientConn
+	conns map[string]*grpcConns
 	// targets caches parsed attempt URLs.
 	targets sync.Map // string -> grpcTarget
 }
 
 type grpcTarget struct{ addr, method string }
+
+// grpcConns are the connections to one address, taken in turn.
+type grpcConns struct {
+	cc   []*grpc.ClientConn
+	next int
+}
 
 // NewGRPCClient returns a client; Close releases its connections.
 func NewGRPCClient(o GRPCClientOptions) (*GRPCClient, error) {
@@ -140,15 +152,17 @@ func NewGRPCClient(o GRPCClientOptions) (*GRPCClient, error) {
 		return nil, fmt.Errorf("grpc service config: %w", err)
 	}
 	cc.Close()
-	return &GRPCClient{opts: opts, conns: map[string]*grpc.ClientConn{}}, nil
+	return &GRPCClient{opts: opts, n: max(o.Connections, 1), conns: map[string]*grpcConns{}}, nil
 }
 
 // Close closes every connection.
 func (g *GRPCClient) Close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, cc := range g.conns {
-		cc.Close()
+	for _, cs := range g.conns {
+		for _, cc := range cs.cc {
+			cc.Close()
+		}
 	}
 	clear(g.conns)
 }
@@ -156,14 +170,23 @@ func (g *GRPCClient) Close() {
 func (g *GRPCClient) conn(addr string) (*grpc.ClientConn, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if cc := g.conns[addr]; cc != nil {
-		return cc, nil
+	cs := g.conns[addr]
+	if cs == nil {
+		cs = &grpcConns{}
+		for range g.n {
+			cc, err := grpc.NewClient("passthrough:///"+addr, g.opts...)
+			if err != nil {
+				for _, c := range cs.cc {
+					c.Close()
+				}
+				return nil, err
+			}
+			cs.cc = append(cs.cc, cc)
+		}
+		g.conns[addr] = cs
 	}
-	cc, err := grpc.NewClient("passthrough:///"+addr, g.opts...)
-	if err != nil {
-		return nil, err
-	}
-	g.conns[addr] = cc
+	cc := cs.cc[cs.next]
+	cs.next = (cs.next + 1) % len(cs.cc)
 	return cc, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	grpcpeer "google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/stormsim/stormsim/metrics"
@@ -499,4 +500,49 @@ func FuzzParseGRPCTarget(f *testing.F) {
 			t.Fatalf("%q: reparsed as %q %q %v", s, a2, m2, err)
 		}
 	})
+}
+
+// TestGRPCClientConnections: attempts to one address take Connections
+// connections in turn; the server sees that many peers.
+func TestGRPCClientConnections(t *testing.T) {
+	var mu sync.Mutex
+	peers := map[string]int{}
+	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+		var in frame
+		if err := stream.RecvMsg(&in); err != nil {
+			return err
+		}
+		if p, ok := grpcpeer.FromContext(stream.Context()); ok {
+			mu.Lock()
+			peers[p.Addr.String()]++
+			mu.Unlock()
+		}
+		return stream.SendMsg(&frame{})
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Stop()
+	gc, err := NewGRPCClient(GRPCClientOptions{Connections: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	for range 6 {
+		if a := gc.Send(context.Background(), &Attempt{URL: "grpc://" + ln.Addr().String() + "/a.B/C"}); a.Outcome != policies.OK {
+			t.Fatalf("attempt: %+v", a)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(peers) != 3 {
+		t.Errorf("calls came over %d connections (%v), want 3, two calls each", len(peers), peers)
+	}
+	for p, n := range peers {
+		if n != 2 {
+			t.Errorf("connection %s carried %d calls, want 2", p, n)
+		}
+	}
 }

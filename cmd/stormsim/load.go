@@ -94,7 +94,7 @@ func (c *loadCommand) flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.keys, "idempotency-keys", false, "send an Idempotency-Key with every write")
 	fs.DurationVar(&c.warmup, "warmup", 0, "requests due before this are sent but not counted")
 	fs.IntVar(&c.workers, "workers", load.DefaultWorkers, "sender goroutines: the bound on logical requests in flight")
-	fs.IntVar(&c.conns, "connections", 0, "TCP connections to the target (default: --workers)")
+	fs.IntVar(&c.conns, "connections", 0, "TCP connections to the target (default: --workers); for gRPC, the HTTP/2 connections calls are spread over (default 1)")
 	fs.DurationVar(&c.maxLate, "max-lateness", 0, "a request not sent within this of its due time is counted unsent (default: the deadline, else 5s)")
 	fs.DurationVar(&c.grace, "grace", load.DefaultGrace, "after the schedule (or Ctrl-C), how long requests in flight may still take beyond what their deadline or timeouts allow")
 	fs.StringArrayVar(&c.sf.sets, "set", nil, "SCENARIO mode: override a scenario value `path=value` (repeatable)")
