@@ -3,6 +3,8 @@ package load
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -146,12 +148,12 @@ func NewGRPCClient(o GRPCClientOptions) (*GRPCClient, error) {
 	} else {
 		opts = append(opts, grpc.WithDisableRetry())
 	}
-	// Check the config now, not at the first attempt.
-	cc, err := grpc.NewClient("passthrough:///127.0.0.1:1", opts...)
-	if err != nil {
-		return nil, fmt.Errorf("grpc service config: %w", err)
+	if o.ServiceConfig != "" {
+		// Check the config now, not at the first attempt.
+		if err := CheckGRPCServiceConfig("grpc service config", o.ServiceConfig); err != nil {
+			return nil, err
+		}
 	}
-	cc.Close()
 	return &GRPCClient{opts: opts, n: max(o.Connections, 1), conns: map[string]*grpcConns{}}, nil
 }
 
@@ -522,4 +524,23 @@ func ClientServiceConfig(sc *topology.Scenario) (string, error) {
 		return "", fmt.Errorf("load: %s: workload.client.grpc_service_config: %w", scenarioName(sc), err)
 	}
 	return string(data), nil
+}
+
+// CheckGRPCServiceConfig reports whether grpc-go accepts cfg as a service
+// config, naming file and, for malformed JSON, the line at fault.
+func CheckGRPCServiceConfig(file, cfg string) error {
+	var v any
+	if err := json.Unmarshal([]byte(cfg), &v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			line := 1 + strings.Count(cfg[:min(int(se.Offset), len(cfg))], "\n")
+			return fmt.Errorf("%s:%d: %v", file, line, err)
+		}
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	cc, err := grpc.NewClient("passthrough:///127.0.0.1:1", grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDefaultServiceConfig(cfg))
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return cc.Close()
 }

@@ -546,3 +546,16 @@ func TestGRPCClientConnections(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckGRPCServiceConfig(t *testing.T) {
+	for _, tc := range []struct{ cfg, err string }{
+		{`{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}`, ""},
+		{"{\n  \"methodConfig\": [\n    {\"name\": [{}],,}\n  ]\n}", "sc.json:3: "},
+		{`{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 2}}]}`, "sc.json: "},
+	} {
+		err := CheckGRPCServiceConfig("sc.json", tc.cfg)
+		if (tc.err == "") != (err == nil) || err != nil && !strings.HasPrefix(err.Error(), tc.err) {
+			t.Errorf("%s: %v, want an error starting %q", tc.cfg, err, tc.err)
+		}
+	}
+}

@@ -93,6 +93,9 @@ func (g *grpcLoadFlags) target(ctx context.Context, fs *pflag.FlagSet, opt *load
 		if err != nil {
 			return fmt.Errorf("--grpc-service-config: %w", err)
 		}
+		if err := load.CheckGRPCServiceConfig(g.serviceConfig, string(b)); err != nil {
+			return fmt.Errorf("--grpc-service-config: %w", err)
+		}
 		opt.GRPCServiceConfig = string(b)
 		opt.Policy = load.NativeGRPCPolicy(opt.Policy)
 	}
