@@ -239,21 +239,28 @@ func (g *GRPCClient) Send(ctx context.Context, a *Attempt) Answer {
 	if a.IdempotencyKey != "" {
 		md.Set(mdKey, a.IdempotencyKey)
 	}
-	cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer cancel(nil)
-	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
-	defer stop()
+	cctx := ctx
+	if _, ok := ctx.Deadline(); ok {
+		// Keep ctx's cancellation but not its deadline.
+		var cancel context.CancelCauseFunc
+		cctx, cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+		defer cancel(nil)
+		stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+		defer stop()
+	}
 	if a.Remaining > 0 {
 		var c context.CancelFunc
 		cctx, c = context.WithTimeout(cctx, a.Remaining)
 		defer c()
 	}
-	var header, trailer metadata.MD
-	err = cc.Invoke(metadata.NewOutgoingContext(cctx, md), t.method, &frame{b: a.Body}, new(frame), grpc.Header(&header), grpc.Trailer(&trailer))
+	// A6 puts the pushback in the trailers, and the emulated services put
+	// everything there: the headers are not read.
+	var trailer metadata.MD
+	err = cc.Invoke(metadata.NewOutgoingContext(cctx, md), t.method, &frame{b: a.Body}, new(frame), grpc.Trailer(&trailer))
 	if ctx.Err() != nil {
 		return ClassifyError(ctx.Err(), context.Cause(ctx))
 	}
-	return ClassifyGRPC(err, metadata.Join(header, trailer))
+	return ClassifyGRPC(err, trailer)
 }
 
 // ClassifyGRPC maps a call's result and the metadata it came back with to
