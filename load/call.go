@@ -343,6 +343,9 @@ func (ec *EdgeClient) sendInline(ctx context.Context, a *Attempt, timeout time.D
 
 // send performs one attempt over the edge's transport.
 func (ec *EdgeClient) send(ctx context.Context, a *Attempt) Answer {
+	if a.via != nil {
+		return a.via(ctx, a)
+	}
 	if ec.Sender != nil {
 		return ec.Sender(ctx, a)
 	}

@@ -226,6 +226,15 @@ func (g *GRPCClient) Send(ctx context.Context, a *Attempt) Answer {
 	for k, vs := range a.Header {
 		md[strings.ToLower(k)] = vs
 	}
+	return sendGRPC(ctx, a, md, func(ctx context.Context, trailer *metadata.MD) error {
+		return cc.Invoke(ctx, t.method, &frame{b: a.Body}, new(frame), grpc.Trailer(trailer))
+	})
+}
+
+// sendGRPC makes one attempt with invoke: it adds a's stormsim metadata to
+// md, gives the call the remaining deadline instead of ctx's own, and
+// classifies what came back.
+func sendGRPC(ctx context.Context, a *Attempt, md metadata.MD, invoke func(ctx context.Context, trailer *metadata.MD) error) Answer {
 	if a.RequestID != "" {
 		md.Set(mdRequestID, a.RequestID)
 	}
@@ -256,7 +265,7 @@ func (g *GRPCClient) Send(ctx context.Context, a *Attempt) Answer {
 	// A6 puts the pushback in the trailers, and the emulated services put
 	// everything there: the headers are not read.
 	var trailer metadata.MD
-	err = cc.Invoke(metadata.NewOutgoingContext(cctx, md), t.method, &frame{b: a.Body}, new(frame), grpc.Trailer(&trailer))
+	err := invoke(metadata.NewOutgoingContext(cctx, md), &trailer)
 	if ctx.Err() != nil {
 		return ClassifyError(ctx.Err(), context.Cause(ctx))
 	}

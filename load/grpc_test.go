@@ -17,6 +17,10 @@ import (
 	grpcpeer "google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/sim"
@@ -166,23 +170,25 @@ func (p *pushbackServer) handle(_ any, stream grpc.ServerStream) error {
 
 // TestGRPCPushback: a callee's grpc-retry-pushback-ms is honoured by
 // stormsim's call policy driving gRPC attempts (its own retry, grpc-go's
-// disabled) and by grpc-go's own retry from a service config alike: the
-// retry waits at least the pushback although the backoff would retry at
-// once, and a negative pushback stops the retries (gRFC A6).
+// disabled), by the same policy as a grpc-go client interceptor, and by
+// grpc-go's own retry from a service config alike: the retry waits at
+// least the pushback although the backoff would retry at once, and a
+// negative pushback stops the retries (gRFC A6).
 func TestGRPCPushback(t *testing.T) {
 	const serviceConfig = `{"methodConfig": [{"name": [{"service": "pkg.S"}],
   "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.001s", "maxBackoff": "0.001s",
     "backoffMultiplier": 1, "retryableStatusCodes": ["RESOURCE_EXHAUSTED"]}}]}`
 	for _, tc := range []struct {
-		name, pushback string
-		native         bool
-		attempts       int
-		ok             bool
+		name, pushback, via string
+		attempts            int
+		ok                  bool
 	}{
-		{"stormsim-300ms", "300", false, 2, true},
-		{"stormsim-negative", "-1", false, 1, false},
-		{"grpc-go-300ms", "300", true, 2, true},
-		{"grpc-go-negative", "-1", true, 1, false},
+		{"stormsim-300ms", "300", "stormsim", 2, true},
+		{"stormsim-negative", "-1", "stormsim", 1, false},
+		{"interceptor-300ms", "300", "interceptor", 2, true},
+		{"interceptor-negative", "-1", "interceptor", 1, false},
+		{"grpc-go-300ms", "300", "grpc-go", 2, true},
+		{"grpc-go-negative", "-1", "grpc-go", 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &pushbackServer{pushback: tc.pushback}
@@ -195,26 +201,43 @@ func TestGRPCPushback(t *testing.T) {
 			defer srv.Stop()
 			var gopt GRPCClientOptions
 			policy := topology.Call{HonorPushback: true, Retry: policies.RetryConfig{MaxAttempts: 3, On: []policies.RetryClass{"unavailable"}}}
-			if tc.native {
+			if tc.via == "grpc-go" {
 				gopt.ServiceConfig = serviceConfig
 				policy = NativeGRPCPolicy(policy)
 			}
-			gc, err := NewGRPCClient(gopt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer gc.Close()
 			edge, err := policies.NewEdge(policy.EdgeConfig(), rand.New(rand.NewPCG(1, 2)))
 			if err != nil {
 				t.Fatal(err)
 			}
 			ec := NewEdgeClient(time.Now(), nil, edge, nil)
-			ec.Sender = gc.Send
-			res := ec.Do(context.Background(), policies.CallOptions{}, &Attempt{URL: "grpc://" + ln.Addr().String() + "/pkg.S/M"}, nil)
+			var ok bool
+			if tc.via == "interceptor" {
+				cc, err := grpc.NewClient("passthrough:///"+ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+					grpc.WithDisableRetry(), grpc.WithUnaryInterceptor(ec.UnaryClientInterceptor(false)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cc.Close()
+				err = cc.Invoke(context.Background(), "/pkg.S/M", &emptypb.Empty{}, &emptypb.Empty{})
+				code := status.Code(err)
+				ok = err == nil
+				if !ok && code != codes.ResourceExhausted {
+					t.Errorf("the call failed with %v, want the last attempt's RESOURCE_EXHAUSTED", err)
+				}
+			} else {
+				gc, err := NewGRPCClient(gopt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer gc.Close()
+				ec.Sender = gc.Send
+				res := ec.Do(context.Background(), policies.CallOptions{}, &Attempt{URL: "grpc://" + ln.Addr().String() + "/pkg.S/M"}, nil)
+				ok = res.Outcome == policies.OK
+			}
 			p.mu.Lock()
 			defer p.mu.Unlock()
-			if len(p.times) != tc.attempts || (res.Outcome == policies.OK) != tc.ok {
-				t.Fatalf("%d attempts, outcome %v; want %d, ok %v", len(p.times), res.Outcome, tc.attempts, tc.ok)
+			if len(p.times) != tc.attempts || ok != tc.ok {
+				t.Fatalf("%d attempts, ok %v; want %d, ok %v", len(p.times), ok, tc.attempts, tc.ok)
 			}
 			if tc.attempts == 2 {
 				if gap := p.times[1].Sub(p.times[0]); gap < 300*time.Millisecond {
@@ -319,11 +342,7 @@ services:
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := RunScenario(context.Background(), sc, ScenarioOptions{Protocol: ProtocolGRPC})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := res.Summary
+	s := runUnstarvedWith(t, sc, ScenarioOptions{Protocol: ProtocolGRPC}).Summary
 	if !strings.HasPrefix(s.Load.Target, "grpc://") {
 		t.Fatalf("target %q: not gRPC", s.Load.Target)
 	}
@@ -557,5 +576,85 @@ func TestCheckGRPCServiceConfig(t *testing.T) {
 		if (tc.err == "") != (err == nil) || err != nil && !strings.HasPrefix(err.Error(), tc.err) {
 			t.Errorf("%s: %v, want an error starting %q", tc.cfg, err, tc.err)
 		}
+	}
+}
+
+// TestUnaryClientInterceptor: the interceptor numbers attempts in
+// x-stormsim-attempt, sends the remaining deadline as grpc-timeout only
+// when asked to, and under a hedging policy copies the winning attempt's
+// message into the reply: here the first attempt hangs for 300 ms, the
+// hedge sent 20 ms later answers at once.
+func TestUnaryClientInterceptor(t *testing.T) {
+	type seen struct {
+		attempt  string
+		deadline time.Duration // 0: none
+	}
+	var mu sync.Mutex
+	var got []seen
+	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+		var in frame
+		if err := stream.RecvMsg(&in); err != nil {
+			return err
+		}
+		md, _ := metadata.FromIncomingContext(stream.Context())
+		s := seen{attempt: first(md, mdAttempt)}
+		if dl, ok := stream.Context().Deadline(); ok {
+			s.deadline = time.Until(dl)
+		}
+		mu.Lock()
+		got = append(got, s)
+		mu.Unlock()
+		if s.attempt == "1" {
+			select {
+			case <-time.After(300 * time.Millisecond):
+			case <-stream.Context().Done():
+			}
+		}
+		out, err := proto.Marshal(structpb.NewStringValue("attempt " + s.attempt))
+		if err != nil {
+			return err
+		}
+		return stream.SendMsg(&frame{b: out})
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Stop()
+	for _, propagate := range []bool{false, true} {
+		mu.Lock()
+		got = nil
+		mu.Unlock()
+		policy := topology.Call{Hedge: &policies.HedgeConfig{Delay: 20 * time.Millisecond, MaxAttempts: 2}}
+		edge, err := policies.NewEdge(policy.EdgeConfig(), rand.New(rand.NewPCG(1, 2)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ec := NewEdgeClient(time.Now(), nil, edge, nil)
+		cc, err := grpc.NewClient("passthrough:///"+ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDisableRetry(), grpc.WithUnaryInterceptor(ec.UnaryClientInterceptor(propagate)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		var reply structpb.Value
+		err = cc.Invoke(ctx, "/pkg.S/M", &emptypb.Empty{}, &reply)
+		cancel()
+		cc.Close()
+		if err != nil || reply.GetStringValue() != "attempt 2" {
+			t.Fatalf("propagate %v: reply %q, error %v; want the hedge's \"attempt 2\"", propagate, reply.GetStringValue(), err)
+		}
+		mu.Lock()
+		if len(got) != 2 || got[0].attempt != "1" || got[1].attempt != "2" {
+			t.Errorf("propagate %v: the server saw %+v, want attempts 1 and 2", propagate, got)
+		}
+		for _, s := range got {
+			// The call's deadline is 2 s; the hedge leaves 20 ms later.
+			if propagate && (s.deadline <= time.Second || s.deadline > 2*time.Second) || !propagate && s.deadline != 0 {
+				t.Errorf("propagate %v: attempt %s saw a deadline of %v", propagate, s.attempt, s.deadline)
+			}
+		}
+		mu.Unlock()
 	}
 }
