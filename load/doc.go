@@ -103,8 +103,10 @@
 // INVALID_ARGUMENT), read back by ClassifyGRPC. A grpc:// target is driven
 // like an HTTP one; grpc-go's own retry is disabled unless a service
 // config is given (Options.GRPCServiceConfig), and then runs instead of
-// the policy's retries (NativeGRPCPolicy). EncodeGRPCRequest turns JSON
-// into the request message through a descriptor set or server reflection.
+// the policy's retries (NativeGRPCPolicy). EdgeClient.UnaryClientInterceptor
+// puts the same call machine into any grpc-go client. EncodeGRPCRequest
+// turns JSON into the request message through a descriptor set or server
+// reflection.
 //
 // # Concurrency
 //
