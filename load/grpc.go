@@ -1,7 +1,6 @@
 package load
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -378,121 +377,6 @@ func httpStatusOfCode(c codes.Code) int {
 		return 499
 	}
 	return http.StatusInternalServerError
-}
-
-// codeOfAnswer is the status code an emulated service answers with, from
-// the HTTP status its machine chose and whether it pushes back:
-// UNAVAILABLE for overload and shedding, RESOURCE_EXHAUSTED for a
-// refusal with pushback or a rate limit, DEADLINE_EXCEEDED for expired
-// work and downstream timeouts, ABORTED for idempotency conflicts and
-// keys in progress, INVALID_ARGUMENT for a malformed attempt, INTERNAL
-// for the error class.
-func codeOfAnswer(st int, pushback bool) codes.Code {
-	switch st {
-	case http.StatusOK:
-		return codes.OK
-	case http.StatusServiceUnavailable:
-		if pushback {
-			return codes.ResourceExhausted
-		}
-		return codes.Unavailable
-	case http.StatusTooManyRequests:
-		return codes.ResourceExhausted
-	case StatusExpired:
-		return codes.DeadlineExceeded
-	case StatusConflict, StatusInProgress:
-		return codes.Aborted
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusRequestHeaderFieldsTooLarge:
-		return codes.InvalidArgument
-	}
-	return codes.Internal
-}
-
-// answerRecorder is the http.ResponseWriter a gRPC attempt is served
-// with: the service's HTTP work path writes the machine's answer into
-// it, and serveGRPC turns that into a status and trailers.
-type answerRecorder struct {
-	h      http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (r *answerRecorder) Header() http.Header { return r.h }
-
-func (r *answerRecorder) WriteHeader(st int) {
-	if r.status == 0 {
-		r.status = st
-	}
-}
-
-func (r *answerRecorder) Write(b []byte) (int, error) {
-	r.WriteHeader(http.StatusOK)
-	if r.body.Len()+len(b) > 1024 {
-		b = b[:max(0, 1024-r.body.Len())] // a status message, not a payload
-	}
-	return r.body.Write(b)
-}
-
-// serveGRPC serves one unary call of any method: the request's bytes and
-// metadata become the attempt the HTTP path serves, so the one callee
-// machine decides, and its answer becomes a status code with the
-// pushback in grpc-retry-pushback-ms. The call's deadline (grpc-timeout)
-// is the propagated remaining deadline.
-func (s *Service) serveGRPC(_ any, stream grpc.ServerStream) error {
-	ctx := stream.Context()
-	var in frame
-	if err := stream.RecvMsg(&in); err != nil {
-		return err
-	}
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, "/", bytes.NewReader(in.b))
-	if err != nil {
-		return status.Error(codes.Internal, err.Error())
-	}
-	md, _ := metadata.FromIncomingContext(ctx)
-	for k, vs := range md {
-		if strings.HasPrefix(k, ":") || strings.HasPrefix(k, "grpc-") {
-			continue
-		}
-		r.Header[http.CanonicalHeaderKey(k)] = vs
-	}
-	r.Header.Del(HeaderDeadline)
-	if dl, ok := ctx.Deadline(); ok {
-		r.Header.Set(HeaderDeadline, strconv.FormatFloat(float64(time.Until(dl))/float64(time.Millisecond), 'f', 3, 64))
-	}
-	rec := &answerRecorder{h: http.Header{}}
-	s.work(rec, r)
-	switch rec.status {
-	case http.StatusOK:
-		return stream.SendMsg(&frame{})
-	case 0:
-		// No answer: the caller went away or its reply was dropped.
-		if err := ctx.Err(); err != nil {
-			return status.FromContextError(err).Err()
-		}
-		return status.Error(codes.Unavailable, "service stopped")
-	}
-	trailer := metadata.MD{}
-	if o := rec.h.Get(HeaderOutcome); o != "" {
-		trailer.Set(mdOutcome, o)
-	}
-	pushback := false
-	if v := rec.h.Get(HeaderRetryAfterMs); v != "" {
-		ms, _ := strconv.ParseFloat(v, 64)
-		trailer.Set(mdRetryAfter, v)
-		trailer.Set(MetadataPushback, strconv.FormatInt(int64(math.Ceil(ms)), 10))
-		pushback = true
-	}
-	if rec.h.Get(HeaderDontRetry) != "" {
-		trailer.Set(mdDontRetry, "1")
-		trailer.Set(MetadataPushback, "-1")
-		pushback = true
-	}
-	stream.SetTrailer(trailer)
-	msg := strings.TrimSpace(rec.body.String())
-	if msg == "" {
-		msg = rec.h.Get(HeaderOutcome)
-	}
-	return status.Error(codeOfAnswer(rec.status, pushback && rec.status == http.StatusServiceUnavailable), msg)
 }
 
 // NativeGRPCPolicy is the part of call policy c that stormsim still runs
