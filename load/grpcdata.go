@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
@@ -22,12 +24,16 @@ import (
 // reflectionTimeout bounds asking a server for its descriptors.
 const reflectionTimeout = 10 * time.Second
 
+// reflectionV1AlphaMethod is the reflection service of servers that
+// predate v1.
+const reflectionV1AlphaMethod = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
+
 // EncodeGRPCRequest encodes data, the JSON form of the request message of
 // target's method (grpc://HOST:PORT/pkg.Service/Method), as protobuf
 // bytes to send with every attempt, as grpcurl and ghz do. The method's
 // descriptor comes from protoset, a FileDescriptorSet (protoc
 // --descriptor_set_out, buf build -o) when given, else from the server's
-// reflection service (v1).
+// reflection service (v1, else v1alpha).
 func EncodeGRPCRequest(ctx context.Context, target string, data, protoset []byte) ([]byte, error) {
 	addr, method, err := ParseGRPCTarget(target)
 	if err != nil {
@@ -127,17 +133,15 @@ func reflectFiles(ctx context.Context, addr, symbol string) (*protoregistry.File
 	defer cc.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := reflectionv1.NewServerReflectionClient(cc).ServerReflectionInfo(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer stream.CloseSend()
+	// v1 first; servers that predate it serve v1alpha, whose messages are
+	// v1's on the wire.
+	var stream grpc.ClientStream
 	ask := func(req *reflectionv1.ServerReflectionRequest) ([]*descriptorpb.FileDescriptorProto, error) {
-		if err := stream.Send(req); err != nil {
+		if err := stream.SendMsg(req); err != nil {
 			return nil, err
 		}
-		resp, err := stream.Recv()
-		if err != nil {
+		resp := new(reflectionv1.ServerReflectionResponse)
+		if err := stream.RecvMsg(resp); err != nil {
 			return nil, err
 		}
 		if e := resp.GetErrorResponse(); e != nil {
@@ -153,7 +157,17 @@ func reflectFiles(ctx context.Context, addr, symbol string) (*protoregistry.File
 		}
 		return out, nil
 	}
-	got, err := ask(&reflectionv1.ServerReflectionRequest{MessageRequest: &reflectionv1.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: symbol}})
+	first := &reflectionv1.ServerReflectionRequest{MessageRequest: &reflectionv1.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: symbol}}
+	var got []*descriptorpb.FileDescriptorProto
+	for _, method := range []string{reflectionv1.ServerReflection_ServerReflectionInfo_FullMethodName, reflectionV1AlphaMethod} {
+		if stream, err = cc.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method); err != nil {
+			return nil, err
+		}
+		defer stream.CloseSend()
+		if got, err = ask(first); status.Code(err) != codes.Unimplemented {
+			break
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", symbol, err)
 	}

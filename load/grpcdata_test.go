@@ -2,8 +2,13 @@ package load
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/reflection"
+	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
@@ -13,8 +18,8 @@ import (
 )
 
 // TestEncodeGRPCRequest: --data JSON becomes the method's request message
-// through server reflection (the emulated services describe GRPCMethod)
-// and through a descriptor set alike, and what cannot be encoded is an
+// through server reflection (the emulated services describe GRPCMethod;
+// v1, else v1alpha) and through a descriptor set alike, and what cannot be encoded is an
 // error naming the method or the message.
 func TestEncodeGRPCRequest(t *testing.T) {
 	cl := startGRPCScenario(t, "data.yaml", `
@@ -45,6 +50,16 @@ services:
 	}
 	target := cl.URLs["api"]
 	base := strings.TrimSuffix(target, GRPCMethod)
+	// A server older than reflection v1 serves only v1alpha.
+	old := grpc.NewServer()
+	reflectionv1alpha.RegisterServerReflectionServer(old, reflection.NewServer(reflection.ServerOptions{Services: emulatedServices{}, DescriptorResolver: emulatedResolver{}}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go old.Serve(ln)
+	defer old.Stop()
+	oldTarget := "grpc://" + ln.Addr().String() + "/" + GRPCMethod
 	for _, tc := range []struct {
 		name, target, data string
 		protoset           []byte
@@ -52,6 +67,7 @@ services:
 	}{
 		{"reflection", target, `{"user": "ada", "n": 3}`, nil, ""},
 		{"protoset", target, `{"user": "ada", "n": 3}`, set, ""},
+		{"reflection v1alpha", oldTarget, `{"user": "ada", "n": 3}`, nil, ""},
 		{"no such method", base + "stormsim.v1.Emulated/Nope", `{}`, set, "no method Nope"},
 		{"no such service", base + "x.Y/Z", `{}`, nil, "x.Y"},
 		{"bad json", target, `{"user": `, set, "google.protobuf.Struct"},
