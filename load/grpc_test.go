@@ -74,7 +74,10 @@ func TestParseGRPCTarget(t *testing.T) {
 }
 
 // TestGRPCServeStatusCodes: each answer the callee machine decides reaches
-// a gRPC caller as its status code, with A6's pushback trailer.
+// a gRPC caller as its status code, with A6's pushback trailer: OK,
+// INTERNAL, UNAVAILABLE, DEADLINE_EXCEEDED (a downstream timeout), ABORTED
+// (an idempotency conflict), INVALID_ARGUMENT and RESOURCE_EXHAUSTED with a
+// pushback or a don't-retry.
 func TestGRPCServeStatusCodes(t *testing.T) {
 	cl := startGRPCScenario(t, "codes.yaml", `
 name: codes
@@ -104,6 +107,18 @@ services:
   - name: ok
     workers: 4
     service_time: {dist: constant, value: 1ms}
+  - name: caller
+    workers: 4
+    service_time: {dist: constant, value: 1ms}
+    calls: [{to: slow, timeout: 50ms}]
+  - name: slow
+    workers: 4
+    service_time: {dist: constant, value: 300ms}
+  - name: store
+    workers: 4
+    commits: true
+    idempotency: {retention: 1m}
+    service_time: {dist: constant, value: 1ms}
 `)
 	ctx := context.Background()
 	call := func(svc string, md metadata.MD) (codes.Code, metadata.MD) {
@@ -118,6 +133,17 @@ services:
 	}
 	if c, _ := call("unavailable", nil); c != codes.Unavailable {
 		t.Errorf("error_class unavailable: %v, want UNAVAILABLE", c)
+	}
+	if c, tr := call("caller", nil); c != codes.DeadlineExceeded || first(tr, mdOutcome) != "timeout" {
+		t.Errorf("downstream timeout: %v %v, want DEADLINE_EXCEEDED with outcome timeout", c, tr)
+	}
+	write := metadata.Pairs(mdKey, "k1", mdWrite, "1", mdRequestID, "r1")
+	if c, _ := call("store", write); c != codes.OK {
+		t.Errorf("first write: %v, want OK", c)
+	}
+	// The same key with another body is a conflict.
+	if tr, err := rawInvoke(t, ctx, cl.URLs["store"], []byte("other"), write); status.Code(err) != codes.Aborted || first(tr, mdOutcome) != "conflict" {
+		t.Errorf("key reused with another body: %v %v, want ABORTED with outcome conflict", err, tr)
 	}
 	long := metadata.Pairs(mdKey, strings.Repeat("k", maxKeyLen+1), mdWrite, "1")
 	if c, tr := call("ok", long); c != codes.InvalidArgument || first(tr, MetadataPushback) != "-1" {
