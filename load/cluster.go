@@ -40,7 +40,7 @@ type ClusterOptions struct {
 	Protocol string
 }
 
-// Cluster is a scenario's services running as HTTP servers.
+// Cluster is a scenario's services running as HTTP (or gRPC) servers.
 type Cluster struct {
 	// Services in scenario order; URLs maps each name to its base URL.
 	Services []*Service
