@@ -141,8 +141,12 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		c.Services = append(c.Services, s)
 	}
 	if c.grpc != nil {
-		c.grpc.serve(c.Services, lns)
-		return c, nil
+		// gRPC and HTTP (/stats, /metrics) share each service's port.
+		grpcLns := make([]net.Listener, len(lns))
+		for i, ln := range lns {
+			lns[i], grpcLns[i] = splitListener(ln)
+		}
+		c.grpc.serve(c.Services, grpcLns)
 	}
 	for i, s := range c.Services {
 		srv := &http.Server{

@@ -1,10 +1,12 @@
 package load
 
 import (
+	"bufio"
 	"context"
 	"math"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -682,5 +684,62 @@ func TestUnaryClientInterceptor(t *testing.T) {
 			}
 		}
 		mu.Unlock()
+	}
+}
+
+// TestGRPCServiceSharesItsPortWithHTTP: a gRPC service's port also
+// answers HTTP/1: /stats counts the gRPC attempts, and HTTP attempts are
+// served by the same machine.
+func TestGRPCServiceSharesItsPortWithHTTP(t *testing.T) {
+	cl := startGRPCScenario(t, "shared.yaml", `
+name: shared
+seed: 1
+duration: 10s
+workload: {entry: api, rate: 1}
+services:
+  - name: api
+    workers: 2
+    service_time: {dist: constant, value: 1ms}
+`)
+	u := cl.URLs["api"]
+	for range 3 {
+		if _, err := rawInvoke(t, context.Background(), u, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr, _, err := ParseGRPCTarget(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + addr + "/work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("HTTP attempt: %s", resp.Status)
+	}
+	st := getStats(t, "http://"+addr)
+	if st.Service != "api" || st.All.Attempts != 4 || st.All.Succeeded != 4 {
+		t.Errorf("/stats: %s, %d attempts, %d succeeded; want api, 4, 4", st.Service, st.All.Attempts, st.All.Succeeded)
+	}
+	// A request shorter than the HTTP/2 preface is routed at its first
+	// byte, not after waiting for 24 bytes that never come; a connection
+	// that sends nothing and leaves is let go.
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("GET /stats HTTP/1.0\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.0 200") {
+		t.Errorf("short HTTP/1.0 request: %q, %v; want a 200 at once", line, err)
 	}
 }

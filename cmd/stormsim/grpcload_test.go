@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -38,11 +39,11 @@ func TestServeGRPCAndDriveItWithData(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"serve", "five-layer-chain", "--protocol", "grpc", "--set", "services.s5.error_rate=0"}, &out, &errb)
 	}()
-	re := regexp.MustCompile(`s1 +(grpc://127\.0\.0\.1:\d+/stormsim\.v1\.Emulated/Call)`)
-	var target string
+	re := regexp.MustCompile(`s1 +(grpc://127\.0\.0\.1:\d+/stormsim\.v1\.Emulated/Call) +\(stats: (http://127\.0\.0\.1:\d+/stats)`)
+	var target, stats string
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && target == ""; time.Sleep(20 * time.Millisecond) {
 		if m := re.FindStringSubmatch(out.String()); m != nil {
-			target = m[1]
+			target, stats = m[1], m[2]
 		}
 	}
 	require.NotEmpty(t, target, "serve printed: %s %s", out.String(), errb.String())
@@ -55,6 +56,17 @@ func TestServeGRPCAndDriveItWithData(t *testing.T) {
 	require.EqualValues(t, 10, s.Requests.Offered)
 	require.EqualValues(t, 10, s.Requests.Succeeded)
 	require.EqualValues(t, 10, s.Load.Statuses["200"])
+	// The port answers HTTP/1 too: s1 counted the ten gRPC attempts.
+	resp, err := http.Get(stats)
+	require.NoError(t, err)
+	var st struct {
+		Service string
+		All     struct{ Attempts int64 }
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	resp.Body.Close()
+	require.Equal(t, "s1", st.Service)
+	require.EqualValues(t, 10, st.All.Attempts)
 
 	_, errOut, code = runCLI(t, "load", "--target", target, "--data", `{"order": `, "--duration", "100ms")
 	require.Equal(t, exitError1, code)
