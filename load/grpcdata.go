@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -137,7 +138,9 @@ func reflectFiles(ctx context.Context, addr, symbol string) (*protoregistry.File
 	// v1's on the wire.
 	var stream grpc.ClientStream
 	ask := func(req *reflectionv1.ServerReflectionRequest) ([]*descriptorpb.FileDescriptorProto, error) {
-		if err := stream.SendMsg(req); err != nil {
+		// io.EOF: the server ended the stream (an unknown service, say);
+		// RecvMsg tells why.
+		if err := stream.SendMsg(req); err != nil && !errors.Is(err, io.EOF) {
 			return nil, err
 		}
 		resp := new(reflectionv1.ServerReflectionResponse)
