@@ -93,6 +93,8 @@ func TestLoadGRPCFlagErrors(t *testing.T) {
 		{[]string{"five-layer-chain", "--protocol", "quic"}, "--protocol: want http or grpc"},
 		{[]string{"five-layer-chain", "--grpc-native-retry"}, "needs --protocol grpc"},
 		{[]string{"five-layer-chain", "--protoset", "x.pb"}, "--protoset applies to --target only"},
+		{[]string{"--target", "grpc://127.0.0.1:1/a.B/C", "--traces", "t.jsonl"}, "spans are emitted over HTTP only"},
+		{[]string{"five-layer-chain", "--protocol", "grpc", "--traces", "t.jsonl"}, "spans are emitted over HTTP only"},
 	} {
 		_, errOut, code := runCLI(t, append([]string{"load"}, tc.args...)...)
 		require.NotEqual(t, 0, code, tc.args)
@@ -101,6 +103,9 @@ func TestLoadGRPCFlagErrors(t *testing.T) {
 	_, errOut, code := runCLI(t, "load", "five-layer-chain", "--protocol", "grpc", "--grpc-native-retry")
 	require.Equal(t, exitError1, code)
 	require.Contains(t, errOut, "workload.client.grpc_service_config: not set")
+	_, errOut, code = runCLI(t, "serve", "five-layer-chain", "--protocol", "grpc", "--traces", "t.jsonl")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "spans are emitted over HTTP only")
 	_, errOut, code = runCLI(t, "serve", "five-layer-chain", "--protocol", "quic")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "--protocol: want http or grpc")
