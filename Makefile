@@ -46,3 +46,4 @@ clean:
 include docs/docs.mk
 include load/soak.mk
 include load/bench-load.mk
+include load/bench-load-grpc.mk

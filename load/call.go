@@ -26,6 +26,9 @@ type EdgeClient struct {
 	// Epoch is the run's start; policies see time.Since(Epoch).
 	Epoch  time.Time
 	Client *http.Client
+	// Sender, if set, sends each attempt instead of Send over Client: the
+	// gRPC transport (GRPCClient.Send) plugs in here.
+	Sender func(ctx context.Context, a *Attempt) Answer
 	// Root bounds every attempt, abandoned ones included: cancelling it
 	// ends them all. Nil means context.Background().
 	Root context.Context
@@ -335,7 +338,18 @@ func (ec *EdgeClient) sendInline(ctx context.Context, a *Attempt, timeout time.D
 		actx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	return send(actx, ec.Client, ec.rt, a)
+	return ec.send(actx, a)
+}
+
+// send performs one attempt over the edge's transport.
+func (ec *EdgeClient) send(ctx context.Context, a *Attempt) Answer {
+	if a.via != nil {
+		return a.via(ctx, a)
+	}
+	if ec.Sender != nil {
+		return ec.Sender(ctx, a)
+	}
+	return send(ctx, ec.Client, ec.rt, a)
 }
 
 // attempt sends one attempt bounded by timeout (0: none) and reports it.
@@ -356,5 +370,5 @@ func (ec *EdgeClient) attempt(ctx context.Context, run *callRun, a *Attempt, tim
 		actx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	answers <- answer{k: a.Number, a: send(actx, ec.Client, ec.rt, a)}
+	answers <- answer{k: a.Number, a: ec.send(actx, a)}
 }

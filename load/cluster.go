@@ -35,9 +35,12 @@ type ClusterOptions struct {
 	// Tracing, if set, gives every attempt a server span at its callee
 	// and a client span at its caller (nil: no tracing).
 	Tracing *Tracing
+	// Protocol is what the services speak: ProtocolHTTP (default) or
+	// ProtocolGRPC (each service a gRPC server, downstream calls over gRPC).
+	Protocol string
 }
 
-// Cluster is a scenario's services running as HTTP servers.
+// Cluster is a scenario's services running as HTTP (or gRPC) servers.
 type Cluster struct {
 	// Services in scenario order; URLs maps each name to its base URL.
 	Services []*Service
@@ -47,6 +50,8 @@ type Cluster struct {
 	servers []*http.Server
 	done    []chan struct{}
 	tr      *http.Transport
+	// grpc is set when the services speak gRPC.
+	grpc *grpcCluster
 }
 
 // StartCluster starts every service of sc on its own loopback listener.
@@ -73,6 +78,9 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 	if opt.Connections <= 0 {
 		opt.Connections = 1024
 	}
+	if opt.Protocol != "" && opt.Protocol != ProtocolHTTP && opt.Protocol != ProtocolGRPC {
+		return nil, fmt.Errorf("load: protocol %q: want http or grpc", opt.Protocol)
+	}
 	c := &Cluster{URLs: map[string]string{}, Epoch: opt.Epoch, tr: NewTransport(opt.Connections)}
 	lns := make([]net.Listener, 0, len(sc.Services))
 	fail := func(err error) (*Cluster, error) {
@@ -80,6 +88,9 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 			ln.Close()
 		}
 		c.tr.CloseIdleConnections()
+		if c.grpc != nil {
+			c.grpc.client.Close()
+		}
 		return nil, err
 	}
 	conns := newConnLimit(serveConnBudget())
@@ -100,15 +111,27 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 			path += "/"
 		}
 		c.URLs[svc.Name] = "http://" + ln.Addr().String() + path
+		if opt.Protocol == ProtocolGRPC {
+			c.URLs[svc.Name] = "grpc://" + ln.Addr().String() + "/" + GRPCMethod
+		}
 	}
 	client := &http.Client{Transport: c.tr}
+	var sender func(context.Context, *Attempt) Answer
+	if opt.Protocol == ProtocolGRPC {
+		gc, err := NewGRPCClient(GRPCClientOptions{})
+		if err != nil {
+			return fail(err)
+		}
+		c.grpc = &grpcCluster{client: gc}
+		sender = gc.Send
+	}
 	committer := CommittingService(sc)
 	for _, svc := range sc.Services {
 		cl := client
 		if opt.Tracing != nil {
 			cl = &http.Client{Transport: opt.Tracing.Transport(svc.Name, c.tr)}
 		}
-		s, err := NewService(sc, svc.Name, ServiceConfig{Epoch: opt.Epoch, URLs: c.URLs, Client: cl, Commits: svc.Name == committer, LedgerWindow: opt.LedgerWindow})
+		s, err := NewService(sc, svc.Name, ServiceConfig{Epoch: opt.Epoch, URLs: c.URLs, Client: cl, Commits: svc.Name == committer, LedgerWindow: opt.LedgerWindow, Sender: sender})
 		if err != nil {
 			for _, s := range c.Services {
 				s.Close()
@@ -116,6 +139,14 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 			return fail(err)
 		}
 		c.Services = append(c.Services, s)
+	}
+	if c.grpc != nil {
+		// gRPC and HTTP (/stats, /metrics) share each service's port.
+		grpcLns := make([]net.Listener, len(lns))
+		for i, ln := range lns {
+			lns[i], grpcLns[i] = splitListener(ln)
+		}
+		c.grpc.serve(c.Services, grpcLns)
 	}
 	for i, s := range c.Services {
 		srv := &http.Server{
@@ -154,6 +185,9 @@ func (c *Cluster) Close(ctx context.Context) error {
 		s.Close()
 	}
 	var errs []error
+	if c.grpc != nil {
+		errs = append(errs, c.grpc.close(ctx))
+	}
 	for _, srv := range c.servers {
 		if err := srv.Shutdown(ctx); err != nil {
 			errs = append(errs, srv.Close())

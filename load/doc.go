@@ -91,6 +91,23 @@
 // runs indefinitely holds bounded memory; the idempotency store is bounded
 // by its max_records and evicts only expired keys.
 //
+// # gRPC
+//
+// With ProtocolGRPC (ClusterOptions.Protocol, ScenarioOptions.Protocol)
+// each service is a gRPC server (NewGRPCServer) that serves any unary
+// method through the same work path, and its downstream calls go over gRPC
+// (GRPCClient.Send, plugged in as EdgeClient.Sender). The stormsim headers
+// travel as lower-case metadata and the propagated deadline as
+// grpc-timeout; answers are status codes (UNAVAILABLE, RESOURCE_EXHAUSTED
+// with grpc-retry-pushback-ms, DEADLINE_EXCEEDED, ABORTED, INTERNAL,
+// INVALID_ARGUMENT), read back by ClassifyGRPC. A grpc:// target is driven
+// like an HTTP one; grpc-go's own retry is disabled unless a service
+// config is given (Options.GRPCServiceConfig), and then runs instead of
+// the policy's retries (NativeGRPCPolicy). EdgeClient.UnaryClientInterceptor
+// puts the same call machine into any grpc-go client. EncodeGRPCRequest
+// turns JSON into the request message through a descriptor set or server
+// reflection.
+//
 // # Concurrency
 //
 // Run, RunScenario, Service and EdgeClient are safe for concurrent use.

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,7 +37,9 @@ var ErrRemote = errors.New("not a loopback address (pass --allow-remote to allow
 // Options configures an open-loop run against one HTTP target (Run).
 // Zero fields take the documented defaults.
 type Options struct {
-	// Target is the URL every logical request is sent to.
+	// Target is the URL every logical request is sent to: http://, https://,
+	// or grpc://HOST:PORT/pkg.Service/Method (a unary call with Body as the
+	// encoded request; Method is then unused).
 	Target string
 	// Method defaults to GET; Header and Body are sent with every attempt.
 	// WriteMethod, if set, is the method of writes (POST in scenario runs).
@@ -66,7 +69,8 @@ type Options struct {
 	IdempotencyKeys bool
 	// Workers is the number of sender goroutines (default 512), hence the
 	// bound on logical requests in flight; Connections bounds the TCP
-	// connections to the target (default Workers).
+	// connections to the target (default Workers; for a grpc:// target, the
+	// HTTP/2 connections its calls are spread over, default 1).
 	Workers     int
 	Connections int
 	// LateThreshold: a request dispatched later than this after its
@@ -124,6 +128,11 @@ type Options struct {
 	// client of its own (fewer allocations per request; same answers),
 	// unless Tracing is set (the lean client opens no spans).
 	NetHTTP bool
+	// GRPCServiceConfig, for a grpc:// target, is a gRPC service config
+	// (JSON) given to grpc-go: its own retry, hedging and retry throttling
+	// then run beneath Policy (which should then not retry). Empty: grpc-go's
+	// retry is disabled and Policy alone decides.
+	GRPCServiceConfig string
 	// Shard, when set, makes this driver send only the logical requests of
 	// the whole schedule whose index n is ≡ Index (mod Count): 1/Count of the
 	// rate, at the whole schedule's intended times, with the whole
@@ -226,6 +235,14 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	ec := NewEdgeClient(epoch, client, edge, nil)
 	ec.Root = root
 	ec.rt = rt
+	if strings.HasPrefix(opt.Target, "grpc://") {
+		gc, err := NewGRPCClient(GRPCClientOptions{ServiceConfig: opt.GRPCServiceConfig, Connections: opt.Connections})
+		if err != nil {
+			return nil, fmt.Errorf("load: %w", err)
+		}
+		defer gc.Close()
+		ec.Sender = gc.Send
+	}
 
 	d := &driver{opt: opt, ec: ec, epoch: epoch, rec: newRecorder(opt.Warmup, opt.Interval, opt.Duration)}
 	d.url, _ = url.Parse(opt.Target) // defaults checked it
@@ -237,8 +254,13 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 
 func (opt *Options) defaults() error {
 	u, err := url.Parse(opt.Target)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("load: target %q: want an http:// or https:// URL", opt.Target)
+	if err == nil && u.Scheme == "grpc" {
+		_, _, err = ParseGRPCTarget(opt.Target)
+		if err != nil {
+			return fmt.Errorf("load: %w", err)
+		}
+	} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("load: target %q: want an http://, https:// or grpc:// URL", opt.Target)
 	}
 	if !opt.AllowRemote {
 		if err := CheckLoopback(u.Host); err != nil {
@@ -259,6 +281,9 @@ func (opt *Options) defaults() error {
 	}
 	if opt.Connections <= 0 {
 		opt.Connections = opt.Workers
+		if u.Scheme == "grpc" {
+			opt.Connections = 1 // HTTP/2 multiplexes the calls
+		}
 	}
 	if opt.Interval <= 0 {
 		opt.Interval = DefaultInterval

@@ -158,8 +158,14 @@ func TestFidelityRealVersusSimulated(t *testing.T) {
 // disagrees every time, so the tests comparing it still fail.
 func runUnstarved(t *testing.T, sc *topology.Scenario) *metrics.Result {
 	t.Helper()
+	return runUnstarvedWith(t, sc, ScenarioOptions{})
+}
+
+// runUnstarvedWith is runUnstarved with the run's options (its protocol).
+func runUnstarvedWith(t *testing.T, sc *topology.Scenario, opt ScenarioOptions) *metrics.Result {
+	t.Helper()
 	for try := 1; ; try++ {
-		realRes, err := RunScenario(context.Background(), sc, ScenarioOptions{})
+		realRes, err := RunScenario(context.Background(), sc, opt)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -212,6 +212,9 @@ type Attempt struct {
 	// url, if set, is URL parsed, by a sender that sends many attempts to
 	// it: they then share it instead of parsing it each time.
 	url *url.URL
+	// via, if set, sends the attempt instead of its edge's transport (a
+	// gRPC call intercepted by UnaryClientInterceptor).
+	via func(ctx context.Context, a *Attempt) Answer
 }
 
 // Send performs one attempt with client, bounded by ctx (which carries the

@@ -32,12 +32,13 @@ services:
 `
 
 // TestOverloadP99MatchesSimulator: through serve, the open-loop overload's
-// p99 is within 5 % of the simulator's. The tolerance is the one the
-// issue sets; the latency histogram's resolution (3 significant digits)
-// and the driver's own send jitter (≈ 1 ms against 2.5 s) are far below it.
+// p99 is within 5 % of the simulator's over HTTP, and within 15 % over
+// gRPC (issue 20's bound). The tolerances are the issues'; the latency
+// histogram's resolution (3 significant digits) and the driver's own send
+// jitter (≈ 1 ms against 2.5 s) are far below them.
 func TestOverloadP99MatchesSimulator(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs 10 s of real traffic: runs without -short (make test)")
+		t.Skip("runs 2 × 10 s of real traffic: runs without -short (make test)")
 	}
 	sc, err := topology.Parse("overload.yaml", []byte(overloadScenario), nil)
 	if err != nil {
@@ -51,25 +52,32 @@ func TestOverloadP99MatchesSimulator(t *testing.T) {
 	if math.Abs(want-2550) > 0.05*2550 {
 		t.Fatalf("simulated p99 %.0f ms, theory 2550 ms", want)
 	}
-	// A machine busy with other processes can stall the services for a
-	// moment, which the simulator never does; such a run is repeated, at
-	// most three times in all. Accumulating overshoot is systematic (9 %
-	// here when service times are measured from each wake-up instead of
-	// the worker's busy-until time), so a wrong implementation fails every
-	// time.
-	for try := 1; ; try++ {
-		realRes, err := RunScenario(context.Background(), sc, ScenarioOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := realRes.Summary.LatencyMs.P99
-		d := math.Abs(got-want) / want
-		t.Logf("try %d: p99 simulated %.0f ms, serve %.0f ms (driver late for %d of %d)", try, want, got, realRes.Summary.Load.Late, realRes.Summary.Load.Sent)
-		if d <= 0.05 {
-			return
-		}
-		if try == 3 {
-			t.Fatalf("p99 through serve %.0f ms, simulated %.0f ms: %.1f%% apart, want ≤ 5%%", got, want, 100*d)
-		}
+	for _, tc := range []struct {
+		protocol string
+		tol      float64
+	}{{ProtocolHTTP, 0.05}, {ProtocolGRPC, 0.15}} {
+		t.Run(tc.protocol, func(t *testing.T) {
+			// A machine busy with other processes can stall the services
+			// for a moment, which the simulator never does; such a run is
+			// repeated, at most three times in all. Accumulating overshoot
+			// is systematic (9 % here when service times are measured from
+			// each wake-up instead of the worker's busy-until time), so a
+			// wrong implementation fails every time.
+			for try := 1; ; try++ {
+				realRes, err := RunScenario(context.Background(), sc, ScenarioOptions{Protocol: tc.protocol})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := realRes.Summary.LatencyMs.P99
+				d := math.Abs(got-want) / want
+				t.Logf("try %d: p99 simulated %.0f ms, serve %.0f ms (driver late for %d of %d)", try, want, got, realRes.Summary.Load.Late, realRes.Summary.Load.Sent)
+				if d <= tc.tol {
+					return
+				}
+				if try == 3 {
+					t.Fatalf("p99 through serve %.0f ms, simulated %.0f ms: %.1f%% apart, want ≤ %.0f%%", got, want, 100*d, 100*tc.tol)
+				}
+			}
+		})
 	}
 }

@@ -51,6 +51,13 @@ type ScenarioOptions struct {
 	Tracing *Tracing
 	// NetHTTP drives the entry with net/http's client, as in Options.
 	NetHTTP bool
+	// Protocol is what the services speak and the driver sends:
+	// ProtocolHTTP (default) or ProtocolGRPC.
+	Protocol string
+	// GRPCServiceConfig, with ProtocolGRPC, lets grpc-go's own retry,
+	// hedging and retry throttling run on the client edge from this
+	// service config (JSON) instead of stormsim's policy (NativeGRPCPolicy).
+	GRPCServiceConfig string
 }
 
 // RunScenario starts sc's services on loopback and drives the entry with
@@ -66,7 +73,11 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	if !opt.Epoch.IsZero() {
 		epoch = opt.Epoch
 	}
-	cl, err := StartCluster(sc, ClusterOptions{Listen: opt.Listen, AllowRemote: opt.AllowRemote, Epoch: epoch, Connections: opt.Connections, Tracing: opt.Tracing})
+	policy, err := scenarioClientPolicy(sc, opt)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := StartCluster(sc, ClusterOptions{Listen: opt.Listen, AllowRemote: opt.AllowRemote, Epoch: epoch, Connections: opt.Connections, Tracing: opt.Tracing, Protocol: opt.Protocol})
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +107,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	samples.start(cl, sc.Interval)
 	res, err := Run(ctx, Options{
 		Target: entry, Method: http.MethodGet, WriteMethod: http.MethodPost, Pacer: pacer, Duration: sc.Duration, Warmup: sc.Warmup, Interval: sc.Interval,
-		Deadline: w.Deadline, Policy: w.Client, WriteFraction: w.WriteFraction, IdempotencyKeys: w.IdempotencyKeys,
+		Deadline: w.Deadline, Policy: policy, GRPCServiceConfig: opt.GRPCServiceConfig, WriteFraction: w.WriteFraction, IdempotencyKeys: w.IdempotencyKeys,
 		Workers: opt.Workers, Connections: opt.Connections, Seed: seed, Rand: model.Stream(sc.Seed, model.EdgeStreams{}.Name("client", w.Entry)), Scenario: sc.Name, Version: opt.Version,
 		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
 		MaxRequests: opt.MaxRequests, Shard: opt.Shard, Tracing: opt.Tracing, NetHTTP: opt.NetHTTP, OnRow: opt.OnRow, services: liveServices(&samples, opt.OnRow),

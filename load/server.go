@@ -243,6 +243,9 @@ type ServiceConfig struct {
 	// inject a fake clock to script arrivals exactly.
 	Now   func() time.Duration
 	Sleep func(ctx context.Context, d time.Duration) bool
+	// Sender, if set, sends the downstream attempts instead of Client
+	// (the gRPC transport; see EdgeClient.Sender).
+	Sender func(ctx context.Context, a *Attempt) Answer
 }
 
 // NewService builds the emulation of service name of sc.
@@ -328,6 +331,7 @@ func (s *Service) wire(sc *topology.Scenario, c ServiceConfig) error {
 		// Attempts abandoned by a finished call (losing hedges) end with
 		// their timeout, or when the service closes.
 		ref.ec.Root = s.stop
+		ref.ec.Sender = c.Sender
 		s.outEdges = append(s.outEdges, ref)
 		return ref, nil
 	}

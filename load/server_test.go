@@ -41,11 +41,17 @@ func startService(t *testing.T, sc *topology.Scenario, commits bool) (*Service, 
 // services on loopback until the test ends.
 func startScenario(t *testing.T, name, yaml string) *Cluster {
 	t.Helper()
+	return startScenarioWith(t, name, yaml, ClusterOptions{})
+}
+
+// startScenarioWith is startScenario with the cluster's options (its protocol).
+func startScenarioWith(t *testing.T, name, yaml string, opt ClusterOptions) *Cluster {
+	t.Helper()
 	sc, err := topology.Parse(name, []byte(yaml), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := StartCluster(sc, ClusterOptions{})
+	cl, err := StartCluster(sc, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

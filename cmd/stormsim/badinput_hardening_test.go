@@ -78,6 +78,9 @@ var badInputs = []badInput{
 	// Load and serve: nothing leaves the loopback interface unasked.
 	{what: "load target off the loopback interface", args: []string{"load", "--target", "http://192.0.2.1:80/", "--duration", "1s"}, code: exitError1, want: "--allow-remote"},
 	{what: "load target not HTTP", args: []string{"load", "--target", "ftp://127.0.0.1/"}, code: exitError1, want: "ftp://127.0.0.1/"},
+	{what: "load gRPC target without a method", args: []string{"load", "--target", "grpc://127.0.0.1:9/pkg.Service"}, code: exitError1, want: "grpc://HOST:PORT/pkg.Service/Method"},
+	{what: "load gRPC service config with a JSON error", args: []string{"load", "--target", "grpc://127.0.0.1:9/a.B/C", "--grpc-service-config", badFile("grpc-service-config.json")}, code: exitError1, want: "grpc-service-config.json:3:"},
+	{what: "load unknown protocol", args: []string{"load", "five-layer-chain", "--protocol", "quic"}, code: exitUsage, want: "--protocol"},
 	{what: "load rate zero", args: []string{"load", "--target", "http://127.0.0.1:9/", "--rate", "0"}, code: exitUsage, want: "--rate"},
 	{what: "load header without a colon", args: []string{"load", "--target", "http://127.0.0.1:9/", "--header", "Bad"}, code: exitUsage, want: "--header"},
 	{what: "load --policy with a misspelled key", args: []string{"load", "--target", "http://127.0.0.1:9/", "--policy", badFile("policy-unknown-key.yaml")}, code: exitError1, want: "policy-unknown-key.yaml"},

@@ -27,12 +27,14 @@ import (
 func init() {
 	register(&command{
 		name:    "load",
-		summary: "drive a real HTTP target open-loop through a client call policy",
+		summary: "drive a real HTTP or gRPC target open-loop through a client call policy",
 		usage:   "--target URL [flags] | SCENARIO [flags]",
 		example: `  stormsim load --target http://127.0.0.1:8080/ --rate 500 --duration 30s
   stormsim load --target http://127.0.0.1:8080/orders --method POST --body '{"n":1}' \
       --header 'Content-Type: application/json' --policy client.yaml --out out/load
   stormsim load experiments/retry-storm.yaml --format json
+  stormsim load experiments/retry-storm.yaml --protocol grpc
+  stormsim load --target grpc://127.0.0.1:9000/pkg.Orders/Create --data '{"id": 1}' --protoset orders.pb
   stormsim load --target http://127.0.0.1:8080/ --rate 4000 --shard 1/4 --start-at 2026-12-01T10:00:00Z --out shard-1`,
 		new: func() subcommand { return new(loadCommand) },
 	})
@@ -68,6 +70,7 @@ type loadCommand struct {
 	sh        shard.Flags
 	slo       sloFlag
 	live      liveFlags
+	gf        grpcLoadFlags
 	// fs tells which flags were given: in SCENARIO mode they override
 	// the scenario (scenarioLoadSets).
 	fs *pflag.FlagSet
@@ -91,7 +94,7 @@ func (c *loadCommand) flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.keys, "idempotency-keys", false, "send an Idempotency-Key with every write")
 	fs.DurationVar(&c.warmup, "warmup", 0, "requests due before this are sent but not counted")
 	fs.IntVar(&c.workers, "workers", load.DefaultWorkers, "sender goroutines: the bound on logical requests in flight")
-	fs.IntVar(&c.conns, "connections", 0, "TCP connections to the target (default: --workers)")
+	fs.IntVar(&c.conns, "connections", 0, "TCP connections to the target (default: --workers); for gRPC, the HTTP/2 connections calls are spread over (default 1)")
 	fs.DurationVar(&c.maxLate, "max-lateness", 0, "a request not sent within this of its due time is counted unsent (default: the deadline, else 5s)")
 	fs.DurationVar(&c.grace, "grace", load.DefaultGrace, "after the schedule (or Ctrl-C), how long requests in flight may still take beyond what their deadline or timeouts allow")
 	fs.StringArrayVar(&c.sf.sets, "set", nil, "SCENARIO mode: override a scenario value `path=value` (repeatable)")
@@ -103,6 +106,7 @@ func (c *loadCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.traces, "traces", "", "write OpenTelemetry spans (OTLP JSON lines) to `FILE`: one per attempt, at caller and callee")
 	fs.StringVar(&c.client, "http-client", "lean", "the driver's HTTP client for an http:// target: lean (its own HTTP/1.1 client, fewest allocations) or net (net/http's); https:// and --traces always use net")
 	c.slo.declare(fs)
+	c.gf.declare(fs)
 	c.sh.Register(fs)
 	c.sh.RegisterStartAt(fs)
 	c.live.declare(fs, false, false)
@@ -125,6 +129,9 @@ func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error
 	}
 	opt, err := c.options()
 	if err != nil {
+		return err
+	}
+	if err := c.gf.target(ctx, c.fs, &opt); err != nil {
 		return err
 	}
 	// A target's one service is named by its URL: per-service terms have
@@ -190,6 +197,9 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 		}
 		epoch = c.sh.StartAt.Epoch(time.Now())
 	}
+	if err := c.gf.checkScenario(c.traces); err != nil {
+		return err
+	}
 	lv, err := c.live.start(ctx, "load "+sc.Name, c.remote)
 	if err != nil {
 		return err
@@ -199,11 +209,15 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 	if err != nil {
 		return err
 	}
-	bar.start("load", sc.Duration)
-	res, err := load.RunScenario(ctx, sc, load.ScenarioOptions{
+	sopt := load.ScenarioOptions{
 		Workers: c.workers, Connections: c.conns, AllowRemote: c.remote, Version: version, Progress: bar.update, Grace: c.grace,
 		MaxRequests: c.maxReq, Shard: spec, Epoch: epoch, Tracing: tr, NetHTTP: c.client == "net", OnRow: lv.onRow(ctx, sc.Interval),
-	})
+	}
+	if err := c.gf.scenario(sc, &sopt); err != nil {
+		return errors.Join(err, closeTracing(tr))
+	}
+	bar.start("load", sc.Duration)
+	res, err := load.RunScenario(ctx, sc, sopt)
 	bar.finish()
 	lv.srv.End()
 	if err = errors.Join(err, closeTracing(tr)); err != nil {
@@ -214,7 +228,13 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 	if err := c.slo.judge(res); err != nil {
 		return err
 	}
-	return sloOutcome(emitLoadResult(w, res, c.format, c.out), res.Summary.SLO)
+	if err := emitLoadResult(w, res, c.format, c.out); err != nil {
+		return err
+	}
+	if err := c.gf.compareNative(ctx, sc, res, w, c.format); err != nil {
+		return err
+	}
+	return sloOutcome(nil, res.Summary.SLO)
 }
 
 // options returns the load run the flags describe against --target; a
@@ -284,7 +304,7 @@ var scenarioFlagPaths = []struct{ flag, path string }{
 // targetOnlyFlags shape the requests sent to a --target; a scenario's
 // services define their own, so in SCENARIO mode they are refused rather
 // than silently ignored.
-var targetOnlyFlags = []string{"method", "header", "body", "policy", "propagate-deadline", "max-lateness"}
+var targetOnlyFlags = []string{"method", "header", "body", "policy", "propagate-deadline", "max-lateness", "data", "data-file", "protoset", "grpc-service-config"}
 
 // scenarioLoadSets returns the scenario overrides the load flags given on
 // the command line stand for in SCENARIO mode, or a usage error naming a

@@ -17,11 +17,12 @@ import (
 func init() {
 	register(&command{
 		name:    "serve",
-		summary: "run a scenario's services as real HTTP servers on loopback",
-		usage:   "SCENARIO [--listen 127.0.0.1:0]",
+		summary: "run a scenario's services as real HTTP or gRPC servers on loopback",
+		usage:   "SCENARIO [--listen 127.0.0.1:0] [--protocol http|grpc]",
 		example: `  stormsim serve experiments/retry-storm.yaml
   stormsim serve retry-storm --listen 127.0.0.1:9000   # services on 9000, 9001, ...
-  curl http://127.0.0.1:9000/stats`,
+  curl http://127.0.0.1:9000/stats
+  stormsim serve retry-storm --protocol grpc --listen 127.0.0.1:9000   # grpc://127.0.0.1:9000/stormsim.v1.Emulated/Call`,
 		new: func() subcommand { return new(serveCommand) },
 	})
 }
@@ -33,12 +34,14 @@ type serveCommand struct {
 	remote bool
 	traces string
 	live   liveFlags
+	proto  string
 }
 
 // flags declares the command's flags on fs.
 func (c *serveCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.listen, "listen", load.DefaultListen, "first service's `host:port` (the next services take the next ports; port 0: any free port)")
 	fs.BoolVar(&c.remote, "allow-remote", false, "allow a listen address off the loopback interface")
+	fs.StringVar(&c.proto, "protocol", load.ProtocolHTTP, "what the services speak: http, or grpc (any unary method; reflection describes "+load.GRPCMethod+"; /stats and /metrics still answer HTTP/1 on the same port)")
 	fs.StringArrayVar(&c.sf.sets, "set", nil, "override a scenario value: `path=value` (repeatable)")
 	fs.Uint64Var(&c.sf.seed, "seed", 0, "random seed (default: the scenario's)")
 	fs.StringVar(&c.traces, "traces", "", "write OpenTelemetry spans (OTLP JSON lines) to `FILE` when stopped: one per attempt, at caller and callee")
@@ -49,6 +52,12 @@ func (c *serveCommand) flags(fs *pflag.FlagSet) {
 func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err error) {
 	if len(args) != 1 {
 		return &exitError{exitUsage, fmt.Errorf("want one scenario, got %d arguments", len(args))}
+	}
+	if c.proto != load.ProtocolHTTP && c.proto != load.ProtocolGRPC {
+		return &exitError{exitUsage, fmt.Errorf("--protocol: want http or grpc, got %q", c.proto)}
+	}
+	if c.proto == load.ProtocolGRPC && c.traces != "" {
+		return &exitError{exitUsage, errTracesOverGRPC}
 	}
 	sc, err := loadScenario(args[0], c.sf.overrides())
 	if err != nil {
@@ -70,7 +79,7 @@ func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err
 	}
 	cl, err := load.StartCluster(sc, load.ClusterOptions{Listen: c.listen, AllowRemote: c.remote,
 		// A server that runs indefinitely keeps a bounded ledger.
-		LedgerWindow: load.DefaultLedgerWindow, Tracing: tr})
+		LedgerWindow: load.DefaultLedgerWindow, Tracing: tr, Protocol: c.proto})
 	if err != nil {
 		return errors.Join(err, closeTracing(tr))
 	}
@@ -81,6 +90,13 @@ func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err
 	fmt.Fprintf(w, "serving %s (fault windows count from now); Ctrl-C stops\n", sc.Name)
 	for _, s := range cl.Services {
 		u := cl.URLs[s.Name()]
+		if c.proto == load.ProtocolGRPC {
+			// The port answers HTTP/1 too: stats and metrics are there.
+			if addr, _, err := load.ParseGRPCTarget(u); err == nil {
+				fmt.Fprintf(w, "  %-16s %s   (stats: http://%s/stats, metrics: http://%s/metrics)\n", s.Name(), u, addr, addr)
+				continue
+			}
+		}
 		fmt.Fprintf(w, "  %-16s %s   (stats: %s, metrics: %s)\n", s.Name(), u, siblingURL(u, "/stats"), siblingURL(u, "/metrics"))
 	}
 	<-ctx.Done()

@@ -5,6 +5,7 @@
 //
 //	benchsummary stormsim SUMMARY.json     a `stormsim load --format json` summary
 //	benchsummary vegeta REPORT.json RATE   a `vegeta report -type=json` report
+//	benchsummary ghz REPORT.json RATE      a `ghz -O json` report (gRPC)
 package main
 
 import (
@@ -18,7 +19,7 @@ import (
 
 func main() {
 	if len(os.Args) < 3 {
-		fail(2, "usage: benchsummary stormsim SUMMARY.json | benchsummary vegeta REPORT.json RATE")
+		fail(2, "usage: benchsummary stormsim SUMMARY.json | benchsummary vegeta|ghz REPORT.json RATE")
 	}
 	b, err := os.ReadFile(os.Args[2])
 	if err != nil {
@@ -59,8 +60,39 @@ func main() {
 		}
 		fmt.Printf("offered %.1f/s of %.1f/s (%+.2f%%)  requests %d  ok %.2f%%  p99 %.2f ms  %s\n",
 			r.Rate, target, 100*(r.Rate-target)/target, r.Requests, 100*r.Success, r.Latencies.P99/1e6, verdict(r.Rate, target, r.Success))
+	case "ghz":
+		if len(os.Args) != 4 {
+			fail(2, "usage: benchsummary ghz REPORT.json RATE")
+		}
+		target, err := strconv.ParseFloat(os.Args[3], 64)
+		if err != nil {
+			fail(2, "RATE: "+err.Error())
+		}
+		var r struct {
+			Count     int64            `json:"count"`
+			Rps       float64          `json:"rps"`
+			Codes     map[string]int64 `json:"statusCodeDistribution"`
+			Latencies []struct {
+				Percentage int   `json:"percentage"`
+				Latency    int64 `json:"latency"` // ns
+			} `json:"latencyDistribution"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil {
+			fail(1, fmt.Sprintf("%s: %v", os.Args[2], err))
+		}
+		ok, p99 := 0.0, 0.0
+		if r.Count > 0 {
+			ok = float64(r.Codes["OK"]) / float64(r.Count)
+		}
+		for _, l := range r.Latencies {
+			if l.Percentage == 99 {
+				p99 = float64(l.Latency) / 1e6
+			}
+		}
+		fmt.Printf("offered %.1f/s of %.1f/s (%+.2f%%)  requests %d  ok %.2f%%  p99 %.2f ms  %s\n",
+			r.Rps, target, 100*(r.Rps-target)/target, r.Count, 100*ok, p99, verdict(r.Rps, target, ok))
 	default:
-		fail(2, "benchsummary: want stormsim or vegeta, got "+os.Args[1])
+		fail(2, "benchsummary: want stormsim, vegeta or ghz, got "+os.Args[1])
 	}
 }
 
