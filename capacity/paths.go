@@ -72,6 +72,7 @@ var (
 	durationType = reflect.TypeFor[time.Duration]()
 	serviceType  = reflect.TypeFor[topology.Service]()
 	callType     = reflect.TypeFor[topology.Call]()
+	workloadType = reflect.TypeFor[topology.Workload]()
 )
 
 // PathOf reports the kind of a scenario path (as --set spells it) and its
@@ -83,9 +84,11 @@ func PathOf(sc *topology.Scenario, path string) (k Kind, value float64, set bool
 	v := reflect.ValueOf(sc).Elem()
 	typ := v.Type()
 	present := true
+	var parent reflect.Type // the struct holding the last key
 	for i, seg := range segs {
 		at := strings.Join(segs[:i], ".")
 		typ, v, present = deref(typ, v, present)
+		parent = typ
 		switch typ.Kind() {
 		case reflect.Struct:
 			idx, ok := yamlField(typ, seg)
@@ -138,6 +141,12 @@ func PathOf(sc *topology.Scenario, path string) (k Kind, value float64, set bool
 		}
 	default:
 		return 0, 0, false, fmt.Errorf("path %s: is %s, not a number or a duration", path, typ.Kind())
+	}
+	// A service's replicas and the client's instances count from 1: an
+	// omitted key is one, which a solve searches around.
+	if last := segs[len(segs)-1]; present && value == 0 &&
+		(parent == serviceType && last == "replicas" || parent == workloadType && last == "instances") {
+		value = 1
 	}
 	return k, value, present, nil
 }

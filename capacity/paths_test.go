@@ -44,6 +44,8 @@ services:
 		{"services.api.calls.0.budget.ratio", Real, 0.2, true},
 		{"workload.client.retry.max_attempts", Integer, 3, true},
 		{"services.db.service_time.mean", Duration, 0.005, true},
+		{"services.db.replicas", Integer, 1, true},           // omitted: one replica
+		{"workload.instances", Integer, 1, true},             // omitted: one instance
 		{"services.db.calls.x.budget.ratio", Real, 0, false}, // no such call: absent
 		{"services.db.breaker.failures", 0, 0, false},        // not a path at all (checked below)
 	} {

@@ -281,3 +281,26 @@ func TestCapacityRunBound(t *testing.T) {
 		t.Errorf("runs %d (bound 120), imprecise %q: want the bound to stop the search and say so", out.Runs, out.Imprecise)
 	}
 }
+
+// TestSolveReplicasSim answers "how many pods": M/M/1 replicas behind a
+// random balancer are each M/M/1 at λ/N, with p99 = ln(100)/(μ − λ/N). At
+// λ = 3000/s and μ = 1000/s that is 18.4 ms with 4 replicas and unbounded
+// with 3 (ρ = 1): the smallest count meeting p99 < 20ms is 4.
+func TestSolveReplicasSim(t *testing.T) {
+	base, build := loadBuilder(t, "testdata/mm1.yaml", "duration=20s", "workload.client.balance=random")
+	p99 := func(n float64) float64 { return math.Log(100) / (1000 - 3000/n) * 1000 }
+	if p4 := p99(4); !(p4 < 20) {
+		t.Fatalf("theory: p99 %g ms with 4 replicas", p4)
+	}
+	slo, _ := ParseSLO("p99<20ms")
+	plan := &Plan{Base: base, Build: build, SkipCapacity: true, Target: 3000,
+		Search: Search{Param: "workload.rate", Replicas: 3, SLO: slo},
+		Solves: []SolveSpec{{Path: "services.srv.replicas", Lo: 1, Hi: 8}}}
+	rep, err := plan.Run(context.Background(), simRun, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Solves[0].Short(); got != "≥ 4" {
+		t.Fatalf("solve says %q, want ≥ 4", got)
+	}
+}

@@ -3,12 +3,17 @@ package load
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
+	"github.com/stormsim/stormsim/topology"
 )
 
 // errAbandoned is the cancellation cause of attempts that the call no
@@ -41,6 +46,13 @@ type EdgeClient struct {
 	// lean, if set, sends the attempts to its target (leanClient) in
 	// place of Client.
 	lean *leanClient
+	// bal picks which of urls (the callee's replicas, parsed in parsed)
+	// each attempt goes to, under mu; nil for a callee with one replica.
+	// otherHost: retries avoid the replicas their call tried.
+	bal       *model.Balancer
+	urls      []string
+	parsed    []*url.URL
+	otherHost bool
 
 	// Transport failures of attempts, by kind (KindNone counts answers).
 	kinds [numKinds]atomic.Int64
@@ -59,6 +71,73 @@ func NewEdgeClient(epoch time.Time, client *http.Client, edge *policies.Edge, mu
 	ec := &EdgeClient{Epoch: epoch, Client: client, edge: edge, mu: mu}
 	ec.calls.New = func() any { return new(policies.Call) }
 	return ec
+}
+
+// SetReplicas makes the edge spread its attempts over the replicas of its
+// callee at urls, by call's balance, outlier_detection and
+// retry.other_host, drawing from rng: the simulator's balancer
+// (model.Balancer), fed the wall clock. Attempts whose URL the call's
+// template gives are sent to the replica picked instead.
+func (ec *EdgeClient) SetReplicas(urls []string, call *topology.Call, rng *rand.Rand) error {
+	bal, err := model.NewBalancer(call.Balance, len(urls), call.OutlierDetection, rng)
+	if err != nil {
+		return err
+	}
+	parsed := make([]*url.URL, len(urls))
+	for i, u := range urls {
+		if parsed[i], err = url.Parse(u); err != nil {
+			return fmt.Errorf("replica %d: %w", i, err)
+		}
+	}
+	ec.bal, ec.urls, ec.parsed, ec.otherHost = bal, urls, parsed, call.Retry.OtherHost
+	return nil
+}
+
+// PreferLocal makes the edge's balancer prefer the replicas marked local
+// (zone_aware; model.Balancer.PreferLocal). Call it after SetReplicas.
+func (ec *EdgeClient) PreferLocal(local []bool) {
+	if ec.bal != nil {
+		ec.bal.PreferLocal(local)
+	}
+}
+
+// Ejections is the number of replicas the edge's outlier detection ejected.
+func (ec *EdgeClient) Ejections() int64 {
+	if ec.bal == nil {
+		return 0
+	}
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	return ec.bal.Ejections()
+}
+
+// pick chooses the replica of attempt a (under mu) and points a at it.
+func (ec *EdgeClient) pick(a *Attempt, tried *[]int) {
+	var avoid []int
+	if ec.otherHost {
+		avoid = *tried
+	}
+	ec.mu.Lock()
+	i := ec.bal.Pick(time.Since(ec.Epoch), avoid)
+	ec.mu.Unlock()
+	if ec.otherHost {
+		*tried = append(*tried, i)
+	}
+	a.URL, a.url, a.replica = ec.urls[i], ec.parsed[i], i
+}
+
+// settle tells the balancer that attempt a, sent to a replica, ended with
+// ans. An attempt cancelled from above (its call abandoned it, or the run
+// ended: ctx is done) only stops being outstanding, its answer unknown to
+// the caller; its own timeout counts as a failure.
+func (ec *EdgeClient) settle(ctx context.Context, a *Attempt, ans Answer) {
+	if ec.bal == nil {
+		return
+	}
+	counted := ctx.Err() == nil
+	ec.mu.Lock()
+	ec.bal.Done(time.Since(ec.Epoch), a.replica, ans.Outcome, counted)
+	ec.mu.Unlock()
 }
 
 // Stats returns a copy of the edge's policy counters.
@@ -202,6 +281,7 @@ type doing struct {
 	run     *callRun
 	answers chan answer
 	timer   *time.Timer
+	tried   []int // replicas tried, with retry.other_host
 }
 
 // spawning makes what attempts sent from goroutines need, once.
@@ -240,6 +320,9 @@ func (d *doing) attempt(act policies.Action) Attempt {
 	a.Remaining = 0
 	if d.opt.HasDeadline && d.tmpl.Remaining > 0 {
 		a.Remaining = max(d.opt.Deadline-time.Since(d.ec.Epoch), time.Microsecond)
+	}
+	if d.ec.bal != nil {
+		d.ec.pick(&a, &d.tried)
 	}
 	return a
 }
@@ -330,7 +413,9 @@ func (ec *EdgeClient) answered(c *policies.Call, an answer) policies.Action {
 // timeout (0: none) and by ctx, whose end cancels it.
 func (ec *EdgeClient) sendInline(ctx context.Context, a *Attempt, timeout time.Duration) Answer {
 	if ec.lean != nil && a.url != nil {
-		return ec.lean.do(ctx, a, timeout)
+		ans := ec.lean.do(ctx, a, timeout)
+		ec.settle(ctx, a, ans)
+		return ans
 	}
 	actx := ctx
 	if timeout > 0 {
@@ -338,7 +423,9 @@ func (ec *EdgeClient) sendInline(ctx context.Context, a *Attempt, timeout time.D
 		actx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	return ec.send(actx, a)
+	ans := ec.send(actx, a)
+	ec.settle(ctx, a, ans)
+	return ans
 }
 
 // send performs one attempt over the edge's transport.
@@ -361,7 +448,9 @@ func (ec *EdgeClient) attempt(ctx context.Context, run *callRun, a *Attempt, tim
 		}
 	}()
 	if ec.lean != nil && a.url != nil {
-		answers <- answer{k: a.Number, a: ec.lean.do(ctx, a, timeout)}
+		ans := ec.lean.do(ctx, a, timeout)
+		ec.settle(ctx, a, ans)
+		answers <- answer{k: a.Number, a: ans}
 		return
 	}
 	actx := ctx
@@ -370,5 +459,7 @@ func (ec *EdgeClient) attempt(ctx context.Context, run *callRun, a *Attempt, tim
 		actx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	answers <- answer{k: a.Number, a: ec.send(actx, a)}
+	ans := ec.send(actx, a)
+	ec.settle(ctx, a, ans)
+	answers <- answer{k: a.Number, a: ans}
 }

@@ -42,9 +42,12 @@ type ClusterOptions struct {
 
 // Cluster is a scenario's services running as HTTP (or gRPC) servers.
 type Cluster struct {
-	// Services in scenario order; URLs maps each name to its base URL.
-	Services []*Service
-	URLs     map[string]string
+	// Services in scenario order, a service's replicas one after the
+	// other; URLs maps each name to its base URL (its first replica's),
+	// ReplicaURLs each replicated service to its replicas' URLs.
+	Services    []*Service
+	URLs        map[string]string
+	ReplicaURLs map[string][]string
 	// Epoch is time 0 of the run.
 	Epoch   time.Time
 	servers []*http.Server
@@ -54,7 +57,8 @@ type Cluster struct {
 	grpc *grpcCluster
 }
 
-// StartCluster starts every service of sc on its own loopback listener.
+// StartCluster starts every service of sc on its own loopback listener,
+// each replica of a replicated service on one of its own.
 func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 	if opt.Listen == "" {
 		opt.Listen = DefaultListen
@@ -69,7 +73,11 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		}
 	}
 	port, err := strconv.Atoi(portS)
-	if err != nil || port < 0 || port+len(sc.Services) > 65536 {
+	nListen := 0
+	for i := range sc.Services {
+		nListen += sc.Services[i].ReplicaCount()
+	}
+	if err != nil || port < 0 || port+nListen > 65536 {
 		return nil, fmt.Errorf("load: listen address %q: bad port", opt.Listen)
 	}
 	if opt.Epoch.IsZero() {
@@ -81,8 +89,8 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 	if opt.Protocol != "" && opt.Protocol != ProtocolHTTP && opt.Protocol != ProtocolGRPC {
 		return nil, fmt.Errorf("load: protocol %q: want http or grpc", opt.Protocol)
 	}
-	c := &Cluster{URLs: map[string]string{}, Epoch: opt.Epoch, tr: NewTransport(opt.Connections)}
-	lns := make([]net.Listener, 0, len(sc.Services))
+	c := &Cluster{URLs: map[string]string{}, ReplicaURLs: map[string][]string{}, Epoch: opt.Epoch, tr: NewTransport(opt.Connections)}
+	lns := make([]net.Listener, 0, nListen)
 	fail := func(err error) (*Cluster, error) {
 		for _, ln := range lns {
 			ln.Close()
@@ -94,25 +102,33 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		return nil, err
 	}
 	conns := newConnLimit(serveConnBudget())
-	for i, svc := range sc.Services {
-		p := 0
-		if port != 0 {
-			p = port + i
-		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
-		if err != nil {
-			return fail(fmt.Errorf("load: service %s: %w", svc.Name, err))
-		}
-		lns = append(lns, conns.listen(ln))
-		// Work is served on every path but /stats and /metrics; a service
-		// named like one of them gets a trailing slash.
-		path := "/" + svc.Name
-		if path == "/stats" || path == "/metrics" {
-			path += "/"
-		}
-		c.URLs[svc.Name] = "http://" + ln.Addr().String() + path
-		if opt.Protocol == ProtocolGRPC {
-			c.URLs[svc.Name] = "grpc://" + ln.Addr().String() + "/" + GRPCMethod
+	for _, svc := range sc.Services {
+		for r := range svc.ReplicaCount() {
+			p := 0
+			if port != 0 {
+				p = port + len(lns)
+			}
+			ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+			if err != nil {
+				return fail(fmt.Errorf("load: service %s: %w", svc.Name, err))
+			}
+			lns = append(lns, conns.listen(ln))
+			// Work is served on every path but /stats and /metrics; a service
+			// named like one of them gets a trailing slash.
+			path := "/" + svc.Name
+			if path == "/stats" || path == "/metrics" {
+				path += "/"
+			}
+			u := "http://" + ln.Addr().String() + path
+			if opt.Protocol == ProtocolGRPC {
+				u = "grpc://" + ln.Addr().String() + "/" + GRPCMethod
+			}
+			if r == 0 {
+				c.URLs[svc.Name] = u
+			}
+			if svc.ReplicaCount() > 1 {
+				c.ReplicaURLs[svc.Name] = append(c.ReplicaURLs[svc.Name], u)
+			}
 		}
 	}
 	client := &http.Client{Transport: c.tr}
@@ -131,14 +147,21 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		if opt.Tracing != nil {
 			cl = &http.Client{Transport: opt.Tracing.Transport(svc.Name, c.tr)}
 		}
-		s, err := NewService(sc, svc.Name, ServiceConfig{Epoch: opt.Epoch, URLs: c.URLs, Client: cl, Commits: svc.Name == committer, LedgerWindow: opt.LedgerWindow, Sender: sender})
-		if err != nil {
-			for _, s := range c.Services {
-				s.Close()
+		var first *Service
+		for r := range svc.ReplicaCount() {
+			s, err := NewService(sc, svc.Name, ServiceConfig{Epoch: opt.Epoch, URLs: c.URLs, Client: cl, Commits: svc.Name == committer,
+				LedgerWindow: opt.LedgerWindow, Replica: r, First: first, ReplicaURLs: c.ReplicaURLs, Sender: sender})
+			if err != nil {
+				for _, s := range c.Services {
+					s.Close()
+				}
+				return fail(err)
 			}
-			return fail(err)
+			if r == 0 {
+				first = s
+			}
+			c.Services = append(c.Services, s)
 		}
-		c.Services = append(c.Services, s)
 	}
 	if c.grpc != nil {
 		// gRPC and HTTP (/stats, /metrics) share each service's port.
@@ -168,7 +191,18 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 	return c, nil
 }
 
-// Service returns the running service named name, or nil.
+// Replicas returns the running replicas of the service named name.
+func (c *Cluster) Replicas(name string) []*Service {
+	var out []*Service
+	for _, s := range c.Services {
+		if s.name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Service returns the running service named name (its first replica), or nil.
 func (c *Cluster) Service(name string) *Service {
 	for _, s := range c.Services {
 		if s.name == name {

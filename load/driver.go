@@ -91,6 +91,19 @@ type Options struct {
 	// derived from Seed: RunScenario passes the simulator's stream of the
 	// client edge (model.EdgeStreams), so both modes draw the same jitter.
 	Rand *rand.Rand
+	// Replicas, when it lists more than one URL, are the target's replicas
+	// (Target is ignored but for its checks): each attempt goes to the one
+	// Policy's balancer picks, drawing from BalanceRand.
+	Replicas    []string
+	BalanceRand *rand.Rand
+	// Instances is the number of client instances (a fleet, default 1),
+	// each with its own policy state, the requests dealt to them in turn;
+	// Instance gives instance k ≥ 1 its policy and balancer streams.
+	Instances int
+	Instance  func(k int) (policy, balance *rand.Rand)
+	// Local, if set, marks the replicas in instance k's zone, which its
+	// balancer prefers (zone_aware); nil for none.
+	Local func(k int) []bool
 	// Scenario and Version label the result.
 	Scenario string
 	Version  string
@@ -247,8 +260,12 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	d := &driver{opt: opt, ec: ec, epoch: epoch, rec: newRecorder(opt.Warmup, opt.Interval, opt.Duration)}
 	d.url, _ = url.Parse(opt.Target) // defaults checked it
 	// The lean client opens no spans: a traced run keeps net/http's,
-	// wrapped by the tracing transport.
-	d.lean = rt != nil && !opt.NetHTTP && opt.Tracing == nil && leanUsable(d.url)
+	// wrapped by the tracing transport. It drives one target, so not a
+	// target's replicas.
+	d.lean = rt != nil && !opt.NetHTTP && opt.Tracing == nil && leanUsable(d.url) && len(opt.Replicas) < 2
+	if err := d.fleet(root, client); err != nil {
+		return nil, err
+	}
 	return d.run(ctx, root, stopAttempts)
 }
 
@@ -316,8 +333,11 @@ func (opt *Options) defaults() error {
 }
 
 type driver struct {
-	opt   Options
-	ec    *EdgeClient
+	opt Options
+	ec  *EdgeClient
+	// ecs are the client instances' edges when there are more than one
+	// (ec is ecs[0]).
+	ecs   []*EdgeClient
 	epoch time.Time
 	rec   *recorder
 	url   *url.URL // opt.Target, parsed once for every attempt
@@ -341,6 +361,9 @@ func (d *driver) run(ctx context.Context, root context.Context, stopAttempts con
 	if d.lean {
 		d.ec.lean = newLeanClient(d.url, opt.Connections, hard)
 		defer d.ec.lean.closeIdle()
+		for _, ec := range d.ecs {
+			ec.lean = d.ec.lean // one client to the target for the fleet
+		}
 	}
 	finished, scheduled := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -535,7 +558,11 @@ func (d *driver) serve(ctx, hard context.Context, j job, attempts *sync.WaitGrou
 		}
 	}
 	hard, sp := opt.Tracing.startRequest(hard, id)
-	res := d.ec.Do(hard, co, &a, attempts)
+	ec := d.ec
+	if d.ecs != nil {
+		ec = d.ecs[j.n%uint64(len(d.ecs))]
+	}
+	res := ec.Do(hard, co, &a, attempts)
 	endRequest(sp, res.Result)
 	d.rec.record(j.at, time.Since(d.epoch), res.Result, counted)
 	if opt.OnDone != nil {
@@ -572,7 +599,7 @@ func (d *driver) progress() Progress {
 	p := d.rec.progress()
 	p.Elapsed, p.Duration = el, d.opt.Duration
 	p.Scheduled = d.scheduled.Load()
-	p.Attempts = sumKinds(d.ec.Kinds())
+	p.Attempts = sumKinds(d.kinds())
 	if s := el.Seconds(); s > 0 {
 		p.Rate = float64(d.sent.Load()) / min(s, d.opt.Duration.Seconds())
 	}

@@ -214,7 +214,8 @@ type Attempt struct {
 	url *url.URL
 	// via, if set, sends the attempt instead of its edge's transport (a
 	// gRPC call intercepted by UnaryClientInterceptor).
-	via func(ctx context.Context, a *Attempt) Answer
+	via     func(ctx context.Context, a *Attempt) Answer
+	replica int // the callee replica URL is, when the edge balances
 }
 
 // Send performs one attempt with client, bounded by ctx (which carries the

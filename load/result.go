@@ -201,12 +201,12 @@ func (d *driver) result(interrupted bool, elapsed time.Duration) *metrics.Result
 	if s.WindowS > 0 {
 		s.GoodputRPS = float64(s.Requests.Succeeded) / s.WindowS
 	}
-	st := d.ec.Stats()
+	attempts := d.clientEdge(opt.ServiceName).Attempts
 	// The target's own view is unknown; what its answers said stands in:
 	// refusals (503, 429) as rejected, other failures as failed, attempts
 	// without an answer in time as timed out.
-	svc := metrics.ServiceSummary{Name: opt.ServiceName, Attempts: st.Attempts}
-	for code, n := range d.ec.Statuses() {
+	svc := metrics.ServiceSummary{Name: opt.ServiceName, Attempts: attempts}
+	for code, n := range d.statuses() {
 		switch {
 		case code >= 200 && code < 300:
 			svc.Succeeded += n
@@ -216,13 +216,13 @@ func (d *driver) result(interrupted bool, elapsed time.Duration) *metrics.Result
 			svc.Failed += n
 		}
 	}
-	svc.TimedOut = d.ec.Kinds()[KindTimeout]
+	svc.TimedOut = d.kinds()[KindTimeout]
 	if s.Requests.Offered > 0 {
-		svc.Amplification = float64(st.Attempts) / float64(s.Requests.Offered)
+		svc.Amplification = float64(attempts) / float64(s.Requests.Offered)
 	}
 	s.Amplification = svc.Amplification
 	s.Services = []metrics.ServiceSummary{svc}
-	s.Edges = []metrics.EdgeSummary{edgeSummary("client", opt.ServiceName, d.ec)}
+	s.Edges = []metrics.EdgeSummary{d.clientEdge(opt.ServiceName)}
 	s.Load = d.loadReport(elapsed, interrupted)
 	// The target's utilization, queue and latency are its own; a scenario
 	// run replaces this service with the measured ones.
@@ -236,12 +236,14 @@ func edgeSummary(from, to string, ec *EdgeClient) metrics.EdgeSummary {
 	if _, n, ok := ec.BreakerState(); ok {
 		opens = n
 	}
-	return metrics.EdgeSummaryOf(from, to, ec.Stats(), opens)
+	es := metrics.EdgeSummaryOf(from, to, ec.Stats(), opens)
+	es.Ejections = ec.Ejections()
+	return es
 }
 
 func (d *driver) loadReport(elapsed time.Duration, interrupted bool) *metrics.LoadReport {
 	opt := d.opt
-	k := d.ec.Kinds()
+	k := d.kinds()
 	lr := &metrics.LoadReport{
 		Target:          opt.Target,
 		Scheduled:       d.scheduled.Load(),
@@ -271,7 +273,7 @@ func (d *driver) loadReport(elapsed time.Duration, interrupted bool) *metrics.Lo
 		lr.TargetRPS = float64(lr.Scheduled) / span.Seconds()
 		lr.OfferedRPS = float64(lr.Sent) / max(span, d.lastDispatch).Seconds()
 	}
-	for st, n := range d.ec.Statuses() {
+	for st, n := range d.statuses() {
 		lr.Statuses[strconv.Itoa(st)] = n
 	}
 	return lr

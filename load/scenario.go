@@ -3,7 +3,7 @@ package load
 import (
 	"context"
 	"fmt"
-	"github.com/stormsim/stormsim/model"
+	"math/rand/v2"
 	"net/http"
 	"sort"
 	"strconv"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/stormsim/stormsim/idempotency"
 	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/shard"
 	"github.com/stormsim/stormsim/topology"
@@ -105,7 +106,18 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	views := map[uint64]policies.CallResult{}
 	var samples sampler
 	samples.start(cl, sc.Interval)
+	clientStream := func(k int) string { return model.EdgeStreams{}.Name("client"+model.InstanceTag(k), w.Entry) }
 	res, err := Run(ctx, Options{
+		Replicas: cl.ReplicaURLs[w.Entry], BalanceRand: model.Stream(sc.Seed, model.BalanceStream(clientStream(0))),
+		Instances: w.Instances, Instance: func(k int) (policy, balance *rand.Rand) {
+			return model.Stream(sc.Seed, clientStream(k)), model.Stream(sc.Seed, model.BalanceStream(clientStream(k)))
+		},
+		Local: func(k int) []bool {
+			if !w.Client.ZoneAware {
+				return nil
+			}
+			return model.LocalReplicas(sc.Service(w.Entry), w.ZoneOf(k))
+		},
 		Target: entry, Method: http.MethodGet, WriteMethod: http.MethodPost, Pacer: pacer, Duration: sc.Duration, Warmup: sc.Warmup, Interval: sc.Interval,
 		Deadline: w.Deadline, Policy: policy, GRPCServiceConfig: opt.GRPCServiceConfig, WriteFraction: w.WriteFraction, IdempotencyKeys: w.IdempotencyKeys,
 		Workers: opt.Workers, Connections: opt.Connections, Seed: seed, Rand: model.Stream(sc.Seed, model.EdgeStreams{}.Name("client", w.Entry)), Scenario: sc.Name, Version: opt.Version,
@@ -126,7 +138,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	// Let work held for nobody drain before reading the servers' truth.
 	drain(cl, 2*time.Second)
 	fillServices(res, sc, cl, &samples)
-	committer := cl.Service(CommittingService(sc))
+	committer := cl.Service(CommittingService(sc)) // it keeps its replicas' ledger
 	if committer != nil && len(views) > 0 {
 		var l idempotency.Ledger
 		for id, v := range views {
@@ -180,32 +192,20 @@ func fillServices(res *metrics.Result, sc *topology.Scenario, cl *Cluster, smp *
 	s.Load.Unmeasured = nil // every service below is measured
 	s.Edges = []metrics.EdgeSummary{clientEdge}
 	s.Amplification = 0
-	for _, svc := range cl.Services {
-		st := svc.Stats()
-		// Busy time is integrated from time 0 to now, drain included.
-		elapsed := st.UptimeS
-		c := st.Counted
-		ss := metrics.ServiceSummary{
-			Name: st.Service, Attempts: c.Attempts, Succeeded: c.Succeeded, Failed: c.Failed,
-			Rejected: c.Rejected, TimedOut: c.TimedOut, Wasted: c.Wasted, Shed: c.Shed,
-			QueueMax: st.QueueMax, LatencyMs: metrics.LatencyOf(svc.LatencyHistogram()),
-			Executions: st.Executions, Duplicates: st.Duplicates,
+	for i := range sc.Services {
+		reps := cl.Replicas(sc.Services[i].Name)
+		if len(reps) == 0 {
+			continue
 		}
-		if s.Requests.Offered > 0 {
-			ss.Amplification = float64(c.Attempts) / float64(s.Requests.Offered)
-		}
-		if elapsed > 0 && st.Workers > 0 {
-			ss.Utilization = st.BusyS / (float64(st.Workers) * elapsed)
-			ss.QueueMean = st.QueueS / elapsed
-		}
+		ss, edges := serviceSummary(reps, s.Requests.Offered)
 		s.Amplification = max(s.Amplification, ss.Amplification)
 		s.Services = append(s.Services, ss)
-		s.Edges = append(s.Edges, st.Edges...)
-		res.ServiceLatency[st.Service] = svc.LatencyHistogram()
+		s.Edges = append(s.Edges, edges...)
+		res.ServiceLatency[ss.Name] = mergedHistogram(reps, (*Service).LatencyHistogram)
 		if res.ServiceOKLatency == nil {
 			res.ServiceOKLatency = map[string]*hdrhistogram.Histogram{}
 		}
-		res.ServiceOKLatency[st.Service] = svc.OKLatencyHistogram()
+		res.ServiceOKLatency[ss.Name] = mergedHistogram(reps, (*Service).OKLatencyHistogram)
 	}
 	s.Edges[0].To = sc.Workload.Entry
 	for _, f := range sc.Faults {
@@ -287,14 +287,31 @@ func (sm *sampler) take(cl *Cluster) {
 	sm.mu.Lock()
 	defer sm.mu.Unlock()
 	defer sm.ticked()
-	for _, s := range cl.Services {
-		st := s.Stats()
-		p := sm.prev[st.Service]
-		sm.prev[st.Service] = st.Counted
-		n := st.Service
-		sm.add(metrics.MetricAttempts, n, float64(st.Counted.Attempts-p.Attempts))
-		sm.add(metrics.MetricRejected, n, float64(st.Counted.Rejected-p.Rejected))
-		sm.add(metrics.MetricShed, n, float64(st.Counted.Shed-p.Shed))
+	for i, s := range cl.Services {
+		if i > 0 && cl.Services[i-1].name == s.name {
+			continue // a further replica, summed with the first
+		}
+		reps := cl.Replicas(s.name)
+		var st Stats
+		for _, r := range reps {
+			rs := r.Stats()
+			key := rs.Service + model.ReplicaTag(rs.Replica)
+			p := sm.prev[key]
+			sm.prev[key] = rs.Counted
+			st.Counted.Attempts += rs.Counted.Attempts - p.Attempts
+			st.Counted.Rejected += rs.Counted.Rejected - p.Rejected
+			st.Counted.Shed += rs.Counted.Shed - p.Shed
+			st.Queue += rs.Queue
+			st.Busy += rs.Busy
+			st.Workers += rs.Workers
+			if len(reps) > 1 {
+				sm.replica(rs, rs.Counted.Attempts-p.Attempts)
+			}
+		}
+		n := s.name
+		sm.add(metrics.MetricAttempts, n, float64(st.Counted.Attempts))
+		sm.add(metrics.MetricRejected, n, float64(st.Counted.Rejected))
+		sm.add(metrics.MetricShed, n, float64(st.Counted.Shed))
 		sm.add(metrics.MetricQueue, n, float64(st.Queue))
 		sm.add(metrics.MetricInflight, n, float64(st.Busy+st.Queue))
 		if st.Workers > 0 {

@@ -97,6 +97,7 @@ func (c *counters) snapshot() Counters {
 // worker state, its idempotency ledger and its outgoing edges.
 type Stats struct {
 	Service string  `json:"service"`
+	Replica int     `json:"replica,omitempty"`
 	UptimeS float64 `json:"uptime_s"`
 	// All counts every attempt; Counted excludes those of logical requests
 	// marked as warm-up (X-Stormsim-Warmup).
@@ -162,8 +163,14 @@ type Service struct {
 	now   func() time.Duration
 	sleep func(ctx context.Context, d time.Duration) bool
 
-	mu sync.Mutex
+	// mu guards the machine; the replicas of a service share one, as they
+	// share its idempotency store.
+	mu *sync.Mutex
 	cm *model.Callee[*waiter]
+	// rep is this replica's index; ledger the replica keeping the
+	// service's side-effect ledger (the first).
+	rep    int
+	ledger *Service
 	// faults of this service, and the instants their set changes
 	faults    []topology.Fault
 	edges     []time.Duration
@@ -246,6 +253,14 @@ type ServiceConfig struct {
 	// Sender, if set, sends the downstream attempts instead of Client
 	// (the gRPC transport; see EdgeClient.Sender).
 	Sender func(ctx context.Context, a *Attempt) Answer
+	// Replica is which replica of the service this is (0-based); First is
+	// the service's replica 0 when this is another one: the replicas share
+	// its mutex, idempotency store and side-effect ledger.
+	Replica int
+	First   *Service
+	// ReplicaURLs lists the URLs of each replicated callee's replicas (more
+	// than one); callers balance over them.
+	ReplicaURLs map[string][]string
 }
 
 // NewService builds the emulation of service name of sc.
@@ -265,7 +280,11 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 		c.Epoch = time.Now()
 	}
 	s := &Service{name: name, cfg: *svc, epoch: c.Epoch, now: c.Now, sleep: c.Sleep, latency: metrics.NewLatencyHistogram(),
-		okLatency: metrics.NewLatencyHistogram()}
+		okLatency: metrics.NewLatencyHistogram(), mu: new(sync.Mutex), rep: c.Replica}
+	s.ledger = s
+	if c.First != nil {
+		s.mu, s.ledger = c.First.mu, c.First
+	}
 	if s.now == nil {
 		epoch := c.Epoch
 		s.now = func() time.Duration { return time.Since(epoch) }
@@ -277,12 +296,15 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 	// a store configured (a standalone serve, keys sent by another client).
 	keyed := sc.Workload.IdempotencyKeys || svc.Idempotency != nil
 	var err error
-	if s.cm, err = model.NewCallee[*waiter](svc, model.Stream(sc.Seed, model.ServiceStream(name)), c.Commits, keyed); err != nil {
+	if s.cm, err = model.NewCallee[*waiter](svc, model.Stream(sc.Seed, model.ReplicaStream(name, c.Replica)), c.Commits, keyed); err != nil {
 		return nil, fmt.Errorf("load: services.%s.%w", name, err)
+	}
+	if c.First != nil {
+		s.cm.ShareStore(c.First.cm)
 	}
 	s.cm.TrackCancelled(func(w *waiter) bool { return w.state == cancelled }, func(*waiter) {})
 	for _, f := range sc.Faults {
-		if f.Service == name {
+		if f.Service == name && slices.Contains(f.ReplicasHit(svc), c.Replica) {
 			s.faults = append(s.faults, f)
 			s.edges = append(s.edges, f.At, f.At+f.For)
 		}
@@ -316,7 +338,8 @@ func (s *Service) wire(sc *topology.Scenario, c ServiceConfig) error {
 		if !ok {
 			return nil, fmt.Errorf("load: %s.to: no service %q", path, call.To)
 		}
-		edge, err := policies.NewEdge(call.EdgeConfig(), model.Stream(sc.Seed, streams.Name(s.name, call.To)))
+		stream := streams.Name(s.name+model.ReplicaTag(s.rep), call.To)
+		edge, err := policies.NewEdge(call.EdgeConfig(), model.Stream(sc.Seed, stream))
 		if err != nil {
 			return nil, fmt.Errorf("load: %s: %w", path, err)
 		}
@@ -328,6 +351,14 @@ func (s *Service) wire(sc *topology.Scenario, c ServiceConfig) error {
 			mu, edge.Budget = shared, sharedBudget
 		}
 		ref := &edgeRef{to: call.To, url: u, cfg: call, ec: NewEdgeClient(c.Epoch, c.Client, edge, mu)}
+		if urls := c.ReplicaURLs[call.To]; len(urls) > 1 {
+			if err := ref.ec.SetReplicas(urls, &call, model.Stream(sc.Seed, model.BalanceStream(stream))); err != nil {
+				return nil, fmt.Errorf("load: %s.%w", path, err)
+			}
+			if zone := s.cfg.ZoneOf(s.rep); call.ZoneAware && zone != "" {
+				ref.ec.PreferLocal(model.LocalReplicas(sc.Service(call.To), zone))
+			}
+		}
 		// Attempts abandoned by a finished call (losing hedges) end with
 		// their timeout, or when the service closes.
 		ref.ec.Root = s.stop
@@ -363,6 +394,9 @@ func (s *Service) wire(sc *topology.Scenario, c ServiceConfig) error {
 
 // Name returns the service's name.
 func (s *Service) Name() string { return s.name }
+
+// Replica returns which replica of its service s is (0-based).
+func (s *Service) Replica() int { return s.rep }
 
 // Close stops the service's timers and ends work held for nobody.
 func (s *Service) Close() {
@@ -914,6 +948,7 @@ func ledgerKey(id string) string {
 // ledger window, ids not executed for one to two windows are forgotten:
 // the ledger holds two generations, the older dropped at each rotation.
 func (s *Service) executed(id string) {
+	s = s.ledger
 	id = ledgerKey(id)
 	s.lmu.Lock()
 	defer s.lmu.Unlock()
@@ -940,6 +975,7 @@ func (s *Service) executed(id string) {
 // Executions returns how many times request id's side effect executed here
 // (within the ledger window, if the service has one).
 func (s *Service) Executions(id string) uint32 {
+	s = s.ledger
 	id = ledgerKey(id)
 	s.lmu.Lock()
 	defer s.lmu.Unlock()
@@ -948,7 +984,7 @@ func (s *Service) Executions(id string) uint32 {
 
 // Stats returns the service's counters now.
 func (s *Service) Stats() Stats {
-	st := Stats{Service: s.name, UptimeS: time.Since(s.epoch).Seconds(), All: s.all.snapshot(), Counted: s.counted.snapshot(), Workers: s.cfg.Workers}
+	st := Stats{Service: s.name, Replica: s.rep, UptimeS: time.Since(s.epoch).Seconds(), All: s.all.snapshot(), Counted: s.counted.snapshot(), Workers: s.cfg.Workers}
 	s.mu.Lock()
 	s.cm.Advance(s.clock())
 	busyA, queueA := s.cm.Areas()
@@ -959,9 +995,11 @@ func (s *Service) Stats() Stats {
 		st.LatencyMs = &l
 	}
 	s.mu.Unlock()
-	s.lmu.Lock()
-	st.Executions, st.Duplicates = s.nExec, s.nDup
-	s.lmu.Unlock()
+	if s.ledger == s {
+		s.lmu.Lock()
+		st.Executions, st.Duplicates = s.nExec, s.nDup
+		s.lmu.Unlock()
+	}
 	st.Replays, st.InProgress, st.Conflicts = s.replays.Load(), s.inProg.Load(), s.conflict.Load()
 	for _, e := range s.outEdges {
 		st.Edges = append(st.Edges, edgeSummary(s.name, e.to, e.ec))

@@ -33,4 +33,5 @@ func (e *EdgeSummary) Add(o EdgeSummary) {
 	e.Succeeded += o.Succeeded
 	e.Failed += o.Failed
 	e.Unknown += o.Unknown
+	e.Ejections += o.Ejections
 }

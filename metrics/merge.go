@@ -364,6 +364,7 @@ func mergeSummary(parts []*Result, out *Result) Summary {
 			m.QueueMax = max(m.QueueMax, ps.QueueMax)
 			m.Utilization += ps.Utilization * p.Summary.SimTimeS
 			m.QueueMean += ps.QueueMean * p.Summary.SimTimeS
+			m.Replicas = addReplicas(m.Replicas, ps.Replicas, p.Summary.SimTimeS)
 			if ps.Attempts > busiest[ps.Name] {
 				busiest[ps.Name] = ps.Attempts
 				m.LatencyMs = ps.LatencyMs // replaced below when a histogram exists
@@ -375,6 +376,10 @@ func mergeSummary(parts []*Result, out *Result) Summary {
 		if s.SimTimeS > 0 {
 			m.Utilization /= s.SimTimeS
 			m.QueueMean /= s.SimTimeS
+			for j := range m.Replicas {
+				m.Replicas[j].Utilization /= s.SimTimeS
+				m.Replicas[j].QueueMean /= s.SimTimeS
+			}
 		}
 		if s.Requests.Offered > 0 {
 			m.Amplification = float64(m.Attempts) / float64(s.Requests.Offered)

@@ -379,3 +379,30 @@ func TestMergeExactLatency(t *testing.T) {
 		t.Errorf("a part without exact figures: latency %+v, want the histogram's %+v", l, want)
 	}
 }
+
+// TestMergeReplicas: per-replica rows merge by replica like the service's
+// own fields: counts add, queue maxima take the largest, utilization adds
+// weighted by each part's time over the merged time.
+func TestMergeReplicas(t *testing.T) {
+	part := func(reps ...metrics.ReplicaSummary) *metrics.Result {
+		return &metrics.Result{Summary: metrics.Summary{Scenario: "s", SimTimeS: 10, Status: "complete",
+			Services: []metrics.ServiceSummary{{Name: "db", Replicas: reps}}}}
+	}
+	a := part(metrics.ReplicaSummary{Replica: 0, Attempts: 5, QueueMax: 2, Utilization: 0.2}, metrics.ReplicaSummary{Replica: 1, Attempts: 7, Utilization: 0.4})
+	b := part(metrics.ReplicaSummary{Replica: 1, Attempts: 1, QueueMax: 4, Utilization: 0.1}, metrics.ReplicaSummary{Replica: 0, Attempts: 3, Utilization: 0.1})
+	got, err := metrics.Merge(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []metrics.ReplicaSummary{{Replica: 0, Attempts: 8, QueueMax: 2, Utilization: 0.3}, {Replica: 1, Attempts: 8, QueueMax: 4, Utilization: 0.5}}
+	reps := got.Summary.Services[0].Replicas
+	if len(reps) != 2 {
+		t.Fatalf("merged replicas %+v, want 2 rows", reps)
+	}
+	for i, w := range want {
+		g := reps[i]
+		if g.Replica != w.Replica || g.Attempts != w.Attempts || g.QueueMax != w.QueueMax || math.Abs(g.Utilization-w.Utilization) > 1e-12 {
+			t.Errorf("replica %d: %+v, want %+v", i, g, w)
+		}
+	}
+}

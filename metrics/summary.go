@@ -97,6 +97,25 @@ type ServiceSummary struct {
 	Executions  int64   `json:"executions,omitempty"`
 	// Consumer is the service's consumer group of a topic, if it has one.
 	Consumer *ConsumerSummary `json:"consumer,omitempty"`
+	// Replicas are the service's replicas one by one, when it has more
+	// than one (the fields above sum them; queue_max is the longest queue
+	// of any one replica).
+	Replicas []ReplicaSummary `json:"replicas,omitempty"`
+}
+
+// ReplicaSummary is one replica of a service with replicas: what reached
+// it and how busy it was, after warm-up.
+type ReplicaSummary struct {
+	Replica     int     `json:"replica"`
+	Attempts    int64   `json:"attempts"`
+	Succeeded   int64   `json:"succeeded"`
+	Failed      int64   `json:"failed"`
+	Rejected    int64   `json:"rejected"`
+	TimedOut    int64   `json:"timed_out"`
+	Shed        int64   `json:"shed,omitempty"`
+	Utilization float64 `json:"utilization"`
+	QueueMean   float64 `json:"queue_mean"`
+	QueueMax    int64   `json:"queue_max"`
 }
 
 // EdgeSummary is one call edge (caller → callee) and what its policies did.
@@ -118,6 +137,9 @@ type EdgeSummary struct {
 	Succeeded       int64 `json:"succeeded"`
 	Failed          int64 `json:"failed"`
 	Unknown         int64 `json:"unknown"`
+	// Ejections: replicas of the callee ejected by the edge's outlier
+	// detection (summed over the callers' replicas and instances).
+	Ejections int64 `json:"ejections,omitempty"`
 }
 
 // Divergence describes where a runaway run was stopped.

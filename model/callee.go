@@ -512,3 +512,9 @@ func (c *callee) FaultEnded(now time.Duration, f *topology.Fault) {
 func (c *callee) Drained() bool {
 	return c.busy == 0 && c.qheld == 0 && c.inflight == 0
 }
+
+// ShareStore makes c dedupe writes in the idempotency store of o: the
+// replicas of a committing service share one store, as they would share
+// the database that holds it, so a retry that lands on another replica is
+// still recognised.
+func (c *Callee[T]) ShareStore(o *Callee[T]) { c.store = o.store }

@@ -72,3 +72,31 @@ func ExampleGroup() {
 	fmt.Printf("effects %d, duplicates %d, lost %d\n", g.Stats.Effects, g.Stats.DuplicateEffects, g.Stats.LostEffects)
 	// Output: effects 2, duplicates 1, lost 0
 }
+
+// ExampleBalancer spreads attempts over three replicas with p2c, ejects
+// the one that fails twice in a row, and sends a retry elsewhere
+// (retry.other_host): what the simulator does per attempt, and serve's
+// callers per HTTP request.
+func ExampleBalancer() {
+	od := &topology.OutlierDetection{ConsecutiveFailures: 2, Interval: time.Second,
+		BaseEjectionTime: 10 * time.Second, MaxEjectionTime: time.Minute, MaxEjectionPercent: 50}
+	b, err := model.NewBalancer(topology.BalanceP2C, 3, od, model.Stream(1, model.BalanceStream("edge/api->db")))
+	if err != nil {
+		panic(err)
+	}
+	// Replica 1 refuses twice in a row: ejected until the 11 s tick.
+	for range 2 {
+		i := b.Pick(0, []int{0, 2}) // avoid 0 and 2 while another remains
+		b.Done(0, i, policies.Unavailable, true)
+	}
+	fmt.Println("ejected:", b.Ejected(time.Second, 1), "ejections:", b.Ejections())
+	// A call that tried replica 0 retries on the only one left in service.
+	first := b.Pick(time.Second, []int{2})
+	retry := b.Pick(time.Second, []int{first})
+	fmt.Println("first:", first, "retry:", retry)
+	fmt.Println("back at 11s:", !b.Ejected(11*time.Second, 1))
+	// Output:
+	// ejected: true ejections: 1
+	// first: 0 retry: 2
+	// back at 11s: true
+}

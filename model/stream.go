@@ -41,3 +41,37 @@ func (u EdgeStreams) Name(from, to string) string {
 	}
 	return name
 }
+
+// ReplicaStream names the stream of replica rep of service name: the
+// first replica's is the service's own (ServiceStream), so a scenario
+// without replicas draws as before; replica r > 0 draws from
+// "service/NAME#rR".
+func ReplicaStream(name string, rep int) string {
+	if rep == 0 {
+		return ServiceStream(name)
+	}
+	return fmt.Sprintf("%s#r%d", ServiceStream(name), rep)
+}
+
+// ReplicaTag names replica rep of a caller in the names of its edges'
+// streams (EdgeStreams.Name(from+tag, to)): "" for the first replica, whose
+// edges draw from the streams a service without replicas has, "#rR" for
+// replica R; a client instance K > 0 is tagged "@K" alike (InstanceTag).
+func ReplicaTag(rep int) string {
+	if rep == 0 {
+		return ""
+	}
+	return fmt.Sprintf("#r%d", rep)
+}
+
+// InstanceTag names client instance k of a fleet in its edge's stream.
+func InstanceTag(k int) string {
+	if k == 0 {
+		return ""
+	}
+	return fmt.Sprintf("@%d", k)
+}
+
+// BalanceStream names the stream of the balancer of the edge whose own
+// stream is edge: its random picks never shift the edge's policy draws.
+func BalanceStream(edge string) string { return "balance/" + edge }

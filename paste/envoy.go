@@ -98,17 +98,35 @@ func EnvoyRoute(file string, data []byte) (Policies, error) {
 	return p, r.err()
 }
 
+// envoyPreviousHosts is Envoy's retry host predicate that avoids the hosts
+// a request already tried: retry.other_host.
+const envoyPreviousHosts = "envoy.retry_host_predicates.previous_hosts"
+
 func (r *reader) envoyRetryPolicy(n *yaml.Node, path string, p *Policies) {
 	f := r.fields(n, path, []string{"retry_on", "num_retries", "per_try_timeout", "retry_back_off",
-		"retriable_status_codes", "rate_limited_retry_back_off"}, map[string]string{
-		"retry_host_predicate":              "stormsim calls one callee host",
-		"host_selection_retry_max_attempts": "stormsim calls one callee host",
+		"retriable_status_codes", "rate_limited_retry_back_off", "retry_host_predicate"}, map[string]string{
+		"host_selection_retry_max_attempts": "stormsim reselects while an untried replica remains (retry.other_host)",
 		"retry_priority":                    "priorities are not modelled",
 		"retriable_headers":                 "stormsim answers carry no custom headers",
 		"retriable_request_headers":         "stormsim requests carry no custom headers",
 		"per_try_idle_timeout":              "stream idle timeouts are not modelled",
 	})
 	rc := &p.Retry
+	if v := f["retry_host_predicate"]; v != nil {
+		for i, pr := range r.list(v, path+".retry_host_predicate") {
+			pp := path + ".retry_host_predicate[" + strconv.Itoa(i) + "]"
+			pf := r.fields(pr, pp, []string{"name", "typed_config"}, nil)
+			if nv := pf["name"]; nv == nil {
+				r.add(pr, pp+".name", "required")
+			} else if name, ok := r.str(nv, pp+".name"); ok {
+				if name != envoyPreviousHosts {
+					r.add(nv, pp+".name", "%q is not supported (stormsim: %s, as retry.other_host)", name, envoyPreviousHosts)
+					continue
+				}
+				rc.OtherHost = true
+			}
+		}
+	}
 	rc.MaxAttempts = envoyNumRetries + 1
 	if v := f["num_retries"]; v != nil {
 		if k, ok := r.integer(v, path+".num_retries", 0, 1000); ok {
@@ -231,7 +249,11 @@ func EnvoyCluster(file string, data []byte) (Policies, error) {
 	if root == nil {
 		return p, r.err()
 	}
-	top := r.fields(root, "", []string{"name", "circuit_breakers"}, nil)
+	top := r.fields(root, "", []string{"name", "circuit_breakers", "lb_policy", "least_request_lb_config", "outlier_detection"}, nil)
+	r.envoyBalance(top, &p)
+	if od := top["outlier_detection"]; od != nil {
+		p.Outlier = r.envoyOutlier(od, "outlier_detection")
+	}
 	cb := top["circuit_breakers"]
 	if cb == nil {
 		return p, r.err()
@@ -245,6 +267,80 @@ func EnvoyCluster(file string, data []byte) (Policies, error) {
 		}
 	}
 	return p, r.err()
+}
+
+// envoyBalance reads a cluster's lb_policy: ROUND_ROBIN, RANDOM, and
+// LEAST_REQUEST with its default choice_count of 2 (p2c).
+func (r *reader) envoyBalance(top map[string]*yaml.Node, p *Policies) {
+	lb, cfg := top["lb_policy"], top["least_request_lb_config"]
+	if lb == nil {
+		if cfg != nil {
+			r.add(cfg, "least_request_lb_config", "only with lb_policy: LEAST_REQUEST")
+		}
+		return
+	}
+	name, ok := r.str(lb, "lb_policy")
+	if !ok {
+		return
+	}
+	switch name {
+	case "ROUND_ROBIN":
+		p.Balance = "round_robin"
+	case "RANDOM":
+		p.Balance = "random"
+	case "LEAST_REQUEST":
+		p.Balance = "p2c"
+		if cfg != nil {
+			cf := r.fields(cfg, "least_request_lb_config", []string{"choice_count"}, nil)
+			if cc := cf["choice_count"]; cc != nil {
+				r.integer(cc, "least_request_lb_config.choice_count", 2, 2) // stormsim's p2c draws two
+			}
+		}
+	default:
+		r.add(lb, "lb_policy", "%q is not supported (stormsim: ROUND_ROBIN, RANDOM, LEAST_REQUEST)", name)
+	}
+	if cfg != nil && name != "LEAST_REQUEST" {
+		r.add(cfg, "least_request_lb_config", "only with lb_policy: LEAST_REQUEST")
+	}
+}
+
+// envoyOutlier reads the consecutive-5xx part of a cluster's
+// outlier_detection; enforcing_consecutive_5xx must stay 100 (always
+// eject).
+func (r *reader) envoyOutlier(n *yaml.Node, path string) *Outlier {
+	f := r.fields(n, path, []string{"consecutive_5xx", "interval", "base_ejection_time", "max_ejection_time",
+		"max_ejection_percent", "enforcing_consecutive_5xx"}, map[string]string{
+		"consecutive_gateway_failure":        "stormsim counts every failure class as consecutive_5xx",
+		"success_rate_minimum_hosts":         "success-rate ejection is not modelled",
+		"success_rate_request_volume":        "success-rate ejection is not modelled",
+		"success_rate_stdev_factor":          "success-rate ejection is not modelled",
+		"enforcing_success_rate":             "success-rate ejection is not modelled",
+		"failure_percentage_threshold":       "failure-percentage ejection is not modelled",
+		"split_external_local_origin_errors": "local-origin errors are counted with the others",
+	})
+	o := &Outlier{}
+	if v := f["consecutive_5xx"]; v != nil {
+		o.ConsecutiveFailures, _ = r.integer(v, path+".consecutive_5xx", 1, 1<<31-1)
+	}
+	for _, d := range []struct {
+		key string
+		to  *time.Duration
+	}{{"interval", &o.Interval}, {"base_ejection_time", &o.BaseEjectionTime}, {"max_ejection_time", &o.MaxEjectionTime}} {
+		if v := f[d.key]; v != nil {
+			if x, ok := r.protoDuration(v, path+"."+d.key); ok && r.positive(v, path+"."+d.key, x > 0) {
+				*d.to = x
+			}
+		}
+	}
+	if v := f["max_ejection_percent"]; v != nil {
+		if k, ok := r.integer(v, path+".max_ejection_percent", 0, 100); ok {
+			o.MaxEjectionPercent = float64(k)
+		}
+	}
+	if v := f["enforcing_consecutive_5xx"]; v != nil {
+		r.integer(v, path+".enforcing_consecutive_5xx", 100, 100)
+	}
+	return o
 }
 
 func (r *reader) envoyThreshold(n *yaml.Node, path string, b *policies.BudgetConfig) {

@@ -27,6 +27,21 @@ type Policies struct {
 	// Retry-After (Envoy's rate_limited_retry_back_off).
 	HonorPushback bool
 	MaxPushback   time.Duration
+	// Balance is an Envoy cluster's lb_policy as a stormsim balancer
+	// (round_robin, random, p2c), "" when the cluster gives none.
+	Balance string
+	// Outlier is an Envoy cluster's outlier_detection, nil when it has
+	// none; zero fields take stormsim's (Envoy's) defaults.
+	Outlier *Outlier
+}
+
+// Outlier is the consecutive-failure part of Envoy's outlier_detection.
+type Outlier struct {
+	ConsecutiveFailures int
+	Interval            time.Duration
+	BaseEjectionTime    time.Duration
+	MaxEjectionTime     time.Duration
+	MaxEjectionPercent  float64
 }
 
 // Problem is one field of a pasted file that cannot be used.

@@ -82,10 +82,13 @@ func TestProblemsNameFileLineField(t *testing.T) {
 		{"grpc tokens", "grpc", `{"retryThrottling": {"maxTokens": 1001, "tokenRatio": 0.0001}}`, "", "retryThrottling.maxTokens: must be in (0, 1000]"},
 		{"envoy route timeout", "route", "route:\n  timeout: 15s\n", "", "f:2: route.timeout: not supported"},
 		{"envoy retry_on", "route", "route:\n  retry_policy:\n    retry_on: 5xx,retriable-4xx\n", "", "f:3: route.retry_policy.retry_on: condition \"retriable-4xx\" is not supported"},
-		{"envoy predicate", "route", "route:\n  retry_policy:\n    retry_on: 5xx\n    retry_host_predicate: []\n", "", "f:4: route.retry_policy.retry_host_predicate: not supported"},
+		{"envoy predicate", "route", "route:\n  retry_policy:\n    retry_on: 5xx\n    retry_host_predicate:\n      - name: envoy.retry_host_predicates.omit_canary_hosts\n", "", "f:5: route.retry_policy.retry_host_predicate[0].name: \"envoy.retry_host_predicates.omit_canary_hosts\" is not supported"},
+		{"envoy host selection", "route", "route:\n  retry_policy:\n    retry_on: 5xx\n    host_selection_retry_max_attempts: 3\n", "", "f:4: route.retry_policy.host_selection_retry_max_attempts: not supported"},
 		{"envoy header", "route", "route:\n  retry_policy:\n    retry_on: 5xx\n    rate_limited_retry_back_off:\n      reset_headers:\n        - {name: X-RateLimit-Reset, format: UNIX_TIMESTAMP}\n", "", "f:6: route.retry_policy.rate_limited_retry_back_off.reset_headers[0].format"},
 		{"envoy cluster limit", "cluster", "circuit_breakers:\n  thresholds:\n    - max_requests: 100\n", "", "f:3: circuit_breakers.thresholds[0].max_requests: not supported"},
-		{"envoy cluster lb", "cluster", "name: a\nlb_policy: ROUND_ROBIN\n", "", "f:2: lb_policy: not supported"},
+		{"envoy cluster lb", "cluster", "name: a\nlb_policy: MAGLEV\n", "", "f:2: lb_policy: \"MAGLEV\" is not supported"},
+		{"envoy choice count", "cluster", "lb_policy: LEAST_REQUEST\nleast_request_lb_config: {choice_count: 3}\n", "", "f:2: least_request_lb_config.choice_count"},
+		{"envoy success rate", "cluster", "outlier_detection:\n  enforcing_success_rate: 100\n", "", "f:2: outlier_detection.enforcing_success_rate: not supported"},
 		{"envoy priority", "cluster", "circuit_breakers:\n  thresholds:\n    - priority: HIGH\n", "", "f:3: circuit_breakers.thresholds[0].priority: only DEFAULT"},
 		{"not yaml", "cluster", "a: [", "", "f: not YAML or JSON"},
 	}
@@ -142,4 +145,42 @@ func FuzzPaste(f *testing.F) {
 		check(EnvoyRoute("f", data))
 		check(EnvoyCluster("f", data))
 	})
+}
+
+// TestEnvoyPreviousHosts: Envoy's previous_hosts retry host predicate is
+// stormsim's retry.other_host.
+func TestEnvoyPreviousHosts(t *testing.T) {
+	for _, tt := range []struct {
+		src  string
+		want bool
+	}{
+		{"route:\n  retry_policy:\n    retry_on: 5xx\n", false},
+		{"route:\n  retry_policy:\n    retry_on: 5xx\n    retry_host_predicate:\n      - name: envoy.retry_host_predicates.previous_hosts\n", true},
+	} {
+		p, err := EnvoyRoute("f", []byte(tt.src))
+		require.NoError(t, err)
+		require.Equal(t, tt.want, p.Retry.OtherHost, tt.src)
+	}
+}
+
+// TestEnvoyClusterBalancing: a cluster's lb_policy and outlier_detection
+// become the call's balance and outlier_detection.
+func TestEnvoyClusterBalancing(t *testing.T) {
+	p, err := EnvoyCluster("f", []byte(`
+lb_policy: LEAST_REQUEST
+outlier_detection:
+  consecutive_5xx: 3
+  interval: 5s
+  base_ejection_time: 15s
+  max_ejection_percent: 50
+`))
+	require.NoError(t, err)
+	require.Equal(t, "p2c", p.Balance)
+	require.Equal(t, &Outlier{ConsecutiveFailures: 3, Interval: 5 * time.Second, BaseEjectionTime: 15 * time.Second, MaxEjectionPercent: 50}, p.Outlier)
+	for lb, want := range map[string]string{"ROUND_ROBIN": "round_robin", "RANDOM": "random"} {
+		p, err := EnvoyCluster("f", []byte("lb_policy: "+lb+"\n"))
+		require.NoError(t, err)
+		require.Equal(t, want, p.Balance)
+		require.Nil(t, p.Outlier)
+	}
 }

@@ -25,6 +25,8 @@ var Standard = []struct {
 	{"latency_cdf", LatencyCDF},
 	{"breaker", Breaker},
 	{"budget", Budget},
+	{"replicas", Replicas},
+	{"replica_utilization", ReplicaUtilization},
 }
 
 // Write draws p as dir/name.png and dir/name.svg, each written atomically,

@@ -93,8 +93,31 @@ func checkSVG(t *testing.T, path string, want ...string) {
 	}
 }
 
+// withReplicas gives the storm's db three replicas, the last one busier
+// (a gray failure), so the per-replica plots have data: summary rows, and
+// series columns in which replica 2 saturates from the middle of the run.
+func withReplicas(r *metrics.Result) *metrics.Result {
+	for i := range r.Summary.Services {
+		if s := &r.Summary.Services[i]; s.Name == "db" {
+			s.Replicas = []metrics.ReplicaSummary{{Replica: 0, Utilization: 0.4}, {Replica: 1, Utilization: 0.45}, {Replica: 2, Utilization: 0.95}}
+		}
+	}
+	ts := r.Series
+	for k := range 3 {
+		ts.Columns = append(ts.Columns, metrics.Column(metrics.MetricReplicaUtilization, metrics.ReplicaEntity("db", k)))
+	}
+	for i := range ts.Rows {
+		hot := 0.4
+		if i >= len(ts.Rows)/2 {
+			hot = 1
+		}
+		ts.Rows[i] = append(ts.Rows[i], 0.4, 0.45, hot)
+	}
+	return r
+}
+
 func TestPlots(t *testing.T) {
-	r := metricstest.Storm()
+	r := withReplicas(metricstest.Storm())
 	dir := outDir(t)
 	for _, tc := range []struct {
 		name      string
@@ -109,6 +132,8 @@ func TestPlots(t *testing.T) {
 		{"latency_cdf", plots.LatencyCDF, 3, []string{"Latency distribution (CDF)", "end-to-end (succeeded)", "orders attempts"}},
 		{"breaker", plots.Breaker, 1, []string{"Circuit breaker state", "gateway-&gt;orders", "half-open"}},
 		{"budget", plots.Budget, 1, []string{"Retry budget level", "gateway-&gt;orders"}},
+		{"replicas", plots.Replicas, 1, []string{"Utilization per replica", "db", "replica", "2"}},
+		{"replica_utilization", plots.ReplicaUtilization, 3, []string{"Utilization per replica over time", "db#0", "db#2", "time (s)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := tc.plot(r)
@@ -141,7 +166,7 @@ func TestPlotsWithoutData(t *testing.T) {
 }
 
 func TestWriteAll(t *testing.T) {
-	r := metricstest.Storm()
+	r := withReplicas(metricstest.Storm())
 	dir := t.TempDir()
 	files, err := plots.WriteAll(dir, r)
 	if err != nil {

@@ -29,6 +29,9 @@ type RetryConfig struct {
 	// budget balance⌉, the balance (whole retries) read when the call
 	// starts: Finagle's RequeueFilter (0.2). 0 means no such cap.
 	BudgetShare float64 `yaml:"budget_share,omitempty" json:"budget_share,omitempty"`
+	// OtherHost makes a retry or hedge avoid the callee replicas this call
+	// already tried, while others remain (Envoy's previous_hosts predicate).
+	OtherHost bool `yaml:"other_host,omitempty" json:"other_host,omitempty"`
 
 	resolved bool // by Resolve: preset expanded, defaults applied
 }

@@ -37,6 +37,7 @@ type callRun struct {
 	deadline    time.Duration
 	hasDeadline bool
 	done        bool
+	tried       []int // the replicas tried, with retry.other_host
 }
 
 func (m *run) newGroup(owner *attempt, req *request, need, total int) *group {
@@ -61,7 +62,7 @@ func (m *run) freeGroupAndMembers(g *group) {
 func (m *run) startCall(g *group, req *request, e *edge) {
 	cr := m.calls.get()
 	cr.edge, cr.grp, cr.req = e, g, req
-	cr.slots = cr.slots[:0]
+	cr.slots, cr.tried = cr.slots[:0], cr.tried[:0]
 	cr.wakeSet, cr.done = false, false
 	if g == nil {
 		cr.hasDeadline, cr.deadline = req.hasDeadline, req.deadline
@@ -121,6 +122,9 @@ func (m *run) send(cr *callRun, k int, timeout time.Duration) {
 	e := cr.edge
 	a := m.newAttempt()
 	a.svc, a.req, a.edge, a.caller, a.k = e.callee, cr.req, e, cr, k
+	if e.bal != nil {
+		a.svc = m.pickReplica(cr, e)
+	}
 	a.serverHeld, a.counted, a.state = true, cr.req.counted, attSending
 	cr.req.refs++
 	if e.propagate && cr.hasDeadline {
@@ -132,7 +136,7 @@ func (m *run) send(cr *callRun, k int, timeout time.Duration) {
 	cr.slots[k-1] = a
 	m.armTimeout(a, timeout)
 	if e.hasNet {
-		a.ev = m.eng.After(e.net.Sample(e.pe.Rand), m.hAttArrive, a)
+		a.ev = m.eng.After(e.delay(a.svc), m.hAttArrive, a)
 		return
 	}
 	m.arrive(a)
@@ -169,6 +173,9 @@ func (m *run) deliver(a *attempt) {
 		m.eng.Stop(a.tmo)
 		cr.slots[k-1] = nil
 		a.caller = nil
+		if a.edge.bal != nil {
+			a.edge.bal.Done(m.eng.Now(), a.svc.rep, o, true)
+		}
 	}
 	m.releaseServer(a)
 	if cr != nil {
@@ -184,17 +191,20 @@ func (m *run) attemptTimedOut(a *attempt) {
 		m.directTimedOut(a)
 		return
 	}
-	m.abandon(a, true)
+	m.abandon(a, true, true)
 	m.apply(cr, cr.pc.TimedOut(m.eng.Now(), k))
 }
 
-// abandon makes a's caller stop waiting for it. The callee cancels the
-// attempt if asked to and it honours cancellation; otherwise it keeps
-// working for nobody.
-func (m *run) abandon(a *attempt, cancel bool) {
+// abandon makes a's caller stop waiting for it (timedOut: its timeout
+// fired). The callee cancels the attempt if asked to and it honours
+// cancellation; otherwise it keeps working for nobody.
+func (m *run) abandon(a *attempt, cancel, timedOut bool) {
 	cr := a.caller
 	cr.slots[a.k-1] = nil
 	a.caller = nil
+	if a.edge.bal != nil {
+		a.edge.bal.Done(m.eng.Now(), a.svc.rep, policies.Timeout, timedOut)
+	}
 	m.eng.Stop(a.tmo)
 	if a.state != attSending {
 		m.countTimedOut(a)
@@ -221,7 +231,7 @@ func (m *run) abandonAll(cr *callRun, cancel bool) {
 	}
 	for _, a := range cr.slots {
 		if a != nil {
-			m.abandon(a, cancel)
+			m.abandon(a, cancel, false)
 		}
 	}
 }
@@ -338,6 +348,10 @@ func (m *run) startRequest(client int, write bool) {
 		m.startDirect(req)
 		return
 	}
+	if m.fleet != nil {
+		m.startCall(nil, req, m.fleet[(req.id-1)%uint64(len(m.fleet))])
+		return
+	}
 	m.startCall(nil, req, m.client)
 }
 
@@ -398,7 +412,7 @@ func (m *run) directTimer(a *attempt, req *request) {
 // result is unknown, as policies.Call.TimedOut decides for a single attempt.
 func (m *run) directTimedOut(a *attempt) {
 	req := a.req
-	m.abandon(a, true)
+	m.abandon(a, true, true)
 	if req.counted {
 		m.client.pe.Stats.Unknown++
 	}

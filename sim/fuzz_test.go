@@ -89,7 +89,61 @@ func fuzzScenario(b []byte) *topology.Scenario {
 		}
 		sc.Faults = []topology.Fault{f}
 	}
+	fuzzReplicas(sc, next, flag)
 	return sc
+}
+
+// fuzzReplicas adds replicas, balancers, ejection, other_host, zones and
+// client instances to a fuzzed scenario, drawing after everything else so
+// that the older draws keep their meaning.
+func fuzzReplicas(sc *topology.Scenario, next func() int, flag func() bool) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	kinds := []topology.Balance{"", topology.BalanceRoundRobin, topology.BalanceRandom, topology.BalanceLeastRequest, topology.BalanceP2C}
+	zones := []string{"a", "b"}
+	edge := func(c *topology.Call) {
+		c.Balance = kinds[next()%len(kinds)]
+		c.Retry.OtherHost = flag()
+		c.ZoneAware = flag()
+		if flag() {
+			c.OutlierDetection = &topology.OutlierDetection{ConsecutiveFailures: next()%3 + 1, Interval: ms(next()%50 + 1),
+				BaseEjectionTime: ms(next()%100 + 1), MaxEjectionTime: ms(200), MaxEjectionPercent: float64(next() % 101)}
+		}
+		if flag() {
+			d := exp(ms(1))
+			c.CrossZoneNetwork = &d
+		}
+	}
+	for i := range sc.Services {
+		s := &sc.Services[i]
+		if r := next() % 4; r > 1 {
+			s.Replicas = r
+		}
+		if flag() {
+			s.Zones = zones
+		}
+		for j := range s.Calls {
+			edge(&s.Calls[j])
+			for k := range s.Calls[j].Parallel {
+				edge(&s.Calls[j].Parallel[k])
+			}
+		}
+	}
+	edge(&sc.Workload.Client)
+	sc.Workload.Instances = next() % 3
+	if flag() {
+		sc.Workload.Zones = zones
+	}
+	for i := range sc.Faults {
+		f := &sc.Faults[i]
+		switch next() % 3 {
+		case 1:
+			f.Replica = intp(next() % sc.Service(f.Service).ReplicaCount())
+		case 2:
+			if len(sc.Service(f.Service).Zones) > 0 {
+				f.Zone = zones[next()%2]
+			}
+		}
+	}
 }
 
 // FuzzRun checks invariants that hold for every scenario: the run
@@ -120,9 +174,31 @@ func FuzzRun(f *testing.F) {
 		if m.alive != 0 || m.liveReqs != 0 {
 			t.Fatalf("left alive: %d attempts, %d requests", m.alive, m.liveReqs)
 		}
-		for _, s := range m.services {
-			if !s.cm.Drained() {
-				t.Fatalf("%s not drained: busy %d queue %d inflight %d", s.name, s.cm.Busy(), s.qlen(), s.cm.Inflight())
+		for _, svc := range m.services {
+			for _, s := range svc.reps {
+				if !s.cm.Drained() {
+					t.Fatalf("%s replica %d not drained: busy %d queue %d inflight %d", s.name, s.rep, s.cm.Busy(), s.qlen(), s.cm.Inflight())
+				}
+			}
+		}
+		// Every attempt sent to a replica came back to its balancer.
+		for _, e := range m.edges {
+			for i := 0; e.bal != nil && i < e.bal.Replicas(); i++ {
+				if n := e.bal.Outstanding(i); n != 0 {
+					t.Fatalf("edge %s->%s: %d attempts still outstanding at replica %d", e.from, e.to, n, i)
+				}
+			}
+		}
+		for _, s := range sum.Services {
+			var att int64
+			for _, r := range s.Replicas {
+				att += r.Attempts
+				if r.Utilization < 0 || r.Utilization > 1+1e-9 {
+					t.Fatalf("%s replica %d utilization %v", s.Name, r.Replica, r.Utilization)
+				}
+			}
+			if len(s.Replicas) > 0 && att != s.Attempts {
+				t.Fatalf("%s: replicas' attempts %d, service's %d", s.Name, att, s.Attempts)
 			}
 		}
 		for _, s := range sum.Services {
@@ -137,7 +213,7 @@ func FuzzRun(f *testing.F) {
 		for i, name := range ts.Columns {
 			for r, row := range ts.Rows {
 				v := row[i]
-				if v < -1e-9 || (strings.HasPrefix(name, "utilization/") && v > 1+1e-9) {
+				if v < -1e-9 || ((strings.HasPrefix(name, "utilization/") || strings.HasPrefix(name, "replica_utilization/")) && v > 1+1e-9) {
 					t.Fatalf("row %d: %s = %v", r, name, v)
 				}
 			}

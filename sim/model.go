@@ -29,6 +29,9 @@ type run struct {
 	services []*service
 	edges    []*edge
 	client   *edge
+	// fleet holds the client instances' edges (workload.instances > 1;
+	// client is fleet[0]); requests are dealt to them in turn.
+	fleet    []*edge
 	entry    *service
 	arrivals *rand.Rand
 
@@ -159,6 +162,17 @@ type edge struct {
 	hasNet    bool
 	propagate bool
 	out       int // index of the merged edge in the output
+	// bal spreads attempts over the callee's replicas (reps); nil when the
+	// callee has one replica. otherHost: retries avoid replicas tried.
+	bal       *model.Balancer
+	reps      []*service
+	otherHost bool
+	// zone is the caller's; xnet, when hasX, is added each way for an
+	// attempt to a replica in another zone (cross_zone_network); baseNet
+	// says the edge has a network of its own (hasNet: either).
+	zone          string
+	xnet          dist.Sampler
+	hasX, baseNet bool
 	// per-attempt timers: the edge's timeout, and those cut short by a
 	// deadline; and its calls' wake-ups (hedges, backoffs)
 	tmoLane, dlLane, wakeLane Lane
@@ -200,7 +214,7 @@ func build(sc *topology.Scenario) (*run, error) {
 			return nil, fmt.Errorf("%s: %w", src, err)
 		}
 	}
-	m.clientDirect = plainEdge(m.client.pe)
+	m.clientDirect = plainEdge(m.client.pe) && m.client.bal == nil && !m.client.hasX
 	m.directTimed = m.client.pe.Timeout > 0 || m.deadline > 0
 	m.direct.slots = []*attempt{nil}
 	return m, nil
@@ -265,12 +279,21 @@ func (b *builder) services() error {
 	committer := b.sc.Committer()
 	for i := range b.sc.Services {
 		cfg := &b.sc.Services[i]
-		s, err := newService(m, i, cfg, i == committer)
-		if err != nil {
-			return fmt.Errorf("services[%d].%w", i, err)
+		reps := make([]*service, 0, cfg.ReplicaCount())
+		var first *service
+		for r := range cfg.ReplicaCount() {
+			s, err := newService(m, i, cfg, i == committer, r, first)
+			if err != nil {
+				return fmt.Errorf("services[%d].%w", i, err)
+			}
+			reps = append(reps, s)
+			first = reps[0]
 		}
-		b.byName[cfg.Name] = s
-		m.services = append(m.services, s)
+		for _, s := range reps {
+			s.reps = reps
+		}
+		b.byName[cfg.Name] = reps[0]
+		m.services = append(m.services, reps[0])
 	}
 	if m.entry = b.byName[b.sc.Workload.Entry]; m.entry == nil {
 		return fmt.Errorf("workload.entry: no service named %q", b.sc.Workload.Entry)
@@ -283,16 +306,28 @@ func (b *builder) calls() error {
 	client := b.sc.Workload.Client
 	client.To = b.sc.Workload.Entry
 	var err error
-	if b.m.client, err = b.edge("client", &client, "workload.client"); err != nil {
+	if b.m.client, err = b.edge("client", "", b.sc.Workload.ZoneOf(0), &client, "workload.client"); err != nil {
 		return err
 	}
-	for i, s := range b.m.services {
-		for j := range s.cfg.Calls {
-			st, err := b.step(s.cfg.Name, &s.cfg.Calls[j], fmt.Sprintf("services[%d].calls[%d]", i, j))
+	if n := b.sc.Workload.Instances; n > 1 {
+		b.m.fleet = append(make([]*edge, 0, n), b.m.client)
+		for k := 1; k < n; k++ {
+			e, err := b.edge("client", model.InstanceTag(k), b.sc.Workload.ZoneOf(k), &client, "workload.client")
 			if err != nil {
 				return err
 			}
-			s.steps = append(s.steps, st)
+			b.m.fleet = append(b.m.fleet, e)
+		}
+	}
+	for i, s := range b.m.services {
+		for _, rs := range s.reps {
+			for j := range s.cfg.Calls {
+				st, err := b.step(s.cfg.Name, model.ReplicaTag(rs.rep), s.cfg.ZoneOf(rs.rep), &s.cfg.Calls[j], fmt.Sprintf("services[%d].calls[%d]", i, j))
+				if err != nil {
+					return err
+				}
+				rs.steps = append(rs.steps, st)
+			}
 		}
 	}
 	return nil
@@ -300,8 +335,9 @@ func (b *builder) calls() error {
 
 // edge builds one call edge from -> c.To with its policy state, drawing
 // from the edge's named stream; a service-scoped budget is shared by the
-// caller's edges.
-func (b *builder) edge(from string, c *topology.Call, field string) (*edge, error) {
+// caller's edges. tag names the caller's replica or client instance ("" for
+// the first, whose streams are those of a scenario without replicas).
+func (b *builder) edge(from, tag, zone string, c *topology.Call, field string) (*edge, error) {
 	callee := b.byName[c.To]
 	if callee == nil {
 		return nil, fmt.Errorf("%s.to: no service named %q", field, c.To)
@@ -311,21 +347,38 @@ func (b *builder) edge(from string, c *topology.Call, field string) (*edge, erro
 	if shared {
 		cfg.Budget = nil
 	}
-	pe, err := policies.NewEdge(cfg, b.m.stream(b.streams.Name(from, c.To)))
+	stream := b.streams.Name(from+tag, c.To)
+	pe, err := policies.NewEdge(cfg, b.m.stream(stream))
 	if err != nil {
 		return nil, fmt.Errorf("%s.%w", field, err)
 	}
 	if shared {
-		if pe.Budget = b.budgets[from]; pe.Budget == nil {
+		if pe.Budget = b.budgets[from+tag]; pe.Budget == nil {
 			if pe.Budget, err = policies.NewBudget(*c.Budget, pe.Rand); err != nil {
 				return nil, fmt.Errorf("%s.%w", field, err)
 			}
-			b.budgets[from] = pe.Budget
+			b.budgets[from+tag] = pe.Budget
 		}
 	}
-	e := &edge{pe: pe, from: from, to: c.To, callee: callee, propagate: c.PropagateDeadline}
+	e := &edge{pe: pe, from: from, to: c.To, callee: callee, propagate: c.PropagateDeadline, zone: zone}
+	if len(callee.reps) > 1 {
+		e.reps, e.otherHost = callee.reps, c.Retry.OtherHost
+		if e.bal, err = model.NewBalancer(c.Balance, len(callee.reps), c.OutlierDetection, b.m.stream(model.BalanceStream(stream))); err != nil {
+			return nil, fmt.Errorf("%s.%w", field, err)
+		}
+		if c.ZoneAware && zone != "" {
+			e.bal.PreferLocal(model.LocalReplicas(callee.cfg, zone))
+		}
+	}
 	if e.net, e.hasNet, err = model.Delay(c.Network, field+".network"); err != nil {
 		return nil, err
+	}
+	e.baseNet = e.hasNet
+	if zone != "" {
+		if e.xnet, e.hasX, err = model.Delay(c.CrossZoneNetwork, field+".cross_zone_network"); err != nil {
+			return nil, err
+		}
+		e.hasNet = e.hasNet || e.hasX
 	}
 	name := from + "->" + c.To
 	idx, ok := b.outIdx[name]
@@ -340,7 +393,7 @@ func (b *builder) edge(from string, c *topology.Call, field string) (*edge, erro
 
 // step builds one entry of a service's calls: a call, a fan-out of one
 // edge or a parallel group, with its quorum (wait_for 0: all of them).
-func (b *builder) step(from string, c *topology.Call, field string) (step, error) {
+func (b *builder) step(from, tag, zone string, c *topology.Call, field string) (step, error) {
 	var st step
 	if c.Publish != nil {
 		return st, nil // wired by buildAsync
@@ -357,7 +410,7 @@ func (b *builder) step(from string, c *topology.Call, field string) (step, error
 		if len(c.Parallel) > 0 {
 			f = fmt.Sprintf("%s.parallel[%d]", field, i)
 		}
-		e, err := b.edge(from, p, f)
+		e, err := b.edge(from, tag, zone, p, f)
 		if err != nil {
 			return st, err
 		}
@@ -380,8 +433,11 @@ func (b *builder) faults() error {
 		if s == nil {
 			return fmt.Errorf("faults[%d].service: no service named %q", i, f.Service)
 		}
-		b.m.eng.At(f.At, b.m.hFault, &faultEvent{svc: s, f: f, start: true})
-		b.m.eng.At(f.At+f.For, b.m.hFault, &faultEvent{svc: s, f: f, start: false})
+		for _, r := range f.ReplicasHit(s.cfg) {
+			rs := s.reps[r]
+			b.m.eng.At(f.At, b.m.hFault, &faultEvent{svc: rs, f: f, start: true})
+			b.m.eng.At(f.At+f.For, b.m.hFault, &faultEvent{svc: rs, f: f, start: false})
+		}
 	}
 	return nil
 }

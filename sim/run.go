@@ -183,10 +183,12 @@ func (m *run) interrupt() {
 }
 
 func (m *run) snapshotWarmup(at time.Duration) {
-	for _, s := range m.services {
-		s.cm.Advance(at)
-		s.warmBusy, s.warmQueue = s.cm.Areas()
-		s.queueMax = s.qlen()
+	for _, sv := range m.services {
+		for _, s := range sv.reps {
+			s.cm.Advance(at)
+			s.warmBusy, s.warmQueue = s.cm.Areas()
+			s.queueMax = s.qlen()
+		}
 	}
 }
 
@@ -232,6 +234,9 @@ type series struct {
 	ts    *metrics.TimeSeries
 	edges []outEdge
 	onRow func(start time.Duration, columns []string, row []float64)
+	// repVals holds the current row's per-replica values (replicaValues),
+	// written at its end.
+	repVals []float64
 }
 
 // outEdge is one caller→callee pair of the output; several call entries
@@ -280,7 +285,7 @@ func newSeries(m *run, interval time.Duration) *series {
 	if m.async != nil {
 		cols = append(cols, m.async.columns()...)
 	}
-	s.ts.Columns = cols
+	s.ts.Columns = append(cols, replicaColumns(m)...)
 	return s
 }
 
@@ -309,20 +314,25 @@ func (s *series) flush(from, to time.Duration) {
 	*iv = intervalTotals{}
 	m.ivLat.reset()
 	for _, sv := range m.services {
-		sv.cm.Advance(to)
-		busyArea, queueArea := sv.cm.Areas()
+		for _, r := range sv.reps {
+			r.cm.Advance(to)
+		}
+		t := totalsOf(sv)
 		wns := float64(to - from)
 		// Time means over the part of the row the run lasted; a row opened
 		// by events at the run's very end lasted no time: its state then.
-		queue, util := float64(sv.qlen()), float64(sv.cm.Busy())/float64(sv.cm.Workers())
+		queue, util := float64(t.qlen), float64(t.busy)/float64(t.workers)
 		if wns > 0 {
-			queue, util = (queueArea-sv.ivQueue)/wns, (busyArea-sv.ivBusy)/(wns*float64(sv.cm.Workers()))
+			queue, util = (t.queueArea-t.ivQueue)/wns, (t.busyArea-t.ivBusy)/(wns*float64(t.workers))
 		}
-		row = append(row, float64(sv.ivAttempts), queue, float64(sv.ivQMax),
-			float64(sv.cm.Inflight()), util, float64(sv.ivRejected), float64(sv.ivShed))
-		sv.ivBusy, sv.ivQueue = busyArea, queueArea
-		sv.ivQMax = sv.qlen()
-		sv.ivAttempts, sv.ivRejected, sv.ivShed = 0, 0, 0
+		row = append(row, float64(t.ivAttempts), queue, float64(t.ivQMax),
+			float64(t.inflight), util, float64(t.ivRejected), float64(t.ivShed))
+		s.repVals = replicaValues(s.repVals, sv, wns)
+		for _, r := range sv.reps {
+			r.ivBusy, r.ivQueue = r.cm.Areas()
+			r.ivQMax = r.qlen()
+			r.ivAttempts, r.ivRejected, r.ivShed = 0, 0, 0
+		}
 	}
 	for i := range s.edges {
 		o := &s.edges[i]
@@ -342,6 +352,8 @@ func (s *series) flush(from, to time.Duration) {
 	if m.async != nil {
 		row = m.async.row(row)
 	}
+	row = append(row, s.repVals...)
+	s.repVals = s.repVals[:0]
 	s.ts.Rows = append(s.ts.Rows, row)
 	if s.onRow != nil {
 		s.onRow(from, s.ts.Columns, row)
@@ -390,26 +402,30 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 		ServiceOKLatency: map[string]*hdrhistogram.Histogram{}}
 	span := float64(simEnd - m.warmup)
 	var biggest *service
+	biggestQ := 0
 	for _, s := range m.services {
-		s.cm.Advance(simEnd)
+		for _, r := range s.reps {
+			r.cm.Advance(simEnd)
+		}
+		st := totalsOf(s)
 		hist := s.hist.hist()
 		ss := metrics.ServiceSummary{
-			Name: s.name, Attempts: s.c.attempts, Succeeded: s.c.succeeded, Failed: s.c.failed,
-			Rejected: s.c.rejected, TimedOut: s.c.timedOut, Wasted: s.c.wasted, QueueMax: int64(s.queueMax),
-			LatencyMs: s.hist.latency(), Shed: s.c.shed, Executions: s.c.executions,
+			Name: s.name, Attempts: st.c.attempts, Succeeded: st.c.succeeded, Failed: st.c.failed,
+			Rejected: st.c.rejected, TimedOut: st.c.timedOut, Wasted: st.c.wasted, QueueMax: int64(st.queueMax),
+			LatencyMs: s.hist.latency(), Shed: st.c.shed, Executions: st.c.executions,
 			Consumer: m.async.summary(s),
 		}
 		if s.cm.Commits() {
 			ss.Duplicates = lt.Duplicates
 		}
 		if t.offered > 0 {
-			ss.Amplification = float64(s.c.attempts) / float64(t.offered)
+			ss.Amplification = float64(st.c.attempts) / float64(t.offered)
 		}
 		if span > 0 {
-			busyArea, queueArea := s.cm.Areas()
-			ss.Utilization = (busyArea - s.warmBusy) / (span * float64(s.cm.Workers()))
-			ss.QueueMean = (queueArea - s.warmQueue) / span
+			ss.Utilization = (st.busyArea - st.warmBusy) / (span * float64(st.workers))
+			ss.QueueMean = (st.queueArea - st.warmQueue) / span
 		}
+		ss.Replicas = replicaSummaries(s, span)
 		sum.Amplification = max(sum.Amplification, ss.Amplification)
 		sum.Services = append(sum.Services, ss)
 		res.ServiceLatency[s.name] = hist
@@ -421,8 +437,8 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 		} else {
 			res.ServiceOKLatency[s.name] = s.hist.histWithout(s.notOK)
 		}
-		if biggest == nil || s.qlen() > biggest.qlen() {
-			biggest = s
+		if biggest == nil || st.qlen > biggestQ {
+			biggest, biggestQ = s, st.qlen
 		}
 	}
 	for i := range ser.edges {
@@ -435,12 +451,13 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 			}
 			es.Add(metrics.EdgeSummaryOf(o.from, o.to, e.pe.Stats, opens))
 		}
+		es.Ejections = o.ejections()
 		sum.Edges = append(sum.Edges, es)
 	}
 	if m.diverged != nil {
 		d := &metrics.Divergence{AtS: m.diverged.at.Seconds(), Reason: m.diverged.reason}
 		if biggest != nil {
-			d.Service, d.Queue = biggest.name, int64(biggest.qlen())
+			d.Service, d.Queue = biggest.name, int64(biggestQ)
 		}
 		sum.Diverged = d
 	}
@@ -478,9 +495,11 @@ func (m *run) ivPending() bool {
 	if iv.offered+iv.succeeded+iv.failed+iv.unknown > 0 {
 		return true
 	}
-	for _, sv := range m.services {
-		if sv.ivAttempts+sv.ivRejected+sv.ivShed > 0 {
-			return true
+	for _, s := range m.services {
+		for _, sv := range s.reps {
+			if sv.ivAttempts+sv.ivRejected+sv.ivShed > 0 {
+				return true
+			}
 		}
 	}
 	return false

@@ -43,6 +43,9 @@ type service struct {
 	queueMax, ivQMax    int
 	ivAttempts          int64
 	ivRejected, ivShed  int64
+
+	rep  int        // this replica's index
+	reps []*service // every replica of the service, this one included
 }
 
 type svcCounters struct {
@@ -50,14 +53,21 @@ type svcCounters struct {
 	timedOut, wasted, shed, executions    int64
 }
 
-func newService(m *run, idx int, cfg *topology.Service, commits bool) (*service, error) {
-	s := &service{m: m, idx: idx, name: cfg.Name, cfg: cfg, cancel: cfg.CancelOnTimeout, hist: newLatencyCounts()}
-	cm, err := model.NewCallee[*attempt](cfg, m.stream(model.ServiceStream(cfg.Name)), commits, m.sc.Workload.IdempotencyKeys)
+// newService builds replica rep of service cfg; a replica after the first
+// shares first's latency counts and idempotency store.
+func newService(m *run, idx int, cfg *topology.Service, commits bool, rep int, first *service) (*service, error) {
+	s := &service{m: m, idx: idx, name: cfg.Name, cfg: cfg, cancel: cfg.CancelOnTimeout, rep: rep}
+	cm, err := model.NewCallee[*attempt](cfg, m.stream(model.ReplicaStream(cfg.Name, rep)), commits, m.sc.Workload.IdempotencyKeys)
 	if err != nil {
 		return nil, err
 	}
 	s.cm = *cm
-	s.notOK = newLatencyCounts()
+	if first != nil {
+		s.cm.ShareStore(&first.cm)
+		s.hist, s.notOK = first.hist, first.notOK
+	} else {
+		s.hist, s.notOK = newLatencyCounts(), newLatencyCounts()
+	}
 	s.shedFn = func(a *attempt) {
 		a.shed = true
 		a.state = attDeferred
@@ -363,7 +373,7 @@ func (m *run) answer(a *attempt, o policies.Outcome, ra time.Duration, dr bool, 
 		return
 	}
 	if a.edge.hasNet {
-		a.ev = m.eng.After(a.edge.net.Sample(a.edge.pe.Rand), m.hReply, a)
+		a.ev = m.eng.After(a.edge.delay(a.svc), m.hReply, a)
 		return
 	}
 	m.deliver(a)

@@ -63,3 +63,22 @@ var downstreams = []DownstreamFailure{"propagate", "unavailable", "error", "time
 func (f *DownstreamFailure) UnmarshalText(text []byte) error {
 	return policies.ParseName("downstream failure", downstreams, text, f)
 }
+
+// Balance is how a caller spreads attempts over a callee's replicas:
+// round_robin, random, least_request or p2c.
+type Balance string
+
+// The balancers.
+const (
+	BalanceRoundRobin   Balance = "round_robin"
+	BalanceRandom       Balance = "random"
+	BalanceLeastRequest Balance = "least_request"
+	BalanceP2C          Balance = "p2c"
+)
+
+var balances = []Balance{BalanceRoundRobin, BalanceRandom, BalanceLeastRequest, BalanceP2C}
+
+// UnmarshalText accepts the balancers.
+func (b *Balance) UnmarshalText(text []byte) error {
+	return policies.ParseName("balancer", balances, text, b)
+}

@@ -40,6 +40,7 @@ func TestBrokenGolden(t *testing.T) {
 		{name: "not_mapping", file: "not_mapping.yaml"},
 		{name: "empty", file: "empty.yaml"},
 		{name: "merge_bomb", file: "merge_bomb.yaml"},
+		{name: "replicas", file: "replicas.yaml"},
 		{name: "set_errors", file: "../base.yaml", sets: []string{
 			"services.back.workers=-1",
 			"services.back.wrkers=3",

@@ -93,6 +93,13 @@ func (v *validator) pasted(c *Call, path, key string, p paste.Policies, err erro
 	if p.Timeout > 0 && set("timeout") {
 		c.Timeout = p.Timeout
 	}
+	if p.Balance != "" && set("balance") {
+		c.Balance = Balance(p.Balance)
+	}
+	if o := p.Outlier; o != nil && set("outlier_detection") {
+		c.OutlierDetection = &OutlierDetection{ConsecutiveFailures: o.ConsecutiveFailures, Interval: o.Interval,
+			BaseEjectionTime: o.BaseEjectionTime, MaxEjectionTime: o.MaxEjectionTime, MaxEjectionPercent: o.MaxEjectionPercent}
+	}
 	if p.HonorPushback && set("honor_pushback") {
 		c.HonorPushback = true
 		if p.MaxPushback > 0 && set("max_pushback") {

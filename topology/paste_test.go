@@ -24,6 +24,8 @@ func TestPastedConfigs(t *testing.T) {
   "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}}`)
 	write("route.yaml", "route:\n  retry_policy:\n    retry_on: 5xx\n    num_retries: 2\n    per_try_timeout: 0.2s\n")
 	write("cluster.yaml", "circuit_breakers:\n  thresholds:\n    - retry_budget: {budget_percent: {value: 10}}\n")
+	write("lb.yaml", "lb_policy: LEAST_REQUEST\noutlier_detection: {consecutive_5xx: 3}\n")
+	write("hosts.yaml", "route:\n  retry_policy:\n    retry_on: 5xx\n    retry_host_predicate: [{name: envoy.retry_host_predicates.previous_hosts}]\n")
 	write("bad.json", "{\"methodConfig\": [{\"name\": [{}],\n  \"timeout\": \"1s\"}]}")
 
 	t.Run("grpc on a policy file", func(t *testing.T) {
@@ -42,6 +44,17 @@ func TestPastedConfigs(t *testing.T) {
 		require.Equal(t, 3, c.Retry.MaxAttempts)
 		require.Equal(t, 200*time.Millisecond, c.Timeout)
 		require.Equal(t, 10.0, c.Budget.Percent)
+	})
+	t.Run("envoy balancing and previous hosts", func(t *testing.T) {
+		p := write("policy.yaml", "envoy_route: hosts.yaml\nenvoy_cluster: lb.yaml\n")
+		data, _ := os.ReadFile(p)
+		c, err := ParseCall(p, data)
+		require.NoError(t, err)
+		require.Equal(t, BalanceP2C, c.Balance)
+		require.True(t, c.Retry.OtherHost)
+		// The cluster's consecutive_5xx, and the defaults for the rest.
+		require.Equal(t, &OutlierDetection{ConsecutiveFailures: 3, Interval: DefaultOutlierInterval, BaseEjectionTime: DefaultBaseEjectionTime,
+			MaxEjectionTime: DefaultMaxEjectionTime, MaxEjectionPercent: DefaultMaxEjectionPercent}, c.OutlierDetection)
 	})
 	for _, tt := range []struct{ name, policy, want string }{
 		{"unsupported field", "grpc_service_config: bad.json\n", "bad.json:2: client.grpc_service_config: methodConfig[0].timeout: not supported"},

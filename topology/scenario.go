@@ -1,6 +1,8 @@
 package topology
 
 import (
+	"math"
+	"slices"
 	"time"
 
 	"github.com/stormsim/stormsim/policies"
@@ -62,6 +64,13 @@ type Workload struct {
 	IdempotencyKeys bool `yaml:"idempotency_keys,omitempty"`
 	// Client is the external client's call policy toward Entry (its To is ignored).
 	Client Call `yaml:"client,omitempty"`
+	// Instances is the number of client instances (a fleet): each holds its
+	// own policy state (budget, breaker, throttle, balancer) and the logical
+	// requests are dealt to them in turn. 0 means 1.
+	Instances int `yaml:"instances,omitempty"`
+	// Zones places the client instances: instance K is in zone
+	// Zones[K mod len(Zones)]. None: the client has no zone.
+	Zones []string `yaml:"zones,omitempty"`
 }
 
 // RateStep is one step of a piecewise-constant rate schedule.
@@ -110,7 +119,31 @@ type Service struct {
 	Calls []Call `yaml:"calls,omitempty"`
 	// Consumes makes the service the consumer group of a topic.
 	Consumes *Consume `yaml:"consumes,omitempty"`
+	// Replicas runs the service as this many identical replicas, each with
+	// Workers workers, its own queue, fault state and policy state for its
+	// outgoing calls; callers spread their attempts over them (Call.Balance).
+	// 0 means 1.
+	Replicas int `yaml:"replicas,omitempty"`
+	// Zones places the replicas: replica K is in zone Zones[K mod
+	// len(Zones)]. None: the service has no zone.
+	Zones []string `yaml:"zones,omitempty"`
 }
+
+// ZoneOf is the zone of replica rep of s ("" without zones).
+func (s *Service) ZoneOf(rep int) string { return zoneOf(s.Zones, rep) }
+
+// ZoneOf is the zone of client instance k ("" without zones).
+func (w *Workload) ZoneOf(k int) string { return zoneOf(w.Zones, k) }
+
+func zoneOf(zones []string, k int) string {
+	if len(zones) == 0 {
+		return ""
+	}
+	return zones[k%len(zones)]
+}
+
+// ReplicaCount is the number of replicas of s (at least 1).
+func (s *Service) ReplicaCount() int { return max(s.Replicas, 1) }
 
 // Call is one downstream call made by a service (or by the external client),
 // or a fan-out group of calls made in parallel.
@@ -145,6 +178,20 @@ type Call struct {
 	SendRate *policies.RateLimitConfig `yaml:"send_rate,omitempty"`
 	// MaxPushback caps an honoured retry-after (default 30s).
 	MaxPushback time.Duration `yaml:"max_pushback,omitempty"`
+	// Balance spreads the call's attempts over the callee's replicas:
+	// round_robin (default), random, least_request (fewest outstanding) or
+	// p2c (the fewer outstanding of two random replicas).
+	Balance Balance `yaml:"balance,omitempty"`
+	// OutlierDetection ejects a callee replica after consecutive failures,
+	// as Envoy's outlier detection does.
+	OutlierDetection *OutlierDetection `yaml:"outlier_detection,omitempty"`
+	// ZoneAware sends attempts to the callee's replicas in the caller's
+	// zone while one of them is eligible (not ejected, not already tried),
+	// else to any.
+	ZoneAware bool `yaml:"zone_aware,omitempty"`
+	// CrossZoneNetwork is added to Network, each way, for an attempt to a
+	// replica in another zone than the caller's (the simulator only).
+	CrossZoneNetwork *Dist `yaml:"cross_zone_network,omitempty"`
 
 	// GRPCServiceConfig names a gRPC service config file whose methodConfig
 	// for GRPCMethod ("pkg.Service/Method"; optional when it has one) sets
@@ -224,6 +271,71 @@ type Fault struct {
 	CrashBetweenCommitAndPublish float64 `yaml:"crash_between_commit_and_publish,omitempty"`
 	CrashBetweenPublishAndMark   float64 `yaml:"crash_between_publish_and_mark,omitempty"`
 	CrashBetweenEffectAndAck     float64 `yaml:"crash_between_effect_and_ack,omitempty"`
+	// Replica, Replicas and ReplicaFraction confine the fault to some
+	// replicas of the service (at most one of them): replica K (0-based),
+	// a list of them, or the first ⌈fraction × replicas⌉. None: every replica.
+	Replica         *int     `yaml:"replica,omitempty"`
+	Replicas        []int    `yaml:"replicas,omitempty"`
+	ReplicaFraction *float64 `yaml:"replica_fraction,omitempty"`
+	// Zone confines the fault to the service's replicas in that zone.
+	Zone string `yaml:"zone,omitempty"`
+}
+
+// ReplicasHit lists the replicas (0-based, ascending) of service s that f
+// affects.
+func (f *Fault) ReplicasHit(s *Service) []int {
+	n := s.ReplicaCount()
+	var out []int
+	switch {
+	case f.Zone != "":
+		for r := range n {
+			if s.ZoneOf(r) == f.Zone {
+				out = append(out, r)
+			}
+		}
+	case f.Replica != nil:
+		out = []int{*f.Replica}
+	case len(f.Replicas) > 0:
+		seen := make(map[int]bool)
+		for _, r := range f.Replicas {
+			if !seen[r] {
+				seen[r] = true
+				out = append(out, r)
+			}
+		}
+		slices.Sort(out)
+	case f.ReplicaFraction != nil:
+		k := int(math.Ceil(*f.ReplicaFraction*float64(n) - 1e-9))
+		for r := range min(k, n) {
+			out = append(out, r)
+		}
+	default:
+		for r := range n {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// OutlierDetection is Envoy's consecutive-failure outlier detection on a
+// call edge: a replica that fails ConsecutiveFailures attempts in a row
+// (errors, unavailable, timeouts, the caller's own timeouts included) is
+// ejected from the balancer for BaseEjectionTime × the number of times it
+// was ejected (capped at MaxEjectionTime), returning at the next tick of
+// Interval; each Interval it spends back in service lowers that multiplier
+// by one. At most MaxEjectionPercent of the replicas are ejected at once,
+// but always at least one may be.
+type OutlierDetection struct {
+	// ConsecutiveFailures ejects after this many failures in a row (default 5).
+	ConsecutiveFailures int `yaml:"consecutive_failures,omitempty"`
+	// Interval is the sweep period (default 10s).
+	Interval time.Duration `yaml:"interval,omitempty"`
+	// BaseEjectionTime is the first ejection's length (default 30s).
+	BaseEjectionTime time.Duration `yaml:"base_ejection_time,omitempty"`
+	// MaxEjectionTime caps an ejection's length (default 300s).
+	MaxEjectionTime time.Duration `yaml:"max_ejection_time,omitempty"`
+	// MaxEjectionPercent caps the share of replicas ejected at once (default 10).
+	MaxEjectionPercent float64 `yaml:"max_ejection_percent,omitempty"`
 }
 
 // Idempotency configures a committing service's idempotency store.

@@ -145,6 +145,9 @@ func (v *validator) callDefaults(c *Call, path string) {
 	if c.MaxPushback == 0 {
 		c.MaxPushback = DefaultMaxPushback
 	}
+	if od := c.OutlierDetection; od != nil {
+		outlierDefaults(od, func(key string) bool { return v.given(path + ".outlier_detection." + key) })
+	}
 	for i := range c.Parallel {
 		v.callDefaults(&c.Parallel[i], fmt.Sprintf("%s.parallel[%d]", path, i))
 	}
@@ -299,6 +302,12 @@ func (v *validator) workload() {
 		v.add(p+".client.parallel", "the client makes a single call to the entry")
 	}
 	v.callPolicies(&w.Client, p+".client", 1)
+	if w.Instances < 0 || (w.Instances == 0 && v.given(p+".instances")) {
+		v.add(p+".instances", "must be ≥ 1, got %d", w.Instances)
+	} else if w.Instances > MaxInstances {
+		v.add(p+".instances", "must be ≤ %d, got %d", MaxInstances, w.Instances)
+	}
+	v.zones(w.Zones, p+".zones")
 }
 
 func (v *validator) unknownService(path, name string) {
@@ -331,6 +340,14 @@ func (v *validator) services() {
 		if s.Workers <= 0 {
 			v.add(p+".workers", "must be > 0, got %d", s.Workers)
 		}
+		if s.Replicas < 0 || (s.Replicas == 0 && v.given(p+".replicas")) {
+			v.add(p+".replicas", "must be ≥ 1, got %d", s.Replicas)
+		} else if s.Replicas > MaxReplicas {
+			v.add(p+".replicas", "must be ≤ %d, got %d", MaxReplicas, s.Replicas)
+		} else if s.Replicas > 1 && (s.Consumes != nil || slices.ContainsFunc(s.Calls, func(c Call) bool { return c.Publish != nil })) {
+			v.add(p+".replicas", "a service with replicas cannot consume or publish to a topic (not modelled yet)")
+		}
+		v.zones(s.Zones, p+".zones")
 		if s.Queue != nil && *s.Queue < 0 {
 			v.add(p+".queue", "must be ≥ 0 (omit it for an unbounded queue), got %d", *s.Queue)
 		}
@@ -426,6 +443,10 @@ func (v *validator) callPolicies(c *Call, p string, members int) {
 		v.dist(c.Network, p+".network")
 	}
 	v.policyValidate(p, "retry", c.Retry)
+	v.outlier(c.OutlierDetection, p+".outlier_detection")
+	if c.CrossZoneNetwork != nil {
+		v.dist(c.CrossZoneNetwork, p+".cross_zone_network")
+	}
 	if c.SendRate != nil {
 		v.policyValidate(p, "send_rate", sendRateBlock{c.SendRate})
 	}
@@ -515,6 +536,104 @@ func (v *validator) faults() {
 		}
 		v.probability(p+".drop_response", f.DropResponse)
 		v.crashFaults(f, p)
+		v.faultReplicas(f, p)
+	}
+}
+
+// faultReplicas checks that a fault names at most one way of choosing
+// replicas and only replicas the service has.
+func (v *validator) faultReplicas(f *Fault, p string) {
+	ways := 0
+	for _, set := range []bool{f.Replica != nil, len(f.Replicas) > 0, f.ReplicaFraction != nil, f.Zone != ""} {
+		if set {
+			ways++
+		}
+	}
+	if ways > 1 {
+		v.add(p+".replica", "give one of replica, replicas, replica_fraction and zone")
+		return
+	}
+	n := 1
+	if s := v.sc.Service(f.Service); s != nil {
+		n = s.ReplicaCount()
+		if f.Zone != "" && !slices.Contains(s.Zones, f.Zone) {
+			v.add(p+".zone", "%q is not a zone of %q (zones: %s)", f.Zone, f.Service, strings.Join(s.Zones, ", "))
+		}
+	}
+	inRange := func(path string, r int) {
+		if r < 0 || r >= n {
+			v.add(path, "must be a replica of %q, 0 to %d, got %d", f.Service, n-1, r)
+		}
+	}
+	if f.Replica != nil {
+		inRange(p+".replica", *f.Replica)
+	}
+	for i, r := range f.Replicas {
+		inRange(fmt.Sprintf("%s.replicas[%d]", p, i), r)
+	}
+	if x := f.ReplicaFraction; x != nil && (*x <= 0 || *x > 1) {
+		v.add(p+".replica_fraction", "must be in (0, 1], got %v", *x)
+	}
+}
+
+// zones checks a list of zone names: non-empty, each once.
+func (v *validator) zones(zones []string, p string) {
+	seen := map[string]bool{}
+	for i, z := range zones {
+		switch {
+		case z == "":
+			v.add(fmt.Sprintf("%s[%d]", p, i), "a zone needs a name")
+		case seen[z]:
+			v.add(fmt.Sprintf("%s[%d]", p, i), "zone %q listed twice", z)
+		}
+		seen[z] = true
+	}
+}
+
+// outlier validates an edge's outlier detection (after its defaults).
+func (v *validator) outlier(od *OutlierDetection, p string) {
+	if od == nil {
+		return
+	}
+	if od.ConsecutiveFailures < 1 {
+		v.add(p+".consecutive_failures", "must be ≥ 1, got %d", od.ConsecutiveFailures)
+	}
+	v.positive(p+".interval", od.Interval)
+	v.positive(p+".base_ejection_time", od.BaseEjectionTime)
+	v.positive(p+".max_ejection_time", od.MaxEjectionTime)
+	if od.MaxEjectionPercent < 0 || od.MaxEjectionPercent > 100 {
+		v.add(p+".max_ejection_percent", "must be in [0, 100], got %v", od.MaxEjectionPercent)
+	}
+}
+
+// Envoy's outlier detection defaults, and the bounds on replicas and
+// client instances (each costs the simulator a record of its own).
+const (
+	DefaultConsecutiveFailures = 5
+	DefaultOutlierInterval     = 10 * time.Second
+	DefaultBaseEjectionTime    = 30 * time.Second
+	DefaultMaxEjectionTime     = 300 * time.Second
+	DefaultMaxEjectionPercent  = 10
+	MaxReplicas                = 10_000
+	MaxInstances               = 100_000
+)
+
+// outlierDefaults fills the keys of od the file did not give.
+func outlierDefaults(od *OutlierDetection, given func(string) bool) {
+	if od.ConsecutiveFailures == 0 && !given("consecutive_failures") {
+		od.ConsecutiveFailures = DefaultConsecutiveFailures
+	}
+	if od.Interval == 0 && !given("interval") {
+		od.Interval = DefaultOutlierInterval
+	}
+	if od.BaseEjectionTime == 0 && !given("base_ejection_time") {
+		od.BaseEjectionTime = DefaultBaseEjectionTime
+	}
+	if od.MaxEjectionTime == 0 && !given("max_ejection_time") {
+		od.MaxEjectionTime = max(DefaultMaxEjectionTime, od.BaseEjectionTime)
+	}
+	if od.MaxEjectionPercent == 0 && !given("max_ejection_percent") {
+		od.MaxEjectionPercent = DefaultMaxEjectionPercent
 	}
 }
 

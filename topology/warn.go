@@ -24,8 +24,11 @@ func (s *Scenario) Warnings() []string {
 				out = append(out, at+".propagate_deadline: does nothing unless workload.client.propagate_deadline is true (the entry never learns the deadline)")
 			}
 			out = append(out, backoffWarnings(at, c)...)
+			out = append(out, s.replicaWarnings(at, c)...)
 		}
 	}
+	out = append(out, s.replicaWarnings("workload.client", client)...)
+	out = append(out, s.fleetWarnings()...)
 	bounded := false
 	for i := range s.Services {
 		bounded = bounded || len(unboundedKeys(&s.Services[i])) < 3

@@ -53,6 +53,62 @@ services:
 	}
 }
 
+// TestReplicaWarnings: replica settings toward a single replica do
+// nothing, and a fleet's budget floor multiplies by its instances.
+func TestReplicaWarnings(t *testing.T) {
+	const base = `name: w
+duration: 10s
+workload:
+  entry: api
+  rate: 10
+  instances: 100
+  client: {timeout: 500ms, balance: p2c, retry: {max_attempts: 3, other_host: true}, budget: {kind: concurrency, min_concurrency: 3}}
+services:
+  - name: api
+    workers: 4
+    queue: 10
+    REPLICAS
+    service_time: {dist: constant, value: 1ms}
+    calls: [{to: db, timeout: 100ms, outlier_detection: {}}, {to: cache, zone_aware: true}]
+  - name: db
+    workers: 2
+    queue: 10
+    service_time: {dist: constant, value: 1ms}
+  - name: cache
+    workers: 2
+    queue: 10
+    replicas: 2
+    service_time: {dist: constant, value: 1ms}
+`
+	zones := "services.api.calls.cache.zone_aware: does nothing, cache's replicas have no zones (set services.cache.zones)"
+	fleet := "workload.client.budget.min_concurrency: each of the 100 instances keeps its own budget, so the fleet may have 300 retries in flight whatever the load"
+	for _, tt := range []struct {
+		name, replicas string
+		want           []string
+	}{
+		{"single replicas", "replicas: 1", []string{
+			"services.api.calls.db.outlier_detection: does nothing, db runs one replica (set services.db.replicas)",
+			zones,
+			"workload.client.balance: does nothing, api runs one replica (set services.api.replicas)",
+			"workload.client.retry.other_host: does nothing, api runs one replica (set services.api.replicas)",
+			fleet}},
+		{"replicated entry", "replicas: 3", []string{
+			"services.api.calls.db.outlier_detection: does nothing, db runs one replica (set services.db.replicas)",
+			zones,
+			fleet}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sc, err := Parse("w.yaml", []byte(strings.Replace(base, "REPLICAS", tt.replicas, 1)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sc.Warnings(); strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
 // Nothing bounds a storm when every queue is unbounded and no service
 // cancels abandoned work: one hint names the keys that would.
 func TestWarningsUnbounded(t *testing.T) {

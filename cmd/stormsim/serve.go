@@ -89,15 +89,18 @@ func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err
 	}
 	fmt.Fprintf(w, "serving %s (fault windows count from now); Ctrl-C stops\n", sc.Name)
 	for _, s := range cl.Services {
-		u := cl.URLs[s.Name()]
+		name, u := s.Name(), cl.URLs[s.Name()]
+		if urls := cl.ReplicaURLs[name]; len(urls) > 1 {
+			name, u = fmt.Sprintf("%s#%d", name, s.Replica()), urls[s.Replica()]
+		}
 		if c.proto == load.ProtocolGRPC {
 			// The port answers HTTP/1 too: stats and metrics are there.
 			if addr, _, err := load.ParseGRPCTarget(u); err == nil {
-				fmt.Fprintf(w, "  %-16s %s   (stats: http://%s/stats, metrics: http://%s/metrics)\n", s.Name(), u, addr, addr)
+				fmt.Fprintf(w, "  %-16s %s   (stats: http://%s/stats, metrics: http://%s/metrics)\n", name, u, addr, addr)
 				continue
 			}
 		}
-		fmt.Fprintf(w, "  %-16s %s   (stats: %s, metrics: %s)\n", s.Name(), u, siblingURL(u, "/stats"), siblingURL(u, "/metrics"))
+		fmt.Fprintf(w, "  %-16s %s   (stats: %s, metrics: %s)\n", name, u, siblingURL(u, "/stats"), siblingURL(u, "/metrics"))
 	}
 	<-ctx.Done()
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

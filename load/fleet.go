@@ -1,0 +1,177 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/policies"
+)
+
+// fleet sets up the client side beyond one instance toward one target:
+// the balancer over the target's replicas (Options.Replicas) and the
+// other client instances (Options.Instances), each an edge of its own with
+// the simulator's streams (Options.Instance).
+func (d *driver) fleet(root context.Context, client *http.Client) error {
+	opt := d.opt
+	n := max(opt.Instances, 1)
+	if n > 1 {
+		d.ecs = append(make([]*EdgeClient, 0, n), d.ec)
+	}
+	for k := range n {
+		ec, br := d.ec, opt.BalanceRand
+		if k > 0 {
+			// Without the simulator's streams, each instance draws from
+			// streams of its own derived from the seed.
+			pr := rand.New(rand.NewPCG(opt.Seed, 0x6c6f6164+uint64(k)))
+			br = rand.New(rand.NewPCG(opt.Seed, 0x62616c+uint64(k)))
+			if opt.Instance != nil {
+				pr, br = opt.Instance(k)
+			}
+			edge, err := policies.NewEdge(opt.Policy.EdgeConfig(), pr)
+			if err != nil {
+				return fmt.Errorf("load: client policy: %w", err)
+			}
+			ec = NewEdgeClient(d.ec.Epoch, client, edge, nil)
+			ec.Root, ec.rt = root, d.ec.rt
+			d.ecs = append(d.ecs, ec)
+		}
+		if len(opt.Replicas) > 1 {
+			if br == nil {
+				br = rand.New(rand.NewPCG(opt.Seed, 0x62616c))
+			}
+			if err := ec.SetReplicas(opt.Replicas, &opt.Policy, br); err != nil {
+				return fmt.Errorf("load: client policy: %w", err)
+			}
+			if opt.Local != nil {
+				ec.PreferLocal(opt.Local(k))
+			}
+		}
+	}
+	return nil
+}
+
+// clients are the client instances' edges (the one edge without a fleet).
+func (d *driver) clients() []*EdgeClient {
+	if d.ecs == nil {
+		return []*EdgeClient{d.ec}
+	}
+	return d.ecs
+}
+
+// kinds sums the client instances' attempts by transport kind.
+func (d *driver) kinds() [numKinds]int64 {
+	var out [numKinds]int64
+	for _, ec := range d.clients() {
+		for i, n := range ec.Kinds() {
+			out[i] += n
+		}
+	}
+	return out
+}
+
+// statuses sums the client instances' answers by HTTP status.
+func (d *driver) statuses() map[int]int64 {
+	out := make(map[int]int64)
+	for _, ec := range d.clients() {
+		for code, n := range ec.Statuses() {
+			out[code] += n
+		}
+	}
+	return out
+}
+
+// clientEdge is the summary of the client's edge, its instances summed.
+func (d *driver) clientEdge(to string) metrics.EdgeSummary {
+	es := metrics.EdgeSummary{From: "client", To: to}
+	for _, ec := range d.clients() {
+		es.Add(edgeSummary("client", to, ec))
+	}
+	return es
+}
+
+// serviceSummary is the summary of a service from its replicas' stats:
+// their counts summed, utilization and queue over all their workers, the
+// side-effect ledger the first keeps, and, with more than one replica,
+// each replica's row; edges are the replicas' outgoing edges.
+func serviceSummary(reps []*Service, offered int64) (metrics.ServiceSummary, []metrics.EdgeSummary) {
+	var ss metrics.ServiceSummary
+	var edges []metrics.EdgeSummary
+	var busyS, queueS, elapsed float64
+	workers := 0
+	for i, svc := range reps {
+		st := svc.Stats()
+		c := st.Counted
+		if i == 0 {
+			ss.Name, ss.Executions, ss.Duplicates = st.Service, st.Executions, st.Duplicates
+			// Busy time is integrated from time 0 to now, drain included.
+			elapsed = st.UptimeS
+		}
+		ss.Attempts += c.Attempts
+		ss.Succeeded += c.Succeeded
+		ss.Failed += c.Failed
+		ss.Rejected += c.Rejected
+		ss.TimedOut += c.TimedOut
+		ss.Wasted += c.Wasted
+		ss.Shed += c.Shed
+		ss.QueueMax = max(ss.QueueMax, st.QueueMax)
+		busyS += st.BusyS
+		queueS += st.QueueS
+		workers += st.Workers
+		if len(reps) > 1 {
+			rs := metrics.ReplicaSummary{Replica: st.Replica, Attempts: c.Attempts, Succeeded: c.Succeeded, Failed: c.Failed,
+				Rejected: c.Rejected, TimedOut: c.TimedOut, Shed: c.Shed, QueueMax: st.QueueMax}
+			if st.UptimeS > 0 && st.Workers > 0 {
+				rs.Utilization = st.BusyS / (float64(st.Workers) * st.UptimeS)
+				rs.QueueMean = st.QueueS / st.UptimeS
+			}
+			ss.Replicas = append(ss.Replicas, rs)
+		}
+		edges = mergeEdges(edges, st.Edges)
+	}
+	ss.LatencyMs = metrics.LatencyOf(mergedHistogram(reps, (*Service).LatencyHistogram))
+	if offered > 0 {
+		ss.Amplification = float64(ss.Attempts) / float64(offered)
+	}
+	if elapsed > 0 && workers > 0 {
+		ss.Utilization = busyS / (float64(workers) * elapsed)
+		ss.QueueMean = queueS / elapsed
+	}
+	return ss, edges
+}
+
+// mergeEdges adds a replica's edges into the service's: every replica has
+// the same edges in the same order, and the simulator sums its replicas'.
+func mergeEdges(into, add []metrics.EdgeSummary) []metrics.EdgeSummary {
+	if into == nil {
+		return append(into, add...)
+	}
+	for i := range min(len(into), len(add)) {
+		into[i].Add(add[i])
+	}
+	return into
+}
+
+// mergedHistogram is one of the replicas' histograms (hist), merged.
+func mergedHistogram(reps []*Service, hist func(*Service) *hdrhistogram.Histogram) *hdrhistogram.Histogram {
+	h := hist(reps[0])
+	for _, r := range reps[1:] {
+		h.Merge(hist(r))
+	}
+	return h
+}
+
+// replica samples one replica's columns, as the simulator's series has
+// them: its attempts in the interval, utilization and queue now.
+func (sm *sampler) replica(st Stats, attempts int64) {
+	e := metrics.ReplicaEntity(st.Service, st.Replica)
+	sm.add(metrics.MetricReplicaAttempts, e, float64(attempts))
+	if st.Workers > 0 {
+		sm.add(metrics.MetricReplicaUtilization, e, float64(st.Busy)/float64(st.Workers))
+	}
+	sm.add(metrics.MetricReplicaQueue, e, float64(st.Queue))
+}
