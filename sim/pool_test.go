@@ -68,3 +68,79 @@ func TestPoolErlangC(t *testing.T) {
 	check("P(wait)", pw, cw)
 	check("mean wait ms", wq, wantWaitMs)
 }
+
+func constPtr(d time.Duration) *topology.Dist { c := constant(d); return &c }
+
+// TestPoolNotSent: attempts that fail in the pool, connect or TLS phase
+// are not_sent, definite failures (never unknown); a transparent retry
+// retries each once, and since none reached the callee no write executed
+// twice.
+func TestPoolNotSent(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		call  topology.Call
+		phase func(metrics.PoolSummary) int64
+	}{
+		{"tls", topology.Call{TLSTimeout: 10 * time.Millisecond,
+			Pool: &topology.Pool{Size: 4, ConnectTime: constPtr(5 * time.Millisecond), TLSTime: constPtr(30 * time.Millisecond)}},
+			func(p metrics.PoolSummary) int64 { return p.TLSTimeouts }},
+		{"connect", topology.Call{ConnectTimeout: 10 * time.Millisecond,
+			Pool: &topology.Pool{Size: 4, ConnectTime: constPtr(50 * time.Millisecond)}},
+			func(p metrics.PoolSummary) int64 { return p.ConnectTimeouts }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := queueScenario(50, 100, exp(time.Millisecond), nil, time.Second)
+			sc.Workload.WriteFraction = 1
+			sc.Workload.Client = tc.call
+			sc.Workload.Client.Retry.Transparent = true
+			res := runScenario(t, sc)
+			s := res.Summary
+			e := s.Edges[0]
+			require.Positive(t, s.Requests.Offered)
+			require.Equal(t, s.Requests.Offered, s.Requests.Failed, "every call fails, definitely")
+			require.Zero(t, s.Requests.Unknown)
+			require.Zero(t, s.Duplicates)
+			require.Equal(t, e.Calls, e.TransparentRetries, "one transparent retry per call")
+			require.Equal(t, 2*e.Calls, e.NotSent)
+			require.Equal(t, e.NotSent, tc.phase(*e.Pool))
+			require.Zero(t, s.Services[0].Attempts, "nothing reached the callee")
+		})
+	}
+}
+
+// TestPoolTimeout: one connection held 100ms per call at 50 calls/s is
+// overloaded 5×, so most attempts run out of pool_timeout, as not_sent.
+func TestPoolTimeout(t *testing.T) {
+	sc := queueScenario(50, 100, topology.Dist{Dist: "constant", Value: 100 * time.Millisecond}, nil, time.Second)
+	sc.Workload.Client = topology.Call{PoolTimeout: 5 * time.Millisecond, Pool: &topology.Pool{Size: 1}}
+	res := runScenario(t, sc)
+	e := res.Summary.Edges[0]
+	require.Positive(t, e.Pool.PoolTimeouts)
+	require.Equal(t, e.NotSent, e.Pool.PoolTimeouts)
+	require.Equal(t, e.Calls, e.Succeeded+e.Failed)
+	require.Equal(t, e.Failed, e.NotSent)
+	// The one connection serves at most 10 calls a second.
+	require.LessOrEqual(t, float64(e.Succeeded), 10*res.Summary.SimTimeS*1.01+1)
+}
+
+// TestPoolReset: a reset_connections fault closes every connection; the
+// callers reopen them, paying connect and TLS time, which shows as pool
+// wait.
+func TestPoolReset(t *testing.T) {
+	pool := &topology.Pool{Size: 8, ConnectTime: constPtr(20 * time.Millisecond), TLSTime: constPtr(30 * time.Millisecond)}
+	base := poolScenario(1, 300, pool)
+	res := runScenario(t, base)
+	before := clientPool(t, res)
+	require.Zero(t, before.Resets)
+
+	sc := poolScenario(1, 300, pool)
+	sc.Faults = []topology.Fault{{Service: "s", At: 20 * time.Second, For: time.Second, ResetConnections: true}}
+	res = runScenario(t, sc)
+	after := clientPool(t, res)
+	require.Positive(t, after.Resets)
+	require.LessOrEqual(t, after.Resets, int64(8))
+	// Every connection closed is reopened, each costing a 50ms handshake.
+	require.GreaterOrEqual(t, after.Handshakes, after.Resets)
+	require.Greater(t, after.WaitTotalMs, before.WaitTotalMs+50)
+	require.InDelta(t, 50, after.WaitMaxMs, 50, "the worst wait is about one handshake")
+}
