@@ -40,4 +40,10 @@ func (e *EdgeSummary) Add(o EdgeSummary) {
 	if o.Pool != nil {
 		e.AddPool(*o.Pool)
 	}
+	if o.Phases != nil {
+		if e.Phases == nil {
+			e.Phases = &PhaseReport{Phases: map[string]PhaseStat{}}
+		}
+		e.Phases.Add(*o.Phases)
+	}
 }

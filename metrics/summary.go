@@ -146,6 +146,8 @@ type EdgeSummary struct {
 	TransparentRetries int64 `json:"transparent_retries,omitempty"`
 	// Pool is the edge's connection pool, if it has one.
 	Pool *PoolSummary `json:"pool,omitempty"`
+	// Phases splits a load run's attempts by phase (load mode only).
+	Phases *PhaseReport `json:"phases,omitempty"`
 }
 
 // Divergence describes where a runaway run was stopped.
