@@ -165,3 +165,27 @@ func hasReset(faults []topology.Fault, service string) bool {
 	}
 	return false
 }
+
+// clientFor is the driver's HTTP client toward cluster cl: nil (Run makes
+// its own) unless the cluster serves TLS or the client edge has a
+// connection pool, whose size then bounds the driver's connections, as
+// the simulator's pool does.
+func clientFor(cl *Cluster, pool *topology.Pool, conns int) (*http.Client, int) {
+	if pool != nil {
+		conns = pool.Size
+	}
+	if cl.CertPEM == nil && pool == nil {
+		return nil, conns
+	}
+	if conns <= 0 {
+		conns = DefaultWorkers // Run's default: one connection per worker
+	}
+	tr := NewTransport(conns)
+	if pool != nil && pool.IdleTimeout > 0 {
+		tr.IdleConnTimeout = pool.IdleTimeout
+	}
+	if cl.CertPEM != nil {
+		tr.TLSClientConfig = cl.tr.TLSClientConfig.Clone()
+	}
+	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, conns
+}
