@@ -24,7 +24,7 @@ type poolSlot struct {
 	state uint8
 	since time.Duration // when it asked for a connection (GetConn)
 	epoch uint32        // the pool's epoch when it got its connection
-	tmo   Timer         // the pool_timeout while it waits
+	tmo   Timer         // the pool_timeout while it waits, then its first_byte_timeout
 	conn  *pconn        // the connection it is opening
 }
 
@@ -55,6 +55,7 @@ type connPool struct {
 	epoch               uint32
 	sum                 metrics.PoolSummary
 	hUp, hWaitTimeout   Handler
+	hFirstByte          Handler
 }
 
 type poolWaiter struct {
@@ -79,6 +80,7 @@ func newConnPool(m *run, e *edge, c *topology.Pool, field string) (*connPool, er
 	}
 	p.hUp = func(_ *Engine, x any) { p.up(x.(*pconn)) }
 	p.hWaitTimeout = func(_ *Engine, x any) { p.waitTimedOut(x.(*attempt)) }
+	p.hFirstByte = func(_ *Engine, x any) { p.firstByteTimedOut(x.(*attempt)) }
 	return p, nil
 }
 
@@ -142,7 +144,12 @@ func (p *connPool) got(a *attempt) {
 	if a.pool.state == poolWaiting {
 		p.m.eng.Stop(a.pool.tmo)
 	}
-	a.pool.state, a.pool.epoch, a.pool.conn = poolHolding, p.epoch, nil
+	a.pool.state, a.pool.epoch, a.pool.conn, a.pool.tmo = poolHolding, p.epoch, nil, Timer{}
+	if d := p.e.pe.Phases.FirstByte; d > 0 {
+		// Sent now: the answer must come back within first_byte_timeout
+		// (the simulator's reply is one piece, its first byte).
+		a.pool.tmo = p.m.eng.After(d, p.hFirstByte, a)
+	}
 	if a.counted {
 		w := now - a.pool.since
 		p.sum.Acquired++
@@ -194,6 +201,15 @@ func (p *connPool) waitTimedOut(a *attempt) {
 	}
 	a.pool = poolSlot{}
 	p.m.notSent(a)
+}
+
+// firstByteTimedOut times out a sent attempt whose answer did not come
+// within first_byte_timeout: a timeout, as the attempt's own would be.
+func (p *connPool) firstByteTimedOut(a *attempt) {
+	a.pool.tmo = Timer{}
+	m, cr, k := p.m, a.caller, a.k
+	m.abandon(a, true)
+	m.apply(cr, cr.pc.TimedOut(m.eng.Now(), k))
 }
 
 // release returns a connection got in epoch: to the first waiter, else to
@@ -259,6 +275,7 @@ func (m *run) poolAnswered(a *attempt) {
 	}
 	p := a.edge.pool
 	a.pool.state = poolNone
+	m.eng.Stop(a.pool.tmo)
 	if a.pool.epoch == p.epoch {
 		p.busy--
 	}
@@ -278,6 +295,7 @@ func (m *run) poolAbandon(a *attempt) bool {
 		a.pool.conn.a = nil
 	case poolHolding:
 		a.pool.state = poolNone
+		m.eng.Stop(a.pool.tmo)
 		if a.pool.epoch == p.epoch {
 			p.busy--
 		}

@@ -144,3 +144,20 @@ func TestPoolReset(t *testing.T) {
 	require.Greater(t, after.WaitTotalMs, before.WaitTotalMs+50)
 	require.InDelta(t, 50, after.WaitMaxMs, 50, "the worst wait is about one handshake")
 }
+
+// TestPoolFirstByteTimeout: a sent attempt whose answer takes 100ms runs
+// out of a 50ms first_byte_timeout: a timeout (unknown), never not_sent,
+// and the write may have executed.
+func TestPoolFirstByteTimeout(t *testing.T) {
+	sc := queueScenario(20, 100, topology.Dist{Dist: "constant", Value: 100 * time.Millisecond}, nil, time.Second)
+	sc.Workload.WriteFraction = 1
+	sc.Workload.Client = topology.Call{FirstByteTimeout: 50 * time.Millisecond, Pool: &topology.Pool{Size: 8}}
+	sc.Workload.Client.Retry.Transparent = true
+	res := runScenario(t, sc)
+	s, e := res.Summary, res.Summary.Edges[0]
+	require.Positive(t, s.Requests.Offered)
+	require.Equal(t, s.Requests.Offered, s.Requests.Unknown)
+	require.Zero(t, e.NotSent)
+	require.Zero(t, e.TransparentRetries)
+	require.Equal(t, e.Calls, e.Attempts, "a sent attempt is not retried transparently")
+}
