@@ -141,9 +141,7 @@ func (p *connPool) take(a *attempt) bool {
 func (p *connPool) got(a *attempt) {
 	now := p.m.eng.Now()
 	p.busy++
-	if a.pool.state == poolWaiting {
-		p.m.eng.Stop(a.pool.tmo)
-	}
+	p.m.eng.Stop(a.pool.tmo) // its pool_timeout, if it waited
 	a.pool.state, a.pool.epoch, a.pool.conn, a.pool.tmo = poolHolding, p.epoch, nil, Timer{}
 	if d := p.e.pe.Phases.FirstByte; d > 0 {
 		// Sent now: the answer must come back within first_byte_timeout
@@ -176,6 +174,7 @@ func (p *connPool) up(c *pconn) {
 					p.sum.ConnectTimeouts++
 				}
 			}
+			p.m.eng.Stop(a.pool.tmo)
 			a.pool = poolSlot{}
 			p.m.notSent(a)
 		}
@@ -193,9 +192,15 @@ func (p *connPool) up(c *pconn) {
 	p.pump()
 }
 
-// waitTimedOut fails a waiting attempt whose pool_timeout ran out.
+// waitTimedOut fails an attempt whose pool_timeout ran out while it waited
+// or opened a connection (GetConn→GotConn, as net/http counts it).
 func (p *connPool) waitTimedOut(a *attempt) {
 	a.pool.tmo = Timer{}
+	if a.pool.state == poolConnecting {
+		// The wait covers the connection it started opening, which
+		// carries on and joins the pool when up.
+		a.pool.conn.a = nil
+	}
 	if a.counted {
 		p.sum.PoolTimeouts++
 	}
@@ -292,6 +297,7 @@ func (m *run) poolAbandon(a *attempt) bool {
 	case poolWaiting:
 		m.eng.Stop(a.pool.tmo)
 	case poolConnecting:
+		m.eng.Stop(a.pool.tmo)
 		a.pool.conn.a = nil
 	case poolHolding:
 		a.pool.state = poolNone

@@ -161,3 +161,23 @@ func TestPoolFirstByteTimeout(t *testing.T) {
 	require.Zero(t, e.TransparentRetries)
 	require.Equal(t, e.Calls, e.Attempts, "a sent attempt is not retried transparently")
 }
+
+// TestPoolTimeoutWhileConnecting: pool_timeout covers the connection an
+// attempt started opening (GetConn→GotConn); when it runs out first the
+// attempt fails not_sent and the connection still joins the pool, so later
+// calls reuse it.
+func TestPoolTimeoutWhileConnecting(t *testing.T) {
+	sc := queueScenario(200, 100, exp(time.Millisecond), nil, time.Second)
+	sc.Warmup = 0
+	sc.Workload.Client = topology.Call{PoolTimeout: 10 * time.Millisecond,
+		Pool: &topology.Pool{Size: 4, MaxConnecting: 1, ConnectTime: constPtr(50 * time.Millisecond)}}
+	sc.Workload.Client.Retry.Transparent = true
+	res := runScenario(t, sc)
+	s, e := res.Summary, res.Summary.Edges[0]
+	require.Positive(t, e.Pool.PoolTimeouts)
+	require.Equal(t, e.NotSent, e.Pool.PoolTimeouts)
+	require.Equal(t, s.Requests.Offered, s.Requests.Succeeded+s.Requests.Failed+s.Requests.Unknown)
+	require.Zero(t, s.Requests.Unknown)
+	require.Positive(t, s.Requests.Succeeded, "the connections opened for attempts that gave up serve later ones")
+	require.LessOrEqual(t, e.Pool.Handshakes, int64(4))
+}
