@@ -285,10 +285,12 @@ type PhaseRecorder struct {
 	failed                [numPhases]atomic.Int64
 	notSent               atomic.Int64
 	dialed, shook, reused atomic.Int64
+	traced                atomic.Int64 // attempts recorded
 }
 
 // record adds one attempt's phases and, if it failed, its phase.
 func (r *PhaseRecorder) record(t *phaseTrace, an Answer) {
+	r.traced.Add(1)
 	t.mu.Lock()
 	for p := PhasePool; p < numPhases; p++ {
 		if t.ended[p] {
@@ -314,8 +316,13 @@ func (r *PhaseRecorder) record(t *phaseTrace, an Answer) {
 	}
 }
 
-// Report is the recorder's account for the results.
+// Report is the recorder's account for the results; nil when no attempt
+// was traced (the lean client traces none), so that the results do not
+// claim zeros they did not measure.
 func (r *PhaseRecorder) Report() *metrics.PhaseReport {
+	if r.traced.Load() == 0 {
+		return nil
+	}
 	out := &metrics.PhaseReport{Phases: map[string]metrics.PhaseStat{},
 		NotSent: r.notSent.Load(), NewConnections: r.dialed.Load(), Handshakes: r.shook.Load(), Reused: r.reused.Load()}
 	for p := PhasePool; p < numPhases; p++ {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stormsim/stormsim/policies"
+	"github.com/stormsim/stormsim/topology"
 )
 
 // closedPort returns a loopback address nothing listens on.
@@ -156,4 +157,35 @@ func TestTransparentRetryLoad(t *testing.T) {
 	rep := ec.Phases.Report()
 	require.Equal(t, int64(2), rep.NotSent)
 	require.Equal(t, int64(2), rep.FailedIn["connect"])
+}
+
+// TestRunPhaseAwareUsesNetHTTP: the lean client traces no phases, so a run
+// whose client policy has phase semantics (here a transparent retry) is
+// driven with net/http's: its not-sent attempts are counted by phase.
+func TestRunPhaseAwareUsesNetHTTP(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy topology.Call
+		phases bool
+	}{
+		{"transparent retry: net/http, traced", topology.Call{Timeout: time.Second, Retry: policies.RetryConfig{Transparent: true}}, true},
+		{"no phase semantics: the lean client, no phases", topology.Call{Timeout: time.Second}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Run(context.Background(), Options{Target: "http://" + closedPort(t) + "/", Pacer: ConstantPacer{Rate: 50, Duration: 200 * time.Millisecond},
+				Duration: 200 * time.Millisecond, Policy: tc.policy, Workers: 4})
+			require.NoError(t, err)
+			e := res.Summary.Edges[0]
+			require.Positive(t, e.Calls)
+			if !tc.phases {
+				require.Nil(t, e.Phases, "the lean client reports no phases")
+				require.Zero(t, e.NotSent, "a refused connection stays unavailable for the policy")
+				return
+			}
+			require.Equal(t, 2*e.Calls, e.Phases.NotSent, "each call: the attempt and its transparent retry")
+			require.Equal(t, e.Phases.NotSent, e.Phases.FailedIn["connect"])
+			require.Equal(t, e.Calls, e.TransparentRetries)
+			require.Equal(t, e.Calls, e.Failed, "definite failures, never unknown")
+		})
+	}
 }
