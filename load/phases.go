@@ -273,15 +273,17 @@ func (h *phaseHist) stat() metrics.PhaseStat {
 	if n == 0 {
 		return metrics.PhaseStat{}
 	}
+	mx := float64(h.maxNs.Load()) / 1e6
+	// A bucket's upper bound may lie beyond the largest sample.
 	return metrics.PhaseStat{Count: n, MeanMs: float64(h.sumNs.Load()) / float64(n) / 1e6,
-		P50Ms: h.quantile(0.5, n), P99Ms: h.quantile(0.99, n),
-		MaxMs: float64(h.maxNs.Load()) / 1e6}
+		P50Ms: min(h.quantile(0.5, n), mx), P99Ms: min(h.quantile(0.99, n), mx), MaxMs: mx}
 }
 
 // PhaseRecorder collects an edge's attempt phases (SendTraced); it is
 // safe for concurrent use. The zero PhaseRecorder is ready.
 type PhaseRecorder struct {
 	hist                  [numPhases]phaseHist
+	cold, warm            phaseHist // answered attempts on a new / reused connection
 	failed                [numPhases]atomic.Int64
 	notSent               atomic.Int64
 	dialed, shook, reused atomic.Int64
@@ -298,7 +300,19 @@ func (r *PhaseRecorder) record(t *phaseTrace, an Answer) {
 		}
 	}
 	dialed, shook, reused := t.dialed, t.shook, t.reused
+	var total time.Duration
+	for _, p := range []Phase{PhasePool, PhaseWrite, PhaseFirstByte, PhaseRead} {
+		total += t.dur[p] // the pool wait includes a new connection's dial
+	}
+	answered := t.ended[PhasePool] && an.Phase == PhaseNone
 	t.mu.Unlock()
+	if answered {
+		if reused {
+			r.warm.add(total)
+		} else {
+			r.cold.add(total)
+		}
+	}
 	if dialed {
 		r.dialed.Add(1)
 	}
@@ -325,6 +339,11 @@ func (r *PhaseRecorder) Report() *metrics.PhaseReport {
 	}
 	out := &metrics.PhaseReport{Phases: map[string]metrics.PhaseStat{},
 		NotSent: r.notSent.Load(), NewConnections: r.dialed.Load(), Handshakes: r.shook.Load(), Reused: r.reused.Load()}
+	for name, h := range map[string]*phaseHist{metrics.PhaseCold: &r.cold, metrics.PhaseWarm: &r.warm} {
+		if s := h.stat(); s.Count > 0 {
+			out.Phases[name] = s
+		}
+	}
 	for p := PhasePool; p < numPhases; p++ {
 		if s := r.hist[p].stat(); s.Count > 0 {
 			out.Phases[p.String()] = s

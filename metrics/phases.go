@@ -8,6 +8,16 @@ package metrics
 // and reading the rest of the response.
 var PhaseNames = []string{"pool_wait", "dns", "connect", "tls", "write", "first_byte", "read"}
 
+// PhaseCold and PhaseWarm name, beside the phases, the whole time of
+// answered attempts (GetConn to the last byte) sent on a new connection
+// (cold: its connect and handshake included) and on a reused one (warm).
+// Mixed into one distribution they make it multi-modal, and a timeout set
+// at its tail either cuts every cold attempt or waits too long for warm ones.
+const (
+	PhaseCold = "attempt_cold"
+	PhaseWarm = "attempt_warm"
+)
+
 // PhaseStat summarizes one phase's durations over the attempts that went
 // through it; quantiles come from log-spaced buckets (within 10%).
 type PhaseStat struct {
