@@ -79,33 +79,22 @@ func RecommendPhases(edges []metrics.EdgeSummary, margin float64) ([]PhasePlan, 
 
 // WritePhasePlans writes plans as text for people.
 func WritePhasePlans(w io.Writer, plans []PhasePlan) error {
-	ew := &errWriter{w: w}
+	ew := metrics.NewErrWriter(w)
 	for _, p := range plans {
-		ew.printf("%s->%s (timeouts at %g × the phase's p99)\n", p.From, p.To, p.Margin)
+		ew.Printf("%s->%s (timeouts at %g × the phase's p99)\n", p.From, p.To, p.Margin)
 		for _, kv := range []struct {
 			key string
 			d   time.Duration
 		}{{"pool_timeout", p.Pool}, {"connect_timeout", p.Connect}, {"tls_timeout", p.TLS}, {"first_byte_timeout", p.FirstByte}, {"timeout", p.Timeout}} {
 			if kv.d > 0 {
-				ew.printf("  %-19s %v\n", kv.key+":", kv.d)
+				ew.Printf("  %-19s %v\n", kv.key+":", kv.d)
 			}
 		}
-		ew.printf("  attempts on a new connection (cold): %d, p50 %.3gms p99 %.3gms\n", p.Cold.Count, p.Cold.P50Ms, p.Cold.P99Ms)
-		ew.printf("  attempts on a reused connection (warm): %d, p50 %.3gms p99 %.3gms\n", p.Warm.Count, p.Warm.P50Ms, p.Warm.P99Ms)
+		ew.Printf("  attempts on a new connection (cold): %d, p50 %.3gms p99 %.3gms\n", p.Cold.Count, p.Cold.P50Ms, p.Cold.P99Ms)
+		ew.Printf("  attempts on a reused connection (warm): %d, p50 %.3gms p99 %.3gms\n", p.Warm.Count, p.Warm.P50Ms, p.Warm.P99Ms)
 		if p.Bimodal {
-			ew.printf("  cold attempts are more than twice as slow as warm ones at p99: bound the pool wait, connect and TLS\n  phases on their own rather than raising one timeout for both\n")
+			ew.Printf("  cold attempts are more than twice as slow as warm ones at p99: bound the pool wait, connect and TLS\n  phases on their own rather than raising one timeout for both\n")
 		}
 	}
-	return ew.err
-}
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) printf(format string, args ...any) {
-	if e.err == nil {
-		_, e.err = fmt.Fprintf(e.w, format, args...)
-	}
+	return ew.Err()
 }
