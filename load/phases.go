@@ -65,8 +65,10 @@ type phaseTrace struct {
 	ended   [numPhases]bool
 	timer   [numPhases]*time.Timer
 	reused  bool
-	dialed  bool
-	shook   bool
+	// rec counts connections dialed and handshakes from the hooks
+	// themselves: a dial the attempt started may end after the attempt
+	// got another connection and finished.
+	rec *PhaseRecorder
 }
 
 func (t *phaseTrace) begin(p Phase, limit time.Duration) {
@@ -132,18 +134,18 @@ func (t *phaseTrace) clientTrace() *httptrace.ClientTrace {
 		ConnectStart: func(string, string) { t.begin(PhaseConnect, t.lim.Connect) },
 		ConnectDone: func(_, _ string, err error) {
 			if err == nil {
-				t.mu.Lock()
-				t.dialed = true
-				t.mu.Unlock()
+				if t.rec != nil {
+					t.rec.dialed.Add(1)
+				}
 				t.end(PhaseConnect)
 			}
 		},
 		TLSHandshakeStart: func() { t.begin(PhaseTLS, t.lim.TLS) },
 		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
 			if err == nil {
-				t.mu.Lock()
-				t.shook = true
-				t.mu.Unlock()
+				if t.rec != nil {
+					t.rec.shook.Add(1)
+				}
 				t.end(PhaseTLS)
 			}
 		},
@@ -185,7 +187,7 @@ func SendTraced(ctx context.Context, client *http.Client, a *Attempt, lim polici
 
 // sendTraced is SendTraced through rt directly when it is not nil (send).
 func sendTraced(ctx context.Context, client *http.Client, rt http.RoundTripper, a *Attempt, lim policies.PhaseTimeouts, phaseAware bool, rec *PhaseRecorder) Answer {
-	t := &phaseTrace{lim: lim}
+	t := &phaseTrace{lim: lim, rec: rec}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	t.cancel = cancel
@@ -299,7 +301,7 @@ func (r *PhaseRecorder) record(t *phaseTrace, an Answer) {
 			r.hist[p].add(t.dur[p])
 		}
 	}
-	dialed, shook, reused := t.dialed, t.shook, t.reused
+	reused := t.reused
 	var total time.Duration
 	for _, p := range []Phase{PhasePool, PhaseWrite, PhaseFirstByte, PhaseRead} {
 		total += t.dur[p] // the pool wait includes a new connection's dial
@@ -312,12 +314,6 @@ func (r *PhaseRecorder) record(t *phaseTrace, an Answer) {
 		} else {
 			r.cold.add(total)
 		}
-	}
-	if dialed {
-		r.dialed.Add(1)
-	}
-	if shook {
-		r.shook.Add(1)
 	}
 	if reused {
 		r.reused.Add(1)
