@@ -173,7 +173,7 @@ func (m *run) deliver(a *attempt) {
 		return
 	}
 	o, ra, dr := a.answer, a.retryAfter, a.dontRetry
-	if a.edge.pool != nil {
+	if a.pool != nil {
 		m.poolAnswered(a)
 	}
 	if cr != nil {
@@ -213,7 +213,7 @@ func (m *run) abandon(a *attempt, cancel, timedOut bool) {
 		a.edge.bal.Done(m.eng.Now(), a.svc.rep, policies.Timeout, timedOut)
 	}
 	m.eng.Stop(a.tmo)
-	if a.edge.pool != nil && m.poolAbandon(a) {
+	if a.pool != nil && m.poolAbandon(a) {
 		return // never sent: nothing reached the callee
 	}
 	if a.state != attSending {

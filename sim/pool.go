@@ -56,6 +56,25 @@ type connPool struct {
 	sum                 metrics.PoolSummary
 	hUp, hWaitTimeout   Handler
 	hFirstByte          Handler
+	slots               []*poolSlot // free slots
+}
+
+// slot takes a free poolSlot: an attempt holds one only while it deals
+// with the pool, which keeps the attempt record small for edges without.
+func (p *connPool) slot() *poolSlot {
+	if n := len(p.slots); n > 0 {
+		s := p.slots[n-1]
+		p.slots = p.slots[:n-1]
+		return s
+	}
+	return new(poolSlot)
+}
+
+// drop returns a's slot to the free list.
+func (p *connPool) drop(a *attempt) {
+	*a.pool = poolSlot{}
+	p.slots = append(p.slots, a.pool)
+	a.pool = nil
 }
 
 type poolWaiter struct {
@@ -88,7 +107,8 @@ func newConnPool(m *run, e *edge, c *topology.Pool, field string) (*connPool, er
 // it is sent at once on an idle one, opens a new one, or waits.
 func (p *connPool) acquire(a *attempt) {
 	now := p.m.eng.Now()
-	a.pool = poolSlot{state: poolWaiting, since: now}
+	a.pool = p.slot()
+	*a.pool = poolSlot{state: poolWaiting, since: now}
 	p.expire(now)
 	if p.head == len(p.waiters) {
 		if p.take(a) {
@@ -175,7 +195,7 @@ func (p *connPool) up(c *pconn) {
 				}
 			}
 			p.m.eng.Stop(a.pool.tmo)
-			a.pool = poolSlot{}
+			p.drop(a)
 			p.m.notSent(a)
 		}
 		p.pump()
@@ -204,7 +224,7 @@ func (p *connPool) waitTimedOut(a *attempt) {
 	if a.counted {
 		p.sum.PoolTimeouts++
 	}
-	a.pool = poolSlot{}
+	p.drop(a)
 	p.m.notSent(a)
 }
 
@@ -232,7 +252,7 @@ func (p *connPool) release(epoch uint32) {
 func (p *connPool) pump() {
 	for p.head < len(p.waiters) {
 		w := p.waiters[p.head]
-		if w.a.gen != w.gen || w.a.pool.state != poolWaiting {
+		if w.a.gen != w.gen || w.a.pool == nil || w.a.pool.state != poolWaiting {
 			p.head++ // it left (timed out or abandoned)
 			continue
 		}
@@ -279,12 +299,13 @@ func (m *run) poolAnswered(a *attempt) {
 		return
 	}
 	p := a.edge.pool
-	a.pool.state = poolNone
 	m.eng.Stop(a.pool.tmo)
-	if a.pool.epoch == p.epoch {
+	epoch := a.pool.epoch
+	if epoch == p.epoch {
 		p.busy--
 	}
-	p.release(a.pool.epoch)
+	p.drop(a)
+	p.release(epoch)
 }
 
 // poolAbandon runs when a's caller gives up on it. An attempt that was
@@ -300,17 +321,17 @@ func (m *run) poolAbandon(a *attempt) bool {
 		m.eng.Stop(a.pool.tmo)
 		a.pool.conn.a = nil
 	case poolHolding:
-		a.pool.state = poolNone
 		m.eng.Stop(a.pool.tmo)
 		if a.pool.epoch == p.epoch {
 			p.busy--
 		}
+		p.drop(a)
 		p.pump()
 		return false
 	default:
 		return false
 	}
-	a.pool = poolSlot{}
+	p.drop(a)
 	m.releaseServer(a)
 	p.pump()
 	return true

@@ -134,7 +134,7 @@ type attempt struct {
 	answer     policies.Outcome
 	retryAfter time.Duration
 	dontRetry  bool
-	pool       poolSlot // its place in the edge's connection pool, if any
+	pool       *poolSlot // its place in the edge's connection pool, if any
 }
 
 // newAttempt takes an attempt record from the pool and enforces the run's
