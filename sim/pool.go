@@ -233,7 +233,7 @@ func (p *connPool) waitTimedOut(a *attempt) {
 func (p *connPool) firstByteTimedOut(a *attempt) {
 	a.pool.tmo = Timer{}
 	m, cr, k := p.m, a.caller, a.k
-	m.abandon(a, true)
+	m.abandon(a, true, true)
 	m.apply(cr, cr.pc.TimedOut(m.eng.Now(), k))
 }
 

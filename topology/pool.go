@@ -1,6 +1,9 @@
 package topology
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Pool is a call edge's connection pool: each attempt holds one connection
 // from the moment it is sent until its answer comes back (a timed-out
@@ -45,4 +48,26 @@ func (v *validator) pool(c *Call, p string) {
 	if pl.TLSTime != nil {
 		v.dist(pl.TLSTime, pp+".tls_time")
 	}
+}
+
+// phaseWarnings flags phase timeouts on a call without a pool: the
+// simulator has no connection phases there to bound (load mode still
+// enforces them).
+func phaseWarnings(at string, c *Call) []string {
+	if c.Pool != nil {
+		return nil
+	}
+	var keys []string
+	for _, k := range []struct {
+		name string
+		d    time.Duration
+	}{{"pool_timeout", c.PoolTimeout}, {"connect_timeout", c.ConnectTimeout}, {"tls_timeout", c.TLSTimeout}, {"first_byte_timeout", c.FirstByteTimeout}} {
+		if k.d > 0 {
+			keys = append(keys, at+"."+k.name)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return []string{strings.Join(keys, ", ") + ": no effect in the simulator without " + at + ".pool (load mode enforces it); add a pool"}
 }
