@@ -1,5 +1,10 @@
 package metrics
 
+import (
+	"fmt"
+	"strings"
+)
+
 // PhaseNames are the phases of an HTTP attempt that load mode measures
 // (net/http/httptrace), in the order they happen: the wait for a pooled
 // connection (GetConn→GotConn, a new connection's DNS, connect and TLS
@@ -71,4 +76,36 @@ func (r *PhaseReport) Add(o PhaseReport) {
 	r.NewConnections += o.NewConnections
 	r.Handshakes += o.Handshakes
 	r.Reused += o.Reused
+}
+
+// writeConnLines adds to the text summary one line per edge with a
+// connection pool (simulator) or measured phases (load mode): where the
+// time before the answer went, and how many attempts were never sent.
+// Edges with neither print nothing, so existing summaries are unchanged.
+func writeConnLines(ew *ErrWriter, edges []EdgeSummary) {
+	for _, e := range edges {
+		if pl := e.Pool; pl != nil {
+			ew.Printf("pool       %s->%s: %d of %d attempts waited for a connection, mean %s ms, max %s ms; %d handshakes; not sent %d (pool %d, connect %d, tls %d)\n",
+				e.From, e.To, pl.Waited, pl.Acquired, num(pl.WaitMeanMs), num(pl.WaitMaxMs), pl.Handshakes,
+				pl.PoolTimeouts+pl.ConnectTimeouts+pl.TLSTimeouts, pl.PoolTimeouts, pl.ConnectTimeouts, pl.TLSTimeouts)
+		}
+		ph := e.Phases
+		if ph == nil {
+			continue
+		}
+		var parts []string
+		for _, name := range PhaseNames {
+			if st, ok := ph.Phases[name]; ok {
+				parts = append(parts, fmt.Sprintf("%s %s", name, num(st.P99Ms)))
+			}
+		}
+		var failed []string
+		for _, name := range PhaseNames {
+			if n := ph.FailedIn[name]; n > 0 {
+				failed = append(failed, fmt.Sprintf("%s %d", name, n))
+			}
+		}
+		ew.Printf("phases     %s->%s p99 ms: %s; not sent %d; failed in: %s; %d new connections, %d reused\n",
+			e.From, e.To, strings.Join(parts, ", "), ph.NotSent, orDash(strings.Join(failed, ", ")), ph.NewConnections, ph.Reused)
+	}
 }
