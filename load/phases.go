@@ -65,6 +65,7 @@ type phaseTrace struct {
 	ended   [numPhases]bool
 	timer   [numPhases]*time.Timer
 	reused  bool
+	waited  bool // GotConn found no idle connection at once
 	// rec counts connections dialed and handshakes from the hooks
 	// themselves: a dial the attempt started may end after the attempt
 	// got another connection and finished.
@@ -124,7 +125,7 @@ func (t *phaseTrace) clientTrace() *httptrace.ClientTrace {
 		GetConn: func(string) { t.begin(PhasePool, t.lim.Pool) },
 		GotConn: func(i httptrace.GotConnInfo) {
 			t.mu.Lock()
-			t.reused = i.Reused
+			t.reused, t.waited = i.Reused, !i.WasIdle
 			t.mu.Unlock()
 			t.end(PhasePool)
 			t.begin(PhaseWrite, 0)
@@ -290,6 +291,7 @@ type PhaseRecorder struct {
 	notSent               atomic.Int64
 	dialed, shook, reused atomic.Int64
 	traced                atomic.Int64 // attempts recorded
+	waited                atomic.Int64 // attempts that found no idle connection
 }
 
 // record adds one attempt's phases and, if it failed, its phase.
@@ -301,7 +303,7 @@ func (r *PhaseRecorder) record(t *phaseTrace, an Answer) {
 			r.hist[p].add(t.dur[p])
 		}
 	}
-	reused := t.reused
+	reused, waited := t.reused, t.waited && t.ended[PhasePool]
 	var total time.Duration
 	for _, p := range []Phase{PhasePool, PhaseWrite, PhaseFirstByte, PhaseRead} {
 		total += t.dur[p] // the pool wait includes a new connection's dial
@@ -317,6 +319,9 @@ func (r *PhaseRecorder) record(t *phaseTrace, an Answer) {
 	}
 	if reused {
 		r.reused.Add(1)
+	}
+	if waited {
+		r.waited.Add(1)
 	}
 	if an.Phase != PhaseNone {
 		r.failed[an.Phase].Add(1)
@@ -334,7 +339,8 @@ func (r *PhaseRecorder) Report() *metrics.PhaseReport {
 		return nil
 	}
 	out := &metrics.PhaseReport{Phases: map[string]metrics.PhaseStat{},
-		NotSent: r.notSent.Load(), NewConnections: r.dialed.Load(), Handshakes: r.shook.Load(), Reused: r.reused.Load()}
+		NotSent: r.notSent.Load(), NewConnections: r.dialed.Load(), Handshakes: r.shook.Load(), Reused: r.reused.Load(),
+		Waited: r.waited.Load()}
 	for name, h := range map[string]*phaseHist{metrics.PhaseCold: &r.cold, metrics.PhaseWarm: &r.warm} {
 		if s := h.stat(); s.Count > 0 {
 			out.Phases[name] = s

@@ -49,6 +49,10 @@ type PhaseReport struct {
 	NewConnections int64 `json:"new_connections"`
 	Handshakes     int64 `json:"handshakes"`
 	Reused         int64 `json:"reused"`
+	// Waited counts attempts that found no idle connection and waited for
+	// one (a new one, or one another attempt released): the simulator's
+	// pool.waited.
+	Waited int64 `json:"waited"`
 }
 
 // Add merges o into r: counts add, means are weighted by count, maxima
@@ -76,6 +80,7 @@ func (r *PhaseReport) Add(o PhaseReport) {
 	r.NewConnections += o.NewConnections
 	r.Handshakes += o.Handshakes
 	r.Reused += o.Reused
+	r.Waited += o.Waited
 }
 
 // writeConnLines adds to the text summary one line per edge with a
