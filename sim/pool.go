@@ -346,7 +346,7 @@ func (m *run) notSent(a *attempt) {
 // transmit puts a on the network toward its callee.
 func (m *run) transmit(a *attempt) {
 	if e := a.edge; e.hasNet {
-		a.ev = m.eng.After(e.net.Sample(e.pe.Rand), m.hAttArrive, a)
+		a.ev = m.eng.After(e.delay(a.svc), m.hAttArrive, a)
 		return
 	}
 	m.arrive(a)
