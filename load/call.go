@@ -59,6 +59,11 @@ type EdgeClient struct {
 	// HTTP answers by status code.
 	statuses [600]atomic.Int64
 	calls    sync.Pool
+	// Phases records every attempt's phases (SendTraced).
+	Phases PhaseRecorder
+	// phaseAware: the edge has phase timeouts, a transparent retry or
+	// retries not_sent, so a not-sent failure reaches it as NotSent.
+	phaseAware bool
 }
 
 // NewEdgeClient wraps edge, guarding it with mu (nil: a mutex of its own).
@@ -68,7 +73,8 @@ func NewEdgeClient(epoch time.Time, client *http.Client, edge *policies.Edge, mu
 	if mu == nil {
 		mu = new(sync.Mutex)
 	}
-	ec := &EdgeClient{Epoch: epoch, Client: client, edge: edge, mu: mu}
+	ec := &EdgeClient{Epoch: epoch, Client: client, edge: edge, mu: mu,
+		phaseAware: edge.Transparent || edge.RetryOn.Has(policies.NotSent) || !edge.Phases.IsZero()}
 	ec.calls.New = func() any { return new(policies.Call) }
 	return ec
 }
@@ -436,7 +442,8 @@ func (ec *EdgeClient) send(ctx context.Context, a *Attempt) Answer {
 	if ec.Sender != nil {
 		return ec.Sender(ctx, a)
 	}
-	return send(ctx, ec.Client, ec.rt, a)
+	// net/http: traced, its phase timeouts enforced (gRPC senders are not).
+	return sendTraced(ctx, ec.Client, ec.rt, a, ec.edge.Phases, ec.phaseAware, &ec.Phases)
 }
 
 // attempt sends one attempt bounded by timeout (0: none) and reports it.

@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -38,6 +39,9 @@ type ClusterOptions struct {
 	// Protocol is what the services speak: ProtocolHTTP (default) or
 	// ProtocolGRPC (each service a gRPC server, downstream calls over gRPC).
 	Protocol string
+	// TLS serves every service over TLS with a self-signed certificate
+	// made at start (Cluster.CertPEM); callers trust only it.
+	TLS bool
 }
 
 // Cluster is a scenario's services running as HTTP (or gRPC) servers.
@@ -55,6 +59,12 @@ type Cluster struct {
 	tr      *http.Transport
 	// grpc is set when the services speak gRPC.
 	grpc *grpcCluster
+	// CertPEM is the self-signed certificate of a TLS cluster.
+	CertPEM []byte
+	// Resetters close each service's connections at its reset_connections
+	// faults; resetTimers arm them.
+	Resetters   map[string]*connResetter
+	resetTimers []*time.Timer
 }
 
 // StartCluster starts every service of sc on its own loopback listener,
@@ -89,6 +99,9 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 	if opt.Protocol != "" && opt.Protocol != ProtocolHTTP && opt.Protocol != ProtocolGRPC {
 		return nil, fmt.Errorf("load: protocol %q: want http or grpc", opt.Protocol)
 	}
+	if opt.TLS && opt.Protocol == ProtocolGRPC {
+		return nil, fmt.Errorf("load: TLS serves HTTP only, not protocol grpc")
+	}
 	c := &Cluster{URLs: map[string]string{}, ReplicaURLs: map[string][]string{}, Epoch: opt.Epoch, tr: NewTransport(opt.Connections)}
 	lns := make([]net.Listener, 0, nListen)
 	fail := func(err error) (*Cluster, error) {
@@ -102,6 +115,19 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		return nil, err
 	}
 	conns := newConnLimit(serveConnBudget())
+	scheme := "http://"
+	var serverTLS *tls.Config
+	if opt.TLS {
+		cert, certPEM, err := SelfSigned(time.Now())
+		if err != nil {
+			return fail(err)
+		}
+		if c.tr.TLSClientConfig, err = ClientTLS(certPEM); err != nil {
+			return fail(err)
+		}
+		c.CertPEM, scheme = certPEM, "https://"
+		serverTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 	for _, svc := range sc.Services {
 		for r := range svc.ReplicaCount() {
 			p := 0
@@ -112,14 +138,18 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 			if err != nil {
 				return fail(fmt.Errorf("load: service %s: %w", svc.Name, err))
 			}
-			lns = append(lns, conns.listen(ln))
+			ln = conns.listen(ln)
+			if serverTLS != nil {
+				ln = tls.NewListener(ln, serverTLS)
+			}
+			lns = append(lns, ln)
 			// Work is served on every path but /stats and /metrics; a service
 			// named like one of them gets a trailing slash.
 			path := "/" + svc.Name
 			if path == "/stats" || path == "/metrics" {
 				path += "/"
 			}
-			u := "http://" + ln.Addr().String() + path
+			u := scheme + ln.Addr().String() + path
 			if opt.Protocol == ProtocolGRPC {
 				u = "grpc://" + ln.Addr().String() + "/" + GRPCMethod
 			}
@@ -180,6 +210,15 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 			IdleTimeout:       serverIdleTimeout,
 			MaxHeaderBytes:    maxHeaderBytes,
 		}
+		// Only a service with a reset_connections fault pays for tracking.
+		if r := newConnResetter(); hasReset(sc.Faults, s.name) {
+			if c.Resetters == nil {
+				c.Resetters = map[string]*connResetter{}
+			}
+			r.install(srv)
+			c.Resetters[s.name] = r
+			c.resetTimers = append(c.resetTimers, scheduleResets(r, sc.Faults, s.name, opt.Epoch)...)
+		}
 		done := make(chan struct{})
 		c.servers = append(c.servers, srv)
 		c.done = append(c.done, done)
@@ -217,6 +256,9 @@ func (c *Cluster) Service(name string) *Service {
 func (c *Cluster) Close(ctx context.Context) error {
 	for _, s := range c.Services {
 		s.Close()
+	}
+	for _, t := range c.resetTimers {
+		t.Stop()
 	}
 	var errs []error
 	if c.grpc != nil {

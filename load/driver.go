@@ -261,8 +261,9 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	d.url, _ = url.Parse(opt.Target) // defaults checked it
 	// The lean client opens no spans: a traced run keeps net/http's,
 	// wrapped by the tracing transport. It drives one target, so not a
-	// target's replicas.
-	d.lean = rt != nil && !opt.NetHTTP && opt.Tracing == nil && leanUsable(d.url) && len(opt.Replicas) < 2
+	// target's replicas. Nor does it trace phases: an edge with phase
+	// timeouts or a transparent retry keeps net/http's, which enforces them.
+	d.lean = rt != nil && !opt.NetHTTP && opt.Tracing == nil && leanUsable(d.url) && len(opt.Replicas) < 2 && !ec.phaseAware
 	if err := d.fleet(root, client); err != nil {
 		return nil, err
 	}

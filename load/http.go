@@ -99,6 +99,10 @@ type Answer struct {
 	Status int
 	// Kind says how the transport failed (KindNone when Status > 0).
 	Kind ErrorKind
+	// Phase is the phase a failed attempt failed in, when traced
+	// (SendTraced); NotSent says it failed before any byte was written.
+	Phase   Phase
+	NotSent bool
 }
 
 // ClassifyStatus maps an HTTP status and its headers to an outcome:
@@ -221,14 +225,15 @@ type Attempt struct {
 // Send performs one attempt with client, bounded by ctx (which carries the
 // attempt's timeout), reads and discards the body, and classifies the result.
 func Send(ctx context.Context, client *http.Client, a *Attempt) Answer {
-	return send(ctx, client, nil, a)
+	return send(ctx, client, nil, a, nil)
 }
 
 // send is Send through rt directly when rt is not nil: the driver's own
 // transport, which follows no redirects and keeps no cookies, so that
 // http.Client.Do would only add its copies of the request's URL and
-// headers to every attempt.
-func send(ctx context.Context, client *http.Client, rt http.RoundTripper, a *Attempt) Answer {
+// headers to every attempt. Failures are classified through t when it
+// follows the attempt's phases (SendTraced).
+func send(ctx context.Context, client *http.Client, rt http.RoundTripper, a *Attempt, t *tracedSend) Answer {
 	req, err := newRequest(ctx, a)
 	if err != nil {
 		return Answer{Outcome: policies.Error, Kind: KindOther}
@@ -240,12 +245,12 @@ func send(ctx context.Context, client *http.Client, rt http.RoundTripper, a *Att
 		resp, err = client.Do(req)
 	}
 	if err != nil {
-		return ClassifyError(err, context.Cause(ctx))
+		return t.failed(ClassifyError(err, context.Cause(ctx)), ctx)
 	}
 	_, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if err != nil {
-		return ClassifyError(err, nil)
+		return t.failed(ClassifyError(err, nil), ctx)
 	}
 	return ClassifyStatus(resp.StatusCode, resp.Header)
 }

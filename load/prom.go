@@ -87,5 +87,12 @@ func (s *Service) registerEdgeCounters(reg *prometheus.Registry) {
 		counter("hedges_total", "Hedged attempts sent on the edge.", func(e metrics.EdgeSummary) int64 { return e.HedgesSent })
 		counter("budget_denied_total", "Retries the retry budget refused.", func(e metrics.EdgeSummary) int64 { return e.RetriesDenied })
 		counter("breaker_rejected_total", "Calls the open circuit breaker failed fast.", func(e metrics.EdgeSummary) int64 { return e.BreakerFastFail })
+		var recs []*PhaseRecorder
+		for _, e := range s.outEdges {
+			if e.to == to {
+				recs = append(recs, &e.ec.Phases)
+			}
+		}
+		reg.MustRegister(newPhaseCollector(labels, recs))
 	}
 }

@@ -238,6 +238,7 @@ func edgeSummary(from, to string, ec *EdgeClient) metrics.EdgeSummary {
 	}
 	es := metrics.EdgeSummaryOf(from, to, ec.Stats(), opens)
 	es.Ejections = ec.Ejections()
+	es.Phases = ec.Phases.Report()
 	return es
 }
 

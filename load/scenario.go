@@ -1,6 +1,7 @@
 package load
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -59,6 +60,9 @@ type ScenarioOptions struct {
 	// hedging and retry throttling run on the client edge from this
 	// service config (JSON) instead of stormsim's policy (NativeGRPCPolicy).
 	GRPCServiceConfig string
+	// TLS serves every service over TLS (ClusterOptions.TLS); the driver
+	// trusts the cluster's certificate.
+	TLS bool
 }
 
 // RunScenario starts sc's services on loopback and drives the entry with
@@ -78,7 +82,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	if err != nil {
 		return nil, err
 	}
-	cl, err := StartCluster(sc, ClusterOptions{Listen: opt.Listen, AllowRemote: opt.AllowRemote, Epoch: epoch, Connections: opt.Connections, Tracing: opt.Tracing, Protocol: opt.Protocol})
+	cl, err := StartCluster(sc, ClusterOptions{Listen: opt.Listen, AllowRemote: opt.AllowRemote, Epoch: epoch, Connections: opt.Connections, Tracing: opt.Tracing, Protocol: opt.Protocol, TLS: opt.TLS})
 	if err != nil {
 		return nil, err
 	}
@@ -106,8 +110,9 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	views := map[uint64]policies.CallResult{}
 	var samples sampler
 	samples.start(cl, sc.Interval)
+	client, conns := clientFor(cl, w.Client.Pool, cmp.Or(opt.Connections, opt.Workers))
 	clientStream := func(k int) string { return model.EdgeStreams{}.Name("client"+model.InstanceTag(k), w.Entry) }
-	res, err := Run(ctx, Options{
+	res, err := Run(ctx, Options{Client: client,
 		Replicas: cl.ReplicaURLs[w.Entry], BalanceRand: model.Stream(sc.Seed, model.BalanceStream(clientStream(0))),
 		Instances: w.Instances, Instance: func(k int) (policy, balance *rand.Rand) {
 			return model.Stream(sc.Seed, clientStream(k)), model.Stream(sc.Seed, model.BalanceStream(clientStream(k)))
@@ -120,7 +125,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 		},
 		Target: entry, Method: http.MethodGet, WriteMethod: http.MethodPost, Pacer: pacer, Duration: sc.Duration, Warmup: sc.Warmup, Interval: sc.Interval,
 		Deadline: w.Deadline, Policy: policy, GRPCServiceConfig: opt.GRPCServiceConfig, WriteFraction: w.WriteFraction, IdempotencyKeys: w.IdempotencyKeys,
-		Workers: opt.Workers, Connections: opt.Connections, Seed: seed, Rand: model.Stream(sc.Seed, model.EdgeStreams{}.Name("client", w.Entry)), Scenario: sc.Name, Version: opt.Version,
+		Workers: opt.Workers, Connections: conns, Seed: seed, Rand: model.Stream(sc.Seed, model.EdgeStreams{}.Name("client", w.Entry)), Scenario: sc.Name, Version: opt.Version,
 		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
 		MaxRequests: opt.MaxRequests, Shard: opt.Shard, Tracing: opt.Tracing, NetHTTP: opt.NetHTTP, OnRow: opt.OnRow, services: liveServices(&samples, opt.OnRow),
 		OnDone: func(id uint64, write, counted bool, r policies.CallResult) {

@@ -170,4 +170,18 @@ services:
 			t.Errorf("/metrics %s = %v (present %v), /stats %d", key, got, ok, want)
 		}
 	}
+	// Every attempt front sent was traced: each waited for a connection
+	// and, answered, got a first byte; none failed before it was sent.
+	if e.Phases == nil || e.Phases.Phases["pool_wait"].Count != e.Attempts || e.Phases.NotSent != 0 {
+		t.Errorf("/stats edge phases %+v, want %d attempts through pool_wait and none not sent", e.Phases, e.Attempts)
+	}
+	for key, want := range map[string]float64{
+		`stormsim_edge_phase_seconds_count{edge="back",phase="pool_wait",service="front"}`:  float64(e.Attempts),
+		`stormsim_edge_phase_seconds_count{edge="back",phase="first_byte",service="front"}`: float64(e.Phases.Phases["first_byte"].Count),
+		`stormsim_edge_not_sent_total{edge="back",service="front"}`:                         0,
+	} {
+		if got, ok := fm[key]; !ok || got != want {
+			t.Errorf("/metrics %s = %v (present %v), want %v", key, got, ok, want)
+		}
+	}
 }

@@ -13,6 +13,7 @@ func EdgeSummaryOf(from, to string, st policies.EdgeStats, breakerOpens int64) E
 		HedgesSent: st.HedgesSent, HedgesWon: st.HedgesWon,
 		PushbackWaits: st.PushbackWaits, Throttled: st.Throttled,
 		Succeeded: st.Succeeded, Failed: st.Failed, Unknown: st.Unknown,
+		NotSent: st.NotSent, TransparentRetries: st.TransparentRetries,
 	}
 }
 
@@ -34,4 +35,15 @@ func (e *EdgeSummary) Add(o EdgeSummary) {
 	e.Failed += o.Failed
 	e.Unknown += o.Unknown
 	e.Ejections += o.Ejections
+	e.NotSent += o.NotSent
+	e.TransparentRetries += o.TransparentRetries
+	if o.Pool != nil {
+		e.AddPool(*o.Pool)
+	}
+	if o.Phases != nil {
+		if e.Phases == nil {
+			e.Phases = &PhaseReport{Phases: map[string]PhaseStat{}}
+		}
+		e.Phases.Add(*o.Phases)
+	}
 }

@@ -140,6 +140,14 @@ type EdgeSummary struct {
 	// Ejections: replicas of the callee ejected by the edge's outlier
 	// detection (summed over the callers' replicas and instances).
 	Ejections int64 `json:"ejections,omitempty"`
+	// NotSent counts attempts that failed before they were sent;
+	// TransparentRetries those retried transparently (gRPC A6).
+	NotSent            int64 `json:"not_sent,omitempty"`
+	TransparentRetries int64 `json:"transparent_retries,omitempty"`
+	// Pool is the edge's connection pool, if it has one.
+	Pool *PoolSummary `json:"pool,omitempty"`
+	// Phases splits a load run's attempts by phase (load mode only).
+	Phases *PhaseReport `json:"phases,omitempty"`
 }
 
 // Divergence describes where a runaway run was stopped.

@@ -62,6 +62,7 @@ func FormatText(w io.Writer, s *Summary) error {
 	if l := s.Load; l != nil && len(l.Statuses) > 0 {
 		p("statuses   %s\n", statusBreakdown(l.Statuses))
 	}
+	writeConnLines(ew, s.Edges)
 	if ew.Err() != nil {
 		return ew.Err()
 	}

@@ -29,6 +29,9 @@ type EdgeConfig struct {
 	// SendRate limits how fast the caller sends attempts on the edge: an
 	// attempt without a token waits for the fill that brings one.
 	SendRate *RateLimitConfig
+	// Phases bound the phases of an attempt (pool wait, connect, TLS,
+	// first byte); the driver that models or measures them enforces them.
+	Phases PhaseTimeouts
 }
 
 // EdgeStats counts what one edge's policies did. The fields mirror
@@ -57,6 +60,11 @@ type EdgeStats struct {
 	Throttled int64
 	// SendWaits counts attempts delayed by the send-rate limit.
 	SendWaits int64
+	// TransparentRetries counts not-sent attempts retried transparently
+	// (RetryConfig.Transparent), outside the attempt limit and budget.
+	TransparentRetries int64
+	// NotSent counts attempts that failed before they were sent.
+	NotSent   int64
 	Succeeded int64
 	Failed    int64
 	Unknown   int64
@@ -85,6 +93,10 @@ type Edge struct {
 	// most MaxPushback.
 	HonorPushback bool
 	MaxPushback   time.Duration
+	// Phases bound an attempt's phases; Transparent retries a not-sent
+	// attempt once per call, outside MaxAttempts and the budget (gRPC A6).
+	Phases      PhaseTimeouts
+	Transparent bool
 
 	Budget   Budget
 	Breaker  Breaker
@@ -121,12 +133,16 @@ func NewEdge(c EdgeConfig, r *rand.Rand) (*Edge, error) {
 	if c.MaxPushback < 0 {
 		return nil, fieldErrorf("max_pushback", "must be ≥ 0, got %v", c.MaxPushback)
 	}
+	if err := c.Phases.Validate(); err != nil {
+		return nil, err
+	}
 	retry, err := c.Retry.Resolve(nil)
 	if err != nil {
 		return nil, inField("retry", err)
 	}
 	e := &Edge{Timeout: c.Timeout, MaxAttempts: retry.MaxAttempts, BudgetShare: retry.BudgetShare,
-		HonorPushback: c.HonorPushback, MaxPushback: c.MaxPushback, Rand: r}
+		HonorPushback: c.HonorPushback, MaxPushback: c.MaxPushback, Rand: r,
+		Phases: c.Phases, Transparent: retry.Transparent}
 	if !(e.BudgetShare >= 0 && e.BudgetShare <= 1) {
 		return nil, fieldErrorf("retry.budget_share", "must be in [0, 1], got %v", retry.BudgetShare)
 	}
@@ -334,8 +350,10 @@ type Call struct {
 	// An attempt waiting for its send-rate token (wake == wakeSend): was
 	// it a retry, a hedge, and the cause its budget was asked with.
 	sendRetry, sendHedge, sendReady bool
-	result                          CallResult
-	outcome                         Outcome
+	// transparentUsed: the call's one transparent retry is spent.
+	transparentUsed bool
+	result          CallResult
+	outcome         Outcome
 }
 
 // Start begins a logical call on e at now and returns the first Action
@@ -344,7 +362,7 @@ func (c *Call) Start(now time.Duration, e *Edge, opt CallOptions) (a Action) {
 	c.e, c.opt = e, opt
 	c.sent, c.live, c.retryN, c.prevDelay = 0, 0, 0, 0
 	c.wake, c.wakeAt, c.last, c.maybeDone, c.aborted = wakeNone, 0, OK, false, false
-	c.sendReady = false
+	c.sendReady, c.transparentUsed = false, false
 	c.result, c.outcome = Pending, OK
 	c.limit = e.MaxAttempts
 	c.hedged = e.Hedger != nil && e.HedgeMax >= 2 && (!opt.Write || e.HedgeForce)
@@ -614,6 +632,14 @@ func (c *Call) retryable(o Outcome) bool {
 func (c *Call) failed(now time.Duration, o Outcome, retryAfter time.Duration, dontRetry bool, a *Action) {
 	c.last = o
 	e := c.e
+	if o == NotSent {
+		if c.opt.Counted {
+			e.Stats.NotSent++
+		}
+		if c.transparent(now, a) {
+			return
+		}
+	}
 	if !c.retryable(o) || (e.HonorPushback && dontRetry) {
 		// Fatal: it ends a hedged call too (A6).
 		c.finish(now, o, c.hedged && e.HedgeCancelOthers, a)
@@ -751,4 +777,26 @@ func (c *Call) finish(now time.Duration, o Outcome, cancelOthers bool, a *Action
 		e.Budget.OnRequestDone(now)
 	}
 	*a = Action{Kind: Finish, Outcome: o, Result: c.result, CancelOthers: cancelOthers}
+}
+
+// transparent retries a not-sent attempt at once, if the edge allows it
+// and the call has not used its one transparent retry: gRPC A6's
+// transparent retry. The request never left the caller, so it is retried
+// even when the class is not in RetryOn and even for a write; it adds to
+// the attempt limit rather than using it up, and asks no budget.
+func (c *Call) transparent(now time.Duration, a *Action) bool {
+	e := c.e
+	if !e.Transparent || c.transparentUsed || (c.opt.HasDeadline && now >= c.opt.Deadline) {
+		return false
+	}
+	if c.wake == wakeRetry || c.wake == wakeSend {
+		return false // a retry is already on its way
+	}
+	c.transparentUsed = true
+	c.limit++
+	if c.opt.Counted {
+		e.Stats.TransparentRetries++
+	}
+	c.launch(now, false, false, OK, a)
+	return true
 }

@@ -32,6 +32,11 @@ type RetryConfig struct {
 	// OtherHost makes a retry or hedge avoid the callee replicas this call
 	// already tried, while others remain (Envoy's previous_hosts predicate).
 	OtherHost bool `yaml:"other_host,omitempty" json:"other_host,omitempty"`
+	// Transparent retries an attempt that failed before it was sent
+	// (not_sent: pool wait, connect, TLS) once per call, at once, outside
+	// MaxAttempts and any budget, as gRPC A6 specifies. A sent attempt is
+	// never retried this way, so a write is not duplicated by it.
+	Transparent bool `yaml:"transparent,omitempty" json:"transparent,omitempty"`
 
 	resolved bool // by Resolve: preset expanded, defaults applied
 }

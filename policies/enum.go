@@ -71,10 +71,10 @@ var jitterKinds = func() []JitterName {
 }()
 
 // RetryClass names an outcome class a retry policy may retry:
-// unavailable, timeout, error or in_progress.
+// unavailable, timeout, error, in_progress or not_sent.
 type RetryClass string
 
-var retryClasses = []RetryClass{"unavailable", "timeout", "error", "in_progress"}
+var retryClasses = []RetryClass{"unavailable", "timeout", "error", "in_progress", "not_sent"}
 
 // UnmarshalText accepts the retryable outcome classes.
 func (c *RetryClass) UnmarshalText(text []byte) error {

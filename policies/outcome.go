@@ -26,10 +26,15 @@ const (
 	// InProgress: an idempotency key is being processed by another attempt;
 	// retryable after a delay.
 	InProgress
+	// NotSent: the attempt failed before any byte of it left the caller
+	// (waiting for a pooled connection, connecting, or in the TLS
+	// handshake), so the callee cannot have done the work: safe to retry,
+	// even a non-idempotent write (gRPC A6's transparent retry).
+	NotSent
 	numOutcomes
 )
 
-var outcomeNames = [...]string{"ok", "unavailable", "timeout", "error", "breaker_open", "throttled", "conflict", "in_progress"}
+var outcomeNames = [...]string{"ok", "unavailable", "timeout", "error", "breaker_open", "throttled", "conflict", "in_progress", "not_sent"}
 
 // String returns the outcome's name as used in scenario files and JSON.
 func (o Outcome) String() string {

@@ -21,7 +21,7 @@ func (c RetryConfig) validate() error {
 	}
 	for _, n := range c.On {
 		if o, _ := ParseOutcome(n); o == OK || o == Conflict || o == BreakerOpen || o == Throttled {
-			return fieldErrorf("on", "%q cannot be retried (want unavailable, timeout, error or in_progress)", n)
+			return fieldErrorf("on", "%q cannot be retried (want unavailable, timeout, error, in_progress or not_sent)", n)
 		}
 	}
 	if c.Backoff.Multiplier == 0 { // written as 0: NewBackoff would default it

@@ -135,6 +135,10 @@ func (m *run) send(cr *callRun, k int, timeout time.Duration) {
 	}
 	cr.slots[k-1] = a
 	m.armTimeout(a, timeout)
+	if e.pool != nil {
+		e.pool.acquire(a)
+		return
+	}
 	if e.hasNet {
 		a.ev = m.eng.After(e.delay(a.svc), m.hAttArrive, a)
 		return
@@ -169,6 +173,9 @@ func (m *run) deliver(a *attempt) {
 		return
 	}
 	o, ra, dr := a.answer, a.retryAfter, a.dontRetry
+	if a.pool != nil {
+		m.poolAnswered(a)
+	}
 	if cr != nil {
 		m.eng.Stop(a.tmo)
 		cr.slots[k-1] = nil
@@ -206,6 +213,9 @@ func (m *run) abandon(a *attempt, cancel, timedOut bool) {
 		a.edge.bal.Done(m.eng.Now(), a.svc.rep, policies.Timeout, timedOut)
 	}
 	m.eng.Stop(a.tmo)
+	if a.pool != nil && m.poolAbandon(a) {
+		return // never sent: nothing reached the callee
+	}
 	if a.state != attSending {
 		m.countTimedOut(a)
 	}

@@ -176,6 +176,7 @@ type edge struct {
 	// per-attempt timers: the edge's timeout, and those cut short by a
 	// deadline; and its calls' wake-ups (hedges, backoffs)
 	tmoLane, dlLane, wakeLane Lane
+	pool                      *connPool // nil: attempts are sent at once
 }
 
 // step is one entry of a service's calls: members run at once, and the step
@@ -214,7 +215,7 @@ func build(sc *topology.Scenario) (*run, error) {
 			return nil, fmt.Errorf("%s: %w", src, err)
 		}
 	}
-	m.clientDirect = plainEdge(m.client.pe) && m.client.bal == nil && !m.client.hasX
+	m.clientDirect = plainEdge(m.client.pe) && m.client.bal == nil && !m.client.hasX && m.client.pool == nil
 	m.directTimed = m.client.pe.Timeout > 0 || m.deadline > 0
 	m.direct.slots = []*attempt{nil}
 	return m, nil
@@ -387,6 +388,11 @@ func (b *builder) edge(from, tag, zone string, c *topology.Call, field string) (
 		b.outIdx[name] = idx
 	}
 	e.out = idx
+	if c.Pool != nil {
+		if e.pool, err = newConnPool(b.m, e, c.Pool, field); err != nil {
+			return nil, err
+		}
+	}
 	b.m.edges = append(b.m.edges, e)
 	return e, nil
 }

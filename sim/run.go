@@ -450,6 +450,9 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 				opens = e.pe.Breaker.Opens()
 			}
 			es.Add(metrics.EdgeSummaryOf(o.from, o.to, e.pe.Stats, opens))
+			if e.pool != nil {
+				es.AddPool(e.pool.sum)
+			}
 		}
 		es.Ejections = o.ejections()
 		sum.Edges = append(sum.Edges, es)

@@ -134,6 +134,7 @@ type attempt struct {
 	answer     policies.Outcome
 	retryAfter time.Duration
 	dontRetry  bool
+	pool       *poolSlot // its place in the edge's connection pool, if any
 }
 
 // newAttempt takes an attempt record from the pool and enforces the run's
@@ -445,6 +446,9 @@ func (ev *faultEvent) apply(m *run) {
 	s := ev.svc
 	if ev.start {
 		s.cm.FaultStarted(m.eng.Now(), ev.f)
+		if ev.f.ResetConnections {
+			m.resetConnections(s)
+		}
 	} else {
 		s.cm.FaultEnded(m.eng.Now(), ev.f)
 	}

@@ -162,6 +162,16 @@ type Call struct {
 
 	// Timeout bounds each attempt; 0 means none (the deadline still applies).
 	Timeout time.Duration `yaml:"timeout,omitempty"`
+	// PoolTimeout, ConnectTimeout, TLSTimeout and FirstByteTimeout bound
+	// the phases of an attempt beside Timeout; 0 leaves a phase unbounded.
+	// The first three fail the attempt as not_sent.
+	PoolTimeout      time.Duration `yaml:"pool_timeout,omitempty"`
+	ConnectTimeout   time.Duration `yaml:"connect_timeout,omitempty"`
+	TLSTimeout       time.Duration `yaml:"tls_timeout,omitempty"`
+	FirstByteTimeout time.Duration `yaml:"first_byte_timeout,omitempty"`
+	// Pool models the edge's connections; nil means none (every attempt
+	// is sent at once, as before).
+	Pool *Pool `yaml:"pool,omitempty"`
 	// PropagateDeadline gives the callee the remaining end-to-end budget.
 	PropagateDeadline bool `yaml:"propagate_deadline,omitempty"`
 	// Network is the one-way delay of the edge, applied each way.
@@ -214,6 +224,8 @@ func (c *Call) EdgeConfig() policies.EdgeConfig {
 		Timeout: c.Timeout, Retry: c.Retry, Budget: c.Budget, Breaker: c.Breaker,
 		Hedge: c.Hedge, Throttle: c.Throttle, HonorPushback: c.HonorPushback, MaxPushback: c.MaxPushback,
 		SendRate: c.SendRate,
+		Phases: policies.PhaseTimeouts{Pool: c.PoolTimeout, Connect: c.ConnectTimeout,
+			TLS: c.TLSTimeout, FirstByte: c.FirstByteTimeout},
 	}
 }
 
@@ -271,6 +283,9 @@ type Fault struct {
 	CrashBetweenCommitAndPublish float64 `yaml:"crash_between_commit_and_publish,omitempty"`
 	CrashBetweenPublishAndMark   float64 `yaml:"crash_between_publish_and_mark,omitempty"`
 	CrashBetweenEffectAndAck     float64 `yaml:"crash_between_effect_and_ack,omitempty"`
+	// ResetConnections closes every pooled connection to the service when
+	// the fault starts (a deploy): callers must connect and handshake again.
+	ResetConnections bool `yaml:"reset_connections,omitempty"`
 	// Replica, Replicas and ReplicaFraction confine the fault to some
 	// replicas of the service (at most one of them): replica K (0-based),
 	// a list of them, or the first ⌈fraction × replicas⌉. None: every replica.

@@ -439,6 +439,7 @@ func (v *validator) call(c *Call, p string) {
 func (v *validator) callPolicies(c *Call, p string, members int) {
 	v.nonNegative(p+".timeout", c.Timeout)
 	v.nonNegative(p+".max_pushback", c.MaxPushback)
+	v.pool(c, p)
 	if c.Network != nil {
 		v.dist(c.Network, p+".network")
 	}

@@ -16,6 +16,7 @@ func (s *Scenario) Warnings() []string {
 	var out []string
 	client := &s.Workload.Client
 	out = append(out, backoffWarnings("workload.client", client)...)
+	out = append(out, phaseWarnings("workload.client", client)...)
 	for i := range s.Services {
 		svc := &s.Services[i]
 		for _, c := range flatCalls(svc.Calls) {
@@ -25,6 +26,7 @@ func (s *Scenario) Warnings() []string {
 			}
 			out = append(out, backoffWarnings(at, c)...)
 			out = append(out, s.replicaWarnings(at, c)...)
+			out = append(out, phaseWarnings(at, c)...)
 		}
 	}
 	out = append(out, s.replicaWarnings("workload.client", client)...)

@@ -150,3 +150,29 @@ services:
 		t.Errorf("hint:\n%s\nwant:\n%s", h, want)
 	}
 }
+
+func TestPhaseWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    Call
+		want string
+	}{
+		{"no phase timeouts", Call{Timeout: time.Second}, ""},
+		{"pooled", Call{FirstByteTimeout: time.Second, Pool: &Pool{Size: 1}}, ""},
+		{"without a pool", Call{TLSTimeout: time.Second, FirstByteTimeout: time.Second},
+			"c.tls_timeout, c.first_byte_timeout: no effect in the simulator without c.pool (load mode enforces it); add a pool"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := phaseWarnings("c", &tc.c)
+			if tc.want == "" {
+				if len(got) != 0 {
+					t.Errorf("got %q, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0] != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -67,6 +67,7 @@ type loadCommand struct {
 	remote    bool
 	traces    string
 	client    string
+	tlsf      tlsFlags
 	sh        shard.Flags
 	slo       sloFlag
 	live      liveFlags
@@ -105,6 +106,7 @@ func (c *loadCommand) flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.remote, "allow-remote", false, "allow a target (or listen address) off the loopback interface")
 	fs.StringVar(&c.traces, "traces", "", "write OpenTelemetry spans (OTLP JSON lines) to `FILE`: one per attempt, at caller and callee")
 	fs.StringVar(&c.client, "http-client", "lean", "the driver's HTTP client for an http:// target: lean (its own HTTP/1.1 client, fewest allocations) or net (net/http's); https:// and --traces always use net")
+	c.tlsf.loadFlags(fs)
 	c.slo.declare(fs)
 	c.gf.declare(fs)
 	c.sh.Register(fs)
@@ -211,7 +213,7 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 	}
 	sopt := load.ScenarioOptions{
 		Workers: c.workers, Connections: c.conns, AllowRemote: c.remote, Version: version, Progress: bar.update, Grace: c.grace,
-		MaxRequests: c.maxReq, Shard: spec, Epoch: epoch, Tracing: tr, NetHTTP: c.client == "net", OnRow: lv.onRow(ctx, sc.Interval),
+		MaxRequests: c.maxReq, Shard: spec, Epoch: epoch, Tracing: tr, NetHTTP: c.client == "net", TLS: c.tlsf.on, OnRow: lv.onRow(ctx, sc.Interval),
 	}
 	if err := c.gf.scenario(sc, &sopt); err != nil {
 		return errors.Join(err, closeTracing(tr))
@@ -252,6 +254,9 @@ func (c *loadCommand) options() (load.Options, error) {
 	}
 	if opt.Seed == 0 {
 		opt.Seed = 1
+	}
+	if opt.Client, err = c.tlsf.client(c.conns, c.workers); err != nil {
+		return opt, err
 	}
 	if opt.Header, err = parseHeaders(c.headers); err != nil {
 		return opt, &exitError{exitUsage, err}

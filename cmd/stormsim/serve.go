@@ -35,6 +35,7 @@ type serveCommand struct {
 	traces string
 	live   liveFlags
 	proto  string
+	tls    tlsFlags
 }
 
 // flags declares the command's flags on fs.
@@ -46,6 +47,7 @@ func (c *serveCommand) flags(fs *pflag.FlagSet) {
 	fs.Uint64Var(&c.sf.seed, "seed", 0, "random seed (default: the scenario's)")
 	fs.StringVar(&c.traces, "traces", "", "write OpenTelemetry spans (OTLP JSON lines) to `FILE` when stopped: one per attempt, at caller and callee")
 	c.live.declare(fs, false, false)
+	c.tls.serveFlags(fs)
 }
 
 // run runs the command with the arguments left after the flags.
@@ -79,9 +81,12 @@ func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err
 	}
 	cl, err := load.StartCluster(sc, load.ClusterOptions{Listen: c.listen, AllowRemote: c.remote,
 		// A server that runs indefinitely keeps a bounded ledger.
-		LedgerWindow: load.DefaultLedgerWindow, Tracing: tr, Protocol: c.proto})
+		LedgerWindow: load.DefaultLedgerWindow, Tracing: tr, Protocol: c.proto, TLS: c.tls.on})
 	if err != nil {
 		return errors.Join(err, closeTracing(tr))
+	}
+	if err := c.tls.writeCert(cl.CertPEM); err != nil {
+		return errors.Join(err, cl.Close(context.Background()), closeTracing(tr))
 	}
 	defer func() { err = errors.Join(err, closeTracing(tr)) }()
 	if onRow := lv.onRow(ctx, sc.Interval); onRow != nil {

@@ -50,6 +50,7 @@ type tuneCommand struct {
 	out         string
 	verify      string
 	sets        []string
+	phases      phaseTuneFlags
 }
 
 // flags declares the command's flags on fs.
@@ -68,12 +69,16 @@ func (c *tuneCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.out, "out", "", "write plan.txt, plan.json and a latency CDF plot per hop to `DIR`")
 	fs.StringVar(&c.verify, "verify", "", "simulate `SCENARIO` as written and with the plan applied, side by side")
 	fs.StringArrayVar(&c.sets, "set", nil, "override a value of the --verify scenario: `path=value` (repeatable)")
+	c.phases.declare(fs)
 }
 
 // run runs the command with the arguments left after the flags.
 func (c *tuneCommand) run(ctx context.Context, args []string, w io.Writer) error {
 	if len(args) != 0 {
 		return &exitError{exitUsage, fmt.Errorf("unexpected arguments %q (hops go in --hops)", args)}
+	}
+	if c.phases.dir != "" {
+		return c.phases.run(w, c.format)
 	}
 	if len(c.hops) == 0 {
 		return &exitError{exitUsage, fmt.Errorf("--hops: give at least one NAME=SOURCE")}

@@ -364,6 +364,24 @@ var docs = map[string]expDoc{
 			}
 		},
 	},
+	"deploy-reconnect": {
+		rows: func(r *results) [][3]string {
+			row := func(v string) string {
+				x := r.first(v)
+				s, e := x.Summary, x.Summary.Edges[0]
+				return fmt.Sprintf("%d of %d unknown, %d retries, %d duplicates; %d handshakes, pool wait max %.0f ms",
+					s.Requests.Unknown, s.Requests.Offered, e.Retries, s.Duplicates, e.Pool.Handshakes, e.Pool.WaitMaxMs)
+			}
+			return [][3]string{
+				{"one 100 ms timeout per attempt", "a spike of timeouts and retries", row("baseline")},
+				{"phase timeouts + transparent retry", "no spike", row("phase-timeouts")},
+			}
+		},
+		plots: []plotSpec{
+			{"goodput", "goodput", "goodput: a deploy resets every connection at 20 s", "requests/s", false, nil},
+			{"retries", "retries/client->api", "client retries after the reset", "retries per interval", false, nil},
+		},
+	},
 	"lost-response": {
 		rows: func(r *results) [][3]string {
 			b, k := r.first("baseline"), r.first("idempotency-keys")

@@ -1,0 +1,361 @@
+package load
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/policies"
+)
+
+// Phase is a phase of an HTTP attempt (metrics.PhaseNames, shifted by one:
+// PhaseNone marks an attempt that did not fail).
+type Phase uint8
+
+// The phases of an attempt, in order.
+const (
+	PhaseNone Phase = iota
+	PhasePool
+	PhaseDNS
+	PhaseConnect
+	PhaseTLS
+	PhaseWrite
+	PhaseFirstByte
+	PhaseRead
+	numPhases
+)
+
+// String returns the phase's name as in the results ("pool_wait", ...).
+func (p Phase) String() string {
+	if p == PhaseNone || p >= numPhases {
+		return "none"
+	}
+	return metrics.PhaseNames[p-1]
+}
+
+// Sent reports whether an attempt that failed in phase p may have reached
+// its target: from the write on, some of the request may have left.
+func (p Phase) Sent() bool { return p >= PhaseWrite || p == PhaseNone }
+
+// errPhaseTimeout is the cancellation cause of an attempt whose phase
+// timeout (pool_timeout, connect_timeout, tls_timeout, first_byte_timeout)
+// ran out.
+type errPhaseTimeout struct{ phase Phase }
+
+func (e errPhaseTimeout) Error() string { return fmt.Sprintf("load: %s timeout", e.phase) }
+
+// phaseTrace follows one attempt through its phases with
+// net/http/httptrace, enforcing the edge's phase timeouts. The transport
+// calls its hooks from its own goroutines, hence the mutex.
+type phaseTrace struct {
+	mu      sync.Mutex
+	lim     policies.PhaseTimeouts
+	cancel  context.CancelCauseFunc
+	started [numPhases]time.Time
+	dur     [numPhases]time.Duration
+	open    [numPhases]bool // started and not ended
+	ended   [numPhases]bool
+	timer   [numPhases]*time.Timer
+	reused  bool
+	waited  bool // GotConn found no idle connection at once
+	// rec counts connections dialed and handshakes from the hooks
+	// themselves: a dial the attempt started may end after the attempt
+	// got another connection and finished.
+	rec *PhaseRecorder
+}
+
+func (t *phaseTrace) begin(p Phase, limit time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.started[p], t.open[p] = time.Now(), true
+	if limit > 0 && t.cancel != nil {
+		t.timer[p] = time.AfterFunc(limit, func() { t.cancel(errPhaseTimeout{p}) })
+	}
+}
+
+func (t *phaseTrace) end(p Phase) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.open[p] {
+		return
+	}
+	t.open[p], t.ended[p] = false, true
+	t.dur[p] = time.Since(t.started[p])
+	if t.timer[p] != nil {
+		t.timer[p].Stop()
+	}
+}
+
+// stop stops every phase timer.
+func (t *phaseTrace) stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, tm := range t.timer {
+		if tm != nil {
+			tm.Stop()
+		}
+	}
+}
+
+// failedIn is the innermost phase started and not ended.
+func (t *phaseTrace) failedIn() Phase {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, p := range []Phase{PhaseTLS, PhaseConnect, PhaseDNS, PhasePool, PhaseWrite, PhaseFirstByte, PhaseRead} {
+		if t.open[p] {
+			return p
+		}
+	}
+	if !t.ended[PhasePool] {
+		return PhasePool // failed before asking for a connection
+	}
+	return PhaseRead
+}
+
+func (t *phaseTrace) clientTrace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GetConn: func(string) { t.begin(PhasePool, t.lim.Pool) },
+		GotConn: func(i httptrace.GotConnInfo) {
+			t.mu.Lock()
+			t.reused, t.waited = i.Reused, !i.WasIdle
+			t.mu.Unlock()
+			t.end(PhasePool)
+			t.begin(PhaseWrite, 0)
+		},
+		DNSStart:     func(httptrace.DNSStartInfo) { t.begin(PhaseDNS, 0) },
+		DNSDone:      func(httptrace.DNSDoneInfo) { t.end(PhaseDNS) },
+		ConnectStart: func(string, string) { t.begin(PhaseConnect, t.lim.Connect) },
+		ConnectDone: func(_, _ string, err error) {
+			if err == nil {
+				if t.rec != nil {
+					t.rec.dialed.Add(1)
+				}
+				t.end(PhaseConnect)
+			}
+		},
+		TLSHandshakeStart: func() { t.begin(PhaseTLS, t.lim.TLS) },
+		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
+			if err == nil {
+				if t.rec != nil {
+					t.rec.shook.Add(1)
+				}
+				t.end(PhaseTLS)
+			}
+		},
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			t.end(PhaseWrite)
+			t.begin(PhaseFirstByte, t.lim.FirstByte)
+		},
+		GotFirstResponseByte: func() {
+			t.end(PhaseFirstByte)
+			t.begin(PhaseRead, 0)
+		},
+	}
+}
+
+// tracedSend is one traced attempt: its trace and whether its edge asked
+// for phase semantics. A nil *tracedSend classifies as Send always did.
+type tracedSend struct {
+	t          *phaseTrace
+	phaseAware bool
+}
+
+func (ts *tracedSend) failed(an Answer, ctx context.Context) Answer {
+	if ts == nil {
+		return an
+	}
+	return ts.t.classify(an, context.Cause(ctx), ts.phaseAware)
+}
+
+// SendTraced is Send with the attempt's phases followed through
+// net/http/httptrace: its phase timeouts (lim) are enforced, a failure is
+// classified by the phase it failed in (Answer.Phase, Answer.NotSent), and
+// rec, if not nil, records the phases. With phaseAware a failure before
+// the request was written reaches the policy as NotSent; without it, as
+// the class Send gives it (a refused connection is Unavailable), so edges
+// that ask for no phase semantics behave as before.
+func SendTraced(ctx context.Context, client *http.Client, a *Attempt, lim policies.PhaseTimeouts, phaseAware bool, rec *PhaseRecorder) Answer {
+	return sendTraced(ctx, client, nil, a, lim, phaseAware, rec)
+}
+
+// sendTraced is SendTraced through rt directly when it is not nil (send).
+func sendTraced(ctx context.Context, client *http.Client, rt http.RoundTripper, a *Attempt, lim policies.PhaseTimeouts, phaseAware bool, rec *PhaseRecorder) Answer {
+	t := &phaseTrace{lim: lim, rec: rec}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	t.cancel = cancel
+	ctx = httptrace.WithClientTrace(ctx, t.clientTrace())
+	an := send(ctx, client, rt, a, &tracedSend{t: t, phaseAware: phaseAware})
+	t.end(PhaseRead)
+	t.stop()
+	if rec != nil {
+		rec.record(t, an)
+	}
+	return an
+}
+
+// classify refines the answer of a failed attempt with the phase it
+// failed in: one that never left the caller is not sent, and with
+// phaseAware (the edge asked for phase semantics) the policy sees it as
+// NotSent; a phase timeout in the first byte is a Timeout.
+func (t *phaseTrace) classify(an Answer, cause error, phaseAware bool) Answer {
+	var pt errPhaseTimeout
+	if errors.As(cause, &pt) {
+		an.Phase = pt.phase
+		an.NotSent = !pt.phase.Sent()
+		an.Kind = KindTimeout
+		an.Outcome = policies.Timeout
+		if an.NotSent {
+			an.Outcome = policies.NotSent
+		}
+		return an
+	}
+	an.Phase = t.failedIn()
+	an.NotSent = !an.Phase.Sent()
+	if an.NotSent && phaseAware && an.Kind != KindCanceled && an.Kind != KindTimeout {
+		an.Outcome = policies.NotSent
+	}
+	return an
+}
+
+// phaseBuckets are log-spaced upper bounds: 2^(i/8) µs, so a quantile
+// read from them is within 9%.
+const phaseBuckets = 8 * 27 // up to 2^27 µs ≈ 134 s
+
+func phaseBucket(d time.Duration) int {
+	us := float64(d) / float64(time.Microsecond)
+	if us <= 1 {
+		return 0
+	}
+	return min(int(math.Ceil(8*math.Log2(us))), phaseBuckets-1)
+}
+
+func phaseBound(i int) float64 { return math.Exp2(float64(i)/8) / 1000 } // ms
+
+// phaseHist is a concurrent histogram of one phase's durations.
+type phaseHist struct {
+	counts [phaseBuckets]atomic.Int64
+	n      atomic.Int64
+	sumNs  atomic.Int64
+	maxNs  atomic.Int64
+}
+
+func (h *phaseHist) add(d time.Duration) {
+	h.counts[phaseBucket(d)].Add(1)
+	h.n.Add(1)
+	h.sumNs.Add(int64(d))
+	for {
+		m := h.maxNs.Load()
+		if int64(d) <= m || h.maxNs.CompareAndSwap(m, int64(d)) {
+			return
+		}
+	}
+}
+
+func (h *phaseHist) quantile(q float64, n int64) float64 {
+	want := int64(math.Ceil(q * float64(n)))
+	var c int64
+	for i := range h.counts {
+		if c += h.counts[i].Load(); c >= want {
+			return phaseBound(i)
+		}
+	}
+	return phaseBound(phaseBuckets - 1)
+}
+
+func (h *phaseHist) stat() metrics.PhaseStat {
+	n := h.n.Load()
+	if n == 0 {
+		return metrics.PhaseStat{}
+	}
+	mx := float64(h.maxNs.Load()) / 1e6
+	// A bucket's upper bound may lie beyond the largest sample.
+	return metrics.PhaseStat{Count: n, MeanMs: float64(h.sumNs.Load()) / float64(n) / 1e6,
+		P50Ms: min(h.quantile(0.5, n), mx), P99Ms: min(h.quantile(0.99, n), mx), MaxMs: mx}
+}
+
+// PhaseRecorder collects an edge's attempt phases (SendTraced); it is
+// safe for concurrent use. The zero PhaseRecorder is ready.
+type PhaseRecorder struct {
+	hist                  [numPhases]phaseHist
+	cold, warm            phaseHist // answered attempts on a new / reused connection
+	failed                [numPhases]atomic.Int64
+	notSent               atomic.Int64
+	dialed, shook, reused atomic.Int64
+	traced                atomic.Int64 // attempts recorded
+	waited                atomic.Int64 // attempts that found no idle connection
+}
+
+// record adds one attempt's phases and, if it failed, its phase.
+func (r *PhaseRecorder) record(t *phaseTrace, an Answer) {
+	r.traced.Add(1)
+	t.mu.Lock()
+	for p := PhasePool; p < numPhases; p++ {
+		if t.ended[p] {
+			r.hist[p].add(t.dur[p])
+		}
+	}
+	reused, waited := t.reused, t.waited && t.ended[PhasePool]
+	var total time.Duration
+	for _, p := range []Phase{PhasePool, PhaseWrite, PhaseFirstByte, PhaseRead} {
+		total += t.dur[p] // the pool wait includes a new connection's dial
+	}
+	answered := t.ended[PhasePool] && an.Phase == PhaseNone
+	t.mu.Unlock()
+	if answered {
+		if reused {
+			r.warm.add(total)
+		} else {
+			r.cold.add(total)
+		}
+	}
+	if reused {
+		r.reused.Add(1)
+	}
+	if waited {
+		r.waited.Add(1)
+	}
+	if an.Phase != PhaseNone {
+		r.failed[an.Phase].Add(1)
+	}
+	if an.NotSent {
+		r.notSent.Add(1)
+	}
+}
+
+// Report is the recorder's account for the results; nil when no attempt
+// was traced (the lean client traces none), so that the results do not
+// claim zeros they did not measure.
+func (r *PhaseRecorder) Report() *metrics.PhaseReport {
+	if r.traced.Load() == 0 {
+		return nil
+	}
+	out := &metrics.PhaseReport{Phases: map[string]metrics.PhaseStat{},
+		NotSent: r.notSent.Load(), NewConnections: r.dialed.Load(), Handshakes: r.shook.Load(), Reused: r.reused.Load(),
+		Waited: r.waited.Load()}
+	for name, h := range map[string]*phaseHist{metrics.PhaseCold: &r.cold, metrics.PhaseWarm: &r.warm} {
+		if s := h.stat(); s.Count > 0 {
+			out.Phases[name] = s
+		}
+	}
+	for p := PhasePool; p < numPhases; p++ {
+		if s := r.hist[p].stat(); s.Count > 0 {
+			out.Phases[p.String()] = s
+		}
+		if n := r.failed[p].Load(); n > 0 {
+			if out.FailedIn == nil {
+				out.FailedIn = map[string]int64{}
+			}
+			out.FailedIn[p.String()] += n
+		}
+	}
+	return out
+}

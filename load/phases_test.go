@@ -1,0 +1,210 @@
+package load
+
+import (
+	"context"
+	"crypto/tls"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stormsim/stormsim/policies"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// silentListener accepts TCP connections and never answers: a TLS
+// handshake against it never completes.
+func silentListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+func newClient() *http.Client {
+	tr := NewTransport(1)
+	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} // a test listener
+	return &http.Client{Transport: tr}
+}
+
+func TestSendTracedPhases(t *testing.T) {
+	// The slow server reads the whole request, then answers after 2s: a
+	// request it got, whose answer comes too late.
+	var got atomic.Int64
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		select {
+		case <-time.After(2 * time.Second):
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	closed, silent := closedPort(t), silentListener(t)
+	for _, tc := range []struct {
+		name      string
+		url       string
+		timeout   time.Duration
+		lim       policies.PhaseTimeouts
+		aware     bool
+		phase     Phase
+		notSent   bool
+		outcome   policies.Outcome
+		reachedBy int64 // requests the slow server saw
+	}{
+		{"closed port", "http://" + closed + "/", time.Second, policies.PhaseTimeouts{}, true, PhaseConnect, true, policies.NotSent, 0},
+		{"closed port, edge without phase semantics", "http://" + closed + "/", time.Second, policies.PhaseTimeouts{}, false, PhaseConnect, true, policies.Unavailable, 0},
+		{"tls never completes, tls_timeout", "https://" + silent + "/", time.Second, policies.PhaseTimeouts{TLS: 100 * time.Millisecond}, true, PhaseTLS, true, policies.NotSent, 0},
+		{"tls never completes, attempt timeout", "https://" + silent + "/", 150 * time.Millisecond, policies.PhaseTimeouts{}, true, PhaseTLS, true, policies.Timeout, 0},
+		{"sent write, attempt timeout", slow.URL, 150 * time.Millisecond, policies.PhaseTimeouts{}, true, PhaseFirstByte, false, policies.Timeout, 1},
+		{"sent write, first_byte_timeout", slow.URL, time.Second, policies.PhaseTimeouts{FirstByte: 100 * time.Millisecond}, true, PhaseFirstByte, false, policies.Timeout, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := got.Load()
+			var rec PhaseRecorder
+			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
+			defer cancel()
+			an := SendTraced(ctx, newClient(), &Attempt{Method: "POST", URL: tc.url, Write: true, Number: 1}, tc.lim, tc.aware, &rec)
+			require.Equal(t, tc.phase, an.Phase, "phase")
+			require.Equal(t, tc.notSent, an.NotSent, "not sent")
+			require.Equal(t, tc.outcome, an.Outcome, "outcome")
+			require.Eventually(t, func() bool { return got.Load()-before == tc.reachedBy }, time.Second, 10*time.Millisecond)
+			rep := rec.Report()
+			require.Equal(t, int64(1), rep.FailedIn[tc.phase.String()])
+			if tc.notSent {
+				require.Equal(t, int64(1), rep.NotSent)
+			} else {
+				require.Zero(t, rep.NotSent)
+			}
+		})
+	}
+}
+
+// TestSendTracedPoolWait: with one connection busy, a second attempt waits
+// in the pool and its pool_timeout fails it not_sent.
+func TestSendTracedPoolWait(t *testing.T) {
+	release, entered := make(chan struct{}), make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	client := newClient()
+	var rec PhaseRecorder
+	go SendTraced(context.Background(), client, &Attempt{Method: "GET", URL: srv.URL, Number: 1}, policies.PhaseTimeouts{}, true, &rec)
+	select {
+	case <-entered: // the one connection is busy
+	case <-time.After(2 * time.Second):
+		t.Fatal("the first attempt never reached the server")
+	}
+	an := SendTraced(context.Background(), client, &Attempt{Method: "GET", URL: srv.URL, Number: 1}, policies.PhaseTimeouts{Pool: 50 * time.Millisecond}, true, &rec)
+	require.Equal(t, PhasePool, an.Phase)
+	require.True(t, an.NotSent)
+	require.Equal(t, policies.NotSent, an.Outcome)
+}
+
+// TestTransparentRetryLoad: a write over a closed port fails not_sent; the
+// transparent retry sends it once more, and the call fails (definitely:
+// nothing was sent), never unknown.
+func TestTransparentRetryLoad(t *testing.T) {
+	edge, err := policies.NewEdge(policies.EdgeConfig{Timeout: time.Second, Retry: policies.RetryConfig{Transparent: true}}, rand.New(rand.NewPCG(1, 2)))
+	require.NoError(t, err)
+	ec := NewEdgeClient(time.Now(), newClient(), edge, nil)
+	res := ec.Do(context.Background(), policies.CallOptions{Write: true, Counted: true}, &Attempt{Method: "POST", URL: "http://" + closedPort(t) + "/", Write: true}, nil)
+	require.Equal(t, policies.Failed, res.Result)
+	require.Equal(t, policies.NotSent, res.Outcome)
+	require.Equal(t, 2, res.Attempts)
+	st := ec.Stats()
+	require.Equal(t, int64(1), st.TransparentRetries)
+	require.Equal(t, int64(2), st.NotSent)
+	rep := ec.Phases.Report()
+	require.Equal(t, int64(2), rep.NotSent)
+	require.Equal(t, int64(2), rep.FailedIn["connect"])
+}
+
+// TestRunPhaseAwareUsesNetHTTP: the lean client traces no phases, so a run
+// whose client policy has phase semantics (here a transparent retry) is
+// driven with net/http's: its not-sent attempts are counted by phase.
+func TestRunPhaseAwareUsesNetHTTP(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy topology.Call
+		phases bool
+	}{
+		{"transparent retry: net/http, traced", topology.Call{Timeout: time.Second, Retry: policies.RetryConfig{Transparent: true}}, true},
+		{"no phase semantics: the lean client, no phases", topology.Call{Timeout: time.Second}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Run(context.Background(), Options{Target: "http://" + closedPort(t) + "/", Pacer: ConstantPacer{Rate: 50, Duration: 200 * time.Millisecond},
+				Duration: 200 * time.Millisecond, Policy: tc.policy, Workers: 4})
+			require.NoError(t, err)
+			e := res.Summary.Edges[0]
+			require.Positive(t, e.Calls)
+			if !tc.phases {
+				require.Nil(t, e.Phases, "the lean client reports no phases")
+				require.Zero(t, e.NotSent, "a refused connection stays unavailable for the policy")
+				return
+			}
+			require.Equal(t, 2*e.Calls, e.Phases.NotSent, "each call: the attempt and its transparent retry")
+			require.Equal(t, e.Phases.NotSent, e.Phases.FailedIn["connect"])
+			require.Equal(t, e.Calls, e.TransparentRetries)
+			require.Equal(t, e.Calls, e.Failed, "definite failures, never unknown")
+		})
+	}
+}
+
+// TestPhaseHistQuantiles: quantiles read from the log buckets lie within
+// one bucket (a factor 2^(1/8), +9%) above the exact ones, and never above
+// the largest sample.
+func TestPhaseHistQuantiles(t *testing.T) {
+	var h phaseHist
+	for i := 1; i <= 1000; i++ {
+		h.add(time.Duration(i) * 10 * time.Microsecond) // 0.01ms … 10ms
+	}
+	s := h.stat()
+	require.Equal(t, int64(1000), s.Count)
+	require.InDelta(t, 5.005, s.MeanMs, 1e-9)
+	for _, c := range []struct{ got, exact float64 }{{s.P50Ms, 5}, {s.P99Ms, 9.9}} {
+		require.GreaterOrEqual(t, c.got, c.exact)
+		require.LessOrEqual(t, c.got, c.exact*1.0906)
+	}
+	require.Equal(t, 10.0, s.MaxMs)
+	require.LessOrEqual(t, s.P99Ms, s.MaxMs)
+}

@@ -1,0 +1,31 @@
+package metrics
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestFormatTextConnLines(t *testing.T) {
+	s := &Summary{Scenario: "x", Edges: []EdgeSummary{
+		{From: "client", To: "api"},
+		{From: "client", To: "db", Pool: &PoolSummary{Acquired: 10, Waited: 3, WaitMeanMs: 1.5, WaitMaxMs: 20, Handshakes: 4, TLSTimeouts: 2}},
+		{From: "api", To: "db", Phases: &PhaseReport{Phases: map[string]PhaseStat{"tls": {Count: 3, P99Ms: 12}, "first_byte": {Count: 9, P99Ms: 40}},
+			FailedIn: map[string]int64{"connect": 2}, NotSent: 2, NewConnections: 3, Reused: 6}},
+	}}
+	var b bytes.Buffer
+	if err := FormatText(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"pool       client->db: 3 of 10 attempts waited for a connection, mean 1.50 ms, max 20.0 ms; 4 handshakes; not sent 2 (pool 0, connect 0, tls 2)\n",
+		"phases     api->db p99 ms: tls 12.0, first_byte 40.0; not sent 2; failed in: connect 2; 3 new connections, 6 reused\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("missing %q in\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "client->api") {
+		t.Errorf("an edge without pool or phases printed a line:\n%s", b.String())
+	}
+}
