@@ -104,7 +104,34 @@ func reportFigures(files []string) ([]figureData, error) {
 	return out, nil
 }
 
+// phaseRow is one line of the report's phase table.
+type phaseRow struct {
+	Name string
+	metrics.PhaseStat
+	Failed int64
+}
+
 var reportFuncs = template.FuncMap{
+	// hasConn says whether any edge has a connection pool or phases.
+	"hasConn": func(edges []metrics.EdgeSummary) bool {
+		for _, e := range edges {
+			if e.Pool != nil || e.Phases != nil {
+				return true
+			}
+		}
+		return false
+	},
+	// phaseRows lists an edge's measured phases in the order they happen,
+	// then the whole time of cold and warm attempts.
+	"phaseRows": func(ph *metrics.PhaseReport) []phaseRow {
+		var rows []phaseRow
+		for _, name := range append(append([]string{}, metrics.PhaseNames...), metrics.PhaseCold, metrics.PhaseWarm) {
+			if st, ok := ph.Phases[name]; ok {
+				rows = append(rows, phaseRow{Name: name, PhaseStat: st, Failed: ph.FailedIn[name]})
+			}
+		}
+		return rows
+	},
 	"num": func(x float64) string {
 		switch ax := max(x, -x); {
 		case ax >= 100:
@@ -217,6 +244,17 @@ figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }
 <tr><th>edge</th><th>calls</th><th>attempts</th><th>retries</th><th>denied (budget)</th><th>denied (deadline)</th><th>breaker fast-fails</th><th>hedges sent / won</th><th>ok</th><th>failed</th><th>unknown</th></tr>
 {{range .S.Edges}}<tr><td>{{.From}} → {{.To}}</td><td>{{.Calls}}</td><td>{{.Attempts}}</td><td>{{.Retries}}</td><td>{{.RetriesDenied}}</td><td>{{.RetriesDeadline}}</td><td>{{.BreakerFastFail}}</td><td>{{.HedgesSent}} / {{.HedgesWon}}</td><td>{{.Succeeded}}</td><td>{{.Failed}}</td><td>{{.Unknown}}</td></tr>
 {{end}}</table>{{end}}
+
+{{if hasConn .S.Edges}}<h2>Where the time went</h2>
+<p>Connection pools (simulator) and the phases of each attempt (load mode). Attempts that failed before any byte was written (not sent) cannot have reached the callee.</p>
+{{range $e := .S.Edges}}{{with $e.Pool}}<table>
+<tr><th>pool {{$e.From}} → {{$e.To}}</th><th>acquired</th><th>waited</th><th>mean wait (ms)</th><th>max wait (ms)</th><th>handshakes</th><th>not sent: pool / connect / tls</th><th>resets</th></tr>
+<tr><td></td><td>{{.Acquired}}</td><td>{{.Waited}}</td><td>{{num .WaitMeanMs}}</td><td>{{num .WaitMaxMs}}</td><td>{{.Handshakes}}</td><td>{{.PoolTimeouts}} / {{.ConnectTimeouts}} / {{.TLSTimeouts}}</td><td>{{.Resets}}</td></tr>
+</table>{{end}}{{with $e.Phases}}<table>
+<tr><th>phases {{$e.From}} → {{$e.To}}</th><th>attempts</th><th>mean (ms)</th><th>p50 (ms)</th><th>p99 (ms)</th><th>max (ms)</th><th>failed in it</th></tr>
+{{range phaseRows .}}<tr><td>{{.Name}}</td><td>{{.Count}}</td><td>{{num .MeanMs}}</td><td>{{num .P50Ms}}</td><td>{{num .P99Ms}}</td><td>{{num .MaxMs}}</td><td>{{.Failed}}</td></tr>
+{{end}}<tr><td colspan="7">not sent {{.NotSent}}; {{.NewConnections}} new connections, {{.Handshakes}} handshakes, {{.Reused}} attempts on a reused one, {{.Waited}} waited for one</td></tr>
+</table>{{end}}{{end}}{{end}}
 
 {{if .Result.Faults}}<h2>Faults</h2>
 <table>

@@ -263,3 +263,38 @@ func reportPage(t *testing.T, r *metrics.Result) string {
 	}
 	return string(b)
 }
+
+// The report shows where an attempt's time went when the edges carry a
+// connection pool (simulator) or measured phases (load mode), and says
+// nothing of it otherwise.
+func TestReportConnectionPhases(t *testing.T) {
+	edge := metrics.EdgeSummary{From: "front", To: "back", Calls: 10, Attempts: 12}
+	plain := &metrics.Result{Summary: metrics.Summary{Scenario: "plain", Status: "complete", Edges: []metrics.EdgeSummary{edge}}}
+	if page := reportPage(t, plain); strings.Contains(page, "Where the time went") {
+		t.Error("a report without pools or phases has a phase section")
+	}
+	edge.Pool = &metrics.PoolSummary{Acquired: 12, Waited: 5, WaitMeanMs: 1.5, WaitMaxMs: 9, Handshakes: 4, ConnectTimeouts: 2, Resets: 1}
+	edge.Phases = &metrics.PhaseReport{
+		Phases: map[string]metrics.PhaseStat{
+			"connect":         {Count: 4, MeanMs: 2, P50Ms: 2, P99Ms: 3, MaxMs: 3},
+			"first_byte":      {Count: 10, MeanMs: 20, P50Ms: 18, P99Ms: 45, MaxMs: 50},
+			metrics.PhaseCold: {Count: 4, MeanMs: 30, P50Ms: 28, P99Ms: 60, MaxMs: 61},
+		},
+		FailedIn: map[string]int64{"connect": 2},
+		NotSent:  2, NewConnections: 4, Handshakes: 4, Reused: 8, Waited: 5,
+	}
+	r := &metrics.Result{Summary: metrics.Summary{Scenario: "phases", Status: "complete", Edges: []metrics.EdgeSummary{edge}}}
+	page := reportPage(t, r)
+	for _, want := range []string{
+		"<h2>Where the time went</h2>",
+		"<th>pool front → back</th>",
+		"<td></td><td>12</td><td>5</td><td>1.50</td><td>9.00</td><td>4</td><td>0 / 2 / 0</td><td>1</td>",
+		// In the order they happen, the cold attempts last.
+		"<td>connect</td><td>4</td><td>2.00</td><td>2.00</td><td>3.00</td><td>3.00</td><td>2</td></tr>\n<tr><td>first_byte</td><td>10</td><td>20.0</td><td>18.0</td><td>45.0</td><td>50.0</td><td>0</td></tr>\n<tr><td>attempt_cold</td>",
+		"not sent 2; 4 new connections, 4 handshakes, 8 attempts on a reused one, 5 waited for one",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
