@@ -119,16 +119,9 @@ func (ec *EdgeClient) Ejections() int64 {
 
 // pick chooses the replica of attempt a (under mu) and points a at it.
 func (ec *EdgeClient) pick(a *Attempt, tried *[]int) {
-	var avoid []int
-	if ec.otherHost {
-		avoid = *tried
-	}
 	ec.mu.Lock()
-	i := ec.bal.Pick(time.Since(ec.Epoch), avoid)
+	i := ec.bal.PickNext(time.Since(ec.Epoch), ec.otherHost, tried)
 	ec.mu.Unlock()
-	if ec.otherHost {
-		*tried = append(*tried, i)
-	}
 	a.URL, a.url, a.replica = ec.urls[i], ec.parsed[i], i
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -561,7 +562,7 @@ func (d *driver) serve(ctx, hard context.Context, j job, attempts *sync.WaitGrou
 	hard, sp := opt.Tracing.startRequest(hard, id)
 	ec := d.ec
 	if d.ecs != nil {
-		ec = d.ecs[j.n%uint64(len(d.ecs))]
+		ec = d.ecs[model.InstanceOf(j.n, len(d.ecs))]
 	}
 	res := ec.Do(hard, co, &a, attempts)
 	endRequest(sp, res.Result)

@@ -213,6 +213,22 @@ func (b *Balancer) p2c(cand []int) int {
 	return i
 }
 
+// PickNext chooses the replica for a call's next attempt. With otherHost
+// (retry.other_host, Envoy's previous_hosts predicate) the replicas in
+// *tried are avoided while another remains, and the pick joins them; the
+// simulator and serve's callers both keep tried per call.
+func (b *Balancer) PickNext(now time.Duration, otherHost bool, tried *[]int) int {
+	var avoid []int
+	if otherHost {
+		avoid = *tried
+	}
+	i := b.Pick(now, avoid)
+	if otherHost {
+		*tried = append(*tried, i)
+	}
+	return i
+}
+
 // Done records at now that the attempt sent to replica i ended: answered
 // with outcome o, or timed out by its caller (o = policies.Timeout). A
 // failure (error, unavailable, timeout) counts toward the replica's

@@ -64,6 +64,11 @@ func ReplicaTag(rep int) string {
 	return fmt.Sprintf("#r%d", rep)
 }
 
+// InstanceOf is the client instance of a fleet of instances that sends
+// request n (0-based, in arrival order): requests go round the instances,
+// spread evenly, in the simulator and in load mode alike.
+func InstanceOf(n uint64, instances int) int { return int(n % uint64(instances)) }
+
 // InstanceTag names client instance k of a fleet in its edge's stream.
 func InstanceTag(k int) string {
 	if k == 0 {

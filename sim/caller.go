@@ -359,7 +359,7 @@ func (m *run) startRequest(client int, write bool) {
 		return
 	}
 	if m.fleet != nil {
-		m.startCall(nil, req, m.fleet[(req.id-1)%uint64(len(m.fleet))])
+		m.startCall(nil, req, m.fleet[model.InstanceOf(req.id-1, len(m.fleet))])
 		return
 	}
 	m.startCall(nil, req, m.client)

@@ -17,15 +17,7 @@ import (
 // by e's balancer; with retry.other_host the replicas cr already tried are
 // avoided while another remains.
 func (m *run) pickReplica(cr *callRun, e *edge) *service {
-	var avoid []int
-	if e.otherHost {
-		avoid = cr.tried
-	}
-	i := e.bal.Pick(m.eng.Now(), avoid)
-	if e.otherHost {
-		cr.tried = append(cr.tried, i)
-	}
-	return e.reps[i]
+	return e.reps[e.bal.PickNext(m.eng.Now(), e.otherHost, &cr.tried)]
 }
 
 // svcTotals are a service's counters and time integrals summed over its
