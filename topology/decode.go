@@ -234,7 +234,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string, depth
 			continue // a top-level extension key: a place to keep YAML anchors
 		}
 		if !ok {
-			kp = joinPath(path, shorten(key))
+			kp = joinPath(path, Shorten(key))
 			if s := suggest(key, slices.Sorted(maps.Keys(fields))); s != "" {
 				d.add(kn, kp, "unknown key (did you mean %s?)", s)
 			} else {

@@ -33,7 +33,7 @@ func validName(name string) bool {
 func (v *validator) names() {
 	for i, s := range v.sc.Services {
 		if s.Name != "" && !validName(s.Name) {
-			v.add(fmt.Sprintf("services[%d].name", i), "%q: want at most %d ASCII letters, digits, '-', '_', '.' or '~', starting with a letter or digit (the name is a URL path, a column and a file name)", shorten(s.Name), MaxNameLen)
+			v.add(fmt.Sprintf("services[%d].name", i), "%q: want at most %d ASCII letters, digits, '-', '_', '.' or '~', starting with a letter or digit (the name is a URL path, a column and a file name)", Shorten(s.Name), MaxNameLen)
 		}
 	}
 }

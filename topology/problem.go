@@ -154,8 +154,10 @@ func thousands(n int) string {
 // maxShown bounds how much of a key a problem quotes.
 const maxShown = 64
 
-// shorten cuts s to maxShown bytes (at a rune boundary), marking the cut.
-func shorten(s string) string {
+// Shorten cuts s to maxShown bytes (at a rune boundary), marking the cut, so
+// an error message quoting an untrusted value (a key, a name, a line of a
+// samples file) stays one readable line however long the value is.
+func Shorten(s string) string {
 	if len(s) <= maxShown {
 		return s
 	}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stormsim/stormsim/topology"
 )
 
 // maxLatency bounds a single parsed latency, so that absurd values fail
@@ -86,7 +88,7 @@ func readCSV(r io.Reader, name, column string, unit time.Duration) ([]time.Durat
 	}
 	if idx < 0 {
 		line, _ := cr.FieldPos(0)
-		return nil, fmt.Errorf("%s:%d: no column %q (columns: %s)", name, line, column, strings.Join(header, ", "))
+		return nil, fmt.Errorf("%s:%d: no column %q (columns: %s)", name, line, column, topology.Shorten(strings.Join(header, ", ")))
 	}
 	var out []time.Duration
 	for {
@@ -135,17 +137,17 @@ func parseLatency(s string, unit time.Duration) (time.Duration, error) {
 	if err != nil {
 		d, derr := time.ParseDuration(s)
 		if derr != nil {
-			return 0, fmt.Errorf("bad number %q", s)
+			return 0, fmt.Errorf("bad number %q", topology.Shorten(s))
 		}
 		v = float64(d) / float64(unit)
 	}
 	switch {
 	case math.IsNaN(v) || math.IsInf(v, 0):
-		return 0, fmt.Errorf("bad number %q", s)
+		return 0, fmt.Errorf("bad number %q", topology.Shorten(s))
 	case v < 0:
-		return 0, fmt.Errorf("negative latency %q", s)
+		return 0, fmt.Errorf("negative latency %q", topology.Shorten(s))
 	case v*float64(unit) > float64(maxLatency):
-		return 0, fmt.Errorf("latency %q exceeds %v", s, maxLatency)
+		return 0, fmt.Errorf("latency %q exceeds %v", topology.Shorten(s), maxLatency)
 	}
 	return time.Duration(math.Round(v * float64(unit))), nil
 }

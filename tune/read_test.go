@@ -56,6 +56,8 @@ func TestReadErrors(t *testing.T) {
 		{"csv bad number", "ts,latency\n1,2\n2,x\n", "latency"},
 		{"csv empty cell", "ts,latency\n1,\n", "latency"},
 		{"csv ragged", "ts,latency\n1,2\n3\n", "latency"},
+		// A line of garbage is quoted shortened, not whole.
+		{"long line", "1\n" + strings.Repeat("x", 5000) + "\n", ""},
 	}
 	var buf bytes.Buffer
 	for _, c := range samples {
