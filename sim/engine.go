@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math/bits"
 	"time"
 )
 
@@ -28,7 +29,48 @@ type event struct {
 const (
 	notQueued = -1 // free, or run
 	inLane    = -2 // waiting in a lane behind its head
+	inRing    = -3 // in a bucket of the ring
 )
+
+// The ring holds the events due soon: ringSize buckets of 2^ringShift ns
+// each, covering a window of about a millisecond ahead of now. Retry-storm
+// scenarios schedule nearly every event (a network hop, a service time)
+// microseconds ahead, so most events go in and out of a bucket in O(1),
+// without the binary heap's comparisons, half of them mispredicted.
+// Events further ahead, and those finding their bucket full, go to the
+// heap; the next event is the earlier of the ring's first and the heap's
+// top, so which one holds an event changes the cost, never the order.
+const (
+	ringShift = 7
+	ringSize  = 1024
+	ringMask  = ringSize - 1
+	ringWords = ringSize / 64
+	// bucketMax bounds a bucket (kept sorted by insertion): a burst of
+	// events within one bucket's width goes to the heap beyond it.
+	bucketMax = 4
+)
+
+// ring is a calendar queue of the events due within its window: bucket b
+// holds, in (time, sequence) order, those whose time in units of the
+// bucket width is b modulo ringSize. Every event in it is due before
+// now's bucket plus ringSize, so the first non-empty bucket at or after
+// now's, circularly, holds the earliest. occ marks non-empty buckets and
+// sum the non-zero words of occ, so finding it takes two bit scans.
+// Buckets are slots of one array, each with its events' times inline: a
+// bucket is a single cache line, compared without touching the records.
+type ring struct {
+	slot [ringSize * bucketMax]ringEntry
+	cnt  [ringSize]uint8
+	occ  [ringWords]uint64
+	sum  uint32
+	n    int
+}
+
+// ringEntry is one event in a bucket, with its time.
+type ringEntry struct {
+	at time.Duration
+	ev *event
+}
 
 func (a *event) before(b *event) bool {
 	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
@@ -61,6 +103,7 @@ type Engine struct {
 	// heap rather than in it.
 	next    event
 	hasNext bool
+	ring    ring
 }
 
 // Lane is a FIFO of events whose times never decrease, such as timers of
@@ -102,13 +145,27 @@ func (e *Engine) Events() uint64 { return e.events }
 // none is scheduled.
 func (e *Engine) NextAt() (t time.Duration, ok bool) {
 	e.dropTombstones()
-	if e.hasNext && (len(e.heap) == 0 || e.next.before(e.heap[0])) {
+	top := e.first()
+	if e.hasNext && (top == nil || e.next.before(top)) {
 		return e.next.at, true
 	}
-	if len(e.heap) == 0 {
+	if top == nil {
 		return 0, false
 	}
-	return e.heap[0].at, true
+	return top.at, true
+}
+
+// first returns the earliest event of the ring and the heap (a stopped lane
+// head included), or nil when both are empty.
+func (e *Engine) first() *event {
+	var top *event
+	if e.ring.n > 0 {
+		top = e.ring.front(e.ring.firstBucket(e.now))
+	}
+	if len(e.heap) > 0 && (top == nil || e.heap[0].before(top)) {
+		top = e.heap[0]
+	}
+	return top
 }
 
 // dropTombstones removes stopped lane heads from the top of the heap, so
@@ -128,7 +185,7 @@ func (e *Engine) LastAt() time.Duration { return e.last }
 
 // Pending returns how many events are scheduled.
 func (e *Engine) Pending() int {
-	n := len(e.heap) - e.tombs + e.waiting
+	n := len(e.heap) - e.tombs + e.waiting + e.ring.n
 	if e.hasNext {
 		n++
 	}
@@ -159,9 +216,78 @@ func (e *Engine) At(t time.Duration, fn Handler, arg any) Timer {
 		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", t, e.now))
 	}
 	ev := e.alloc(t, fn, arg)
-	e.heap = append(e.heap, ev)
-	e.up(len(e.heap)-1, ev)
+	if uint64(t>>ringShift)-uint64(e.now>>ringShift) >= ringSize || !e.ring.add(ev) {
+		e.heap = append(e.heap, ev)
+		e.up(len(e.heap)-1, ev)
+	}
 	return Timer{ev: ev, gen: ev.gen}
+}
+
+// add puts ev, due within the ring's window, in its bucket after every
+// event due no later (their sequence numbers are smaller), and reports
+// whether it did: a full bucket leaves it to the heap.
+func (r *ring) add(ev *event) bool {
+	i := int(ev.at>>ringShift) & ringMask
+	n := int(r.cnt[i])
+	if n >= bucketMax {
+		return false
+	}
+	q := r.slot[i*bucketMax : i*bucketMax+bucketMax]
+	for ; n > 0 && q[n-1].at > ev.at; n-- {
+		q[n] = q[n-1]
+	}
+	q[n] = ringEntry{ev.at, ev}
+	r.cnt[i]++
+	if r.cnt[i] == 1 {
+		r.occ[i>>6] |= 1 << (i & 63)
+		r.sum |= 1 << (i >> 6)
+	}
+	ev.idx = inRing
+	r.n++
+	return true
+}
+
+// firstBucket returns the first non-empty bucket at or after now's,
+// circularly; the ring must not be empty.
+func (r *ring) firstBucket(now time.Duration) int {
+	c := int(now>>ringShift) & ringMask
+	w := c >> 6
+	if x := r.occ[w] & (^uint64(0) << (c & 63)); x != 0 {
+		return w<<6 | bits.TrailingZeros64(x)
+	}
+	// The words after w, then from word 0 round to w itself, whose
+	// buckets before c are a lap later.
+	s := r.sum & (^uint32(0) << (w + 1))
+	if s == 0 {
+		s = r.sum
+	}
+	w = bits.TrailingZeros32(s)
+	return w<<6 | bits.TrailingZeros64(r.occ[w])
+}
+
+// front returns the first event of bucket i.
+func (r *ring) front(i int) *event { return r.slot[i*bucketMax].ev }
+
+// remove takes ev out of bucket i.
+func (r *ring) remove(i int, ev *event) {
+	n := int(r.cnt[i]) - 1
+	q := r.slot[i*bucketMax : i*bucketMax+bucketMax]
+	k := 0
+	for q[k].ev != ev {
+		k++
+	}
+	for ; k < n; k++ {
+		q[k] = q[k+1]
+	}
+	q[n] = ringEntry{}
+	r.cnt[i] = uint8(n)
+	if n == 0 {
+		r.occ[i>>6] &^= 1 << (i & 63)
+		if r.occ[i>>6] == 0 {
+			r.sum &^= 1 << (i >> 6)
+		}
+	}
+	r.n--
 }
 
 func (e *Engine) alloc(t time.Duration, fn Handler, arg any) *event {
@@ -270,6 +396,11 @@ func (e *Engine) stop1(t Timer) bool {
 		e.recycle(ev) // its lane entry goes stale
 		return true
 	}
+	if ev.idx == inRing {
+		e.ring.remove(int(ev.at>>ringShift)&ringMask, ev)
+		e.recycle(ev)
+		return true
+	}
 	if ev.lane != nil {
 		// A lane head: leave it in the heap as a tombstone, so that the
 		// lane's stopped timers cost no heap work until it reaches the top.
@@ -305,7 +436,17 @@ func (e *Engine) Run() { e.RunUntil(1<<63 - 1) }
 func (e *Engine) RunUntil(end time.Duration) {
 	e.stop = false
 	for !e.stop {
-		if e.hasNext && (len(e.heap) == 0 || e.next.before(e.heap[0])) {
+		// The earliest of the ring's first event and the heap's top.
+		var top *event
+		rb := -1
+		if e.ring.n > 0 {
+			rb = e.ring.firstBucket(e.now)
+			top = e.ring.front(rb)
+		}
+		if len(e.heap) > 0 && (top == nil || e.heap[0].before(top)) {
+			top, rb = e.heap[0], -1
+		}
+		if e.hasNext && (top == nil || e.next.before(top)) {
 			if e.next.at > end {
 				break
 			}
@@ -315,14 +456,13 @@ func (e *Engine) RunUntil(end time.Duration) {
 			e.next.fn(e, e.next.arg) // it may schedule the next one
 			continue
 		}
-		if len(e.heap) == 0 {
+		if top == nil || top.at > end {
 			break
 		}
-		top := e.heap[0]
-		if top.at > end {
-			break
-		}
-		if top.lane == nil {
+		switch {
+		case rb >= 0:
+			e.ring.remove(rb, top)
+		case top.lane == nil:
 			// popHeap, written out: this is the loop's hot path.
 			last := len(e.heap) - 1
 			moved := e.heap[last]
@@ -330,7 +470,7 @@ func (e *Engine) RunUntil(end time.Duration) {
 			if last > 0 {
 				e.down(0, moved)
 			}
-		} else {
+		default:
 			e.popLane(top)
 			if top.fn == nil { // a stopped lane head
 				e.tombs--
