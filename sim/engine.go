@@ -104,6 +104,7 @@ type Engine struct {
 	next    event
 	hasNext bool
 	ring    ring
+	touch   uint64 // the sink of touched records' loads
 }
 
 // Lane is a FIFO of events whose times never decrease, such as timers of
@@ -482,6 +483,11 @@ func (e *Engine) RunUntil(end time.Duration) {
 		fn, arg := top.fn, top.arg
 		e.recycle(top)
 		e.events++
+		if e.ring.n > 0 {
+			// Touch the ring's next record now: the load is served while
+			// this event runs, not when the next one starts.
+			e.touch ^= e.ring.front(e.ring.firstBucket(e.now)).seq
+		}
 		fn(e, arg)
 	}
 	if !e.stop && end > e.now && end != 1<<63-1 {
