@@ -48,6 +48,10 @@ const (
 	// bucketMax bounds a bucket (kept sorted by insertion): a burst of
 	// events within one bucket's width goes to the heap beyond it.
 	bucketMax = 4
+	// ringAfter is the heap size from which events go to the ring: a
+	// smaller heap is cheaper than the ring, whose events compete with it
+	// at every step (an M/M/1 queue keeps two or three events).
+	ringAfter = 8
 )
 
 // ring is a calendar queue of the events due within its window: bucket b
@@ -217,7 +221,7 @@ func (e *Engine) At(t time.Duration, fn Handler, arg any) Timer {
 		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", t, e.now))
 	}
 	ev := e.alloc(t, fn, arg)
-	if uint64(t>>ringShift)-uint64(e.now>>ringShift) >= ringSize || !e.ring.add(ev) {
+	if len(e.heap) < ringAfter || uint64(t>>ringShift)-uint64(e.now>>ringShift) >= ringSize || !e.ring.add(ev) {
 		e.heap = append(e.heap, ev)
 		e.up(len(e.heap)-1, ev)
 	}
@@ -437,17 +441,31 @@ func (e *Engine) Run() { e.RunUntil(1<<63 - 1) }
 func (e *Engine) RunUntil(end time.Duration) {
 	e.stop = false
 	for !e.stop {
-		// The earliest of the ring's first event and the heap's top.
-		var top *event
-		rb := -1
 		if e.ring.n > 0 {
-			rb = e.ring.firstBucket(e.now)
-			top = e.ring.front(rb)
+			// The ring's first event runs if it is earlier than the heap's
+			// top and the AtNext event.
+			rb := e.ring.firstBucket(e.now)
+			top := e.ring.front(rb)
+			if (len(e.heap) == 0 || top.before(e.heap[0])) && (!e.hasNext || top.before(&e.next)) {
+				if top.at > end {
+					break
+				}
+				e.ring.remove(rb, top)
+				e.now, e.last = top.at, top.at
+				fn, arg := top.fn, top.arg
+				e.recycle(top)
+				e.events++
+				if e.ring.n > 0 {
+					// Touch the ring's next record now: the load is
+					// served while this event runs, not when the next
+					// one starts.
+					e.touch ^= e.ring.front(e.ring.firstBucket(e.now)).seq
+				}
+				fn(e, arg)
+				continue
+			}
 		}
-		if len(e.heap) > 0 && (top == nil || e.heap[0].before(top)) {
-			top, rb = e.heap[0], -1
-		}
-		if e.hasNext && (top == nil || e.next.before(top)) {
+		if e.hasNext && (len(e.heap) == 0 || e.next.before(e.heap[0])) {
 			if e.next.at > end {
 				break
 			}
@@ -457,13 +475,14 @@ func (e *Engine) RunUntil(end time.Duration) {
 			e.next.fn(e, e.next.arg) // it may schedule the next one
 			continue
 		}
-		if top == nil || top.at > end {
+		if len(e.heap) == 0 {
 			break
 		}
-		switch {
-		case rb >= 0:
-			e.ring.remove(rb, top)
-		case top.lane == nil:
+		top := e.heap[0]
+		if top.at > end {
+			break
+		}
+		if top.lane == nil {
 			// popHeap, written out: this is the loop's hot path.
 			last := len(e.heap) - 1
 			moved := e.heap[last]
@@ -471,7 +490,7 @@ func (e *Engine) RunUntil(end time.Duration) {
 			if last > 0 {
 				e.down(0, moved)
 			}
-		default:
+		} else {
 			e.popLane(top)
 			if top.fn == nil { // a stopped lane head
 				e.tombs--
@@ -483,11 +502,6 @@ func (e *Engine) RunUntil(end time.Duration) {
 		fn, arg := top.fn, top.arg
 		e.recycle(top)
 		e.events++
-		if e.ring.n > 0 {
-			// Touch the ring's next record now: the load is served while
-			// this event runs, not when the next one starts.
-			e.touch ^= e.ring.front(e.ring.firstBucket(e.now)).seq
-		}
 		fn(e, arg)
 	}
 	if !e.stop && end > e.now && end != 1<<63-1 {
