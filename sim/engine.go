@@ -355,6 +355,23 @@ func (e *Engine) promote(l *Lane) *event {
 	return nil
 }
 
+// dropStale removes the stale entries at the front of lane l's waiting
+// ones, so that the lane holds the span of its live timers rather than
+// every timer stopped since its head was armed: timers are mostly stopped
+// in the order they were armed, and a lane whose head waits for a timeout
+// of seconds would otherwise stream through megabytes of stale entries.
+func (e *Engine) dropStale(l *Lane) {
+	for l.head < len(l.q) {
+		x := l.q[l.head]
+		if x.ev.gen == x.gen && x.ev.idx == inLane {
+			return
+		}
+		l.q[l.head] = laneEntry{}
+		l.head++
+	}
+	l.q, l.head = l.q[:0], 0
+}
+
 // popLane removes top, the heap's root and a lane's head, putting the
 // lane's next event in its place when it has one.
 func (e *Engine) popLane(top *event) {
@@ -398,7 +415,13 @@ func (e *Engine) stop1(t Timer) bool {
 	}
 	if ev.idx == inLane {
 		e.waiting--
+		l := ev.lane
+		// Only a long lane is worth the walk (an M/M/1 queue's is short).
+		front := len(l.q)-l.head > 256 && l.q[l.head].ev == ev
 		e.recycle(ev) // its lane entry goes stale
+		if front {
+			e.dropStale(l)
+		}
 		return true
 	}
 	if ev.idx == inRing {

@@ -387,3 +387,53 @@ func TestEngineRingAndHeapKeepTheOrder(t *testing.T) {
 		require.Greater(t, len(got), 2000, "seed %d: too few events ran to compare", seed)
 	}
 }
+
+// TestEngineLaneDropsStaleFront: timers on a lane stopped in about the
+// order they were armed, behind a head that waits far ahead, leave the lane
+// holding about the span of its live timers, not every stopped one; and
+// what runs is what the same schedule made with At runs.
+func TestEngineLaneDropsStaleFront(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 9))
+	var l Lane
+	eng := [2]*Engine{NewEngine(), NewEngine()}
+	var got [2][]int
+	fire := [2]Handler{
+		func(e *Engine, a any) { got[0] = append(got[0], a.(int), int(e.Now())) },
+		func(e *Engine, a any) { got[1] = append(got[1], a.(int), int(e.Now())) },
+	}
+	tick := func(*Engine, any) {}
+	type pair struct{ lane, heap Timer }
+	var live []pair
+	longest := 0
+	for i := range 20000 {
+		now := time.Duration(i * 10)
+		for k := range eng {
+			eng[k].At(now, tick, nil) // time moves on
+			eng[k].RunUntil(now)
+		}
+		live = append(live, pair{eng[0].AtLane(&l, now+1_000_000, fire[0], i), eng[1].At(now+1_000_000, fire[1], i)})
+		// Stop the oldest live timers, now and then a younger one first,
+		// keeping 50 alive; the last ones run.
+		for len(live) > 50 && i < 19900 {
+			j := 0
+			if r.IntN(4) == 0 {
+				j = r.IntN(10)
+			}
+			p := live[j]
+			live = append(live[:j], live[j+1:]...)
+			require.Equal(t, eng[1].Stop(p.heap), eng[0].Stop(p.lane))
+		}
+		longest = max(longest, len(l.q)-l.head)
+		require.Equal(t, eng[1].Pending(), eng[0].Pending(), "step %d", i)
+	}
+	for k := range eng {
+		eng[k].Run()
+	}
+	require.Equal(t, got[1], got[0], "what ran, and when")
+	require.Greater(t, len(got[0]), 2*100, "too few timers ran to compare")
+	// Without dropping, the lane would hold every timer armed while its
+	// head waited (all 20000); with it, the live ones (at most 150 at the
+	// end) and the stale entries a lane may keep before a walk (256), plus
+	// those behind a live front, stopped out of order (a few).
+	require.Less(t, longest, 450, "the lane kept its stale entries")
+}
