@@ -115,8 +115,10 @@ type Engine struct {
 // one fixed duration (every attempt's timeout on an edge): appending keeps
 // it sorted, so only its head sits in the engine's heap. Scheduling on a
 // lane is O(1); stopping an event behind the head is O(1) and leaves a
-// stale entry that is skipped when it reaches the front; stopping the head
-// leaves it in the heap as a tombstone, discarded when it reaches the top.
+// stale entry that is skipped when it reaches the front (in a lane of over
+// 256 waiting, stopping the front entry drops the stale ones behind it at
+// once); stopping the head leaves it in the heap as a tombstone, discarded
+// when it reaches the top.
 // Retry-storm runs schedule a timeout per attempt and cancel nearly all of
 // them, so this replaces a heap insert and removal per attempt with O(1)
 // work, and keeps the heap small for every other event.
