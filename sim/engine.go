@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math/bits"
 	"time"
 )
 
@@ -28,7 +29,52 @@ type event struct {
 const (
 	notQueued = -1 // free, or run
 	inLane    = -2 // waiting in a lane behind its head
+	inRing    = -3 // in a bucket of the ring
 )
+
+// The ring holds the events due soon: ringSize buckets of 2^ringShift ns
+// each, covering a window of about a millisecond ahead of now. Retry-storm
+// scenarios schedule nearly every event (a network hop, a service time)
+// microseconds ahead, so most events go in and out of a bucket in O(1),
+// without the binary heap's comparisons, half of them mispredicted.
+// Events further ahead, and those finding their bucket full, go to the
+// heap; the next event is the earlier of the ring's first and the heap's
+// top, so which one holds an event changes the cost, never the order.
+const (
+	ringShift = 7
+	ringSize  = 1024
+	ringMask  = ringSize - 1
+	ringWords = ringSize / 64
+	// bucketMax bounds a bucket (kept sorted by insertion): a burst of
+	// events within one bucket's width goes to the heap beyond it.
+	bucketMax = 4
+	// ringAfter is the heap size from which events go to the ring: a
+	// smaller heap is cheaper than the ring, whose events compete with it
+	// at every step (an M/M/1 queue keeps two or three events).
+	ringAfter = 8
+)
+
+// ring is a calendar queue of the events due within its window: bucket b
+// holds, in (time, sequence) order, those whose time in units of the
+// bucket width is b modulo ringSize. Every event in it is due before
+// now's bucket plus ringSize, so the first non-empty bucket at or after
+// now's, circularly, holds the earliest. occ marks non-empty buckets and
+// sum the non-zero words of occ, so finding it takes two bit scans.
+// Buckets are slots of one array, each with its events' times inline: a
+// bucket is a single cache line, compared without touching the records.
+type ring struct {
+	slot [ringSize * bucketMax]ringEntry
+	cnt  [ringSize]uint8
+	occ  [ringWords]uint64
+	sum  uint32
+	n    int
+}
+
+// ringEntry is one event in a bucket, with its time.
+type ringEntry struct {
+	at time.Duration
+	ev *event
+}
 
 func (a *event) before(b *event) bool {
 	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
@@ -61,14 +107,18 @@ type Engine struct {
 	// heap rather than in it.
 	next    event
 	hasNext bool
+	ring    ring
+	touch   uint64 // the sink of touched records' loads
 }
 
 // Lane is a FIFO of events whose times never decrease, such as timers of
 // one fixed duration (every attempt's timeout on an edge): appending keeps
 // it sorted, so only its head sits in the engine's heap. Scheduling on a
 // lane is O(1); stopping an event behind the head is O(1) and leaves a
-// stale entry that is skipped when it reaches the front; stopping the head
-// leaves it in the heap as a tombstone, discarded when it reaches the top.
+// stale entry that is skipped when it reaches the front (in a lane of over
+// 256 waiting, stopping the front entry drops the stale ones behind it at
+// once); stopping the head leaves it in the heap as a tombstone, discarded
+// when it reaches the top.
 // Retry-storm runs schedule a timeout per attempt and cancel nearly all of
 // them, so this replaces a heap insert and removal per attempt with O(1)
 // work, and keeps the heap small for every other event.
@@ -102,13 +152,27 @@ func (e *Engine) Events() uint64 { return e.events }
 // none is scheduled.
 func (e *Engine) NextAt() (t time.Duration, ok bool) {
 	e.dropTombstones()
-	if e.hasNext && (len(e.heap) == 0 || e.next.before(e.heap[0])) {
+	top := e.first()
+	if e.hasNext && (top == nil || e.next.before(top)) {
 		return e.next.at, true
 	}
-	if len(e.heap) == 0 {
+	if top == nil {
 		return 0, false
 	}
-	return e.heap[0].at, true
+	return top.at, true
+}
+
+// first returns the earliest event of the ring and the heap (a stopped lane
+// head included), or nil when both are empty.
+func (e *Engine) first() *event {
+	var top *event
+	if e.ring.n > 0 {
+		top = e.ring.front(e.ring.firstBucket(e.now))
+	}
+	if len(e.heap) > 0 && (top == nil || e.heap[0].before(top)) {
+		top = e.heap[0]
+	}
+	return top
 }
 
 // dropTombstones removes stopped lane heads from the top of the heap, so
@@ -128,7 +192,7 @@ func (e *Engine) LastAt() time.Duration { return e.last }
 
 // Pending returns how many events are scheduled.
 func (e *Engine) Pending() int {
-	n := len(e.heap) - e.tombs + e.waiting
+	n := len(e.heap) - e.tombs + e.waiting + e.ring.n
 	if e.hasNext {
 		n++
 	}
@@ -159,9 +223,78 @@ func (e *Engine) At(t time.Duration, fn Handler, arg any) Timer {
 		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", t, e.now))
 	}
 	ev := e.alloc(t, fn, arg)
-	e.heap = append(e.heap, ev)
-	e.up(len(e.heap)-1, ev)
+	if len(e.heap) < ringAfter || uint64(t>>ringShift)-uint64(e.now>>ringShift) >= ringSize || !e.ring.add(ev) {
+		e.heap = append(e.heap, ev)
+		e.up(len(e.heap)-1, ev)
+	}
 	return Timer{ev: ev, gen: ev.gen}
+}
+
+// add puts ev, due within the ring's window, in its bucket after every
+// event due no later (their sequence numbers are smaller), and reports
+// whether it did: a full bucket leaves it to the heap.
+func (r *ring) add(ev *event) bool {
+	i := int(ev.at>>ringShift) & ringMask
+	n := int(r.cnt[i])
+	if n >= bucketMax {
+		return false
+	}
+	q := r.slot[i*bucketMax : i*bucketMax+bucketMax]
+	for ; n > 0 && q[n-1].at > ev.at; n-- {
+		q[n] = q[n-1]
+	}
+	q[n] = ringEntry{ev.at, ev}
+	r.cnt[i]++
+	if r.cnt[i] == 1 {
+		r.occ[i>>6] |= 1 << (i & 63)
+		r.sum |= 1 << (i >> 6)
+	}
+	ev.idx = inRing
+	r.n++
+	return true
+}
+
+// firstBucket returns the first non-empty bucket at or after now's,
+// circularly; the ring must not be empty.
+func (r *ring) firstBucket(now time.Duration) int {
+	c := int(now>>ringShift) & ringMask
+	w := c >> 6
+	if x := r.occ[w] & (^uint64(0) << (c & 63)); x != 0 {
+		return w<<6 | bits.TrailingZeros64(x)
+	}
+	// The words after w, then from word 0 round to w itself, whose
+	// buckets before c are a lap later.
+	s := r.sum & (^uint32(0) << (w + 1))
+	if s == 0 {
+		s = r.sum
+	}
+	w = bits.TrailingZeros32(s)
+	return w<<6 | bits.TrailingZeros64(r.occ[w])
+}
+
+// front returns the first event of bucket i.
+func (r *ring) front(i int) *event { return r.slot[i*bucketMax].ev }
+
+// remove takes ev out of bucket i.
+func (r *ring) remove(i int, ev *event) {
+	n := int(r.cnt[i]) - 1
+	q := r.slot[i*bucketMax : i*bucketMax+bucketMax]
+	k := 0
+	for q[k].ev != ev {
+		k++
+	}
+	for ; k < n; k++ {
+		q[k] = q[k+1]
+	}
+	q[n] = ringEntry{}
+	r.cnt[i] = uint8(n)
+	if n == 0 {
+		r.occ[i>>6] &^= 1 << (i & 63)
+		if r.occ[i>>6] == 0 {
+			r.sum &^= 1 << (i >> 6)
+		}
+	}
+	r.n--
 }
 
 func (e *Engine) alloc(t time.Duration, fn Handler, arg any) *event {
@@ -224,6 +357,23 @@ func (e *Engine) promote(l *Lane) *event {
 	return nil
 }
 
+// dropStale removes the stale entries at the front of lane l's waiting
+// ones, so that the lane holds the span of its live timers rather than
+// every timer stopped since its head was armed: timers are mostly stopped
+// in the order they were armed, and a lane whose head waits for a timeout
+// of seconds would otherwise stream through megabytes of stale entries.
+func (e *Engine) dropStale(l *Lane) {
+	for l.head < len(l.q) {
+		x := l.q[l.head]
+		if x.ev.gen == x.gen && x.ev.idx == inLane {
+			return
+		}
+		l.q[l.head] = laneEntry{}
+		l.head++
+	}
+	l.q, l.head = l.q[:0], 0
+}
+
 // popLane removes top, the heap's root and a lane's head, putting the
 // lane's next event in its place when it has one.
 func (e *Engine) popLane(top *event) {
@@ -267,7 +417,18 @@ func (e *Engine) stop1(t Timer) bool {
 	}
 	if ev.idx == inLane {
 		e.waiting--
+		l := ev.lane
+		// Only a long lane is worth the walk (an M/M/1 queue's is short).
+		front := len(l.q)-l.head > 256 && l.q[l.head].ev == ev
 		e.recycle(ev) // its lane entry goes stale
+		if front {
+			e.dropStale(l)
+		}
+		return true
+	}
+	if ev.idx == inRing {
+		e.ring.remove(int(ev.at>>ringShift)&ringMask, ev)
+		e.recycle(ev)
 		return true
 	}
 	if ev.lane != nil {
@@ -305,6 +466,30 @@ func (e *Engine) Run() { e.RunUntil(1<<63 - 1) }
 func (e *Engine) RunUntil(end time.Duration) {
 	e.stop = false
 	for !e.stop {
+		if e.ring.n > 0 {
+			// The ring's first event runs if it is earlier than the heap's
+			// top and the AtNext event.
+			rb := e.ring.firstBucket(e.now)
+			top := e.ring.front(rb)
+			if (len(e.heap) == 0 || top.before(e.heap[0])) && (!e.hasNext || top.before(&e.next)) {
+				if top.at > end {
+					break
+				}
+				e.ring.remove(rb, top)
+				e.now, e.last = top.at, top.at
+				fn, arg := top.fn, top.arg
+				e.recycle(top)
+				e.events++
+				if e.ring.n > 0 {
+					// Touch the ring's next record now: the load is
+					// served while this event runs, not when the next
+					// one starts.
+					e.touch ^= e.ring.front(e.ring.firstBucket(e.now)).seq
+				}
+				fn(e, arg)
+				continue
+			}
+		}
 		if e.hasNext && (len(e.heap) == 0 || e.next.before(e.heap[0])) {
 			if e.next.at > end {
 				break

@@ -139,7 +139,8 @@ func BenchmarkEngineScheduleRun(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		e.At(e.Now()+time.Duration(r.IntN(1000)), fn, nil)
-		e.RunUntil(e.heap[0].at)
+		at, _ := e.NextAt()
+		e.RunUntil(at)
 	}
 }
 
@@ -293,4 +294,146 @@ func TestAtNextRunsInAtOrder(t *testing.T) {
 	e := NewEngine()
 	e.AtNext(5, func(*Engine, any) {}, nil)
 	require.Panics(t, func() { e.AtNext(6, func(*Engine, any) {}, nil) }, "one pending at a time")
+}
+
+// TestEngineRingAndHeapKeepTheOrder schedules events both within the
+// ring's window and beyond it, in bursts at one instant larger than a
+// bucket holds, and in bucket-sized clusters, stopping some as it goes and
+// moving the clock in steps: what runs, when, and NextAt and Pending along
+// the way, must be those of a sorted reference list ordered by (time,
+// scheduling order).
+func TestEngineRingAndHeapKeepTheOrder(t *testing.T) {
+	const window = ringSize << ringShift
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 11))
+		e := NewEngine()
+		type ref struct {
+			at   time.Duration
+			id   int
+			tm   Timer
+			live bool
+		}
+		var pending []*ref // scheduling order
+		var got, want []int
+		fire := func(e *Engine, a any) { got = append(got, a.(int), int(e.Now())) }
+		id := 0
+		schedule := func(at time.Duration) {
+			id++
+			pending = append(pending, &ref{at: at, id: id, tm: e.At(at, fire, id), live: true})
+		}
+		runRef := func(end time.Duration) {
+			live := pending[:0]
+			var due []*ref
+			for _, p := range pending {
+				if p.live && p.at <= end {
+					due = append(due, p)
+				} else if p.live {
+					live = append(live, p)
+				}
+			}
+			slices.SortStableFunc(due, func(a, b *ref) int { return int(a.at - b.at) })
+			for _, p := range due {
+				want = append(want, p.id, int(p.at))
+			}
+			pending = live
+		}
+		for step := 0; step < 1500; step++ {
+			now := e.Now()
+			switch op := r.IntN(10); {
+			case op < 3: // near: within the ring's window
+				schedule(now + time.Duration(r.Int64N(window)))
+			case op < 4: // beyond the window
+				schedule(now + window + time.Duration(r.Int64N(4*window)))
+			case op < 5: // a burst at one instant, more than a bucket holds
+				at := now + time.Duration(r.Int64N(window))
+				for range bucketMax + 3 {
+					schedule(at)
+				}
+			case op < 6: // a cluster within one bucket, in random order
+				base := now + time.Duration(r.Int64N(window))&^(1<<ringShift-1)
+				for range bucketMax + 2 {
+					schedule(base + time.Duration(r.IntN(1<<ringShift)))
+				}
+			case op < 8 && len(pending) > 0: // stop one, live or not
+				p := pending[r.IntN(len(pending))]
+				require.Equal(t, p.live, e.Stop(p.tm), "seed %d step %d: Stop", seed, step)
+				p.live = false
+			default:
+				end := now + time.Duration(r.Int64N(2*window))
+				e.RunUntil(end)
+				runRef(end)
+				require.Equal(t, want, got, "seed %d step %d: what ran", seed, step)
+			}
+			n := 0
+			next := time.Duration(-1)
+			for _, p := range pending {
+				if p.live {
+					n++
+					if next < 0 || p.at < next {
+						next = p.at
+					}
+				}
+			}
+			require.Equal(t, n, e.Pending(), "seed %d step %d: Pending", seed, step)
+			at, ok := e.NextAt()
+			require.Equal(t, n > 0, ok)
+			if ok {
+				require.Equal(t, next, at, "seed %d step %d: NextAt", seed, step)
+			}
+		}
+		e.Run()
+		runRef(1<<63 - 1)
+		require.Equal(t, want, got, "seed %d: what ran", seed)
+		require.Greater(t, len(got), 2000, "seed %d: too few events ran to compare", seed)
+	}
+}
+
+// TestEngineLaneDropsStaleFront: timers on a lane stopped in about the
+// order they were armed, behind a head that waits far ahead, leave the lane
+// holding about the span of its live timers, not every stopped one; and
+// what runs is what the same schedule made with At runs.
+func TestEngineLaneDropsStaleFront(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 9))
+	var l Lane
+	eng := [2]*Engine{NewEngine(), NewEngine()}
+	var got [2][]int
+	fire := [2]Handler{
+		func(e *Engine, a any) { got[0] = append(got[0], a.(int), int(e.Now())) },
+		func(e *Engine, a any) { got[1] = append(got[1], a.(int), int(e.Now())) },
+	}
+	tick := func(*Engine, any) {}
+	type pair struct{ lane, heap Timer }
+	var live []pair
+	longest := 0
+	for i := range 20000 {
+		now := time.Duration(i * 10)
+		for k := range eng {
+			eng[k].At(now, tick, nil) // time moves on
+			eng[k].RunUntil(now)
+		}
+		live = append(live, pair{eng[0].AtLane(&l, now+1_000_000, fire[0], i), eng[1].At(now+1_000_000, fire[1], i)})
+		// Stop the oldest live timers, now and then a younger one first,
+		// keeping 50 alive; the last ones run.
+		for len(live) > 50 && i < 19900 {
+			j := 0
+			if r.IntN(4) == 0 {
+				j = r.IntN(10)
+			}
+			p := live[j]
+			live = append(live[:j], live[j+1:]...)
+			require.Equal(t, eng[1].Stop(p.heap), eng[0].Stop(p.lane))
+		}
+		longest = max(longest, len(l.q)-l.head)
+		require.Equal(t, eng[1].Pending(), eng[0].Pending(), "step %d", i)
+	}
+	for k := range eng {
+		eng[k].Run()
+	}
+	require.Equal(t, got[1], got[0], "what ran, and when")
+	require.Greater(t, len(got[0]), 2*100, "too few timers ran to compare")
+	// Without dropping, the lane would hold every timer armed while its
+	// head waited (all 20000); with it, the live ones (at most 150 at the
+	// end) and the stale entries a lane may keep before a walk (256), plus
+	// those behind a live front, stopped out of order (a few).
+	require.Less(t, longest, 450, "the lane kept its stale entries")
 }
