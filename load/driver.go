@@ -458,8 +458,11 @@ func (d *driver) schedule(ctx context.Context, jobs chan<- job) {
 	// A scenario's pacer (model.Arrivals) says which requests are writes,
 	// drawn as the simulator draws them.
 	writes, _ := opt.Pacer.(interface{ Write(n uint64) bool })
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	// Its wake-ups are precise to tens of microseconds even when the
+	// process is idle (pacerTimer), so a request is not charged up to 1 ms
+	// of the runtime's sleep granularity.
+	timer := newPacerTimer()
+	defer timer.close()
 	for n := uint64(0); opt.MaxRequests == 0 || n < opt.MaxRequests; n++ {
 		at, ok := opt.Pacer.At(n)
 		if !ok || at >= opt.Duration {
