@@ -7,6 +7,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// pacerWakeGrain is how much later than its timer an idle process may wake:
+// the pacer's timerfd expires on a grid of this step, so that the requests
+// due within one step share one arming of it.
+const pacerWakeGrain = 50 * time.Microsecond
+
 // pacerTimer is the schedule's timer: a time.Timer whose expiry the Go
 // runtime notices on time even when the process has nothing else to do.
 //
@@ -17,13 +22,23 @@ import (
 // beside the timer, a timerfd — registered with the runtime's poller,
 // never read — makes epoll_wait return at the timer's instant, with the
 // kernel's high-resolution timers; the runtime then runs the due timer.
-// It costs one timerfd_settime per wait. When the process is busy the
-// runtime checks its timers between goroutines and the timerfd is
-// redundant.
+// When the process is busy, the runtime checks its timers between
+// goroutines and the timerfd is redundant.
+//
+// Arming a timerfd is a costly system call on a virtual machine (it
+// reprograms the CPU's timer), so the timerfd expires at the first point
+// of a pacerWakeGrain grid at or after the timer, and is armed only when
+// that point changes: at most once per grain, however high the rate.
 type pacerTimer struct {
 	*time.Timer
 	fd int      // the timerfd, or -1 (time.Timer's precision alone)
 	f  *os.File // holds fd registered with the runtime's poller
+	// t0 and mono0 are one instant as a time.Time and as CLOCK_MONOTONIC
+	// nanoseconds (the timerfd's clock), mono0 read second so that
+	// expiries computed from it err late, never before the Go timer.
+	t0    time.Time
+	mono0 int64
+	armed int64 // the grid point the timerfd is armed for (0: none)
 }
 
 func newPacerTimer() *pacerTimer {
@@ -33,6 +48,13 @@ func newPacerTimer() *pacerTimer {
 	if err != nil {
 		return t // no timerfd (a sandbox): millisecond wake-ups when idle
 	}
+	t.t0 = time.Now()
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+		unix.Close(fd)
+		return t
+	}
+	t.mono0 = ts.Nano()
 	// A non-blocking descriptor given to os.NewFile is added to the
 	// runtime's poller, which is what wakes epoll_wait.
 	t.fd, t.f = fd, os.NewFile(uintptr(fd), "pacer-timerfd")
@@ -45,12 +67,19 @@ func (t *pacerTimer) Reset(d time.Duration) {
 	if t.fd < 0 {
 		return
 	}
-	// Armed after the Go timer, relative to a later now: the poller wakes
-	// no earlier than the Go timer is due. A zero value would disarm.
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(max(int64(d), 1))}
-	if unix.TimerfdSettime(t.fd, 0, &spec, nil) != nil {
-		t.close() // cannot arm it: time.Timer's precision from now on
+	// The grid point at or after the timer's instant (1 µs past it, for
+	// the rounding of the two clocks' readings).
+	due := time.Since(t.t0) + max(d, 0) + time.Microsecond
+	point := int64((due + pacerWakeGrain - 1) / pacerWakeGrain)
+	if point == t.armed {
+		return // armed for this point already
 	}
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(t.mono0 + point*int64(pacerWakeGrain))}
+	if unix.TimerfdSettime(t.fd, unix.TFD_TIMER_ABSTIME, &spec, nil) != nil {
+		t.close() // cannot arm it: time.Timer's precision from now on
+		return
+	}
+	t.armed = point
 }
 
 // Stop stops the Go timer. The timerfd stays armed: its expiry only
