@@ -401,8 +401,11 @@ func (d *driver) run(ctx context.Context, root context.Context, stopAttempts con
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
+			// One template per sender, reused by its requests: Do copies
+			// what its attempts need and keeps no reference after it returns.
+			tmpl := new(Attempt)
 			for j := range jobs {
-				d.serve(ctx, hard, j, &attempts)
+				d.serve(ctx, hard, j, tmpl, &attempts)
 			}
 		}()
 	}
@@ -528,8 +531,9 @@ func (d *driver) drop(j job) {
 	}
 }
 
-// serve runs one logical request through the client call policy.
-func (d *driver) serve(ctx, hard context.Context, j job, attempts *sync.WaitGroup) {
+// serve runs one logical request through the client call policy, with a
+// (overwritten) as its attempts' template.
+func (d *driver) serve(ctx, hard context.Context, j job, a *Attempt, attempts *sync.WaitGroup) {
 	opt := d.opt
 	if ctx.Err() != nil {
 		d.drop(j)
@@ -545,7 +549,7 @@ func (d *driver) serve(ctx, hard context.Context, j job, attempts *sync.WaitGrou
 	defer d.inflight.Add(-1)
 	counted := j.at >= opt.Warmup
 	id := strconv.FormatUint(j.n+1, 10)
-	a := Attempt{
+	*a = Attempt{
 		Method: opt.Method, URL: opt.Target, Header: opt.Header, Body: opt.Body,
 		RequestID: id, Write: j.write, Warmup: !counted, url: d.url,
 	}
@@ -567,7 +571,7 @@ func (d *driver) serve(ctx, hard context.Context, j job, attempts *sync.WaitGrou
 	if d.ecs != nil {
 		ec = d.ecs[model.InstanceOf(j.n, len(d.ecs))]
 	}
-	res := ec.Do(hard, co, &a, attempts)
+	res := ec.Do(hard, co, a, attempts)
 	endRequest(sp, res.Result)
 	d.rec.record(j.at, time.Since(d.epoch), res.Result, counted)
 	if opt.OnDone != nil {
