@@ -337,16 +337,18 @@ func (d *doing) attempt(act policies.Action) Attempt {
 func (d *doing) send(act policies.Action) (next policies.Action, inline bool) {
 	ec := d.ec
 	if ec.edge.Hedger == nil && !act.Wake && d.c.InFlight() == 1 {
+		built := d.attempt(act)
 		var a *Attempt
-		if ec.lean != nil {
-			// The lean client keeps no reference to an attempt it has
-			// answered: its Attempt goes back to a pool.
+		if ec.lean != nil && built.url != nil {
+			// The lean client (sendInline's choice for it) keeps no
+			// reference to an attempt it has answered: its Attempt goes
+			// back to a pool.
 			a = leanAttempts.Get().(*Attempt)
 			defer func() { *a = Attempt{}; leanAttempts.Put(a) }()
 		} else {
 			a = new(Attempt)
 		}
-		*a = d.attempt(act)
+		*a = built
 		an := answer{k: a.Number, a: ec.sendInline(d.ctx, a, act.Timeout)}
 		if d.ctx.Err() != nil {
 			ec.kinds[KindCanceled].Add(1)
