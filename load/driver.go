@@ -461,9 +461,9 @@ func (d *driver) schedule(ctx context.Context, jobs chan<- job) {
 	// A scenario's pacer (model.Arrivals) says which requests are writes,
 	// drawn as the simulator draws them.
 	writes, _ := opt.Pacer.(interface{ Write(n uint64) bool })
-	// Its wake-ups are precise to tens of microseconds even when the
-	// process is idle (pacerTimer), so a request is not charged up to 1 ms
-	// of the runtime's sleep granularity.
+	// Its waits for the next request end within tens of microseconds of
+	// the request's time even when the process is idle (pacerTimer), so a
+	// request is not charged up to 1 ms of the runtime's sleep granularity.
 	timer := newPacerTimer()
 	defer timer.close()
 	for n := uint64(0); opt.MaxRequests == 0 || n < opt.MaxRequests; n++ {
@@ -481,9 +481,10 @@ func (d *driver) schedule(ctx context.Context, jobs chan<- job) {
 			continue
 		}
 		if wait := at - time.Since(d.epoch); wait > 0 {
-			timer.Reset(wait)
+			timer.Wait(wait)
 			select {
 			case <-timer.C:
+				timer.Woke(time.Since(d.epoch) - at)
 			case <-ctx.Done():
 				return
 			}
@@ -507,7 +508,7 @@ func (d *driver) schedule(ctx context.Context, jobs chan<- job) {
 			d.drop(j)
 			continue
 		}
-		timer.Reset(wait)
+		timer.Timer.Reset(wait)
 		select {
 		case jobs <- j:
 			d.lastDispatch = time.Since(d.epoch)

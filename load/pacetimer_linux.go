@@ -22,13 +22,12 @@ const pacerWakeGrain = 50 * time.Microsecond
 // beside the timer, a timerfd — registered with the runtime's poller,
 // never read — makes epoll_wait return at the timer's instant, with the
 // kernel's high-resolution timers; the runtime then runs the due timer.
-// When the process is busy, the runtime checks its timers between
-// goroutines and the timerfd is redundant.
 //
 // Arming a timerfd is a costly system call on a virtual machine (it
-// reprograms the CPU's timer), so the timerfd expires at the first point
-// of a pacerWakeGrain grid at or after the timer, and is armed only when
-// that point changes: at most once per grain, however high the rate.
+// reprograms the CPU's timer, and its expiry interrupts), so it is armed
+// only while it is needed (pacerWakes: at high rates the answers arriving
+// keep the runtime awake and its timers on time), and then on a grid of
+// pacerWakeGrain: the requests due within one step share one arming.
 type pacerTimer struct {
 	*time.Timer
 	fd int      // the timerfd, or -1 (time.Timer's precision alone)
@@ -39,40 +38,57 @@ type pacerTimer struct {
 	t0    time.Time
 	mono0 int64
 	armed int64 // the grid point the timerfd is armed for (0: none)
+	wakes pacerWakes
+	// precise says the current wait armed the timerfd.
+	precise bool
 }
 
 func newPacerTimer() *pacerTimer {
-	t := &pacerTimer{Timer: time.NewTimer(time.Hour), fd: -1}
+	t := &pacerTimer{Timer: time.NewTimer(time.Hour), fd: -1, wakes: newPacerWakes()}
 	t.Timer.Stop()
 	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
 	if err != nil {
 		return t // no timerfd (a sandbox): millisecond wake-ups when idle
 	}
-	t.t0 = time.Now()
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
-		unix.Close(fd)
-		return t
+	// t0 between two readings of CLOCK_MONOTONIC a few µs apart: mono0,
+	// the second, is at most that much after t0.
+	for try := 0; try < 10; try++ {
+		var m1, m2 unix.Timespec
+		if unix.ClockGettime(unix.CLOCK_MONOTONIC, &m1) != nil {
+			unix.Close(fd)
+			return t
+		}
+		t.t0 = time.Now()
+		unix.ClockGettime(unix.CLOCK_MONOTONIC, &m2)
+		if t.mono0 = m2.Nano(); t.mono0-m1.Nano() < int64(5*time.Microsecond) {
+			break
+		}
 	}
-	t.mono0 = ts.Nano()
 	// A non-blocking descriptor given to os.NewFile is added to the
 	// runtime's poller, which is what wakes epoll_wait.
 	t.fd, t.f = fd, os.NewFile(uintptr(fd), "pacer-timerfd")
 	return t
 }
 
-// Reset makes the timer fire after d.
-func (t *pacerTimer) Reset(d time.Duration) {
+// Wait makes the timer fire after d, a wait for the next request, whose
+// lateness the caller reports with woke. (Other waits use Timer.Reset.)
+func (t *pacerTimer) Wait(d time.Duration) {
 	t.Timer.Reset(d)
-	if t.fd < 0 {
+	t.precise = t.fd >= 0 && t.wakes.arm()
+	if !t.precise {
 		return
 	}
-	// The grid point at or after the timer's instant (1 µs past it, for
-	// the rounding of the two clocks' readings).
-	due := time.Since(t.t0) + max(d, 0) + time.Microsecond
+	// 1 µs past the timer's instant, for the rounding of the two clocks'
+	// readings.
+	t.armAt(time.Since(t.t0) + max(d, 0) + time.Microsecond)
+}
+
+// armAt arms the timerfd for the grid point at or after due (since t0),
+// unless it is armed for that point already.
+func (t *pacerTimer) armAt(due time.Duration) {
 	point := int64((due + pacerWakeGrain - 1) / pacerWakeGrain)
 	if point == t.armed {
-		return // armed for this point already
+		return
 	}
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(t.mono0 + point*int64(pacerWakeGrain))}
 	if unix.TimerfdSettime(t.fd, unix.TFD_TIMER_ABSTIME, &spec, nil) != nil {
@@ -81,6 +97,9 @@ func (t *pacerTimer) Reset(d time.Duration) {
 	}
 	t.armed = point
 }
+
+// Woke reports that the wait started by Wait ended late after its instant.
+func (t *pacerTimer) Woke(late time.Duration) { t.wakes.woke(late, t.precise) }
 
 // Stop stops the Go timer. The timerfd stays armed: its expiry only
 // wakes the poller once for nothing, which costs less than a system call

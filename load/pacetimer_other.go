@@ -14,5 +14,11 @@ func newPacerTimer() *pacerTimer {
 	return t
 }
 
+// Wait makes the timer fire after d.
+func (t *pacerTimer) Wait(d time.Duration) { t.Reset(d) }
+
+// Woke ignores the lateness of a wait: nothing here depends on it.
+func (t *pacerTimer) Woke(time.Duration) {}
+
 // close stops the timer.
 func (t *pacerTimer) close() { t.Stop() }
