@@ -8,9 +8,10 @@ import (
 )
 
 // TestPacerTimerArmsTimerfd checks the pacer timer's timerfd: after Wait(d)
-// it expires no earlier than the Go timer (which would wake the runtime too
-// soon, to sleep a whole millisecond more) and at most a grain of the grid
-// later; waits due within one grid step arm it once.
+// it expires no earlier than the Go timer (which
+// would wake the runtime too soon, to sleep a whole millisecond more) and at
+// most a grain of the grid later; waits due within one grid step arm it
+// once.
 func TestPacerTimerArmsTimerfd(t *testing.T) {
 	pt := newPacerTimer()
 	defer pt.close()
@@ -18,6 +19,20 @@ func TestPacerTimerArmsTimerfd(t *testing.T) {
 		t.Fatal("no timerfd: the pacer would wake up to 1 ms late when idle")
 	}
 	pt.wakes.precise = 1 << 30 // every wait arms it
+	// A wait shorter than the grid's step arms it (Poisson arrivals at a
+	// low rate have such gaps); a run of them, the waits of a rate above
+	// 20 000/s, does not.
+	if pt.Wait(10 * time.Microsecond); !pt.precise {
+		t.Error("a short wait after long ones did not arm the timerfd")
+	}
+	// The average (1/16 of each new wait) falls from 1 ms below 50 µs
+	// within 60 waits of 20 µs: ln(30/980)/ln(15/16) ≈ 54.
+	for i := range 300 {
+		if pt.Wait(20 * time.Microsecond); pt.precise && i >= 60 {
+			t.Fatalf("wait %d of 20µs in a row armed the timerfd", i)
+		}
+	}
+	pt.meanWait = time.Millisecond
 	for _, d := range []time.Duration{0, 30 * time.Microsecond, 400 * time.Microsecond, 7 * time.Millisecond, 2 * time.Second} {
 		before := time.Now()
 		pt.Wait(d)
