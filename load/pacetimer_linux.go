@@ -45,6 +45,7 @@ type pacerTimer struct {
 	meanWait time.Duration
 }
 
+// newPacerTimer returns a stopped pacer timer; close releases it.
 func newPacerTimer() *pacerTimer {
 	t := &pacerTimer{Timer: time.NewTimer(time.Hour), fd: -1, wakes: newPacerWakes(), meanWait: time.Millisecond}
 	t.Timer.Stop()
@@ -73,7 +74,7 @@ func newPacerTimer() *pacerTimer {
 }
 
 // Wait makes the timer fire after d, a wait for the next request, whose
-// lateness the caller reports with woke. (Other waits use Timer.Reset.)
+// lateness the caller reports with Woke. (Other waits use Timer.Reset.)
 func (t *pacerTimer) Wait(d time.Duration) {
 	t.Timer.Reset(d)
 	// Waits shorter than the grid's step on average are those of a rate

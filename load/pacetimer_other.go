@@ -8,6 +8,7 @@ import "time"
 // as precise as the Go runtime's poller makes it.
 type pacerTimer struct{ *time.Timer }
 
+// newPacerTimer returns a stopped pacer timer; close releases it.
 func newPacerTimer() *pacerTimer {
 	t := &pacerTimer{time.NewTimer(time.Hour)}
 	t.Stop()
