@@ -5,8 +5,11 @@
 # HTTP/1.1 client and with net/http's), then with
 # vegeta v12.13.0 at the same rates (`go run` from the module proxy, for the
 # comparison only; it is not a dependency of stormsim), and prints for each
-# run the offered rate, late/unsent requests (stormsim) and p99. Finally the
-# in-process Go benchmark reports rate error, p99 and peak heap.
+# run the offered rate, late/unsent requests (stormsim), p99 and, where GNU
+# time is installed, the generator's CPU time per request (user + system:
+# the budget when it shares the cores with its target). Finally the
+# in-process Go benchmarks report rate error, p99, peak heap, allocations and
+# CPU per request.
 # Everything listens on and sends to 127.0.0.1 only.
 
 BENCH_LOAD_RATES    ?= 1000 2000 4000 8000 16000 20000 24000 32000 40000 60000
@@ -28,18 +31,22 @@ bench-load:
 	$(BENCH_LOAD_TMP)/echo -listen $(BENCH_LOAD_ADDR) > $(BENCH_LOAD_TMP)/echo.log 2>&1 & pid=$$!; \
 	trap 'kill $$pid 2>/dev/null' EXIT INT TERM; sleep 0.5; \
 	go build -o $(BENCH_LOAD_TMP)/benchsummary ./load/internal/benchsummary; \
-	best_s=0; best_v=0; \
+	best_s=0; best_v=0; cputime=; \
+	if /usr/bin/time -f '%U %S' -o /dev/null true 2>/dev/null; then cputime=yes; fi; \
+	timed() { f=$$1; shift; if [ -n "$$cputime" ]; then /usr/bin/time -f '%U %S' -o "$$f" "$$@"; else "$$@"; fi; }; \
 	for r in $(BENCH_LOAD_RATES); do \
 	  for c in $(BENCH_LOAD_CLIENTS); do \
-	  $(BENCH_LOAD_TMP)/stormsim load --target http://$(BENCH_LOAD_ADDR)/ --rate $$r --policy $(BENCH_LOAD_TMP)/policy.yaml \
+	  cpu=$(BENCH_LOAD_TMP)/cpu-stormsim-$$c-$$r.txt; \
+	  timed $$cpu $(BENCH_LOAD_TMP)/stormsim load --target http://$(BENCH_LOAD_ADDR)/ --rate $$r --policy $(BENCH_LOAD_TMP)/policy.yaml \
 	    --duration $(BENCH_LOAD_DURATION) --workers 256 --http-client $$c --format json > $(BENCH_LOAD_TMP)/stormsim-$$c-$$r.json; \
-	  line=$$($(BENCH_LOAD_TMP)/benchsummary stormsim $(BENCH_LOAD_TMP)/stormsim-$$c-$$r.json); \
+	  line=$$($(BENCH_LOAD_TMP)/benchsummary stormsim $(BENCH_LOAD_TMP)/stormsim-$$c-$$r.json $${cputime:+$$cpu}); \
 	  printf 'stormsim/%-4s rate=%-6s %s\n' $$c $$r "$$line"; \
 	  case "$$line" in *CLEAN) [ "$$c" = lean ] && best_s=$$r;; esac; \
 	  done; \
-	  echo "GET http://$(BENCH_LOAD_ADDR)/" | $(BENCH_LOAD_TMP)/vegeta attack -rate=$$r -duration=$(BENCH_LOAD_DURATION) \
+	  cpu=$(BENCH_LOAD_TMP)/cpu-vegeta-$$r.txt; \
+	  echo "GET http://$(BENCH_LOAD_ADDR)/" | timed $$cpu $(BENCH_LOAD_TMP)/vegeta attack -rate=$$r -duration=$(BENCH_LOAD_DURATION) \
 	    | $(BENCH_LOAD_TMP)/vegeta report -type=json > $(BENCH_LOAD_TMP)/vegeta-$$r.json; \
-	  line=$$($(BENCH_LOAD_TMP)/benchsummary vegeta $(BENCH_LOAD_TMP)/vegeta-$$r.json $$r); \
+	  line=$$($(BENCH_LOAD_TMP)/benchsummary vegeta $(BENCH_LOAD_TMP)/vegeta-$$r.json $$r $${cputime:+$$cpu}); \
 	  printf 'vegeta        rate=%-6s %s\n' $$r "$$line"; \
 	  case "$$line" in *CLEAN) best_v=$$r;; esac; \
 	done; \

@@ -311,6 +311,10 @@ func (d *doing) stopTimer() {
 	}
 }
 
+// leanAttempts holds the Attempts of attempts sent inline by the lean
+// client, so that they cost no allocation.
+var leanAttempts = sync.Pool{New: func() any { return new(Attempt) }}
+
 // attempt builds the attempt the action sends: its number, and the
 // deadline left when the call propagates one.
 func (d *doing) attempt(act policies.Action) Attempt {
@@ -333,8 +337,19 @@ func (d *doing) attempt(act policies.Action) Attempt {
 func (d *doing) send(act policies.Action) (next policies.Action, inline bool) {
 	ec := d.ec
 	if ec.edge.Hedger == nil && !act.Wake && d.c.InFlight() == 1 {
-		a := d.attempt(act)
-		an := answer{k: a.Number, a: ec.sendInline(d.ctx, &a, act.Timeout)}
+		built := d.attempt(act)
+		var a *Attempt
+		if ec.lean != nil && built.url != nil {
+			// The lean client (sendInline's choice for it) keeps no
+			// reference to an attempt it has answered: its Attempt goes
+			// back to a pool.
+			a = leanAttempts.Get().(*Attempt)
+			defer func() { *a = Attempt{}; leanAttempts.Put(a) }()
+		} else {
+			a = new(Attempt)
+		}
+		*a = built
+		an := answer{k: a.Number, a: ec.sendInline(d.ctx, a, act.Timeout)}
 		if d.ctx.Err() != nil {
 			ec.kinds[KindCanceled].Add(1)
 			ec.mu.Lock()

@@ -401,8 +401,11 @@ func (d *driver) run(ctx context.Context, root context.Context, stopAttempts con
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
+			// One template per sender, reused by its requests: Do copies
+			// what its attempts need and keeps no reference after it returns.
+			tmpl := new(Attempt)
 			for j := range jobs {
-				d.serve(ctx, hard, j, &attempts)
+				d.serve(ctx, hard, j, tmpl, &attempts)
 			}
 		}()
 	}
@@ -458,8 +461,11 @@ func (d *driver) schedule(ctx context.Context, jobs chan<- job) {
 	// A scenario's pacer (model.Arrivals) says which requests are writes,
 	// drawn as the simulator draws them.
 	writes, _ := opt.Pacer.(interface{ Write(n uint64) bool })
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	// Its waits for the next request end within tens of microseconds of
+	// the request's time even when the process is idle (pacerTimer), so a
+	// request is not charged up to 1 ms of the runtime's sleep granularity.
+	timer := newPacerTimer()
+	defer timer.close()
 	for n := uint64(0); opt.MaxRequests == 0 || n < opt.MaxRequests; n++ {
 		at, ok := opt.Pacer.At(n)
 		if !ok || at >= opt.Duration {
@@ -475,9 +481,10 @@ func (d *driver) schedule(ctx context.Context, jobs chan<- job) {
 			continue
 		}
 		if wait := at - time.Since(d.epoch); wait > 0 {
-			timer.Reset(wait)
+			timer.Wait(wait)
 			select {
 			case <-timer.C:
+				timer.Woke(time.Since(d.epoch) - at)
 			case <-ctx.Done():
 				return
 			}
@@ -501,7 +508,7 @@ func (d *driver) schedule(ctx context.Context, jobs chan<- job) {
 			d.drop(j)
 			continue
 		}
-		timer.Reset(wait)
+		timer.Timer.Reset(wait)
 		select {
 		case jobs <- j:
 			d.lastDispatch = time.Since(d.epoch)
@@ -525,8 +532,9 @@ func (d *driver) drop(j job) {
 	}
 }
 
-// serve runs one logical request through the client call policy.
-func (d *driver) serve(ctx, hard context.Context, j job, attempts *sync.WaitGroup) {
+// serve runs one logical request through the client call policy, with a
+// (overwritten) as its attempts' template.
+func (d *driver) serve(ctx, hard context.Context, j job, a *Attempt, attempts *sync.WaitGroup) {
 	opt := d.opt
 	if ctx.Err() != nil {
 		d.drop(j)
@@ -542,7 +550,7 @@ func (d *driver) serve(ctx, hard context.Context, j job, attempts *sync.WaitGrou
 	defer d.inflight.Add(-1)
 	counted := j.at >= opt.Warmup
 	id := strconv.FormatUint(j.n+1, 10)
-	a := Attempt{
+	*a = Attempt{
 		Method: opt.Method, URL: opt.Target, Header: opt.Header, Body: opt.Body,
 		RequestID: id, Write: j.write, Warmup: !counted, url: d.url,
 	}
@@ -564,7 +572,7 @@ func (d *driver) serve(ctx, hard context.Context, j job, attempts *sync.WaitGrou
 	if d.ecs != nil {
 		ec = d.ecs[model.InstanceOf(j.n, len(d.ecs))]
 	}
-	res := ec.Do(hard, co, &a, attempts)
+	res := ec.Do(hard, co, a, attempts)
 	endRequest(sp, res.Result)
 	d.rec.record(j.at, time.Since(d.epoch), res.Result, counted)
 	if opt.OnDone != nil {

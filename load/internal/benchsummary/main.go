@@ -3,9 +3,13 @@
 // 1 % and at least 99 % of its requests succeeded (the criterion used to
 // compare the highest clean rate of stormsim and vegeta).
 //
-//	benchsummary stormsim SUMMARY.json     a `stormsim load --format json` summary
-//	benchsummary vegeta REPORT.json RATE   a `vegeta report -type=json` report
-//	benchsummary ghz REPORT.json RATE      a `ghz -O json` report (gRPC)
+//	benchsummary stormsim SUMMARY.json [CPU]     a `stormsim load --format json` summary
+//	benchsummary vegeta REPORT.json RATE [CPU]   a `vegeta report -type=json` report
+//	benchsummary ghz REPORT.json RATE            a `ghz -O json` report (gRPC)
+//
+// CPU, if given, is a file holding the load generator's user and system CPU
+// seconds (GNU time's -f '%U %S'): the line then gives its CPU time per
+// request, the budget that matters when it shares the cores with its target.
 package main
 
 import (
@@ -19,7 +23,7 @@ import (
 
 func main() {
 	if len(os.Args) < 3 {
-		fail(2, "usage: benchsummary stormsim SUMMARY.json | benchsummary vegeta|ghz REPORT.json RATE")
+		fail(2, "usage: benchsummary stormsim SUMMARY.json [CPU] | benchsummary vegeta REPORT.json RATE [CPU] | benchsummary ghz REPORT.json RATE")
 	}
 	b, err := os.ReadFile(os.Args[2])
 	if err != nil {
@@ -36,12 +40,12 @@ func main() {
 		if s.Requests.Offered > 0 {
 			ok = float64(s.Requests.Succeeded) / float64(s.Requests.Offered)
 		}
-		fmt.Printf("offered %.1f/s of %.1f/s (%+.2f%%)  late %d  unsent %d  ok %.2f%%  p99 %.2f ms  connect/timeout/reset %d/%d/%d  %s\n",
+		fmt.Printf("offered %.1f/s of %.1f/s (%+.2f%%)  late %d  unsent %d  ok %.2f%%  p99 %.2f ms  connect/timeout/reset %d/%d/%d  %s%s\n",
 			l.OfferedRPS, l.TargetRPS, 100*(l.OfferedRPS-l.TargetRPS)/l.TargetRPS, l.Late, l.Unsent, 100*ok,
-			s.LatencyMs.P99, l.ConnectFailures, l.Timeouts, l.Resets, verdict(l.OfferedRPS, l.TargetRPS, ok))
+			s.LatencyMs.P99, l.ConnectFailures, l.Timeouts, l.Resets, cpuPerRequest(3, s.Requests.Offered), verdict(l.OfferedRPS, l.TargetRPS, ok))
 	case "vegeta":
-		if len(os.Args) != 4 {
-			fail(2, "usage: benchsummary vegeta REPORT.json RATE")
+		if len(os.Args) != 4 && len(os.Args) != 5 {
+			fail(2, "usage: benchsummary vegeta REPORT.json RATE [CPU]")
 		}
 		target, err := strconv.ParseFloat(os.Args[3], 64)
 		if err != nil {
@@ -58,8 +62,8 @@ func main() {
 		if err := json.Unmarshal(b, &r); err != nil {
 			fail(1, fmt.Sprintf("%s: %v", os.Args[2], err))
 		}
-		fmt.Printf("offered %.1f/s of %.1f/s (%+.2f%%)  requests %d  ok %.2f%%  p99 %.2f ms  %s\n",
-			r.Rate, target, 100*(r.Rate-target)/target, r.Requests, 100*r.Success, r.Latencies.P99/1e6, verdict(r.Rate, target, r.Success))
+		fmt.Printf("offered %.1f/s of %.1f/s (%+.2f%%)  requests %d  ok %.2f%%  p99 %.2f ms  %s%s\n",
+			r.Rate, target, 100*(r.Rate-target)/target, r.Requests, 100*r.Success, r.Latencies.P99/1e6, cpuPerRequest(4, r.Requests), verdict(r.Rate, target, r.Success))
 	case "ghz":
 		if len(os.Args) != 4 {
 			fail(2, "usage: benchsummary ghz REPORT.json RATE")
@@ -94,6 +98,36 @@ func main() {
 	default:
 		fail(2, "benchsummary: want stormsim, vegeta or ghz, got "+os.Args[1])
 	}
+}
+
+// cpuPerRequest returns "cpu N µs/req  " for n requests and the CPU file
+// that is argument i, or "" when that argument is absent.
+func cpuPerRequest(i int, n int64) string {
+	if len(os.Args) <= i {
+		return ""
+	}
+	b, err := os.ReadFile(os.Args[i])
+	if err != nil {
+		fail(1, err.Error())
+	}
+	s, err := formatCPU(string(b), n)
+	if err != nil {
+		fail(1, fmt.Sprintf("%s: %v", os.Args[i], err))
+	}
+	return s
+}
+
+// formatCPU formats the user and system seconds in text (GNU time's
+// '%U %S') per request of n.
+func formatCPU(text string, n int64) (string, error) {
+	var user, sys float64
+	if _, err := fmt.Sscan(text, &user, &sys); err != nil {
+		return "", fmt.Errorf("want user and system CPU seconds (GNU time -f '%%U %%S'): %w", err)
+	}
+	if n <= 0 {
+		return "cpu - µs/req  ", nil
+	}
+	return fmt.Sprintf("cpu %.1f µs/req  ", (user+sys)*1e6/float64(n)), nil
 }
 
 func verdict(offered, target, ok float64) string {
