@@ -63,6 +63,9 @@ type ScenarioOptions struct {
 	// TLS serves every service over TLS (ClusterOptions.TLS); the driver
 	// trusts the cluster's certificate.
 	TLS bool
+	// NATS is the URL of the NATS server (JetStream) for the scenario's
+	// topics; empty embeds one (ClusterOptions.NATS).
+	NATS string
 }
 
 // RunScenario starts sc's services on loopback and drives the entry with
@@ -82,7 +85,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	if err != nil {
 		return nil, err
 	}
-	cl, err := StartCluster(sc, ClusterOptions{Listen: opt.Listen, AllowRemote: opt.AllowRemote, Epoch: epoch, Connections: opt.Connections, Tracing: opt.Tracing, Protocol: opt.Protocol, TLS: opt.TLS})
+	cl, err := StartCluster(sc, ClusterOptions{Listen: opt.Listen, AllowRemote: opt.AllowRemote, Epoch: epoch, Connections: opt.Connections, Tracing: opt.Tracing, Protocol: opt.Protocol, TLS: opt.TLS, NATS: opt.NATS})
 	if err != nil {
 		return nil, err
 	}
@@ -140,8 +143,13 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	if err != nil {
 		return nil, err
 	}
-	// Let work held for nobody drain before reading the servers' truth.
+	// Let work held for nobody drain before reading the servers' truth;
+	// then let the topics settle, as the simulator follows every intent
+	// to its end (unless stopped: what is left is reported in flight).
 	drain(cl, 2*time.Second)
+	if ctx.Err() == nil {
+		cl.async.wait(ctx, drainBound(sc))
+	}
 	fillServices(res, sc, cl, &samples)
 	committer := cl.Service(CommittingService(sc)) // it keeps its replicas' ledger
 	if committer != nil && len(views) > 0 {

@@ -1,23 +1,226 @@
 package load
 
 import (
+	"context"
+	"errors"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/stormsim/stormsim/experiments"
+	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/sim"
 	"github.com/stormsim/stormsim/topology"
 )
 
-// serve refuses a scenario with topics with a clear error until it runs
-// them through a real broker (package broker does, outside serve).
-func TestServeRefusesTopics(t *testing.T) {
-	data, _ := experiments.Lookup("outbox-order")
-	sc, err := topology.Parse("outbox-order.yaml", data, nil)
+// topicScenario is the order -> inventory hop of experiment outbox-order,
+// small and quick: constant arrivals (so serve and the simulator offer the
+// same commits), no synchronous retries (each request commits once), no
+// crash unless a test sets one, unkeyed events, an outbox passing every
+// 20 ms, and an inventory consumer with enough concurrency never to queue.
+const topicScenario = `
+name: topics
+seed: 7
+duration: 1s
+workload:
+  entry: order
+  arrival: constant
+  rate: 40
+  deadline: 2s
+  client:
+    timeout: 1s
+services:
+  - name: order
+    workers: 32
+    queue: 100
+    service_time: {dist: constant, value: 2ms}
+    calls:
+      - publish: {topic: order-created, via: outbox, outbox_interval: 20ms}
+  - name: inventory
+    workers: 1
+    queue: 10
+    service_time: {dist: constant, value: 5ms}
+    consumes: {topic: order-created, concurrency: 32, ack_deadline: 1s, max_deliveries: 3}
+faults:
+  - {service: order, at: 0s, for: 1m, crash_between_commit_and_publish: 0, crash_between_publish_and_mark: 0}
+  - {service: inventory, at: 0s, for: 1m, crash_between_effect_and_ack: 0}
+`
+
+func topicParse(t *testing.T, sets ...string) *topology.Scenario {
+	t.Helper()
+	sc, err := topology.Parse("topics.yaml", []byte(topicScenario), sets)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewService(sc, "order", ServiceConfig{})
-	if err == nil || !strings.Contains(err.Error(), "serve does not run topics (publish, consumes) yet") {
-		t.Errorf("NewService with topics: error %v", err)
+	return sc
+}
+
+// serveTopics runs sc through serve (an embedded JetStream) and returns
+// the consumer's summary.
+func serveTopics(t *testing.T, sc *topology.Scenario) *metrics.ConsumerSummary {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := RunScenario(ctx, sc, ScenarioOptions{Grace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res.Summary.Services {
+		if s.Consumer != nil {
+			if s.Consumer.Intents == 0 {
+				t.Fatalf("serve: no intents: %+v", *s.Consumer)
+			}
+			return s.Consumer
+		}
+	}
+	t.Fatal("serve: no consumer summary")
+	return nil
+}
+
+// Exact counts through serve and a real JetStream, each the simulator's
+// per intent (the comparison runs the simulator on the same scenario).
+func TestServeTopicsExact(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sets []string
+		// want per intent: published, effects, lost, duplicate, dead-lettered
+		want [5]float64
+	}{
+		// the outbox publisher crashes after each first publish: every
+		// row is published twice, every event applied twice
+		{"outbox crash after publish", []string{"faults.0.crash_between_publish_and_mark=1"}, [5]float64{2, 2, 0, 1, 0}},
+		// ... and the consumer's dedup record makes the second a no-op
+		{"outbox crash, transactional dedup", []string{"faults.0.crash_between_publish_and_mark=1", "services.1.consumes.ack=transactional_dedup"},
+			[5]float64{2, 1, 0, 0, 0}},
+		// the dual-write producer crashes after every commit: all lost
+		{"dual write crash after commit", []string{"services.0.calls.0.publish.via=dual_write", "services.0.calls.0.publish.outbox_interval=0s",
+			"faults.0.crash_between_commit_and_publish=1"}, [5]float64{0, 0, 1, 0, 0}},
+		// the consumer crashes between effect and every ack: delivered
+		// max_deliveries (3) times, applied each time, then dead-lettered
+		{"consumer crash before ack", []string{"faults.1.crash_between_effect_and_ack=1", "services.1.consumes.ack_deadline=100ms"},
+			[5]float64{1, 3, 0, 2, 1}},
+		// acking first, the crash loses the effect
+		{"ack before effect, crash", []string{"faults.1.crash_between_effect_and_ack=1", "services.1.consumes.ack=before_effect"},
+			[5]float64{1, 0, 1, 0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := topicParse(t, tc.sets...)
+			real := serveTopics(t, sc)
+			res, err := sim.Run(context.Background(), sc, sim.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			simmed := res.Summary.Services[1].Consumer
+			per := func(c *metrics.ConsumerSummary) [5]float64 {
+				n := float64(c.Intents)
+				return [5]float64{float64(c.Published) / n, float64(c.Effects) / n, float64(c.LostEffects) / n,
+					float64(c.DuplicateEffects) / n, float64(c.DeadLettered) / n}
+			}
+			if got := per(real); got != tc.want || real.InFlight != 0 {
+				t.Errorf("serve per intent (published, effects, lost, duplicate, dead-lettered) = %v, want %v\n%+v", got, tc.want, *real)
+			}
+			if got := per(simmed); got != tc.want {
+				t.Errorf("simulator per intent = %v, want %v\n%+v", got, tc.want, *simmed)
+			}
+			if real.Intents != simmed.Intents {
+				t.Errorf("intents: serve %d, simulator %d (constant arrivals, no retries: the same commits)", real.Intents, simmed.Intents)
+			}
+		})
+	}
+}
+
+// At a random crash rate both runs estimate the same probability p; their
+// difference is within 4 standard errors of the difference of two
+// independent binomial proportions, sqrt(p(1-p)(1/n₁ + 1/n₂)), and
+// serve's alone within 4 of its own, sqrt(p(1-p)/n).
+func TestServeTopicsBinomial(t *testing.T) {
+	const p = 0.3
+	sets := []string{"duration=3s", "workload.rate=100", "services.0.calls.0.publish.via=dual_write",
+		"services.0.calls.0.publish.outbox_interval=0s", "faults.0.crash_between_commit_and_publish=0.3"}
+	// serve on another seed: with the same one it draws the very crashes
+	// the simulator draws (the same stream, in commit order), and the two
+	// must be independent samples for the bound below
+	real := serveTopics(t, topicParse(t, append(sets, "seed=8")...))
+	res, err := sim.Run(context.Background(), topicParse(t, sets...), sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	simmed := res.Summary.Services[1].Consumer
+	nr, ns := float64(real.Intents), float64(simmed.Intents)
+	pr, ps := float64(real.LostEffects)/nr, float64(simmed.LostEffects)/ns
+	if se := math.Sqrt(p * (1 - p) * (1/nr + 1/ns)); math.Abs(pr-ps) > 4*se {
+		t.Errorf("lost share: serve %.3f of %.0f, simulator %.3f of %.0f: differ by more than 4×%.3f", pr, nr, ps, ns, se)
+	}
+	if se := math.Sqrt(p * (1 - p) / nr); math.Abs(pr-p) > 4*se {
+		t.Errorf("serve lost share %.3f of %.0f, want %.2f ± 4×%.3f", pr, nr, p, se)
+	}
+	if real.DuplicateEffects != 0 || real.Effects+real.LostEffects != real.Intents {
+		t.Errorf("serve: %+v, want each intent applied once or lost", *real)
+	}
+	t.Logf("lost share: serve %.3f of %.0f, simulator %.3f of %.0f", pr, nr, ps, ns)
+}
+
+// A consumer slower than its ack deadline: every delivery is redelivered
+// while still in process, until max_deliveries (2), then dead-lettered,
+// and each delivery applies its effect when it ends. The deadlines fall
+// at 200 ms and 400 ms, the processings end at 600 ms and 800 ms: far
+// from each other, so the counts are exact on both sides.
+func TestServeTopicsRedelivery(t *testing.T) {
+	sc := topicParse(t, "workload.rate=10", "services.1.service_time.value=600ms", "services.1.consumes.ack_deadline=200ms",
+		"services.1.consumes.max_deliveries=2")
+	real := serveTopics(t, sc)
+	res, err := sim.Run(context.Background(), sc, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	simmed := res.Summary.Services[1].Consumer
+	for _, c := range []struct {
+		side string
+		s    *metrics.ConsumerSummary
+	}{{"serve", real}, {"simulator", simmed}} {
+		n := c.s.Intents
+		if c.s.Deliveries != 2*n || c.s.Redeliveries != n || c.s.DeadLettered != n || c.s.Effects != 2*n || c.s.DuplicateEffects != n {
+			t.Errorf("%s: %+v, want per intent 2 deliveries, 1 redelivery, 1 dead letter, 2 effects, 1 duplicate", c.side, *c.s)
+		}
+	}
+}
+
+// JetStream accepts a late ack, the simulator ignores it (docs/model.md,
+// "Asynchronous hops"). The consumer takes 300 ms, the ack deadline is
+// 200 ms, max_deliveries 3. Simulated: deliveries at 0, 200 and 400 ms,
+// the first two acks (at 300 and 500 ms) too late, dead-lettered at
+// 600 ms: 3 deliveries, 3 effects, 1 dead letter per intent. JetStream:
+// the first delivery's ack at 300 ms settles the message that was
+// redelivered at 200 ms: 2 deliveries, 2 effects, no dead letter. Each
+// boundary is 100 ms from the next.
+func TestServeTopicsLateAck(t *testing.T) {
+	sc := topicParse(t, "workload.rate=10", "services.1.service_time.value=300ms", "services.1.consumes.ack_deadline=200ms")
+	real := serveTopics(t, sc)
+	res, err := sim.Run(context.Background(), sc, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	simmed := res.Summary.Services[1].Consumer
+	if n := simmed.Intents; simmed.Deliveries != 3*n || simmed.Effects != 3*n || simmed.DeadLettered != n {
+		t.Errorf("simulator: %+v, want per intent 3 deliveries, 3 effects, 1 dead letter (late acks ignored)", *simmed)
+	}
+	if n := real.Intents; real.Deliveries != 2*n || real.Effects != 2*n || real.DeadLettered != 0 {
+		t.Errorf("JetStream: %+v, want per intent 2 deliveries, 2 effects, no dead letter (a late ack accepted)", *real)
+	}
+}
+
+// serve refuses an ordered consumer (simulator-only) at its line.
+func TestServeRefusesOrderedTopics(t *testing.T) {
+	sc := topicParse(t, "services.1.consumes.ordered=true")
+	_, err := StartCluster(sc, ClusterOptions{})
+	var probs topology.Problems
+	if !errors.As(err, &probs) || len(probs) != 1 || !strings.HasPrefix(probs[0].String(), "--set services.1.consumes.ordered=true: services[1].consumes.ordered: ordered consumers are simulator-only") {
+		t.Errorf("StartCluster with an ordered consumer: %v", err)
+	}
+	sc = topicParse(t)
+	sc.Services[1].Consumes.Ordered = true
+	_, err = StartCluster(sc, ClusterOptions{})
+	if err == nil || !strings.HasPrefix(err.Error(), "topics.yaml:23: services[1].consumes.ordered:") {
+		t.Errorf("StartCluster with an ordered consumer: %v, want it at topics.yaml:23", err)
 	}
 }

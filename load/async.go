@@ -1,0 +1,201 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stormsim/stormsim/broker"
+	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/model"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// asyncCluster is a cluster's real broker: NATS JetStream, embedded on
+// 127.0.0.1 (its store in a temporary directory removed at Close) unless
+// the cluster was given a URL, and one stream per topic.
+type asyncCluster struct {
+	srv    *broker.Server // nil with an external server
+	conn   *broker.Conn
+	topics map[string]*broker.Topic
+}
+
+// startAsync connects sc's topics to the NATS server at url, or to one it
+// embeds when url is empty; nil when sc has no topic.
+func startAsync(sc *topology.Scenario, url string) (*asyncCluster, error) {
+	if !sc.HasTopics() {
+		return nil, nil
+	}
+	if err := broker.Check(sc); err != nil {
+		return nil, err
+	}
+	a := &asyncCluster{topics: map[string]*broker.Topic{}}
+	if url == "" {
+		srv, err := broker.Embedded()
+		if err != nil {
+			return nil, err
+		}
+		a.srv, url = srv, srv.URL()
+	}
+	conn, err := broker.Connect(url)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	a.conn = conn
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range sc.Services {
+		c := sc.Services[i].Consumes
+		if c == nil {
+			continue
+		}
+		t, err := conn.NewTopic(ctx, c.Topic)
+		if err != nil {
+			a.close()
+			return nil, err
+		}
+		a.topics[c.Topic] = t
+	}
+	return a, nil
+}
+
+// close deletes the streams and stops the embedded server (after the
+// services stopped their producers and consumers).
+func (a *asyncCluster) close() error {
+	if a == nil {
+		return nil
+	}
+	var errs []error
+	for _, t := range a.topics {
+		errs = append(errs, t.Close())
+	}
+	if a.conn != nil {
+		a.conn.Close()
+	}
+	if a.srv != nil {
+		a.srv.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// inFlight is the number of intents of all topics not folded yet.
+func (a *asyncCluster) inFlight() int {
+	n := 0
+	if a != nil {
+		for _, t := range a.topics {
+			n += t.InFlight()
+		}
+	}
+	return n
+}
+
+// drainBound is how long the topics may take to settle after the last
+// commit: the slowest outbox's interval twice, then every delivery of a
+// message up to max_deliveries running into its ack deadline, plus a
+// second for the round trips.
+func drainBound(sc *topology.Scenario) time.Duration {
+	var pass, deliveries time.Duration
+	for i := range sc.Services {
+		s := &sc.Services[i]
+		for _, c := range s.Calls {
+			if c.Publish != nil {
+				pass = max(pass, 2*c.Publish.OutboxInterval)
+			}
+		}
+		if c := s.Consumes; c != nil {
+			deliveries = max(deliveries, time.Duration(c.MaxDeliveries)*c.AckDeadline)
+		}
+	}
+	return pass + deliveries + time.Second
+}
+
+// waitAsync waits until every topic's intents have folded, at most d or
+// until ctx ends; those left are reported as in flight.
+func (a *asyncCluster) wait(ctx context.Context, d time.Duration) {
+	if a == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for _, t := range a.topics {
+		if t.Wait(ctx) != nil {
+			return
+		}
+	}
+}
+
+// wireAsync gives service s its publish steps' producers and, if it
+// consumes a topic, its consumer group, on the cluster's topics.
+func (s *Service) wireAsync(sc *topology.Scenario, topics map[string]*broker.Topic) error {
+	svc := &s.cfg
+	hasPub := false
+	for _, c := range svc.Calls {
+		hasPub = hasPub || c.Publish != nil
+	}
+	if !hasPub && svc.Consumes == nil {
+		return nil
+	}
+	if topics == nil {
+		return fmt.Errorf("load: %s: the scenario has topics: run the services with StartCluster, which connects them to a NATS JetStream", s.name)
+	}
+	faults := broker.FaultsOf(sc, s.name)
+	s.warmup = sc.Warmup
+	for j := range svc.Calls {
+		pb := svc.Calls[j].Publish
+		if pb == nil {
+			continue
+		}
+		t := topics[pb.Topic]
+		if t == nil {
+			return fmt.Errorf("load: services.%s.calls[%d].publish.topic: no service consumes %q", s.name, j, pb.Topic)
+		}
+		p := t.NewProducer(pb, faults, model.Stream(sc.Seed, fmt.Sprintf("publish/%s/%d", s.name, j)), s.now)
+		s.calls[j].pub = p
+		go p.Run(s.stop)
+	}
+	if c := svc.Consumes; c != nil {
+		t := topics[c.Topic]
+		st, _, err := model.Delay(&svc.ServiceTime, fmt.Sprintf("services.%s.service_time", s.name))
+		if err != nil {
+			return fmt.Errorf("load: %w", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s.consumer, err = t.Consume(ctx, broker.ConsumerConfig{Service: s.name, Consume: c, ServiceTime: st,
+			SlowdownPerInflight: svc.SlowdownPerInflight, Faults: faults, Rand: model.Stream(sc.Seed, "consumer/"+s.name), Now: s.now})
+		if err != nil {
+			return err
+		}
+		s.topic = t
+	}
+	return nil
+}
+
+// publish runs a publish step: the commit of an intent, counted when
+// committed after the warm-up, as the simulator counts it. It takes no
+// time of the attempt's and never fails it (a refused publish is counted
+// in the consumer summary's publish_errors).
+func (s *Service) publish(p *broker.Producer) {
+	_ = p.Commit(s.stop, s.now() >= s.warmup)
+}
+
+// ConsumerSummary returns the summary of the topic s consumes (nil if
+// none): what JetStream delivered and each intent's effects, intents
+// still in flight apart.
+func (s *Service) ConsumerSummary() *metrics.ConsumerSummary {
+	if s.topic == nil {
+		return nil
+	}
+	c := s.topic.Summary()
+	return &c
+}
+
+// topicMap is the cluster's topics by name; nil without a broker.
+func (a *asyncCluster) topicMap() map[string]*broker.Topic {
+	if a == nil {
+		return nil
+	}
+	return a.topics
+}
