@@ -90,10 +90,10 @@ type Topic struct {
 	folded  chan struct{} // signalled when an intent folds
 }
 
-// RawCounts are a topic's counts of every delivery and effect, warm-up
-// included, for per-interval series.
+// RawCounts are a topic's counts of every delivery, warm-up included, for
+// per-interval series.
 type RawCounts struct {
-	Deliveries, Redeliveries, Effects, LostEffects, DuplicateEffects, OutOfOrderEffects int64
+	Deliveries, Redeliveries int64
 	// Backlog is the number of messages published and not yet settled.
 	Backlog int64
 }
@@ -170,17 +170,12 @@ func (t *Topic) releaseLocked(it *intent) {
 		return
 	}
 	delete(t.intents, it.id)
-	lost, dup := it.effects == 0 && !it.stale, max(it.effects-1, 0)
-	if lost {
-		t.raw.LostEffects++
-	}
-	t.raw.DuplicateEffects += int64(dup)
 	if it.counted {
 		t.sum.Intents++
-		if lost {
+		if it.effects == 0 && !it.stale {
 			t.sum.LostEffects++
 		}
-		t.sum.DuplicateEffects += int64(dup)
+		t.sum.DuplicateEffects += int64(max(it.effects-1, 0))
 	}
 	select {
 	case t.folded <- struct{}{}:
@@ -285,7 +280,6 @@ func (t *Topic) effect(it *intent) {
 		return
 	}
 	it.effects++
-	t.raw.Effects++
 	if it.counted {
 		t.sum.Effects++
 	}
@@ -293,7 +287,6 @@ func (t *Topic) effect(it *intent) {
 		return
 	}
 	if it.id < last {
-		t.raw.OutOfOrderEffects++
 		if it.counted {
 			t.sum.OutOfOrderEffects++
 		}

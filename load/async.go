@@ -17,6 +17,7 @@ import (
 // the cluster was given a URL, and one stream per topic.
 type asyncCluster struct {
 	srv    *broker.Server // nil with an external server
+	url    string
 	conn   *broker.Conn
 	topics map[string]*broker.Topic
 }
@@ -43,7 +44,7 @@ func startAsync(sc *topology.Scenario, url string) (*asyncCluster, error) {
 		a.close()
 		return nil, err
 	}
-	a.conn = conn
+	a.conn, a.url = conn, url
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for i := range sc.Services {
@@ -198,4 +199,39 @@ func (a *asyncCluster) topicMap() map[string]*broker.Topic {
 		return nil
 	}
 	return a.topics
+}
+
+// NATS returns the URL of the NATS server running the scenario's topics
+// and whether the cluster embeds it; "" when the scenario has none.
+func (c *Cluster) NATS() (url string, embedded bool) {
+	if c.async == nil {
+		return "", false
+	}
+	return c.async.url, c.async.srv != nil
+}
+
+// topicCounts are the counts of a topic the time series takes per
+// interval: every delivery, and the effects of intents after warm-up.
+type topicCounts struct {
+	raw broker.RawCounts
+	sum metrics.ConsumerSummary
+}
+
+// topic adds consuming service n's topic columns, under the simulator's
+// names: deliveries and redeliveries in the interval (all of them),
+// effects, lost, duplicate and out-of-order effects of the intents after
+// warm-up (lost and duplicate ones in the interval their intent folded
+// in), and the backlog at the sample: messages published and not yet
+// settled (acked or dead-lettered), those in process included.
+func (sm *sampler) topic(n string, t *broker.Topic) {
+	now := topicCounts{raw: t.Raw(), sum: t.Summary()}
+	p := sm.prevTopic[n]
+	sm.prevTopic[n] = now
+	sm.add(metrics.MetricDeliveries, n, float64(now.raw.Deliveries-p.raw.Deliveries))
+	sm.add(metrics.MetricRedeliveries, n, float64(now.raw.Redeliveries-p.raw.Redeliveries))
+	sm.add(metrics.MetricBacklog, n, float64(now.raw.Backlog))
+	sm.add(metrics.MetricEffects, n, float64(now.sum.Effects-p.sum.Effects))
+	sm.add(metrics.MetricLostEffects, n, float64(now.sum.LostEffects-p.sum.LostEffects))
+	sm.add(metrics.MetricDuplicateEffects, n, float64(now.sum.DuplicateEffects-p.sum.DuplicateEffects))
+	sm.add(metrics.MetricOutOfOrderEffects, n, float64(now.sum.OutOfOrderEffects-p.sum.OutOfOrderEffects))
 }

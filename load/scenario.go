@@ -256,6 +256,9 @@ type sampler struct {
 	mu   sync.Mutex
 	cols map[string][]float64
 	prev map[string]Counters
+	// prevTopic holds each consuming service's topic counts as of the
+	// last sample.
+	prevTopic map[string]topicCounts
 	done chan struct{}
 	wg   sync.WaitGroup
 	// n counts the samples taken; tick is closed (and replaced) at each
@@ -270,6 +273,7 @@ func (sm *sampler) start(cl *Cluster, interval time.Duration) {
 		interval = DefaultInterval
 	}
 	sm.cols, sm.prev, sm.done, sm.tick = map[string][]float64{}, map[string]Counters{}, make(chan struct{}), make(chan struct{})
+	sm.prevTopic = map[string]topicCounts{}
 	// Name every column up front, so that a run shorter than an interval
 	// still has them.
 	sm.take(cl)
@@ -329,6 +333,9 @@ func (sm *sampler) take(cl *Cluster) {
 		sm.add(metrics.MetricInflight, n, float64(st.Busy+st.Queue))
 		if st.Workers > 0 {
 			sm.add(metrics.MetricUtilization, n, float64(st.Busy)/float64(st.Workers))
+		}
+		if s.topic != nil {
+			sm.topic(n, s.topic)
 		}
 		for _, e := range s.outEdges {
 			name := n + "->" + e.to

@@ -127,6 +127,9 @@ type Stats struct {
 	LatencyMs *metrics.Latency `json:"latency_ms"`
 	// Edges are the service's downstream call edges.
 	Edges []metrics.EdgeSummary `json:"edges,omitempty"`
+	// Consumer is the service's consumer group of a topic, if it has one:
+	// what the broker delivered and each intent's effects so far.
+	Consumer *metrics.ConsumerSummary `json:"consumer,omitempty"`
 }
 
 type waitState uint8
@@ -1027,6 +1030,7 @@ func (s *Service) Stats() Stats {
 	for _, e := range s.outEdges {
 		st.Edges = append(st.Edges, edgeSummary(s.name, e.to, e.ec))
 	}
+	st.Consumer = s.ConsumerSummary()
 	return st
 }
 

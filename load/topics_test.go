@@ -224,3 +224,27 @@ func TestServeRefusesOrderedTopics(t *testing.T) {
 		t.Errorf("StartCluster with an ordered consumer: %v, want it at topics.yaml:23", err)
 	}
 }
+
+// An early stop reports the intents still in flight apart, not as lost:
+// with an outbox passing once a minute, every intent committed before the
+// stop at 500 ms still sits in the outbox.
+func TestServeTopicsInFlightAtStop(t *testing.T) {
+	sc := topicParse(t, "services.0.calls.0.publish.outbox_interval=1m")
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	res, err := RunScenario(ctx, sc, ScenarioOptions{Grace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Summary.Services[1].Consumer
+	if c == nil || c.Intents == 0 || c.InFlight != c.Intents || c.LostEffects != 0 || c.Published != 0 {
+		t.Fatalf("stopped at 500 ms: %+v, want every intent in flight, none lost or published", c)
+	}
+	var b strings.Builder
+	if err := metrics.FormatText(&b, &res.Summary); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "intents still in flight at the stop (counted neither lost nor duplicate)") {
+		t.Errorf("text summary does not say the in-flight intents are apart:\n%s", b.String())
+	}
+}
