@@ -259,8 +259,8 @@ type sampler struct {
 	// prevTopic holds each consuming service's topic counts as of the
 	// last sample.
 	prevTopic map[string]topicCounts
-	done chan struct{}
-	wg   sync.WaitGroup
+	done      chan struct{}
+	wg        sync.WaitGroup
 	// n counts the samples taken; tick is closed (and replaced) at each
 	// one, for the live rows (live.go).
 	n        int
