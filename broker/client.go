@@ -243,9 +243,13 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	busy := c.busy.Add(1)
 	d := c.sample() + model.LatencyAdd(c.cfg.Faults, c.cfg.Now()) + time.Duration(busy-1)*c.cfg.SlowdownPerInflight
-	ok := sleep(ctx, d)
-	c.busy.Add(-1)
-	if !ok {
+	wait := time.NewTimer(max(d, 0))
+	select {
+	case <-wait.C:
+		c.busy.Add(-1)
+	case <-ctx.Done():
+		wait.Stop()
+		c.busy.Add(-1)
 		return // stopped: the delivery stays in flight
 	}
 	crashed := c.crash()
@@ -257,20 +261,5 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	// accepted by JetStream: the message settles (docs/model.md).
 	if msg.DoubleAck(ctx) == nil {
 		c.t.settle(seq, false)
-	}
-}
-
-// sleep waits d or until ctx ends; it reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

@@ -81,17 +81,6 @@ func (a *asyncCluster) close() error {
 	return errors.Join(errs...)
 }
 
-// inFlight is the number of intents of all topics not folded yet.
-func (a *asyncCluster) inFlight() int {
-	n := 0
-	if a != nil {
-		for _, t := range a.topics {
-			n += t.InFlight()
-		}
-	}
-	return n
-}
-
 // drainBound is how long the topics may take to settle after the last
 // commit: the slowest outbox's interval twice, then every delivery of a
 // message up to max_deliveries running into its ack deadline, plus a

@@ -132,56 +132,62 @@ func TestServeTopicsExact(t *testing.T) {
 // At a random crash rate both runs estimate the same probability p; their
 // difference is within 4 standard errors of the difference of two
 // independent binomial proportions, sqrt(p(1-p)(1/n₁ + 1/n₂)), and
-// serve's alone within 4 of its own, sqrt(p(1-p)/n).
+// serve's alone within 4 of its own, sqrt(p(1-p)/n). serve runs on
+// another seed: with the same one it would draw the very crashes the
+// simulator draws (the same streams, in the same order), and the two must
+// be independent samples for the bound.
 func TestServeTopicsBinomial(t *testing.T) {
 	const p = 0.3
-	sets := []string{"duration=3s", "workload.rate=100", "services.0.calls.0.publish.via=dual_write",
-		"services.0.calls.0.publish.outbox_interval=0s", "faults.0.crash_between_commit_and_publish=0.3"}
-	// serve on another seed: with the same one it draws the very crashes
-	// the simulator draws (the same stream, in commit order), and the two
-	// must be independent samples for the bound below
-	real := serveTopics(t, topicParse(t, append(sets, "seed=8")...))
-	res, err := sim.Run(context.Background(), topicParse(t, sets...), sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	simmed := res.Summary.Services[1].Consumer
-	nr, ns := float64(real.Intents), float64(simmed.Intents)
-	pr, ps := float64(real.LostEffects)/nr, float64(simmed.LostEffects)/ns
-	if se := math.Sqrt(p * (1 - p) * (1/nr + 1/ns)); math.Abs(pr-ps) > 4*se {
-		t.Errorf("lost share: serve %.3f of %.0f, simulator %.3f of %.0f: differ by more than 4×%.3f", pr, nr, ps, ns, se)
-	}
-	if se := math.Sqrt(p * (1 - p) / nr); math.Abs(pr-p) > 4*se {
-		t.Errorf("serve lost share %.3f of %.0f, want %.2f ± 4×%.3f", pr, nr, p, se)
-	}
-	if real.DuplicateEffects != 0 || real.Effects+real.LostEffects != real.Intents {
-		t.Errorf("serve: %+v, want each intent applied once or lost", *real)
-	}
-	t.Logf("lost share: serve %.3f of %.0f, simulator %.3f of %.0f", pr, nr, ps, ns)
-}
-
-// A consumer slower than its ack deadline: every delivery is redelivered
-// while still in process, until max_deliveries (2), then dead-lettered,
-// and each delivery applies its effect when it ends. The deadlines fall
-// at 200 ms and 400 ms, the processings end at 600 ms and 800 ms: far
-// from each other, so the counts are exact on both sides.
-func TestServeTopicsRedelivery(t *testing.T) {
-	sc := topicParse(t, "workload.rate=10", "services.1.service_time.value=600ms", "services.1.consumes.ack_deadline=200ms",
-		"services.1.consumes.max_deliveries=2")
-	real := serveTopics(t, sc)
-	res, err := sim.Run(context.Background(), sc, sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	simmed := res.Summary.Services[1].Consumer
-	for _, c := range []struct {
-		side string
-		s    *metrics.ConsumerSummary
-	}{{"serve", real}, {"simulator", simmed}} {
-		n := c.s.Intents
-		if c.s.Deliveries != 2*n || c.s.Redeliveries != n || c.s.DeadLettered != n || c.s.Effects != 2*n || c.s.DuplicateEffects != n {
-			t.Errorf("%s: %+v, want per intent 2 deliveries, 1 redelivery, 1 dead letter, 2 effects, 1 duplicate", c.side, *c.s)
-		}
+	for _, tc := range []struct {
+		name string
+		sets []string
+		// share is the estimate of p and its number of trials
+		share func(c *metrics.ConsumerSummary) (float64, float64)
+		// exact checks what holds whatever the draws
+		exact func(c *metrics.ConsumerSummary) bool
+	}{
+		{"dual write crash: lost share of intents", []string{"services.0.calls.0.publish.via=dual_write",
+			"services.0.calls.0.publish.outbox_interval=0s", "faults.0.crash_between_commit_and_publish=0.3"},
+			func(c *metrics.ConsumerSummary) (float64, float64) {
+				return float64(c.LostEffects) / float64(c.Intents), float64(c.Intents)
+			},
+			func(c *metrics.ConsumerSummary) bool {
+				return c.DuplicateEffects == 0 && c.Effects+c.LostEffects == c.Intents
+			}},
+		// effect, then a crash before the ack in a share p of the
+		// deliveries: each crash is a redelivery 100 ms later (and a
+		// duplicate effect), unless it was the third delivery
+		{"consumer crash: redelivered share of deliveries", []string{"faults.1.crash_between_effect_and_ack=0.3",
+			"services.1.consumes.ack_deadline=100ms"},
+			func(c *metrics.ConsumerSummary) (float64, float64) {
+				crashes := c.Redeliveries + c.DeadLettered
+				return float64(crashes) / float64(c.Deliveries), float64(c.Deliveries)
+			},
+			func(c *metrics.ConsumerSummary) bool {
+				return c.LostEffects == 0 && c.DuplicateEffects == c.Redeliveries && c.Effects == c.Deliveries
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sets := append([]string{"duration=3s", "workload.rate=100"}, tc.sets...)
+			real := serveTopics(t, topicParse(t, append(sets, "seed=8")...))
+			res, err := sim.Run(context.Background(), topicParse(t, sets...), sim.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			simmed := res.Summary.Services[1].Consumer
+			pr, nr := tc.share(real)
+			ps, ns := tc.share(simmed)
+			if se := math.Sqrt(p * (1 - p) * (1/nr + 1/ns)); math.Abs(pr-ps) > 4*se {
+				t.Errorf("serve %.3f of %.0f, simulator %.3f of %.0f: differ by more than 4×%.3f", pr, nr, ps, ns, se)
+			}
+			if se := math.Sqrt(p * (1 - p) / nr); math.Abs(pr-p) > 4*se {
+				t.Errorf("serve %.3f of %.0f, want %.2f ± 4×%.3f", pr, nr, p, se)
+			}
+			if !tc.exact(real) || !tc.exact(simmed) {
+				t.Errorf("serve %+v\nsimulator %+v", *real, *simmed)
+			}
+			t.Logf("serve %.3f of %.0f, simulator %.3f of %.0f", pr, nr, ps, ns)
+		})
 	}
 }
 
