@@ -72,11 +72,11 @@ func resolveHop(sc *topology.Scenario, topic string) (*hop, error) {
 		s := &sc.Services[i]
 		for j := range s.Calls {
 			if p := s.Calls[j].Publish; p != nil && p.Topic == topic && h.pub == nil {
-				h.pub, h.prodF = p, FaultsOf(sc, s.Name)
+				h.pub, h.prodF = p, faultsOf(sc, s.Name)
 			}
 		}
 		if c := s.Consumes; c != nil && c.Topic == topic {
-			h.cons, h.consF, h.consName, h.slow = c, FaultsOf(sc, s.Name), s.Name, s.SlowdownPerInflight
+			h.cons, h.consF, h.consName, h.slow = c, faultsOf(sc, s.Name), s.Name, s.SlowdownPerInflight
 			var err error
 			if h.st, _, err = model.Delay(&s.ServiceTime, fmt.Sprintf("services[%d].service_time", i)); err != nil {
 				return nil, err
@@ -106,8 +106,8 @@ func Check(sc *topology.Scenario) error {
 	return nil
 }
 
-// FaultsOf returns the scenario's faults on service name.
-func FaultsOf(sc *topology.Scenario, name string) []*topology.Fault {
+// faultsOf returns the scenario's faults on service name.
+func faultsOf(sc *topology.Scenario, name string) []*topology.Fault {
 	var fs []*topology.Fault
 	for i := range sc.Faults {
 		if sc.Faults[i].Service == name {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/stormsim/stormsim/broker"
@@ -117,7 +118,10 @@ func (a *asyncCluster) wait(ctx context.Context, d time.Duration) {
 }
 
 // wireAsync gives service s its publish steps' producers and, if it
-// consumes a topic, its consumer group, on the cluster's topics.
+// consumes a topic, its consumer group, on the cluster's topics. Each
+// replica publishes through its own outbox and is one member of its
+// service's consumer group (the durable consumer they share), with the
+// faults that hit it and its own streams, as simulated.
 func (s *Service) wireAsync(sc *topology.Scenario, topics map[string]*broker.Topic) error {
 	svc := &s.cfg
 	hasPub := false
@@ -130,7 +134,13 @@ func (s *Service) wireAsync(sc *topology.Scenario, topics map[string]*broker.Top
 	if topics == nil {
 		return fmt.Errorf("load: %s: the scenario has topics: run the services with StartCluster, which connects them to a NATS JetStream", s.name)
 	}
-	faults := broker.FaultsOf(sc, s.name)
+	var faults []*topology.Fault
+	for i := range sc.Faults {
+		if f := &sc.Faults[i]; f.Service == s.name && slices.Contains(f.ReplicasHit(svc), s.rep) {
+			faults = append(faults, f)
+		}
+	}
+	tag := model.ReplicaTag(s.rep)
 	s.warmup = sc.Warmup
 	for j := range svc.Calls {
 		pb := svc.Calls[j].Publish
@@ -141,7 +151,7 @@ func (s *Service) wireAsync(sc *topology.Scenario, topics map[string]*broker.Top
 		if t == nil {
 			return fmt.Errorf("load: services.%s.calls[%d].publish.topic: no service consumes %q", s.name, j, pb.Topic)
 		}
-		p := t.NewProducer(pb, faults, model.Stream(sc.Seed, fmt.Sprintf("publish/%s/%d", s.name, j)), s.now)
+		p := t.NewProducer(pb, faults, model.Stream(sc.Seed, fmt.Sprintf("publish/%s/%d", s.name+tag, j)), s.now)
 		s.calls[j].pub = p
 		go p.Run(s.stop)
 	}
@@ -154,7 +164,7 @@ func (s *Service) wireAsync(sc *topology.Scenario, topics map[string]*broker.Top
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		s.consumer, err = t.Consume(ctx, broker.ConsumerConfig{Service: s.name, Consume: c, ServiceTime: st,
-			SlowdownPerInflight: svc.SlowdownPerInflight, Faults: faults, Rand: model.Stream(sc.Seed, "consumer/"+s.name), Now: s.now})
+			SlowdownPerInflight: svc.SlowdownPerInflight, Faults: faults, Rand: model.Stream(sc.Seed, "consumer/"+s.name+tag), Now: s.now})
 		if err != nil {
 			return err
 		}

@@ -99,6 +99,14 @@ func TestServeTopicsExact(t *testing.T) {
 		// max_deliveries (3) times, applied each time, then dead-lettered
 		{"consumer crash before ack", []string{"faults.1.crash_between_effect_and_ack=1", "services.1.consumes.ack_deadline=100ms"},
 			[5]float64{1, 3, 0, 2, 1}},
+		// replicas: each of order's publishes through its own outbox,
+		// inventory's are one consumer group (the durable consumer they
+		// share), the crash faults hit every replica
+		{"replicas, outbox crash, transactional dedup", []string{"services.0.replicas=2", "services.1.replicas=2",
+			"services.1.consumes.concurrency=4", "faults.0.crash_between_publish_and_mark=1", "services.1.consumes.ack=transactional_dedup"},
+			[5]float64{2, 1, 0, 0, 0}},
+		{"replicas, consumer crash before ack", []string{"services.1.replicas=3", "services.1.consumes.concurrency=2",
+			"faults.1.crash_between_effect_and_ack=1", "services.1.consumes.ack_deadline=100ms"}, [5]float64{1, 3, 0, 2, 1}},
 		// acking first, the crash loses the effect
 		{"ack before effect, crash", []string{"faults.1.crash_between_effect_and_ack=1", "services.1.consumes.ack=before_effect"},
 			[5]float64{1, 0, 1, 0, 0}},
@@ -191,6 +199,31 @@ func TestServeTopicsBinomial(t *testing.T) {
 	}
 }
 
+// A consumer slower than its ack deadline: every delivery is redelivered
+// while still in process, until max_deliveries (2), then dead-lettered,
+// and each delivery applies its effect when it ends. The deadlines fall
+// at 200 ms and 400 ms, the processings end at 600 ms and 800 ms: far
+// from each other, so the counts are exact on both sides.
+func TestServeTopicsRedelivery(t *testing.T) {
+	sc := topicParse(t, "workload.rate=10", "services.1.service_time.value=600ms", "services.1.consumes.ack_deadline=200ms",
+		"services.1.consumes.max_deliveries=2")
+	real := serveTopics(t, sc)
+	res, err := sim.Run(context.Background(), sc, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	simmed := res.Summary.Services[1].Consumer
+	for _, c := range []struct {
+		side string
+		s    *metrics.ConsumerSummary
+	}{{"serve", real}, {"simulator", simmed}} {
+		n := c.s.Intents
+		if c.s.Deliveries != 2*n || c.s.Redeliveries != n || c.s.DeadLettered != n || c.s.Effects != 2*n || c.s.DuplicateEffects != n {
+			t.Errorf("%s: %+v, want per intent 2 deliveries, 1 redelivery, 1 dead letter, 2 effects, 1 duplicate", c.side, *c.s)
+		}
+	}
+}
+
 // JetStream accepts a late ack, the simulator ignores it (docs/model.md,
 // "Asynchronous hops"). The consumer takes 300 ms, the ack deadline is
 // 200 ms, max_deliveries 3. Simulated: deliveries at 0, 200 and 400 ms,
@@ -252,5 +285,34 @@ func TestServeTopicsInFlightAtStop(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "intents still in flight at the stop (counted neither lost nor duplicate)") {
 		t.Errorf("text summary does not say the in-flight intents are apart:\n%s", b.String())
+	}
+}
+
+// A consumer group across replicas, a crash fault on one of them: the
+// replicas' consumers share JetStream's durable consumer, whose waiting
+// pulls it serves in order, so (as simulated, where the consumer free the
+// longest takes the next message) about half the deliveries land on the
+// faulty replica and crash. Whatever the order, each delivery is one
+// trial of landing there; 4 binomial standard errors at p = 1/2 bound
+// serve's crashed share.
+func TestServeTopicsReplicaFault(t *testing.T) {
+	sc := topicParse(t, "duration=2s", "services.1.replicas=2", "services.1.consumes.concurrency=2",
+		"faults.1.crash_between_effect_and_ack=1", "faults.1.replica=1", "services.1.consumes.ack_deadline=100ms")
+	real := serveTopics(t, sc)
+	res, err := sim.Run(context.Background(), sc, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	simmed := res.Summary.Services[1].Consumer
+	for _, c := range []struct {
+		side string
+		s    *metrics.ConsumerSummary
+	}{{"serve", real}, {"simulator", simmed}} {
+		n := float64(c.s.Deliveries)
+		share := float64(c.s.Redeliveries+c.s.DeadLettered) / n
+		if se := math.Sqrt(0.25 / n); math.Abs(share-0.5) > 4*se || c.s.LostEffects != 0 || c.s.DuplicateEffects != c.s.Redeliveries {
+			t.Errorf("%s: crashed share %.3f of %.0f deliveries, want 0.5 ± 4×%.3f, no effect lost, a duplicate per redelivery\n%+v", c.side, share, n, se, *c.s)
+		}
+		t.Logf("%s: crashed share %.3f of %.0f deliveries", c.side, share, n)
 	}
 }
