@@ -149,6 +149,9 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	drain(cl, 2*time.Second)
 	if ctx.Err() == nil {
 		cl.async.wait(ctx, drainBound(sc))
+		if ctx.Err() != nil {
+			res.Summary.Status = metrics.StatusInterrupted // while the topics settled
+		}
 	}
 	fillServices(res, sc, cl, &samples)
 	committer := cl.Service(CommittingService(sc)) // it keeps its replicas' ledger
