@@ -133,7 +133,7 @@ func Walk(ctx context.Context, url string, sc *topology.Scenario, topic string, 
 		return nil, err
 	}
 	defer conn.Close()
-	t, err := conn.NewTopic(ctx, topic)
+	t, err := conn.NewTopic(ctx, topic, h.cons, h.pub.Keys)
 	if err != nil {
 		return nil, err
 	}

@@ -62,8 +62,7 @@ func (p *Producer) Commit(ctx context.Context, counted bool) error {
 	}
 	in := p.t.commit(key, counted)
 	if p.outbox {
-		p.t.hold(in) // the row's reference
-		p.ob.Add(in)
+		p.ob.Add(in) // the row holds a reference until marked sent
 		p.mu.Unlock()
 		p.t.release(in)
 		return nil
@@ -155,26 +154,22 @@ type Consumer struct {
 	mu sync.Mutex // guards cfg.Rand
 }
 
-// Consume starts consumer group cfg on t; Stop ends it.
+// Consume starts consumer group cfg on t; Stop ends it. cfg.Consume is
+// the consumes block t was made with (its ack mode and version check are
+// t's); the replicas of a consuming service each start one on the same
+// durable consumer.
 func (t *Topic) Consume(ctx context.Context, cfg ConsumerConfig) (*Consumer, error) {
 	c := cfg.Consume
-	ack, err := model.ParseAckMode(c.Ack)
-	if err != nil {
-		return nil, fmt.Errorf("broker: %s.consumes.%w", cfg.Service, err)
-	}
 	if c.Ordered {
 		return nil, fmt.Errorf("broker: %s.consumes.ordered: ordered consumers are simulator-only", cfg.Service)
 	}
 	durable := natsName(cfg.Service)
-	t.mu.Lock()
-	t.check = c.VersionCheck
-	t.mu.Unlock()
 	jc, err := t.conn.js.CreateOrUpdateConsumer(ctx, t.stream, jetstream.ConsumerConfig{Durable: durable, AckPolicy: jetstream.AckExplicitPolicy,
 		AckWait: c.AckDeadline, MaxDeliver: c.MaxDeliveries, MaxAckPending: -1, MaxWaiting: max(c.Concurrency, 512)})
 	if err != nil {
 		return nil, fmt.Errorf("broker: topic %s: create consumer %s: %w", t.name, durable, err)
 	}
-	cs := &Consumer{t: t, cfg: cfg, ack: ack}
+	cs := &Consumer{t: t, cfg: cfg, ack: t.fx.Ack()}
 	if cs.adv, err = t.deadLetters(durable); err != nil {
 		return nil, err
 	}
@@ -253,7 +248,7 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 		return // stopped: the delivery stays in flight
 	}
 	crashed := c.crash()
-	c.t.apply(it, c.ack, crashed)
+	c.t.done(it, crashed)
 	if crashed || c.ack == model.AckBeforeEffect {
 		return // a crash before the ack: JetStream redelivers after AckWait
 	}

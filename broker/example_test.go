@@ -54,7 +54,8 @@ func ExampleTopic() {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	t, err := conn.NewTopic(ctx, "orders")
+	consume := &topology.Consume{Topic: "orders", Concurrency: 4, AckDeadline: time.Second, MaxDeliveries: 3, Ack: "transactional_dedup"}
+	t, err := conn.NewTopic(ctx, "orders", consume, 0)
 	if err != nil {
 		panic(err)
 	}
@@ -67,8 +68,7 @@ func ExampleTopic() {
 	}
 	crash := []*topology.Fault{{At: 0, For: time.Minute, CrashBetweenPublishAndMark: 1}}
 	c, err := t.Consume(ctx, broker.ConsumerConfig{Service: "inventory", Now: now, Rand: model.Stream(1, "consumer/inventory"),
-		Consume:     &topology.Consume{Topic: "orders", Concurrency: 4, AckDeadline: time.Second, MaxDeliveries: 3, Ack: "transactional_dedup"},
-		ServiceTime: st})
+		Consume: consume, ServiceTime: st})
 	if err != nil {
 		panic(err)
 	}

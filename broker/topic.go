@@ -16,6 +16,7 @@ import (
 
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
+	"github.com/stormsim/stormsim/topology"
 )
 
 // Message headers of a published event: the intent it carries (its id is
@@ -64,12 +65,12 @@ func natsName(s string) string {
 }
 
 // Topic is one scenario topic as a JetStream stream, with the effect
-// accounting of its intents: model.Group's rules (lost, duplicate and
-// out-of-order effects per intent, version checks) applied to what the
-// real broker delivers. An intent is followed while its committer, an
-// outbox row, an unsettled message (neither acked nor dead-lettered) or a
-// delivery in process refers to it, then folded into the summary. Safe
-// for concurrent use.
+// accounting of its intents: model.Effects, the simulator's rules (lost,
+// duplicate and out-of-order effects per intent, version checks, the ack
+// modes), applied to what the real broker delivers. An intent is followed
+// while its committer, an outbox row, an unsettled message (neither acked
+// nor dead-lettered) or a delivery in process refers to it, then folded.
+// Safe for concurrent use.
 type Topic struct {
 	name    string
 	stream  string
@@ -79,15 +80,14 @@ type Topic struct {
 	// mu guards what follows. Publish holds it across the round trip to
 	// the server, so that a message is known by its stream sequence
 	// before its ack (or dead letter) can settle it.
-	mu      sync.Mutex
-	seq     uint64
-	intents map[uint64]*intent // not yet folded
-	msgs    map[uint64]*intent // unsettled messages by stream sequence
-	last    map[int]uint64     // per key: the highest version applied
-	check   bool               // the consumer's version_check
-	sum     metrics.ConsumerSummary
-	raw     RawCounts
-	folded  chan struct{} // signalled when an intent folds
+	mu            sync.Mutex
+	seq           uint64
+	fx            *model.Effects
+	intents       map[uint64]*model.Intent // not yet folded, by Seq
+	msgs          map[uint64]*model.Intent // unsettled messages by stream sequence
+	backlog       int64
+	publishErrors int64
+	folded        chan struct{} // signalled when an intent folds
 }
 
 // RawCounts are a topic's counts of every delivery, warm-up included, for
@@ -98,24 +98,18 @@ type RawCounts struct {
 	Backlog int64
 }
 
-// intent is what a Topic follows of one logical intent.
-type intent struct {
-	id      uint64
-	key     int
-	counted bool
-	refs    int
-	effects int
-	stale   bool // rejected by a version check at least once
-	done    bool // its processed-event record exists (transactional_dedup)
-}
-
 // NewTopic creates the stream of the scenario topic name, in memory, under
-// a name of its own (the topic's, and a number unique to this run).
-func (c *Conn) NewTopic(ctx context.Context, name string) (*Topic, error) {
+// a name of its own (the topic's, and a number unique to this run), with
+// the effect rules of its consumer c; keys is the number of ordering keys
+// its publishers spread events over (0: unkeyed).
+func (c *Conn) NewTopic(ctx context.Context, name string, consume *topology.Consume, keys int) (*Topic, error) {
+	fx, err := model.NewEffects(consume, keys)
+	if err != nil {
+		return nil, fmt.Errorf("broker: topic %s: %w", name, err)
+	}
 	stream := fmt.Sprintf("stormsim_%s_%d_%d", natsName(name), time.Now().UnixNano(), runs.Add(1))
-	t := &Topic{name: name, stream: stream, subject: "stormsim.topic." + stream, conn: c,
-		intents: map[uint64]*intent{}, msgs: map[uint64]*intent{}, last: map[int]uint64{}, folded: make(chan struct{}, 1)}
-	t.sum.Topic = name
+	t := &Topic{name: name, stream: stream, subject: "stormsim.topic." + stream, conn: c, fx: fx,
+		intents: map[uint64]*model.Intent{}, msgs: map[uint64]*model.Intent{}, folded: make(chan struct{}, 1)}
 	if _, err := c.js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{t.subject}, Storage: jetstream.MemoryStorage}); err != nil {
 		return nil, fmt.Errorf("broker: topic %s: create stream %s: %w", name, stream, err)
 	}
@@ -141,42 +135,26 @@ func (t *Topic) commit(key int, counted bool) *model.Intent {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.seq++
-	t.intents[t.seq] = &intent{id: t.seq, key: key, counted: counted, refs: 1}
-	return model.NewIntent(key, t.seq, counted)
-}
-
-// hold adds a reference to in (an outbox row's).
-func (t *Topic) hold(in *model.Intent) {
-	t.mu.Lock()
-	t.intents[in.Seq].refs++
-	t.mu.Unlock()
+	in := model.NewIntent(key, t.seq, counted)
+	t.intents[t.seq] = in
+	return in
 }
 
 // release drops a reference to in (its committer's, or its outbox row's
 // once marked sent).
 func (t *Topic) release(in *model.Intent) {
 	t.mu.Lock()
-	t.releaseLocked(t.intents[in.Seq])
+	t.releaseLocked(in)
 	t.mu.Unlock()
 }
 
-// releaseLocked drops one reference to it, folding it when none is left.
-func (t *Topic) releaseLocked(it *intent) {
-	if it == nil {
+// releaseLocked drops one reference to in, which folds when none is left.
+func (t *Topic) releaseLocked(in *model.Intent) {
+	t.fx.Release(in)
+	if !in.Folded() {
 		return
 	}
-	it.refs--
-	if it.refs > 0 {
-		return
-	}
-	delete(t.intents, it.id)
-	if it.counted {
-		t.sum.Intents++
-		if it.effects == 0 && !it.stale {
-			t.sum.LostEffects++
-		}
-		t.sum.DuplicateEffects += int64(max(it.effects-1, 0))
-	}
+	delete(t.intents, in.Seq)
 	select {
 	case t.folded <- struct{}{}:
 	default:
@@ -193,15 +171,14 @@ func (t *Topic) publish(ctx context.Context, in *model.Intent) error {
 	defer t.mu.Unlock()
 	ack, err := t.conn.js.PublishMsg(ctx, m)
 	if err != nil {
-		t.sum.PublishErrors++
+		t.publishErrors++
 		return fmt.Errorf("broker: topic %s: publish: %w", t.name, err)
 	}
-	it := t.intents[in.Seq]
-	it.refs++
-	t.msgs[ack.Sequence] = it
-	t.raw.Backlog++
-	if it.counted {
-		t.sum.Published++
+	in.Hold()
+	t.msgs[ack.Sequence] = in
+	t.backlog++
+	if in.Counted {
+		t.fx.Stats.Published++
 	}
 	return nil
 }
@@ -211,88 +188,50 @@ func (t *Topic) publish(ctx context.Context, in *model.Intent) error {
 func (t *Topic) settle(seq uint64, deadLetter bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	it := t.msgs[seq]
-	if it == nil {
+	in := t.msgs[seq]
+	if in == nil {
 		return
 	}
 	delete(t.msgs, seq)
-	t.raw.Backlog--
-	if deadLetter && it.counted {
-		t.sum.DeadLettered++
+	t.backlog--
+	if deadLetter && in.Counted {
+		t.fx.Stats.DeadLettered++
 	}
-	t.releaseLocked(it)
+	t.releaseLocked(in)
 }
 
 // deliver follows a delivery of intent id (the delivery's reference, until
 // done) and counts it; nil when the intent is not this run's.
-func (t *Topic) deliver(id uint64, redelivery bool) *intent {
+func (t *Topic) deliver(id uint64, redelivery bool) *model.Intent {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	it := t.intents[id]
-	if it == nil {
+	in := t.intents[id]
+	if in == nil {
 		return nil
 	}
-	it.refs++
-	t.raw.Deliveries++
+	in.Hold()
+	st := &t.fx.Stats
+	st.RawDeliveries++
 	if redelivery {
-		t.raw.Redeliveries++
+		st.RawRedeliveries++
 	}
-	if it.counted {
-		t.sum.Deliveries++
+	if in.Counted {
+		st.Deliveries++
 		if redelivery {
-			t.sum.Redeliveries++
+			st.Redeliveries++
 		}
 	}
-	return it
+	return in
 }
 
-// apply ends a delivery of it: its effect per the consumer's ack mode (a
-// crash before the effect, with ack before_effect, applies none; with
-// transactional dedup only the first applies), then the delivery's
-// reference is dropped.
-func (t *Topic) apply(it *intent, ack model.AckMode, crashed bool) {
+// done ends a delivery of in: its effect per the consumer's ack mode
+// (model.Effects.Effect; crashed: a crash between effect and ack), then
+// the delivery's reference is dropped.
+func (t *Topic) done(in *model.Intent, crashed bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	effect := true
-	switch ack {
-	case model.AckBeforeEffect:
-		effect = !crashed
-	case model.AckTransactionalDedup:
-		effect = !it.done
-		it.done = true
-	}
-	if effect {
-		t.effect(it)
-	}
-	t.releaseLocked(it)
-}
-
-// effect applies it's effect unless a version check finds it stale, and
-// counts effects out of their key's order (model.Group's rule).
-func (t *Topic) effect(it *intent) {
-	last := t.last[it.key] // 0: none yet (ids start at 1)
-	keyed := it.key >= 0
-	if keyed && t.check && it.id < last {
-		it.stale = true
-		if it.counted {
-			t.sum.StaleRejected++
-		}
-		return
-	}
-	it.effects++
-	if it.counted {
-		t.sum.Effects++
-	}
-	if !keyed {
-		return
-	}
-	if it.id < last {
-		if it.counted {
-			t.sum.OutOfOrderEffects++
-		}
-		return
-	}
-	t.last[it.key] = it.id
+	t.fx.Effect(in, crashed)
+	t.releaseLocked(in)
 }
 
 // InFlight is the number of intents not folded yet: in an outbox, on the
@@ -321,7 +260,7 @@ func (t *Topic) Wait(ctx context.Context) error {
 func (t *Topic) Raw() RawCounts {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.raw
+	return RawCounts{Deliveries: t.fx.Stats.RawDeliveries, Redeliveries: t.fx.Stats.RawRedeliveries, Backlog: t.backlog}
 }
 
 // Summary is the consumer summary of the intents committed after warm-up:
@@ -331,9 +270,13 @@ func (t *Topic) Raw() RawCounts {
 func (t *Topic) Summary() metrics.ConsumerSummary {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := t.sum
-	for _, it := range t.intents {
-		if it.counted {
+	st := t.fx.Stats
+	s := metrics.ConsumerSummary{Topic: t.name, Intents: st.Intents, Published: st.Published,
+		Deliveries: st.Deliveries, Redeliveries: st.Redeliveries, DeadLettered: st.DeadLettered, Effects: st.Effects,
+		LostEffects: st.LostEffects, DuplicateEffects: st.DuplicateEffects, OutOfOrderEffects: st.OutOfOrderEffects,
+		StaleRejected: st.StaleRejected, PublishErrors: t.publishErrors}
+	for _, in := range t.intents {
+		if in.Counted {
 			s.InFlight++
 		}
 	}

@@ -48,12 +48,20 @@ func startAsync(sc *topology.Scenario, url string) (*asyncCluster, error) {
 	a.conn, a.url = conn, url
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	keys := map[string]int{} // per topic: the most keys a publisher uses
+	for i := range sc.Services {
+		for _, c := range sc.Services[i].Calls {
+			if pb := c.Publish; pb != nil {
+				keys[pb.Topic] = max(keys[pb.Topic], pb.Keys)
+			}
+		}
+	}
 	for i := range sc.Services {
 		c := sc.Services[i].Consumes
 		if c == nil {
 			continue
 		}
-		t, err := conn.NewTopic(ctx, c.Topic)
+		t, err := conn.NewTopic(ctx, c.Topic, c, keys[c.Topic])
 		if err != nil {
 			a.close()
 			return nil, err

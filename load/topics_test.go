@@ -77,6 +77,24 @@ func serveTopics(t *testing.T, sc *topology.Scenario) *metrics.ConsumerSummary {
 	return nil
 }
 
+// side is one run of a scenario's topics: through serve or simulated.
+type side struct {
+	name string
+	c    *metrics.ConsumerSummary
+}
+
+// bothSides runs served through serve and simulated through the
+// simulator (the same scenario, or another seed of it), serve first.
+func bothSides(t *testing.T, served, simulated *topology.Scenario) []side {
+	t.Helper()
+	real := serveTopics(t, served)
+	res, err := sim.Run(context.Background(), simulated, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []side{{"serve", real}, {"simulator", res.Summary.Services[1].Consumer}}
+}
+
 // Exact counts through serve and a real JetStream, each the simulator's
 // per intent (the comparison runs the simulator on the same scenario).
 func TestServeTopicsExact(t *testing.T) {
@@ -113,12 +131,8 @@ func TestServeTopicsExact(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := topicParse(t, tc.sets...)
-			real := serveTopics(t, sc)
-			res, err := sim.Run(context.Background(), sc, sim.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			simmed := res.Summary.Services[1].Consumer
+			sides := bothSides(t, sc, sc)
+			real, simmed := sides[0].c, sides[1].c
 			per := func(c *metrics.ConsumerSummary) [5]float64 {
 				n := float64(c.Intents)
 				return [5]float64{float64(c.Published) / n, float64(c.Effects) / n, float64(c.LostEffects) / n,
@@ -177,12 +191,8 @@ func TestServeTopicsBinomial(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sets := append([]string{"duration=3s", "workload.rate=100"}, tc.sets...)
-			real := serveTopics(t, topicParse(t, append(sets, "seed=8")...))
-			res, err := sim.Run(context.Background(), topicParse(t, sets...), sim.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			simmed := res.Summary.Services[1].Consumer
+			sides := bothSides(t, topicParse(t, append(sets, "seed=8")...), topicParse(t, sets...))
+			real, simmed := sides[0].c, sides[1].c
 			pr, nr := tc.share(real)
 			ps, ns := tc.share(simmed)
 			if se := math.Sqrt(p * (1 - p) * (1/nr + 1/ns)); math.Abs(pr-ps) > 4*se {
@@ -207,19 +217,10 @@ func TestServeTopicsBinomial(t *testing.T) {
 func TestServeTopicsRedelivery(t *testing.T) {
 	sc := topicParse(t, "workload.rate=10", "services.1.service_time.value=600ms", "services.1.consumes.ack_deadline=200ms",
 		"services.1.consumes.max_deliveries=2")
-	real := serveTopics(t, sc)
-	res, err := sim.Run(context.Background(), sc, sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	simmed := res.Summary.Services[1].Consumer
-	for _, c := range []struct {
-		side string
-		s    *metrics.ConsumerSummary
-	}{{"serve", real}, {"simulator", simmed}} {
-		n := c.s.Intents
-		if c.s.Deliveries != 2*n || c.s.Redeliveries != n || c.s.DeadLettered != n || c.s.Effects != 2*n || c.s.DuplicateEffects != n {
-			t.Errorf("%s: %+v, want per intent 2 deliveries, 1 redelivery, 1 dead letter, 2 effects, 1 duplicate", c.side, *c.s)
+	for _, sd := range bothSides(t, sc, sc) {
+		n := sd.c.Intents
+		if sd.c.Deliveries != 2*n || sd.c.Redeliveries != n || sd.c.DeadLettered != n || sd.c.Effects != 2*n || sd.c.DuplicateEffects != n {
+			t.Errorf("%s: %+v, want per intent 2 deliveries, 1 redelivery, 1 dead letter, 2 effects, 1 duplicate", sd.name, *sd.c)
 		}
 	}
 }
@@ -234,12 +235,8 @@ func TestServeTopicsRedelivery(t *testing.T) {
 // boundary is 100 ms from the next.
 func TestServeTopicsLateAck(t *testing.T) {
 	sc := topicParse(t, "workload.rate=10", "services.1.service_time.value=300ms", "services.1.consumes.ack_deadline=200ms")
-	real := serveTopics(t, sc)
-	res, err := sim.Run(context.Background(), sc, sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	simmed := res.Summary.Services[1].Consumer
+	sides := bothSides(t, sc, sc)
+	real, simmed := sides[0].c, sides[1].c
 	if n := simmed.Intents; simmed.Deliveries != 3*n || simmed.Effects != 3*n || simmed.DeadLettered != n {
 		t.Errorf("simulator: %+v, want per intent 3 deliveries, 3 effects, 1 dead letter (late acks ignored)", *simmed)
 	}
@@ -298,21 +295,12 @@ func TestServeTopicsInFlightAtStop(t *testing.T) {
 func TestServeTopicsReplicaFault(t *testing.T) {
 	sc := topicParse(t, "duration=2s", "services.1.replicas=2", "services.1.consumes.concurrency=2",
 		"faults.1.crash_between_effect_and_ack=1", "faults.1.replica=1", "services.1.consumes.ack_deadline=100ms")
-	real := serveTopics(t, sc)
-	res, err := sim.Run(context.Background(), sc, sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	simmed := res.Summary.Services[1].Consumer
-	for _, c := range []struct {
-		side string
-		s    *metrics.ConsumerSummary
-	}{{"serve", real}, {"simulator", simmed}} {
-		n := float64(c.s.Deliveries)
-		share := float64(c.s.Redeliveries+c.s.DeadLettered) / n
-		if se := math.Sqrt(0.25 / n); math.Abs(share-0.5) > 4*se || c.s.LostEffects != 0 || c.s.DuplicateEffects != c.s.Redeliveries {
-			t.Errorf("%s: crashed share %.3f of %.0f deliveries, want 0.5 ± 4×%.3f, no effect lost, a duplicate per redelivery\n%+v", c.side, share, n, se, *c.s)
+	for _, sd := range bothSides(t, sc, sc) {
+		n := float64(sd.c.Deliveries)
+		share := float64(sd.c.Redeliveries+sd.c.DeadLettered) / n
+		if se := math.Sqrt(0.25 / n); math.Abs(share-0.5) > 4*se || sd.c.LostEffects != 0 || sd.c.DuplicateEffects != sd.c.Redeliveries {
+			t.Errorf("%s: crashed share %.3f of %.0f deliveries, want 0.5 ± 4×%.3f, no effect lost, a duplicate per redelivery\n%+v", sd.name, share, n, se, *sd.c)
 		}
-		t.Logf("%s: crashed share %.3f of %.0f deliveries", c.side, share, n)
+		t.Logf("%s: crashed share %.3f of %.0f deliveries", sd.name, share, n)
 	}
 }
