@@ -2,8 +2,10 @@ package load
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -302,5 +304,49 @@ func TestServeTopicsReplicaFault(t *testing.T) {
 			t.Errorf("%s: crashed share %.3f of %.0f deliveries, want 0.5 ± 4×%.3f, no effect lost, a duplicate per redelivery\n%+v", sd.name, share, n, se, *sd.c)
 		}
 		t.Logf("%s: crashed share %.3f of %.0f deliveries", sd.name, share, n)
+	}
+}
+
+// stormsim serve: a request to the producer commits an intent, the
+// consumer's /stats reports it under consumer, and the cluster says it
+// embeds the JetStream it runs the topic on.
+func TestServeTopicsStats(t *testing.T) {
+	sc := topicParse(t, "services.0.calls.0.publish.via=dual_write", "services.0.calls.0.publish.outbox_interval=0s")
+	cl, err := StartCluster(sc, ClusterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close(context.Background())
+	if u, embedded := cl.NATS(); !strings.HasPrefix(u, "nats://127.0.0.1:") || !embedded {
+		t.Errorf("NATS() = %q, %v, want an embedded server on 127.0.0.1", u, embedded)
+	}
+	for range 3 {
+		resp, err := http.Get(cl.URLs["order"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("order answered %s", resp.Status)
+		}
+	}
+	var st Stats
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(strings.TrimSuffix(cl.URLs["inventory"], "/inventory") + "/stats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = Stats{} // omitted fields (in_flight: 0) must not keep old values
+		err = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Consumer != nil && st.Consumer.Intents == 3 && st.Consumer.InFlight == 0 {
+			break
+		}
+	}
+	if c := st.Consumer; c == nil || c.Intents != 3 || c.Effects != 3 || c.Deliveries != 3 || c.InFlight != 0 || c.Topic != "order-created" {
+		t.Errorf("inventory /stats consumer = %+v, want 3 intents delivered and applied once each", c)
 	}
 }
