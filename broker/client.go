@@ -131,6 +131,10 @@ type ConsumerConfig struct {
 	Faults []*topology.Fault
 	Rand   *rand.Rand
 	Now    func() time.Duration
+	// Members is how many consumers of the service (its replicas) share
+	// the durable consumer, each with the concurrency (default 1): the
+	// server must let all their pulls wait at once.
+	Members int
 }
 
 // Consumer is a topic's consumer group on JetStream: a durable pull
@@ -165,7 +169,7 @@ func (t *Topic) Consume(ctx context.Context, cfg ConsumerConfig) (*Consumer, err
 	}
 	durable := natsName(cfg.Service)
 	jc, err := t.conn.js.CreateOrUpdateConsumer(ctx, t.stream, jetstream.ConsumerConfig{Durable: durable, AckPolicy: jetstream.AckExplicitPolicy,
-		AckWait: c.AckDeadline, MaxDeliver: c.MaxDeliveries, MaxAckPending: -1, MaxWaiting: max(c.Concurrency, 512)})
+		AckWait: c.AckDeadline, MaxDeliver: c.MaxDeliveries, MaxAckPending: -1, MaxWaiting: max(c.Concurrency*max(cfg.Members, 1), 512)})
 	if err != nil {
 		return nil, fmt.Errorf("broker: topic %s: create consumer %s: %w", t.name, durable, err)
 	}
@@ -202,14 +206,15 @@ func (c *Consumer) Stop() {
 	_ = c.adv.Unsubscribe()
 }
 
-// draw returns a service time and whether a crash hits the boundary
-// between effect and ack, from the consumer's stream.
+// sample draws a delivery's service time from the consumer's stream.
 func (c *Consumer) sample() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.cfg.ServiceTime.Sample(c.cfg.Rand)
 }
 
+// crash draws whether a crash hits the boundary between effect and ack
+// now; without an active crash fault it draws nothing.
 func (c *Consumer) crash() bool {
 	q := model.CrashProb(c.cfg.Faults, model.CrashEffectAck, c.cfg.Now())
 	if q <= 0 {

@@ -172,7 +172,7 @@ func (s *Service) wireAsync(sc *topology.Scenario, topics map[string]*broker.Top
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		s.consumer, err = t.Consume(ctx, broker.ConsumerConfig{Service: s.name, Consume: c, ServiceTime: st,
-			SlowdownPerInflight: svc.SlowdownPerInflight, Faults: faults, Rand: model.Stream(sc.Seed, "consumer/"+s.name+tag), Now: s.now})
+			SlowdownPerInflight: svc.SlowdownPerInflight, Faults: faults, Rand: model.Stream(sc.Seed, "consumer/"+s.name+tag), Now: s.now, Members: svc.ReplicaCount()})
 		if err != nil {
 			return err
 		}
