@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/stormsim/stormsim/broker"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
@@ -241,4 +243,31 @@ func (sm *sampler) topic(n string, t *broker.Topic) {
 	sm.add(metrics.MetricLostEffects, n, float64(now.sum.LostEffects-p.sum.LostEffects))
 	sm.add(metrics.MetricDuplicateEffects, n, float64(now.sum.DuplicateEffects-p.sum.DuplicateEffects))
 	sm.add(metrics.MetricOutOfOrderEffects, n, float64(now.sum.OutOfOrderEffects-p.sum.OutOfOrderEffects))
+}
+
+// registerConsumer exposes the topic a service consumes for Prometheus,
+// labelled by service and topic (by its first replica only: the topic's
+// counts are the whole group's): every delivery and redelivery, the
+// backlog, and the simulator's effect counts of the intents after warm-up.
+func (s *Service) registerConsumer(reg *prometheus.Registry) {
+	t := s.topic
+	if t == nil || s.rep != 0 {
+		return
+	}
+	labels := prometheus.Labels{"service": s.name, "topic": t.Name()}
+	counter := func(name, help string, get func() int64) {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "stormsim", Subsystem: "consumer", Name: name, Help: help, ConstLabels: labels,
+		}, func() float64 { return float64(get()) }))
+	}
+	counter("deliveries_total", "Deliveries of the topic's messages, warm-up included.", func() int64 { return t.Raw().Deliveries })
+	counter("redeliveries_total", "Deliveries after the first of a message, warm-up included.", func() int64 { return t.Raw().Redeliveries })
+	counter("dead_lettered_total", "Messages dead-lettered after max_deliveries.", func() int64 { return t.Summary().DeadLettered })
+	counter("effects_total", "Effects applied.", func() int64 { return t.Summary().Effects })
+	counter("lost_effects_total", "Intents folded without an effect.", func() int64 { return t.Summary().LostEffects })
+	counter("duplicate_effects_total", "Effects beyond the first of each intent.", func() int64 { return t.Summary().DuplicateEffects })
+	counter("out_of_order_effects_total", "Effects applied after a later event of their key.", func() int64 { return t.Summary().OutOfOrderEffects })
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "stormsim", Subsystem: "consumer", Name: "backlog", Help: "Messages published and not yet acked or dead-lettered.", ConstLabels: labels,
+	}, func() float64 { return float64(t.Raw().Backlog) }))
 }

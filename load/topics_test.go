@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"net/http"
 	"strings"
@@ -348,5 +349,18 @@ func TestServeTopicsStats(t *testing.T) {
 	}
 	if c := st.Consumer; c == nil || c.Intents != 3 || c.Effects != 3 || c.Deliveries != 3 || c.InFlight != 0 || c.Topic != "order-created" {
 		t.Errorf("inventory /stats consumer = %+v, want 3 intents delivered and applied once each", c)
+	}
+	resp, err := http.Get(strings.TrimSuffix(cl.URLs["inventory"], "/inventory") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{`stormsim_consumer_effects_total{service="inventory",topic="order-created"} 3`,
+		`stormsim_consumer_deliveries_total{service="inventory",topic="order-created"} 3`,
+		`stormsim_consumer_backlog{service="inventory",topic="order-created"} 0`} {
+		if !strings.Contains(string(body), want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
