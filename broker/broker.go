@@ -89,21 +89,47 @@ func resolveHop(sc *topology.Scenario, topic string) (*hop, error) {
 	return h, nil
 }
 
-// Check reports what a real broker cannot run of sc's topics yet, each
-// problem at its file and line: ordered consumers (JetStream delivers one
-// message per key at a time only with a consumer per key, not built).
+// Check reports what a real broker cannot run of sc's topics, each
+// problem at its file and line. An ordered consumer runs as a JetStream
+// consumer per key, each with one worker (Topic.Consume): it needs
+// concurrency × replicas ≥ keys, so that every key has its worker as in
+// the simulator's group, and ack after_effect or transactional_dedup
+// (acking on receipt would let a key's next message start early).
 func Check(sc *topology.Scenario) error {
+	keys := Keys(sc)
 	var probs topology.Problems
 	for i := range sc.Services {
-		if c := sc.Services[i].Consumes; c != nil && c.Ordered {
-			probs = append(probs, sc.ProblemAt(fmt.Sprintf("services[%d].consumes.ordered", i),
-				"ordered consumers are simulator-only: a real broker (serve, load, broker) runs unordered ones"))
+		s := &sc.Services[i]
+		c := s.Consumes
+		if c == nil || !c.Ordered || keys[c.Topic] == 0 {
+			continue
+		}
+		at := fmt.Sprintf("services[%d].consumes.ordered", i)
+		if c.Ack == "before_effect" {
+			probs = append(probs, sc.ProblemAt(at, "an ordered consumer acking before_effect is simulator-only: a real broker (serve, load, broker) runs ordered ones with ack after_effect or transactional_dedup"))
+		}
+		if n := c.Concurrency * s.ReplicaCount(); n < keys[c.Topic] {
+			probs = append(probs, sc.ProblemAt(at, "on a real broker (serve, load, broker) an ordered consumer runs a consumer per key: concurrency × replicas (%d) must be ≥ the topic's keys (%d)", n, keys[c.Topic]))
 		}
 	}
 	if len(probs) > 0 {
 		return probs
 	}
 	return nil
+}
+
+// Keys returns, per topic, the number of ordering keys its events spread
+// over: the most any of its publish steps uses.
+func Keys(sc *topology.Scenario) map[string]int {
+	keys := map[string]int{}
+	for i := range sc.Services {
+		for _, c := range sc.Services[i].Calls {
+			if pb := c.Publish; pb != nil {
+				keys[pb.Topic] = max(keys[pb.Topic], pb.Keys)
+			}
+		}
+	}
+	return keys
 }
 
 // faultsOf returns the scenario's faults on service name.
@@ -133,7 +159,7 @@ func Walk(ctx context.Context, url string, sc *topology.Scenario, topic string, 
 		return nil, err
 	}
 	defer conn.Close()
-	t, err := conn.NewTopic(ctx, topic, h.cons, h.pub.Keys)
+	t, err := conn.NewTopic(ctx, topic, h.cons, Keys(sc)[topic])
 	if err != nil {
 		return nil, err
 	}

@@ -161,41 +161,70 @@ type Consumer struct {
 // Consume starts consumer group cfg on t; Stop ends it. cfg.Consume is
 // the consumes block t was made with (its ack mode and version check are
 // t's); the replicas of a consuming service each start one on the same
-// durable consumer.
+// durable consumer(s).
+//
+// An ordered group (with keys) is a durable consumer per key, filtered to
+// the key's subject, with MaxAckPending 1: JetStream then has at most one
+// message of a key unsettled, and redelivers it before the next, as
+// model.Group's ordered group does; each gets one worker (Check requires
+// concurrency × replicas ≥ keys, so the group's concurrency never binds,
+// and refuses ack before_effect, which would let a key's next message
+// start before the previous one ends).
 func (t *Topic) Consume(ctx context.Context, cfg ConsumerConfig) (*Consumer, error) {
 	c := cfg.Consume
-	if c.Ordered {
-		return nil, fmt.Errorf("broker: %s.consumes.ordered: ordered consumers are simulator-only", cfg.Service)
+	base := jetstream.ConsumerConfig{Durable: natsName(cfg.Service), AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: c.AckDeadline, MaxDeliver: c.MaxDeliveries, MaxAckPending: -1, MaxWaiting: max(c.Concurrency*max(cfg.Members, 1), 512)}
+	type pool struct {
+		cc      jetstream.ConsumerConfig
+		workers int
 	}
-	durable := natsName(cfg.Service)
-	jc, err := t.conn.js.CreateOrUpdateConsumer(ctx, t.stream, jetstream.ConsumerConfig{Durable: durable, AckPolicy: jetstream.AckExplicitPolicy,
-		AckWait: c.AckDeadline, MaxDeliver: c.MaxDeliveries, MaxAckPending: -1, MaxWaiting: max(c.Concurrency*max(cfg.Members, 1), 512)})
-	if err != nil {
-		return nil, fmt.Errorf("broker: topic %s: create consumer %s: %w", t.name, durable, err)
+	pools := []pool{{base, c.Concurrency}}
+	if t.ordered {
+		pools = pools[:0]
+		for k := range t.keys {
+			cc := base
+			cc.Durable += "_k" + strconv.Itoa(k)
+			cc.FilterSubject, cc.MaxAckPending = t.keySubject(k), 1
+			pools = append(pools, pool{cc, 1})
+		}
 	}
 	cs := &Consumer{t: t, cfg: cfg, ack: t.fx.Ack()}
-	if cs.adv, err = t.deadLetters(durable); err != nil {
+	var jcs []jetstream.Consumer
+	for _, p := range pools {
+		jc, err := t.conn.js.CreateOrUpdateConsumer(ctx, t.stream, p.cc)
+		if err != nil {
+			return nil, fmt.Errorf("broker: topic %s: create consumer %s: %w", t.name, p.cc.Durable, err)
+		}
+		jcs = append(jcs, jc)
+	}
+	var err error
+	if cs.adv, err = t.deadLetters(); err != nil {
 		return nil, err
 	}
 	wctx, stop := context.WithCancel(context.Background())
 	cs.stop = stop
-	for range c.Concurrency {
-		cs.wg.Add(1)
-		go func() {
-			defer cs.wg.Done()
-			for wctx.Err() == nil {
-				msg, err := jc.Next(jetstream.FetchContext(wctx))
-				if err != nil {
-					if wctx.Err() == nil {
-						time.Sleep(10 * time.Millisecond) // a timed-out pull: ask again
-					}
-					continue
-				}
-				cs.handle(wctx, msg)
-			}
-		}()
+	for i, p := range pools {
+		for range p.workers {
+			cs.wg.Add(1)
+			go cs.work(wctx, jcs[i])
+		}
 	}
 	return cs, nil
+}
+
+// work is one consumer: it fetches a message only when free.
+func (c *Consumer) work(ctx context.Context, jc jetstream.Consumer) {
+	defer c.wg.Done()
+	for ctx.Err() == nil {
+		msg, err := jc.Next(jetstream.FetchContext(ctx))
+		if err != nil {
+			if ctx.Err() == nil {
+				time.Sleep(10 * time.Millisecond) // a timed-out pull: ask again
+			}
+			continue
+		}
+		c.handle(ctx, msg)
+	}
 }
 
 // Stop ends the consumer's workers (a delivery in process is abandoned:

@@ -74,8 +74,12 @@ func natsName(s string) string {
 type Topic struct {
 	name    string
 	stream  string
-	subject string
+	subject string // messages go to subject.k<key>, or subject.u unkeyed
 	conn    *Conn
+	// keys is the number of ordering keys; ordered, that the consumer
+	// keeps one message per key in process (a consumer per key).
+	keys    int
+	ordered bool
 
 	// mu guards what follows. Publish holds it across the round trip to
 	// the server, so that a message is known by its stream sequence
@@ -108,9 +112,9 @@ func (c *Conn) NewTopic(ctx context.Context, name string, consume *topology.Cons
 		return nil, fmt.Errorf("broker: topic %s: %w", name, err)
 	}
 	stream := fmt.Sprintf("stormsim_%s_%d_%d", natsName(name), time.Now().UnixNano(), runs.Add(1))
-	t := &Topic{name: name, stream: stream, subject: "stormsim.topic." + stream, conn: c, fx: fx,
+	t := &Topic{name: name, stream: stream, subject: "stormsim.topic." + stream, conn: c, fx: fx, keys: keys, ordered: consume.Ordered && keys > 0,
 		intents: map[uint64]*model.Intent{}, msgs: map[uint64]*model.Intent{}, folded: make(chan struct{}, 1)}
-	if _, err := c.js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{t.subject}, Storage: jetstream.MemoryStorage}); err != nil {
+	if _, err := c.js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{t.subject + ".>"}, Storage: jetstream.MemoryStorage}); err != nil {
 		return nil, fmt.Errorf("broker: topic %s: create stream %s: %w", name, stream, err)
 	}
 	return t, nil
@@ -164,7 +168,7 @@ func (t *Topic) releaseLocked(in *model.Intent) {
 // publish puts a copy of in's event on the stream; the message holds a
 // reference to in until it is settled.
 func (t *Topic) publish(ctx context.Context, in *model.Intent) error {
-	m := &nats.Msg{Subject: t.subject, Header: nats.Header{}}
+	m := &nats.Msg{Subject: t.keySubject(in.Key), Header: nats.Header{}}
 	m.Header.Set(headerIntent, strconv.FormatUint(in.Seq, 10))
 	m.Header.Set(headerKey, strconv.Itoa(in.Key))
 	t.mu.Lock()
@@ -181,6 +185,14 @@ func (t *Topic) publish(ctx context.Context, in *model.Intent) error {
 		t.fx.Stats.Published++
 	}
 	return nil
+}
+
+// keySubject is the subject of the events of key (-1: unkeyed).
+func (t *Topic) keySubject(key int) string {
+	if key < 0 {
+		return t.subject + ".u"
+	}
+	return t.subject + ".k" + strconv.Itoa(key)
 }
 
 // settle ends the message at stream sequence seq: acked, or dead-lettered.
@@ -290,10 +302,10 @@ type advisory struct {
 }
 
 // deadLetters settles each message JetStream gives up on after max
-// deliveries, from its advisory for consumer durable; the subscription
-// ends with Unsubscribe.
-func (t *Topic) deadLetters(durable string) (*nats.Subscription, error) {
-	sub, err := t.conn.nc.Subscribe("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."+t.stream+"."+durable, func(m *nats.Msg) {
+// deliveries, from its advisories for the stream's consumers; the
+// subscription ends with Unsubscribe.
+func (t *Topic) deadLetters() (*nats.Subscription, error) {
+	sub, err := t.conn.nc.Subscribe("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."+t.stream+".*", func(m *nats.Msg) {
 		var a advisory
 		if json.Unmarshal(m.Data, &a) == nil && a.StreamSeq > 0 {
 			t.settle(a.StreamSeq, true)

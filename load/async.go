@@ -50,14 +50,7 @@ func startAsync(sc *topology.Scenario, url string) (*asyncCluster, error) {
 	a.conn, a.url = conn, url
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	keys := map[string]int{} // per topic: the most keys a publisher uses
-	for i := range sc.Services {
-		for _, c := range sc.Services[i].Calls {
-			if pb := c.Publish; pb != nil {
-				keys[pb.Topic] = max(keys[pb.Topic], pb.Keys)
-			}
-		}
-	}
+	keys := broker.Keys(sc)
 	for i := range sc.Services {
 		c := sc.Services[i].Consumes
 		if c == nil {
@@ -92,10 +85,10 @@ func (a *asyncCluster) close() error {
 	return errors.Join(errs...)
 }
 
-// drainBound is how long the topics may take to settle after the last
-// commit: the slowest outbox's interval twice, then every delivery of a
-// message up to max_deliveries running into its ack deadline, plus a
-// second for the round trips.
+// drainBound is how long the topics may go without an intent folding
+// once the schedule ended: the slowest outbox's interval twice, then
+// every delivery of a message up to max_deliveries running into its ack
+// deadline, plus a second for the round trips.
 func drainBound(sc *topology.Scenario) time.Duration {
 	var pass, deliveries time.Duration
 	for i := range sc.Services {
@@ -112,19 +105,39 @@ func drainBound(sc *topology.Scenario) time.Duration {
 	return pass + deliveries + time.Second
 }
 
-// waitAsync waits until every topic's intents have folded, at most d or
-// until ctx ends; those left are reported as in flight.
+// wait waits until every topic's intents have folded, as long as some
+// intent folds within each d (an ordered topic settles its keys' backlogs
+// one message at a time) and ctx lasts; those left are reported as in
+// flight.
 func (a *asyncCluster) wait(ctx context.Context, d time.Duration) {
 	if a == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	for _, t := range a.topics {
-		if t.Wait(ctx) != nil {
+	for {
+		before := a.inFlight()
+		if before == 0 {
+			return
+		}
+		wctx, cancel := context.WithTimeout(ctx, d)
+		for _, t := range a.topics {
+			if t.Wait(wctx) != nil {
+				break
+			}
+		}
+		cancel()
+		if ctx.Err() != nil || a.inFlight() >= before {
 			return
 		}
 	}
+}
+
+// inFlight is the number of intents of all topics not folded yet.
+func (a *asyncCluster) inFlight() int {
+	n := 0
+	for _, t := range a.topics {
+		n += t.InFlight()
+	}
+	return n
 }
 
 // wireAsync gives service s its publish steps' producers and, if it

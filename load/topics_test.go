@@ -248,17 +248,57 @@ func TestServeTopicsLateAck(t *testing.T) {
 	}
 }
 
-// serve refuses an ordered consumer (simulator-only) at its line.
-func TestServeRefusesOrderedTopics(t *testing.T) {
-	sc := topicParse(t, "services.1.consumes.ordered=true")
-	_, err := StartCluster(sc, ClusterOptions{})
-	var probs topology.Problems
-	if !errors.As(err, &probs) || len(probs) != 1 || !strings.HasPrefix(probs[0].String(), "--set services.1.consumes.ordered=true: services[1].consumes.ordered: ordered consumers are simulator-only") {
-		t.Errorf("StartCluster with an ordered consumer: %v", err)
+// Ordered consumers through serve: a JetStream consumer per key with one
+// message unsettled at a time. Processing times uniform on [1, 40] ms,
+// two keys 10 ms apart each: unordered, later events of a key often end
+// first (out of order on both sides); ordered, never, and each intent
+// applies once. With a crash between effect and every ack, a key's
+// message is delivered max_deliveries (3) times before the next one of
+// its key, exactly as simulated.
+func TestServeTopicsOrdered(t *testing.T) {
+	uniform := []string{"services.1.service_time.dist=uniform", "services.1.service_time.min=1ms", "services.1.service_time.max=40ms",
+		"services.1.service_time.value=0s", "services.0.calls.0.publish.keys=2", "workload.rate=200", "services.1.consumes.concurrency=8"}
+	for _, sd := range bothSides(t, topicParse(t, uniform...), topicParse(t, uniform...)) {
+		if sd.c.OutOfOrderEffects == 0 {
+			t.Errorf("%s unordered: %+v, want effects out of order", sd.name, *sd.c)
+		}
 	}
-	sc = topicParse(t)
+	ordered := append(uniform, "services.1.consumes.ordered=true")
+	for _, sd := range bothSides(t, topicParse(t, ordered...), topicParse(t, ordered...)) {
+		if c := sd.c; c.OutOfOrderEffects != 0 || c.Effects != c.Intents || c.LostEffects != 0 || c.InFlight != 0 {
+			t.Errorf("%s ordered: %+v, want each intent applied once, in order", sd.name, *c)
+		}
+	}
+	crash := []string{"services.0.calls.0.publish.keys=2", "workload.rate=10", "services.1.consumes.ordered=true",
+		"faults.1.crash_between_effect_and_ack=1", "services.1.consumes.ack_deadline=100ms"}
+	for _, sd := range bothSides(t, topicParse(t, crash...), topicParse(t, crash...)) {
+		if c, n := sd.c, sd.c.Intents; c.Deliveries != 3*n || c.Effects != 3*n || c.DeadLettered != n || c.OutOfOrderEffects != 0 || c.InFlight != 0 {
+			t.Errorf("%s ordered, crash before every ack: %+v, want per intent 3 deliveries and effects, a dead letter, none out of order", sd.name, *c)
+		}
+	}
+}
+
+// serve refuses, at the line, an ordered consumer it cannot run as the
+// simulator does: fewer consumers than keys, or acking before the effect.
+func TestServeRefusesOrderedTopics(t *testing.T) {
+	for _, tc := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"services.0.calls.0.publish.keys=40", "services.1.consumes.ordered=true"},
+			"--set services.1.consumes.ordered=true: services[1].consumes.ordered: on a real broker (serve, load, broker) an ordered consumer runs a consumer per key: concurrency × replicas (32) must be ≥ the topic's keys (40)"},
+		{[]string{"services.0.calls.0.publish.keys=4", "services.1.consumes.ordered=true", "services.1.consumes.ack=before_effect"},
+			"--set services.1.consumes.ordered=true: services[1].consumes.ordered: an ordered consumer acking before_effect is simulator-only"},
+	} {
+		_, err := StartCluster(topicParse(t, tc.sets...), ClusterOptions{})
+		var probs topology.Problems
+		if !errors.As(err, &probs) || len(probs) != 1 || !strings.HasPrefix(probs[0].String(), tc.want) {
+			t.Errorf("%v: StartCluster: %v, want %s", tc.sets, err, tc.want)
+		}
+	}
+	sc := topicParse(t, "services.0.calls.0.publish.keys=40")
 	sc.Services[1].Consumes.Ordered = true
-	_, err = StartCluster(sc, ClusterOptions{})
+	_, err := StartCluster(sc, ClusterOptions{})
 	if err == nil || !strings.HasPrefix(err.Error(), "topics.yaml:23: services[1].consumes.ordered:") {
 		t.Errorf("StartCluster with an ordered consumer: %v, want it at topics.yaml:23", err)
 	}
