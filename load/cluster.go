@@ -42,6 +42,10 @@ type ClusterOptions struct {
 	// TLS serves every service over TLS with a self-signed certificate
 	// made at start (Cluster.CertPEM); callers trust only it.
 	TLS bool
+	// NATS is the URL of a NATS server with JetStream for the scenario's
+	// topics; empty embeds one in-process on 127.0.0.1 (a random port,
+	// its store in a temporary directory removed at Close).
+	NATS string
 }
 
 // Cluster is a scenario's services running as HTTP (or gRPC) servers.
@@ -65,6 +69,8 @@ type Cluster struct {
 	// faults; resetTimers arm them.
 	Resetters   map[string]*connResetter
 	resetTimers []*time.Timer
+	// async is the real broker of the scenario's topics, nil without.
+	async *asyncCluster
 }
 
 // StartCluster starts every service of sc on its own loopback listener,
@@ -112,6 +118,7 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		if c.grpc != nil {
 			c.grpc.client.Close()
 		}
+		_ = c.async.close()
 		return nil, err
 	}
 	conns := newConnLimit(serveConnBudget())
@@ -171,6 +178,9 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		c.grpc = &grpcCluster{client: gc}
 		sender = gc.Send
 	}
+	if c.async, err = startAsync(sc, opt.NATS); err != nil {
+		return fail(err)
+	}
 	committer := CommittingService(sc)
 	for _, svc := range sc.Services {
 		cl := client
@@ -180,7 +190,7 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		var first *Service
 		for r := range svc.ReplicaCount() {
 			s, err := NewService(sc, svc.Name, ServiceConfig{Epoch: opt.Epoch, URLs: c.URLs, Client: cl, Commits: svc.Name == committer,
-				LedgerWindow: opt.LedgerWindow, Replica: r, First: first, ReplicaURLs: c.ReplicaURLs, Sender: sender})
+				LedgerWindow: opt.LedgerWindow, Replica: r, First: first, ReplicaURLs: c.ReplicaURLs, Sender: sender, Topics: c.async.topicMap()})
 			if err != nil {
 				for _, s := range c.Services {
 					s.Close()
@@ -273,6 +283,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 		<-d
 	}
 	c.tr.CloseIdleConnections()
+	errs = append(errs, c.async.close())
 	return errors.Join(errs...)
 }
 

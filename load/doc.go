@@ -91,6 +91,18 @@
 // runs indefinitely holds bounded memory; the idempotency store is bounded
 // by its max_records and evicts only expired keys.
 //
+// # Topics
+//
+// A scenario with topics runs them through NATS JetStream (package
+// broker): StartCluster embeds a server on 127.0.0.1, or connects to
+// ClusterOptions.NATS, and creates a stream per topic. A publish step
+// commits an intent through its broker.Producer (dual write, or an outbox
+// whose publisher loop runs while the service does); a consuming service
+// runs its topic's broker.Consumer. RunScenario waits for the intents to
+// settle after the schedule (bounded; not after Ctrl-C), and each
+// consuming service's summary carries the simulator's consumer block,
+// intents still in flight apart.
+//
 // # gRPC
 //
 // With ProtocolGRPC (ClusterOptions.Protocol, ScenarioOptions.Protocol)

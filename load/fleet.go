@@ -108,6 +108,7 @@ func serviceSummary(reps []*Service, offered int64) (metrics.ServiceSummary, []m
 		c := st.Counted
 		if i == 0 {
 			ss.Name, ss.Executions, ss.Duplicates = st.Service, st.Executions, st.Duplicates
+			ss.Consumer = st.Consumer
 			// Busy time is integrated from time 0 to now, drain included.
 			elapsed = st.UptimeS
 		}

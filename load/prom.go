@@ -43,6 +43,7 @@ func (s *Service) promHandler() http.Handler {
 	})
 	reg.MustRegister(s.promLatency)
 	s.registerEdgeCounters(reg)
+	s.registerConsumer(reg)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
 

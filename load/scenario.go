@@ -63,6 +63,9 @@ type ScenarioOptions struct {
 	// TLS serves every service over TLS (ClusterOptions.TLS); the driver
 	// trusts the cluster's certificate.
 	TLS bool
+	// NATS is the URL of the NATS server (JetStream) for the scenario's
+	// topics; empty embeds one (ClusterOptions.NATS).
+	NATS string
 }
 
 // RunScenario starts sc's services on loopback and drives the entry with
@@ -82,7 +85,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	if err != nil {
 		return nil, err
 	}
-	cl, err := StartCluster(sc, ClusterOptions{Listen: opt.Listen, AllowRemote: opt.AllowRemote, Epoch: epoch, Connections: opt.Connections, Tracing: opt.Tracing, Protocol: opt.Protocol, TLS: opt.TLS})
+	cl, err := StartCluster(sc, ClusterOptions{Listen: opt.Listen, AllowRemote: opt.AllowRemote, Epoch: epoch, Connections: opt.Connections, Tracing: opt.Tracing, Protocol: opt.Protocol, TLS: opt.TLS, NATS: opt.NATS})
 	if err != nil {
 		return nil, err
 	}
@@ -140,8 +143,16 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	if err != nil {
 		return nil, err
 	}
-	// Let work held for nobody drain before reading the servers' truth.
+	// Let work held for nobody drain before reading the servers' truth;
+	// then let the topics settle, as the simulator follows every intent
+	// to its end (unless stopped: what is left is reported in flight).
 	drain(cl, 2*time.Second)
+	if ctx.Err() == nil {
+		cl.async.wait(ctx, drainBound(sc))
+		if ctx.Err() != nil {
+			res.Summary.Status = metrics.StatusInterrupted // while the topics settled
+		}
+	}
 	fillServices(res, sc, cl, &samples)
 	committer := cl.Service(CommittingService(sc)) // it keeps its replicas' ledger
 	if committer != nil && len(views) > 0 {
@@ -248,8 +259,11 @@ type sampler struct {
 	mu   sync.Mutex
 	cols map[string][]float64
 	prev map[string]Counters
-	done chan struct{}
-	wg   sync.WaitGroup
+	// prevTopic holds each consuming service's topic counts as of the
+	// last sample.
+	prevTopic map[string]topicCounts
+	done      chan struct{}
+	wg        sync.WaitGroup
 	// n counts the samples taken; tick is closed (and replaced) at each
 	// one, for the live rows (live.go).
 	n        int
@@ -262,6 +276,7 @@ func (sm *sampler) start(cl *Cluster, interval time.Duration) {
 		interval = DefaultInterval
 	}
 	sm.cols, sm.prev, sm.done, sm.tick = map[string][]float64{}, map[string]Counters{}, make(chan struct{}), make(chan struct{})
+	sm.prevTopic = map[string]topicCounts{}
 	// Name every column up front, so that a run shorter than an interval
 	// still has them.
 	sm.take(cl)
@@ -321,6 +336,9 @@ func (sm *sampler) take(cl *Cluster) {
 		sm.add(metrics.MetricInflight, n, float64(st.Busy+st.Queue))
 		if st.Workers > 0 {
 			sm.add(metrics.MetricUtilization, n, float64(st.Busy)/float64(st.Workers))
+		}
+		if s.topic != nil {
+			sm.topic(n, s.topic)
 		}
 		for _, e := range s.outEdges {
 			name := n + "->" + e.to

@@ -16,6 +16,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stormsim/stormsim/broker"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
@@ -126,6 +127,9 @@ type Stats struct {
 	LatencyMs *metrics.Latency `json:"latency_ms"`
 	// Edges are the service's downstream call edges.
 	Edges []metrics.EdgeSummary `json:"edges,omitempty"`
+	// Consumer is the service's consumer group of a topic, if it has one:
+	// what the broker delivered and each intent's effects so far.
+	Consumer *metrics.ConsumerSummary `json:"consumer,omitempty"`
 }
 
 type waitState uint8
@@ -211,6 +215,12 @@ type Service struct {
 	cancel  context.CancelFunc
 	timers  []*time.Timer
 	metrics http.Handler
+
+	// Topics (issue 23): intents committed before warmup are not
+	// counted; consumer is the service's consumer group of topic.
+	warmup   time.Duration
+	consumer *broker.Consumer
+	topic    *broker.Topic
 }
 
 // edgeRef is one outgoing edge of a service.
@@ -226,6 +236,7 @@ type edgeRef struct {
 type callSpec struct {
 	members []*edgeRef // one per call made at once
 	waitFor int
+	pub     *broker.Producer // a publish step instead (no members)
 }
 
 // ServiceConfig is what NewService needs beyond the scenario.
@@ -261,6 +272,10 @@ type ServiceConfig struct {
 	// ReplicaURLs lists the URLs of each replicated callee's replicas (more
 	// than one); callers balance over them.
 	ReplicaURLs map[string][]string
+	// Topics are the scenario's topics on a real broker, by name, for the
+	// service's publish steps and its consumer group (StartCluster
+	// connects them); a scenario with topics needs them.
+	Topics map[string]*broker.Topic
 }
 
 // NewService builds the emulation of service name of sc.
@@ -268,10 +283,6 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 	svc := sc.Service(name)
 	if svc == nil {
 		return nil, fmt.Errorf("load: no service %q in the scenario", name)
-	}
-	if sc.HasTopics() {
-		// Real brokers (NATS JetStream) are issue 23's item 6, not built yet.
-		return nil, fmt.Errorf("load: %s: serve does not run topics (publish, consumes) yet: simulate them, or walk one through a real NATS JetStream with stormsim broker", name)
 	}
 	if c.Client == nil {
 		c.Client = http.DefaultClient
@@ -315,6 +326,10 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 	s.stop, s.cancel = context.WithCancel(context.Background())
 	if err := s.wire(sc, c); err != nil {
 		s.cancel()
+		return nil, err
+	}
+	if err := s.wireAsync(sc, c.Topics); err != nil {
+		s.Close()
 		return nil, err
 	}
 	if c.Now == nil {
@@ -369,6 +384,10 @@ func (s *Service) wire(sc *topology.Scenario, c ServiceConfig) error {
 	for i, call := range s.cfg.Calls {
 		path := fmt.Sprintf("services.%s.calls[%d]", s.name, i)
 		var spec callSpec
+		if call.Publish != nil {
+			s.calls = append(s.calls, spec) // wireAsync gives it its producer
+			continue
+		}
 		members := []topology.Call{call}
 		if len(call.Parallel) > 0 {
 			members = call.Parallel
@@ -404,6 +423,9 @@ func (s *Service) Close() {
 		t.Stop()
 	}
 	s.cancel()
+	if s.consumer != nil {
+		s.consumer.Stop()
+	}
 }
 
 // clock reads the service's clock and brings the machine's faults up to
@@ -815,6 +837,10 @@ func (s *Service) afterWork(ctx context.Context, a attemptInfo) (o policies.Outc
 	}
 	from := s.now()
 	for _, spec := range s.calls {
+		if spec.pub != nil {
+			s.publish(spec.pub)
+			continue
+		}
 		if d := s.callDownstream(ctx, &spec, a, !a.warm); d != policies.OK {
 			o = s.cm.DownstreamFailure(d)
 			break
@@ -1004,6 +1030,7 @@ func (s *Service) Stats() Stats {
 	for _, e := range s.outEdges {
 		st.Edges = append(st.Edges, edgeSummary(s.name, e.to, e.ec))
 	}
+	st.Consumer = s.ConsumerSummary()
 	return st
 }
 

@@ -37,6 +37,15 @@ type ConsumerSummary struct {
 	// StaleRejected: events a version check refused as older than the
 	// last applied of their key.
 	StaleRejected int64 `json:"stale_rejected,omitempty"`
+	// InFlight (load mode): intents, included in Intents, still in an
+	// outbox, on the topic unsettled or in process when the run stopped
+	// early (Ctrl-C, or the wait for the topics to drain ran out): they
+	// are counted neither lost nor duplicate; their effects so far are in
+	// Effects. The simulator always drains, so it has none.
+	InFlight int64 `json:"in_flight,omitempty"`
+	// PublishErrors (load mode): publishes the real broker refused; such
+	// an event was not put on the topic.
+	PublishErrors int64 `json:"publish_errors,omitempty"`
 }
 
 // Add returns the sum of c and o, for merging the shards of a run (nil
@@ -58,6 +67,8 @@ func (c *ConsumerSummary) Add(o *ConsumerSummary) *ConsumerSummary {
 	c.DuplicateEffects += o.DuplicateEffects
 	c.OutOfOrderEffects += o.OutOfOrderEffects
 	c.StaleRejected += o.StaleRejected
+	c.InFlight += o.InFlight
+	c.PublishErrors += o.PublishErrors
 	return c
 }
 
@@ -78,6 +89,12 @@ func writeConsumers(ew *ErrWriter, svcs []ServiceSummary) {
 			v.Name, c.Topic, c.Intents, c.Published, c.Deliveries, c.Redeliveries, c.DeadLettered, c.Effects, c.LostEffects, c.DuplicateEffects, c.OutOfOrderEffects)
 		if c.StaleRejected > 0 {
 			ew.Printf(", stale rejected %d", c.StaleRejected)
+		}
+		if c.InFlight > 0 {
+			ew.Printf("; %d intents still in flight at the stop (counted neither lost nor duplicate)", c.InFlight)
+		}
+		if c.PublishErrors > 0 {
+			ew.Printf("; %d publishes refused by the broker", c.PublishErrors)
 		}
 		ew.Printf("\n")
 	}

@@ -56,6 +56,14 @@ func NewIntent(key int, seq uint64, counted bool) *Intent {
 	return &Intent{Key: key, Seq: seq, Counted: counted, refs: 1}
 }
 
+// Hold adds a reference to in: a copy of its event on a real broker, or a
+// delivery of it in process (Group keeps its own).
+func (in *Intent) Hold() { in.refs++ }
+
+// Folded reports whether nothing refers to in any more: its effects are
+// counted in its consumer's Stats.
+func (in *Intent) Folded() bool { return in.refs <= 0 }
+
 // message states
 const (
 	msgReady uint8 = iota
@@ -93,44 +101,64 @@ type GroupStats struct {
 	RawDeliveries, RawRedeliveries                    int64
 }
 
+// Effects is a consumer's effect rules and accounting: its ack mode's
+// effect at the end of a delivery, version checks, order per key, and each
+// intent folded into Stats once nothing refers to it. Group applies it to
+// the deliveries it models; package broker to a real broker's.
+//
+// Effects is not safe for concurrent use.
+type Effects struct {
+	ack          AckMode
+	versionCheck bool
+	last         []uint64 // per key: highest Seq applied, 0 = none (Seq starts at 1)
+	Stats        GroupStats
+}
+
+// NewEffects returns the effect rules of consumer c; keys is the number
+// of ordering keys its publishers spread events over (0: unkeyed).
+func NewEffects(c *topology.Consume, keys int) (*Effects, error) {
+	ack, err := ParseAckMode(c.Ack)
+	if err != nil {
+		return nil, err
+	}
+	return &Effects{ack: ack, versionCheck: c.VersionCheck, last: make([]uint64, keys)}, nil
+}
+
+// Ack is the consumer's ack mode.
+func (e *Effects) Ack() AckMode { return e.ack }
+
 // Group is the clock-free state machine of one topic and its consumer
 // group: at-least-once delivery to Concurrency consumers, ack deadlines,
 // max deliveries then a dead-letter count, optional per-key order, and the
-// effect accounting per intent. The driver owns time: it schedules the
-// processing's end (Finish) and the ack deadline (Expire) of each
-// delivery Next hands out.
+// effect accounting per intent (Effects). The driver owns time: it
+// schedules the processing's end (Finish) and the ack deadline (Expire) of
+// each delivery Next hands out.
 //
 // A Group is not safe for concurrent use.
 type Group struct {
+	Effects
 	concurrency   int
 	maxDeliveries int
 	ordered       bool
-	ack           AckMode
-	versionCheck  bool
 	busy          int
 	ready         []*Message // FIFO; redeliveries of ordered groups go first
 	locked        []bool     // ordered: the key has a message in flight
 	nlocked       int
-	last          []uint64 // per key: highest Seq applied, 0 = none (Seq starts at 1)
-	Stats         GroupStats
 }
 
 // NewGroup builds the group of consumer c; keys is the number of
 // ordering keys its publishers spread events over (0: unkeyed).
 func NewGroup(c *topology.Consume, keys int) (*Group, error) {
-	ack, err := ParseAckMode(c.Ack)
+	e, err := NewEffects(c, keys)
 	if err != nil {
 		return nil, err
 	}
 	if c.Concurrency < 1 || c.MaxDeliveries < 1 {
 		return nil, fmt.Errorf("concurrency and max_deliveries must be ≥ 1, got %d and %d", c.Concurrency, c.MaxDeliveries)
 	}
-	return &Group{concurrency: c.Concurrency, maxDeliveries: c.MaxDeliveries, ordered: c.Ordered,
-		ack: ack, versionCheck: c.VersionCheck, locked: make([]bool, keys), last: make([]uint64, keys)}, nil
+	return &Group{Effects: *e, concurrency: c.Concurrency, maxDeliveries: c.MaxDeliveries, ordered: c.Ordered,
+		locked: make([]bool, keys)}, nil
 }
-
-// Ack is the group's ack mode.
-func (g *Group) Ack() AckMode { return g.ack }
 
 // Busy is the number of deliveries in process.
 func (g *Group) Busy() int { return g.busy }
@@ -147,9 +175,11 @@ func (g *Group) Publish(in *Intent) {
 	g.ready = append(g.ready, &Message{in: in})
 }
 
-// Release drops one reference to in (its committer's or an outbox row's),
-// folding it when nothing refers to it any more.
-func (g *Group) Release(in *Intent) {
+// Release drops one reference to in (its committer's, an outbox row's, a
+// message's or a delivery's), folding it when nothing refers to it any
+// more: an intent never applied (and not rejected as stale) is a lost
+// effect, every effect beyond the first a duplicate.
+func (e *Effects) Release(in *Intent) {
 	in.refs--
 	if in.refs > 0 {
 		return
@@ -157,7 +187,7 @@ func (g *Group) Release(in *Intent) {
 	if !in.Counted {
 		return
 	}
-	s := &g.Stats
+	s := &e.Stats
 	s.Intents++
 	if in.effects == 0 && !in.stale {
 		s.LostEffects++
@@ -242,18 +272,7 @@ func (d Delivery) current() bool { return d.msg.state == msgInflight && d.msg.de
 func (g *Group) Finish(d Delivery, crash bool) (effect bool) {
 	g.busy--
 	m, in := d.msg, d.msg.in
-	switch g.ack {
-	case AckBeforeEffect:
-		effect = !crash // acked on receipt; a crash loses the effect
-	case AckAfterEffect:
-		effect = true
-	case AckTransactionalDedup:
-		effect = !in.done
-		in.done = true
-	}
-	if effect {
-		effect = g.apply(in)
-	}
+	effect = g.Effect(in, crash)
 	if !crash && g.ack != AckBeforeEffect && d.current() {
 		g.settle(m)
 	}
@@ -261,29 +280,50 @@ func (g *Group) Finish(d Delivery, crash bool) (effect bool) {
 	return effect
 }
 
+// Effect is the effect of a delivery of in whose processing ended, per
+// the ack mode: after_effect applies it; before_effect (acked on
+// receipt) unless crash (at the boundary between effect and ack) lost it;
+// transactional_dedup only if no earlier delivery recorded in as
+// processed. It reports whether the effect was applied.
+func (e *Effects) Effect(in *Intent, crash bool) (effect bool) {
+	switch e.ack {
+	case AckBeforeEffect:
+		effect = !crash
+	case AckAfterEffect:
+		effect = true
+	case AckTransactionalDedup:
+		effect = !in.done
+		in.done = true
+	}
+	if effect {
+		effect = e.apply(in)
+	}
+	return effect
+}
+
 // apply applies in's effect, unless a version check finds it stale, and
 // counts effects out of their key's order.
-func (g *Group) apply(in *Intent) bool {
+func (e *Effects) apply(in *Intent) bool {
 	k := in.Key
-	keyed := k >= 0 && k < len(g.last)
-	if keyed && g.versionCheck && in.Seq < g.last[k] {
+	keyed := k >= 0 && k < len(e.last)
+	if keyed && e.versionCheck && in.Seq < e.last[k] {
 		in.stale = true
 		if in.Counted {
-			g.Stats.StaleRejected++
+			e.Stats.StaleRejected++
 		}
 		return false
 	}
 	in.effects++
 	if in.Counted {
-		g.Stats.Effects++
+		e.Stats.Effects++
 	}
 	if keyed {
-		if in.Seq < g.last[k] {
+		if in.Seq < e.last[k] {
 			if in.Counted {
-				g.Stats.OutOfOrderEffects++
+				e.Stats.OutOfOrderEffects++
 			}
 		} else {
-			g.last[k] = in.Seq
+			e.last[k] = in.Seq
 		}
 	}
 	return true

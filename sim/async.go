@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/stormsim/stormsim/dist"
@@ -21,7 +22,8 @@ type asyncRun struct {
 	prev      []model.GroupStats // as of the last series row
 }
 
-// consumer is one service's consumer group of a topic.
+// consumer is one service's consumer group of a topic: its replicas are
+// the group's members, each with the service's concurrency.
 type consumer struct {
 	svc      *service
 	topic    string
@@ -29,12 +31,26 @@ type consumer struct {
 	st       dist.Sampler
 	slow     time.Duration
 	deadline time.Duration
-	faults   []*topology.Fault
-	rng      *rand.Rand
-	seq      uint64 // commits published to the topic so far
-	keys     int
-	hDone    Handler
-	hExpire  Handler
+	members  []member
+	// idle is a ring of tokens, one per free consumer naming its
+	// member, in the order they became free (n of them from head): the
+	// next delivery goes to the consumer free the longest, as a broker
+	// serves its waiting pulls in order.
+	idle    []int
+	head, n int
+	seq     uint64 // commits published to the topic so far
+	keys    int
+	hDone   Handler
+	hExpire Handler
+}
+
+// member is one replica of a consuming service: the faults that hit it,
+// its stream (consumer/NAME, then #r1, #r2 for further replicas) and its
+// deliveries in process.
+type member struct {
+	faults []*topology.Fault
+	rng    *rand.Rand
+	busy   int
 }
 
 // publisher is one publish step of a producing service.
@@ -51,7 +67,10 @@ type publisher struct {
 	crashFn  func() bool
 }
 
-type delivery struct{ d model.Delivery }
+type delivery struct {
+	d   model.Delivery
+	mem int // the member processing it
+}
 
 // buildAsync wires the topics; the run has none when no service consumes.
 func (b *builder) buildAsync() error {
@@ -73,12 +92,22 @@ func (b *builder) buildAsync() error {
 		if cc == nil {
 			continue
 		}
-		g, err := model.NewGroup(cc, keys[cc.Topic])
+		// The group's consumers are every member's.
+		gc := *cc
+		gc.Concurrency *= len(s.reps)
+		g, err := model.NewGroup(&gc, keys[cc.Topic])
 		if err != nil {
 			return fmt.Errorf("services[%d].consumes.%w", i, err)
 		}
 		c := &consumer{svc: s, topic: cc.Topic, g: g, slow: s.cfg.SlowdownPerInflight, deadline: cc.AckDeadline,
-			faults: b.faultsOf(s.name), rng: m.stream("consumer/" + s.name), keys: keys[cc.Topic]}
+			keys: keys[cc.Topic]}
+		for k, rs := range s.reps {
+			c.members = append(c.members, member{faults: b.faultsOn(s.cfg, rs.rep), rng: m.stream("consumer/" + s.name + model.ReplicaTag(rs.rep))})
+			for range cc.Concurrency {
+				c.idle = append(c.idle, k)
+			}
+		}
+		c.n = len(c.idle)
 		if c.st, _, err = model.Delay(&s.cfg.ServiceTime, fmt.Sprintf("services[%d].service_time", i)); err != nil {
 			return err
 		}
@@ -98,23 +127,26 @@ func (b *builder) buildAsync() error {
 			if c == nil {
 				return fmt.Errorf("services[%d].calls[%d].publish.topic: no service consumes %q", i, j, pb.Topic)
 			}
-			p := &publisher{c: c, outbox: pb.Via == "outbox", interval: pb.OutboxInterval, keys: pb.Keys,
-				faults: b.faultsOf(s.name), rng: m.stream(fmt.Sprintf("publish/%s/%d", s.name, j))}
-			p.hPass = func(*Engine, any) { ar.pass(p) }
-			p.crashFn = func() bool { return ar.crash(p.rng, p.faults, model.CrashPublishMark) }
-			s.steps[j].pub = p
+			// Each replica publishes through its own outbox and loop.
+			for _, rs := range s.reps {
+				p := &publisher{c: c, outbox: pb.Via == "outbox", interval: pb.OutboxInterval, keys: pb.Keys,
+					faults: b.faultsOn(s.cfg, rs.rep), rng: m.stream(fmt.Sprintf("publish/%s/%d", s.name+model.ReplicaTag(rs.rep), j))}
+				p.hPass = func(*Engine, any) { ar.pass(p) }
+				p.crashFn = func() bool { return ar.crash(p.rng, p.faults, model.CrashPublishMark) }
+				rs.steps[j].pub = p
+			}
 		}
 	}
 	m.async = ar
 	return nil
 }
 
-// faultsOf returns the scenario's faults on service name.
-func (b *builder) faultsOf(name string) []*topology.Fault {
+// faultsOn returns the scenario's faults that hit replica rep of service s.
+func (b *builder) faultsOn(s *topology.Service, rep int) []*topology.Fault {
 	var fs []*topology.Fault
 	for i := range b.sc.Faults {
-		if b.sc.Faults[i].Service == name {
-			fs = append(fs, &b.sc.Faults[i])
+		if f := &b.sc.Faults[i]; f.Service == s.Name && slices.Contains(f.ReplicasHit(s), rep) {
+			fs = append(fs, f)
 		}
 	}
 	return fs
@@ -163,7 +195,8 @@ func (ar *asyncRun) pass(p *publisher) {
 	}
 }
 
-// dispatch hands waiting messages to c's free consumers.
+// dispatch hands waiting messages to c's free consumers, the one free
+// the longest first (the group has a free consumer only if idle has one).
 func (ar *asyncRun) dispatch(c *consumer) {
 	eng := ar.m.eng
 	for {
@@ -171,18 +204,27 @@ func (ar *asyncRun) dispatch(c *consumer) {
 		if !ok {
 			return
 		}
+		k := c.idle[c.head]
+		c.head = (c.head + 1) % len(c.idle)
+		c.n--
+		mb := &c.members[k]
+		mb.busy++
 		now := eng.Now()
-		st := c.st.Sample(c.rng) + model.LatencyAdd(c.faults, now) + time.Duration(c.g.Busy()-1)*c.slow
-		eng.After(st, c.hDone, &delivery{d})
+		st := c.st.Sample(mb.rng) + model.LatencyAdd(mb.faults, now) + time.Duration(mb.busy-1)*c.slow
+		eng.After(st, c.hDone, &delivery{d, k})
 		if !acked {
-			eng.After(c.deadline, c.hExpire, &delivery{d})
+			eng.After(c.deadline, c.hExpire, &delivery{d, k})
 		}
 	}
 }
 
 // done ends a delivery's processing.
 func (ar *asyncRun) done(c *consumer, dl *delivery) {
-	c.g.Finish(dl.d, ar.crash(c.rng, c.faults, model.CrashEffectAck))
+	mb := &c.members[dl.mem]
+	mb.busy--
+	c.idle[(c.head+c.n)%len(c.idle)] = dl.mem // free again: last in line
+	c.n++
+	c.g.Finish(dl.d, ar.crash(mb.rng, mb.faults, model.CrashEffectAck))
 	ar.dispatch(c)
 }
 

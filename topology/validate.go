@@ -344,8 +344,6 @@ func (v *validator) services() {
 			v.add(p+".replicas", "must be ≥ 1, got %d", s.Replicas)
 		} else if s.Replicas > MaxReplicas {
 			v.add(p+".replicas", "must be ≤ %d, got %d", MaxReplicas, s.Replicas)
-		} else if s.Replicas > 1 && (s.Consumes != nil || slices.ContainsFunc(s.Calls, func(c Call) bool { return c.Publish != nil })) {
-			v.add(p+".replicas", "a service with replicas cannot consume or publish to a topic (not modelled yet)")
 		}
 		v.zones(s.Zones, p+".zones")
 		if s.Queue != nil && *s.Queue < 0 {

@@ -16,10 +16,10 @@ import (
 func init() {
 	register(&command{
 		name:    "broker",
-		summary: "run a scenario's topic through a real NATS JetStream (embedded on loopback, or --nats-url) and print its consumer summary",
-		usage:   "SCENARIO [--topic T] [--intents N] [--nats-url URL] [--timeout D] [flags]",
+		summary: "run a scenario's topic through a real NATS JetStream (embedded on loopback, or --nats) and print its consumer summary",
+		usage:   "SCENARIO [--topic T] [--intents N] [--nats URL] [--timeout D] [flags]",
 		example: `  stormsim broker outbox-order --set services.0.calls.0.publish.via=outbox --intents 200
-  stormsim broker outbox-order --nats-url nats://127.0.0.1:4222`,
+  stormsim broker outbox-order --nats nats://127.0.0.1:4222`,
 		new: func() subcommand { return new(brokerCommand) },
 	})
 }
@@ -29,7 +29,8 @@ type brokerCommand struct {
 	sf      scenarioFlags
 	topic   string
 	intents int
-	url     string
+	nats    natsFlag
+	remote  bool
 	timeout time.Duration
 }
 
@@ -38,7 +39,11 @@ func (c *brokerCommand) flags(fs *pflag.FlagSet) {
 	fs.Uint64Var(&c.sf.seed, "seed", 0, "random seed of the crash draws (default: the scenario's)")
 	fs.StringVar(&c.topic, "topic", "", "the topic (default: the scenario's only one)")
 	fs.IntVar(&c.intents, "intents", 100, "logical intents (commits) to publish, 1 to 100000")
-	fs.StringVar(&c.url, "nats-url", "", "an external NATS server with JetStream (default: one embedded in-process on 127.0.0.1)")
+	c.nats.declare(fs)
+	// --nats-url was this command's name of --nats before serve and load had one.
+	fs.StringVar(&c.nats.url, "nats-url", "", "the former name of --nats")
+	_ = fs.MarkDeprecated("nats-url", "use --nats")
+	fs.BoolVar(&c.remote, "allow-remote", false, "allow a --nats server off the loopback interface")
 	fs.DurationVar(&c.timeout, "timeout", time.Minute, "give up when the messages are not all acked or dead-lettered by then")
 }
 
@@ -56,6 +61,9 @@ func (c *brokerCommand) run(ctx context.Context, args []string, w io.Writer) err
 	if err != nil {
 		return err
 	}
+	if err := c.nats.check(c.remote); err != nil {
+		return err
+	}
 	topic := c.topic
 	if topic == "" {
 		for _, s := range sc.Services {
@@ -71,7 +79,7 @@ func (c *brokerCommand) run(ctx context.Context, args []string, w io.Writer) err
 			return &exitError{exitUsage, errors.New("the scenario has no topic (no service consumes one)")}
 		}
 	}
-	url := c.url
+	url := c.nats.url
 	if url == "" {
 		srv, err := broker.Embedded()
 		if err != nil {

@@ -72,6 +72,7 @@ type loadCommand struct {
 	slo       sloFlag
 	live      liveFlags
 	gf        grpcLoadFlags
+	nats      natsFlag
 	// fs tells which flags were given: in SCENARIO mode they override
 	// the scenario (scenarioLoadSets).
 	fs *pflag.FlagSet
@@ -109,6 +110,7 @@ func (c *loadCommand) flags(fs *pflag.FlagSet) {
 	c.tlsf.loadFlags(fs)
 	c.slo.declare(fs)
 	c.gf.declare(fs)
+	c.nats.declare(fs)
 	c.sh.Register(fs)
 	c.sh.RegisterStartAt(fs)
 	c.live.declare(fs, false, false)
@@ -128,6 +130,9 @@ func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error
 	}
 	if len(args) != 0 || c.target == "" {
 		return &exitError{exitUsage, errors.New("want --target URL or one SCENARIO")}
+	}
+	if c.nats.url != "" {
+		return &exitError{exitUsage, errors.New("--nats applies to a SCENARIO (its topics), not to --target")}
 	}
 	opt, err := c.options()
 	if err != nil {
@@ -185,6 +190,9 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 	if err != nil {
 		return err
 	}
+	if err := c.nats.check(c.remote); err != nil {
+		return err
+	}
 	if err := c.slo.parse(sc); err != nil {
 		return err
 	}
@@ -213,7 +221,7 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 	}
 	sopt := load.ScenarioOptions{
 		Workers: c.workers, Connections: c.conns, AllowRemote: c.remote, Version: version, Progress: bar.update, Grace: c.grace,
-		MaxRequests: c.maxReq, Shard: spec, Epoch: epoch, Tracing: tr, NetHTTP: c.client == "net", TLS: c.tlsf.on, OnRow: lv.onRow(ctx, sc.Interval),
+		MaxRequests: c.maxReq, Shard: spec, Epoch: epoch, Tracing: tr, NetHTTP: c.client == "net", TLS: c.tlsf.on, OnRow: lv.onRow(ctx, sc.Interval), NATS: c.nats.url,
 	}
 	if err := c.gf.scenario(sc, &sopt); err != nil {
 		return errors.Join(err, closeTracing(tr))

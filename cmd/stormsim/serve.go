@@ -36,6 +36,7 @@ type serveCommand struct {
 	live   liveFlags
 	proto  string
 	tls    tlsFlags
+	nats   natsFlag
 }
 
 // flags declares the command's flags on fs.
@@ -48,6 +49,7 @@ func (c *serveCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.traces, "traces", "", "write OpenTelemetry spans (OTLP JSON lines) to `FILE` when stopped: one per attempt, at caller and callee")
 	c.live.declare(fs, false, false)
 	c.tls.serveFlags(fs)
+	c.nats.declare(fs)
 }
 
 // run runs the command with the arguments left after the flags.
@@ -63,6 +65,9 @@ func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err
 	}
 	sc, err := loadScenario(args[0], c.sf.overrides())
 	if err != nil {
+		return err
+	}
+	if err := c.nats.check(c.remote); err != nil {
 		return err
 	}
 	if c.remote {
@@ -81,7 +86,7 @@ func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err
 	}
 	cl, err := load.StartCluster(sc, load.ClusterOptions{Listen: c.listen, AllowRemote: c.remote,
 		// A server that runs indefinitely keeps a bounded ledger.
-		LedgerWindow: load.DefaultLedgerWindow, Tracing: tr, Protocol: c.proto, TLS: c.tls.on})
+		LedgerWindow: load.DefaultLedgerWindow, Tracing: tr, Protocol: c.proto, TLS: c.tls.on, NATS: c.nats.url})
 	if err != nil {
 		return errors.Join(err, closeTracing(tr))
 	}
@@ -106,6 +111,13 @@ func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err
 			}
 		}
 		fmt.Fprintf(w, "  %-16s %s   (stats: %s, metrics: %s)\n", name, u, siblingURL(u, "/stats"), siblingURL(u, "/metrics"))
+	}
+	if u, embedded := cl.NATS(); u != "" {
+		where := "external"
+		if embedded {
+			where = "embedded"
+		}
+		fmt.Fprintf(w, "  topics on NATS JetStream %s (%s); each consumer's counts under consumer in its /stats\n", u, where)
 	}
 	<-ctx.Done()
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
