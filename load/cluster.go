@@ -162,14 +162,14 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		}
 	}
 	client := &http.Client{Transport: c.tr}
-	var sender func(context.Context, *Attempt) Answer
+	var grpcClient *GRPCClient
 	if opt.Protocol == ProtocolGRPC {
 		gc, err := NewGRPCClient(GRPCClientOptions{})
 		if err != nil {
 			return fail(err)
 		}
 		c.grpc = &grpcCluster{client: gc}
-		sender = gc.Send
+		grpcClient = gc
 	}
 	committer := CommittingService(sc)
 	for _, svc := range sc.Services {
@@ -180,7 +180,7 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		var first *Service
 		for r := range svc.ReplicaCount() {
 			s, err := NewService(sc, svc.Name, ServiceConfig{Epoch: opt.Epoch, URLs: c.URLs, Client: cl, Commits: svc.Name == committer,
-				LedgerWindow: opt.LedgerWindow, Replica: r, First: first, ReplicaURLs: c.ReplicaURLs, Sender: sender})
+				LedgerWindow: opt.LedgerWindow, Replica: r, First: first, ReplicaURLs: c.ReplicaURLs, GRPC: grpcClient})
 			if err != nil {
 				for _, s := range c.Services {
 					s.Close()

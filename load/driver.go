@@ -255,7 +255,7 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 			return nil, fmt.Errorf("load: %w", err)
 		}
 		defer gc.Close()
-		ec.Sender = gc.Send
+		ec.GRPC = gc
 	}
 
 	d := &driver{opt: opt, ec: ec, epoch: epoch, rec: newRecorder(opt.Warmup, opt.Interval, opt.Duration)}

@@ -292,6 +292,9 @@ type PhaseRecorder struct {
 	dialed, shook, reused atomic.Int64
 	traced                atomic.Int64 // attempts recorded
 	waited                atomic.Int64 // attempts that found no idle connection
+	// grpcTransparent counts grpc-go's own transparent retries beneath
+	// the attempts: streams that never reached the server, sent again.
+	grpcTransparent atomic.Int64
 }
 
 // record adds one attempt's phases and, if it failed, its phase.
@@ -340,7 +343,7 @@ func (r *PhaseRecorder) Report() *metrics.PhaseReport {
 	}
 	out := &metrics.PhaseReport{Phases: map[string]metrics.PhaseStat{},
 		NotSent: r.notSent.Load(), NewConnections: r.dialed.Load(), Handshakes: r.shook.Load(), Reused: r.reused.Load(),
-		Waited: r.waited.Load()}
+		Waited: r.waited.Load(), GRPCTransparentRetries: r.grpcTransparent.Load()}
 	for name, h := range map[string]*phaseHist{metrics.PhaseCold: &r.cold, metrics.PhaseWarm: &r.warm} {
 		if s := h.stat(); s.Count > 0 {
 			out.Phases[name] = s

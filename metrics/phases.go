@@ -53,6 +53,12 @@ type PhaseReport struct {
 	// one (a new one, or one another attempt released): the simulator's
 	// pool.waited.
 	Waited int64 `json:"waited"`
+	// GRPCTransparentRetries counts, over gRPC, the streams grpc-go itself
+	// sent again beneath the attempts because they never reached the
+	// server (gRFC A6's transparent retry: refused, or on a connection
+	// that closed before they went out); none of them was seen by the
+	// callee, and they are not attempts of the call policy.
+	GRPCTransparentRetries int64 `json:"grpc_transparent_retries,omitempty"`
 }
 
 // Add merges o into r: counts add, means are weighted by count, maxima
@@ -81,6 +87,7 @@ func (r *PhaseReport) Add(o PhaseReport) {
 	r.Handshakes += o.Handshakes
 	r.Reused += o.Reused
 	r.Waited += o.Waited
+	r.GRPCTransparentRetries += o.GRPCTransparentRetries
 }
 
 // writeConnLines adds to the text summary one line per edge with a
