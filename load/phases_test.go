@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"crypto/tls"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -201,6 +202,8 @@ func TestPhaseHistQuantiles(t *testing.T) {
 	s := h.stat()
 	require.Equal(t, int64(1000), s.Count)
 	require.InDelta(t, 5.005, s.MeanMs, 1e-9)
+	// 0.01 ms × 1…1000: variance 0.01² × (1000² − 1)/12.
+	require.InDelta(t, 0.01*math.Sqrt((1000*1000-1)/12.0), s.SDMs, 1e-9)
 	for _, c := range []struct{ got, exact float64 }{{s.P50Ms, 5}, {s.P99Ms, 9.9}} {
 		require.GreaterOrEqual(t, c.got, c.exact)
 		require.LessOrEqual(t, c.got, c.exact*1.0906)

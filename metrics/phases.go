@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -31,6 +32,10 @@ type PhaseStat struct {
 	P50Ms  float64 `json:"p50_ms"`
 	P99Ms  float64 `json:"p99_ms"`
 	MaxMs  float64 `json:"max_ms"`
+	// SDMs is the durations' standard deviation (exact, not bucketed):
+	// how far one phase strays from its mean, which a model calibrated on
+	// the mean must allow for.
+	SDMs float64 `json:"sd_ms,omitempty"`
 }
 
 // PhaseReport is one edge's attempts split by phase (load mode): how long
@@ -70,7 +75,11 @@ func (r *PhaseReport) Add(o PhaseReport) {
 	for name, s := range o.Phases {
 		t := r.Phases[name]
 		if n := t.Count + s.Count; n > 0 {
+			// The second moments add; the variance is theirs less the
+			// merged mean's square.
+			m2 := (float64(t.Count)*(t.SDMs*t.SDMs+t.MeanMs*t.MeanMs) + float64(s.Count)*(s.SDMs*s.SDMs+s.MeanMs*s.MeanMs)) / float64(n)
 			t.MeanMs = (t.MeanMs*float64(t.Count) + s.MeanMs*float64(s.Count)) / float64(n)
+			t.SDMs = math.Sqrt(max(0, m2-t.MeanMs*t.MeanMs))
 		}
 		t.Count += s.Count
 		t.P50Ms, t.P99Ms, t.MaxMs = max(t.P50Ms, s.P50Ms), max(t.P99Ms, s.P99Ms), max(t.MaxMs, s.MaxMs)

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 )
@@ -27,5 +28,17 @@ func TestFormatTextConnLines(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "client->api") {
 		t.Errorf("an edge without pool or phases printed a line:\n%s", b.String())
+	}
+}
+
+// TestPhaseReportAddSD: merged, the standard deviation is that of the
+// union of the samples: {1, 3} (mean 2, sd 1) and {5, 7, 9} (mean 7, sd
+// √(8/3)) make {1, 3, 5, 7, 9}, mean 5 and sd √8.
+func TestPhaseReportAddSD(t *testing.T) {
+	r := PhaseReport{Phases: map[string]PhaseStat{"read": {Count: 2, MeanMs: 2, SDMs: 1}}}
+	r.Add(PhaseReport{Phases: map[string]PhaseStat{"read": {Count: 3, MeanMs: 7, SDMs: math.Sqrt(8.0 / 3)}}})
+	got := r.Phases["read"]
+	if got.Count != 5 || math.Abs(got.MeanMs-5) > 1e-12 || math.Abs(got.SDMs-math.Sqrt(8)) > 1e-12 {
+		t.Errorf("merged %+v, want count 5, mean 5, sd %v", got, math.Sqrt(8))
 	}
 }
