@@ -93,7 +93,9 @@ func (w *grpcConnWatch) dial(ctx context.Context, addr string) (net.Conn, error)
 	w.opening, w.since = PhaseTLS, now
 	w.mu.Unlock()
 	if w.lim.TLS > 0 {
+		hc.mu.Lock()
 		hc.timer = time.AfterFunc(w.lim.TLS, hc.timedOut)
+		hc.mu.Unlock()
 	}
 	return hc, nil
 }
@@ -156,9 +158,10 @@ type handshakeConn struct {
 	rec   *grpcConnRec
 	local string
 	start time.Time
-	timer *time.Timer
 
-	once sync.Once
+	once  sync.Once
+	mu    sync.Mutex // guards timer, which may fire before it is set
+	timer *time.Timer
 }
 
 // settle ends the handshake once: ok, the connection opened; else it
@@ -167,9 +170,11 @@ func (c *handshakeConn) settle(ok, timedOut bool) bool {
 	done := false
 	c.once.Do(func() {
 		done = true
+		c.mu.Lock()
 		if c.timer != nil {
 			c.timer.Stop()
 		}
+		c.mu.Unlock()
 		if ok {
 			c.rec.handshake = time.Since(c.start)
 			c.w.opened(c.local, c.rec)

@@ -47,6 +47,22 @@ func grpcTestServer(t *testing.T, delay time.Duration) (addr string, got *atomic
 
 func grpcURL(addr string) string { return "grpc://" + addr + "/pkg.S/M" }
 
+// requireFailedIn checks that one attempt failed in phase, sent or not,
+// with outcome, and that rec, which recorded it alone, says so.
+func requireFailedIn(t *testing.T, an Answer, rec *PhaseRecorder, phase Phase, notSent bool, outcome policies.Outcome) {
+	t.Helper()
+	require.Equal(t, phase, an.Phase, "phase")
+	require.Equal(t, notSent, an.NotSent, "not sent")
+	require.Equal(t, outcome, an.Outcome, "outcome")
+	rep := rec.Report()
+	require.Equal(t, int64(1), rep.FailedIn[phase.String()])
+	if notSent {
+		require.Equal(t, int64(1), rep.NotSent)
+	} else {
+		require.Zero(t, rep.NotSent)
+	}
+}
+
 // TestGRPCSendTracedPhases: the gRPC twin of TestSendTracedPhases. A call
 // to a closed port or to a listener that accepts TCP and never completes
 // the HTTP/2 handshake fails not sent, in the connect and tls phase; a
@@ -86,19 +102,12 @@ func TestGRPCSendTracedPhases(t *testing.T) {
 			start := time.Now()
 			an := gc.SendTraced(ctx, &Attempt{URL: grpcURL(tc.addr), Write: true, Number: 1}, tc.lim, tc.aware, &rec)
 			require.Less(t, time.Since(start), tc.timeout+time.Second, "the attempt is bounded")
-			require.Equal(t, tc.phase, an.Phase, "phase")
-			require.Equal(t, tc.notSent, an.NotSent, "not sent")
-			require.Equal(t, tc.outcome, an.Outcome, "outcome")
+			requireFailedIn(t, an, &rec, tc.phase, tc.notSent, tc.outcome)
 			require.Equal(t, tc.kind, an.Kind, "kind")
 			require.Zero(t, an.Status, "no status: the callee did not answer")
 			require.Eventually(t, func() bool { return got.Load()-before == tc.reachedBy }, time.Second, 10*time.Millisecond)
-			rep := rec.Report()
-			require.Equal(t, int64(1), rep.FailedIn[tc.phase.String()])
-			if tc.notSent {
-				require.Equal(t, int64(1), rep.NotSent)
-			} else {
-				require.Zero(t, rep.NotSent)
-				require.Equal(t, int64(1), rep.NewConnections, "the attempt opened the connection")
+			if !tc.notSent {
+				require.Equal(t, int64(1), rec.Report().NewConnections, "the attempt opened the connection")
 			}
 		})
 	}
@@ -256,24 +265,8 @@ func TestGRPCPoolTimeout(t *testing.T) {
 func refusingServer(t *testing.T) (addr string, refused, served *atomic.Int64) {
 	t.Helper()
 	refused, served = new(atomic.Int64), new(atomic.Int64)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go serveRefusing(c, refused, served)
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-	})
-	return ln.Addr().String(), refused, served
+	addr = listenLoopback(t, func(c net.Conn) { go serveRefusing(c, refused, served) })
+	return addr, refused, served
 }
 
 func serveRefusing(c net.Conn, refused, served *atomic.Int64) {
