@@ -126,7 +126,11 @@ func writeConnLines(ew *ErrWriter, edges []EdgeSummary) {
 				failed = append(failed, fmt.Sprintf("%s %d", name, n))
 			}
 		}
-		ew.Printf("phases     %s->%s p99 ms: %s; not sent %d; failed in: %s; %d new connections, %d reused\n",
-			e.From, e.To, strings.Join(parts, ", "), ph.NotSent, orDash(strings.Join(failed, ", ")), ph.NewConnections, ph.Reused)
+		var grpc string
+		if n := ph.GRPCTransparentRetries; n > 0 {
+			grpc = fmt.Sprintf("; %d grpc-go transparent retries", n)
+		}
+		ew.Printf("phases     %s->%s p99 ms: %s; not sent %d; failed in: %s; %d new connections, %d reused%s\n",
+			e.From, e.To, strings.Join(parts, ", "), ph.NotSent, orDash(strings.Join(failed, ", ")), ph.NewConnections, ph.Reused, grpc)
 	}
 }
