@@ -300,7 +300,9 @@ func (t *grpcTrace) gotStream(local net.Addr) {
 		rec = t.w.claim(local.String())
 	}
 	t.mu.Lock()
-	t.reused = rec == nil
+	// A retry beneath the attempt (began) on the connection the attempt
+	// opened still paid for the opening: not reused.
+	t.reused = rec == nil && !t.ended[PhaseConnect]
 	if rec != nil {
 		t.dur[PhaseConnect], t.ended[PhaseConnect] = rec.connect, true
 		t.dur[PhaseTLS], t.ended[PhaseTLS] = rec.handshake, true
@@ -393,9 +395,10 @@ func sendGRPCTraced(ctx context.Context, w *grpcConnWatch, lim policies.PhaseTim
 	t.stop()
 	if rec != nil {
 		rec.record(t.phaseTrace, an)
-		if t.transparent > 0 {
-			rec.grpcTransparent.Add(int64(t.transparent))
-		}
+		t.mu.Lock()
+		n := t.transparent
+		t.mu.Unlock()
+		rec.grpcTransparent.Add(int64(n))
 	}
 	return an
 }

@@ -344,6 +344,8 @@ func TestGRPCTransparentRetryByGRPCGo(t *testing.T) {
 	require.Equal(t, int64(1), rep.GRPCTransparentRetries)
 	require.Zero(t, rep.NotSent)
 	require.Zero(t, ec.Stats().TransparentRetries, "stormsim's own transparent retry did not run")
+	require.Equal(t, int64(1), rep.NewConnections)
+	require.Zero(t, rep.Reused, "the retry beneath went out on the connection the attempt opened: cold")
 	for _, p := range []string{"pool_wait", "write", "first_byte", "read"} {
 		require.Equal(t, int64(1), rep.Phases[p].Count, "%s: the call's phases, once", p)
 	}
