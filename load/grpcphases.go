@@ -288,6 +288,10 @@ func (t *grpcTrace) began(transparent bool) {
 	}
 	if t.ended[PhasePool] {
 		t.open[PhasePool], t.ended[PhasePool] = true, false
+		if lim := t.lim.Pool; lim > 0 && t.cancel != nil {
+			// pool_timeout bounds the whole wait, from the call's start.
+			t.timer[PhasePool] = time.AfterFunc(max(0, lim-time.Since(t.started[PhasePool])), func() { t.cancel(errPhaseTimeout{PhasePool}) })
+		}
 	}
 }
 
