@@ -110,7 +110,7 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		}
 		c.tr.CloseIdleConnections()
 		if c.grpc != nil {
-			c.grpc.client.Close()
+			c.grpc.closeClients()
 		}
 		return nil, err
 	}
@@ -162,20 +162,25 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		}
 	}
 	client := &http.Client{Transport: c.tr}
-	var grpcClient *GRPCClient
 	if opt.Protocol == ProtocolGRPC {
 		gc, err := NewGRPCClient(GRPCClientOptions{})
 		if err != nil {
 			return fail(err)
 		}
-		c.grpc = &grpcCluster{client: gc}
-		grpcClient = gc
+		c.grpc = &grpcCluster{client: gc, tracing: opt.Tracing}
 	}
 	committer := CommittingService(sc)
 	for _, svc := range sc.Services {
 		cl := client
 		if opt.Tracing != nil {
 			cl = &http.Client{Transport: opt.Tracing.Transport(svc.Name, c.tr)}
+		}
+		var grpcClient *GRPCClient
+		if c.grpc != nil {
+			var err error
+			if grpcClient, err = c.grpc.clientOf(svc.Name); err != nil {
+				return fail(err)
+			}
 		}
 		var first *Service
 		for r := range svc.ReplicaCount() {

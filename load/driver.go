@@ -250,7 +250,8 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	ec.Root = root
 	ec.rt = rt
 	if strings.HasPrefix(opt.Target, "grpc://") {
-		gc, err := NewGRPCClient(GRPCClientOptions{ServiceConfig: opt.GRPCServiceConfig, Connections: opt.Connections})
+		gc, err := NewGRPCClient(GRPCClientOptions{ServiceConfig: opt.GRPCServiceConfig, Connections: opt.Connections,
+			StatsHandler: opt.Tracing.GRPCClientHandler(ClientService)})
 		if err != nil {
 			return nil, fmt.Errorf("load: %w", err)
 		}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -114,6 +115,9 @@ type GRPCClientOptions struct {
 	// address, each multiplexing many calls; attempts take them in turn.
 	// Default 1.
 	Connections int
+	// StatsHandler, if set, also sees every call (before stormsim's own
+	// phase tracing): Tracing.GRPCClientHandler's client spans.
+	StatsHandler stats.Handler
 }
 
 // GRPCClient sends attempts as unary gRPC calls over Connections
@@ -148,6 +152,9 @@ func NewGRPCClient(o GRPCClientOptions) (*GRPCClient, error) {
 		opts = append(opts, grpc.WithDefaultServiceConfig(o.ServiceConfig))
 	} else {
 		opts = append(opts, grpc.WithDisableRetry())
+	}
+	if o.StatsHandler != nil {
+		opts = append(opts, grpc.WithStatsHandler(o.StatsHandler))
 	}
 	if o.ServiceConfig != "" {
 		// Check the config now, not at the first attempt.
@@ -240,7 +247,7 @@ func (g *GRPCClient) SendTraced(ctx context.Context, a *Attempt, lim policies.Ph
 	for k, vs := range a.Header {
 		md[strings.ToLower(k)] = vs
 	}
-	return sendGRPCTraced(ctx, w, lim, phaseAware, rec, func(ctx context.Context) (Answer, error) {
+	return sendGRPCTraced(ctx, a.Number, w, lim, phaseAware, rec, func(ctx context.Context) (Answer, error) {
 		var err error
 		an := sendGRPC(ctx, a, md, func(ctx context.Context, trailer *metadata.MD) error {
 			err = cc.Invoke(ctx, t.method, &frame{b: a.Body}, new(frame), grpc.Trailer(trailer))

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
@@ -213,6 +215,7 @@ type grpcTraceKey struct{}
 type grpcTrace struct {
 	*phaseTrace
 	w      *grpcConnWatch
+	number int // the attempt's number (1-based)
 	begins int // grpc-go attempts (stats.Begin) under this one
 	// transparent counts grpc-go's transparent retries (streams that never
 	// reached the server, sent again by grpc-go itself).
@@ -250,6 +253,11 @@ func (h grpcStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	switch s := s.(type) {
 	case *stats.Begin:
 		t.began(s.IsTransparentRetryAttempt)
+		if sp := trace.SpanFromContext(ctx); sp.IsRecording() && t.number >= 1 {
+			// The client span of a traced channel (Tracing), marked as
+			// over HTTP (resendCount).
+			sp.SetAttributes(attribute.Int("http.request.resend_count", t.number-1))
+		}
 	case *stats.DelayedPickComplete:
 		t.mu.Lock()
 		t.waited = true
@@ -369,9 +377,9 @@ func (t *grpcTrace) failedBeforeStream(err error, ctxEnded bool) error {
 // error. A failure that is no answer of the callee is classified as
 // net/http's are (phaseTrace.classify); one before the stream left is a
 // failed connection (KindConnect) unless the attempt's context ended it.
-func sendGRPCTraced(ctx context.Context, w *grpcConnWatch, lim policies.PhaseTimeouts, phaseAware bool, rec *PhaseRecorder,
+func sendGRPCTraced(ctx context.Context, number int, w *grpcConnWatch, lim policies.PhaseTimeouts, phaseAware bool, rec *PhaseRecorder,
 	invoke func(ctx context.Context) (Answer, error)) Answer {
-	t := &grpcTrace{phaseTrace: &phaseTrace{lim: lim, rec: rec}, w: w}
+	t := &grpcTrace{phaseTrace: &phaseTrace{lim: lim, rec: rec}, w: w, number: number}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	t.cancel = cancel
