@@ -48,10 +48,15 @@ func ExampleEdgeClient_UnaryClientInterceptor() {
 		return
 	}
 	ec := load.NewEdgeClient(time.Now(), nil, edge, nil)
-	cc, err := grpc.NewClient("passthrough:///127.0.0.1:9000",
+	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDisableRetry(), // stormsim's policy retries, not grpc-go
-		grpc.WithUnaryInterceptor(ec.UnaryClientInterceptor(true)))
+		grpc.WithUnaryInterceptor(ec.UnaryClientInterceptor(true)),
+	}
+	// Optional: trace each attempt's phases into ec.Phases and enforce
+	// the policy's phase timeouts.
+	opts = append(opts, ec.GRPCDialOptions()...)
+	cc, err := grpc.NewClient("passthrough:///127.0.0.1:9000", opts...)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -250,6 +250,7 @@ func (h grpcStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	if !ok {
 		return
 	}
+	t.bind(h.w)
 	switch s := s.(type) {
 	case *stats.Begin:
 		t.began(s.IsTransparentRetryAttempt)
@@ -274,6 +275,24 @@ func (h grpcStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	}
 }
 
+// bind gives t the watch of the channel its call went out on, if it has
+// none (a call through EdgeClient.UnaryClientInterceptor, on a channel
+// dialed with EdgeClient.GRPCDialOptions).
+func (t *grpcTrace) bind(w *grpcConnWatch) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.w == nil {
+		t.w = w
+	}
+}
+
+// watch is the watch t is bound to, nil if none.
+func (t *grpcTrace) watch() *grpcConnWatch {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.w
+}
+
 // began is a grpc-go attempt beginning: after the first, a retry by
 // grpc-go (transparent, or its own retry from a service config) of a
 // stream that failed, whose wait for a stream starts again; the pool wait
@@ -283,6 +302,14 @@ func (t *grpcTrace) began(transparent bool) {
 	defer t.mu.Unlock()
 	t.begins++
 	if t.begins == 1 {
+		if !t.open[PhasePool] && !t.ended[PhasePool] {
+			// A call on a channel stormsim did not dial (the
+			// interceptor's): its wait starts here, traced at last.
+			t.started[PhasePool], t.open[PhasePool] = time.Now(), true
+			if lim := t.lim.Pool; lim > 0 && t.cancel != nil {
+				t.timer[PhasePool] = time.AfterFunc(lim, func() { t.cancel(errPhaseTimeout{PhasePool}) })
+			}
+		}
 		return
 	}
 	if transparent {
@@ -308,8 +335,8 @@ func (t *grpcTrace) began(transparent bool) {
 // connection's opening if it is the first sent on it.
 func (t *grpcTrace) gotStream(local net.Addr) {
 	var rec *grpcConnRec
-	if local != nil {
-		rec = t.w.claim(local.String())
+	if w := t.watch(); local != nil && w != nil {
+		rec = w.claim(local.String())
 	}
 	t.mu.Lock()
 	// A retry beneath the attempt (began) on the connection the attempt
@@ -352,7 +379,11 @@ func (t *grpcTrace) failedBeforeStream(err error, ctxEnded bool) error {
 	if ctxEnded {
 		err = nil
 	}
-	p, timedOut, since := t.w.blame(err)
+	w := t.watch()
+	if w == nil {
+		return nil
+	}
+	p, timedOut, since := w.blame(err)
 	if p == PhaseNone {
 		return nil
 	}
@@ -377,14 +408,26 @@ func (t *grpcTrace) failedBeforeStream(err error, ctxEnded bool) error {
 // error. A failure that is no answer of the callee is classified as
 // net/http's are (phaseTrace.classify); one before the stream left is a
 // failed connection (KindConnect) unless the attempt's context ended it.
+//
+// w nil: the call goes out on a channel stormsim did not dial (the
+// interceptor's), traced only if it was dialed with GRPCDialOptions,
+// whose stats handler then binds its watch; the wait starts at grpc-go's
+// first Begin. A call no stats handler saw is returned as it came back:
+// nothing says where it failed, so nothing claims it was not sent.
 func sendGRPCTraced(ctx context.Context, number int, w *grpcConnWatch, lim policies.PhaseTimeouts, phaseAware bool, rec *PhaseRecorder,
 	invoke func(ctx context.Context) (Answer, error)) Answer {
 	t := &grpcTrace{phaseTrace: &phaseTrace{lim: lim, rec: rec}, w: w, number: number}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	t.cancel = cancel
-	t.begin(PhasePool, lim.Pool)
+	if w != nil {
+		t.begin(PhasePool, lim.Pool)
+	}
 	an, err := invoke(context.WithValue(ctx, grpcTraceKey{}, t))
+	if t.watch() == nil {
+		t.stop()
+		return an
+	}
 	t.mu.Lock()
 	answered := t.ended[PhaseFirstByte] // the callee's status came back
 	t.mu.Unlock()

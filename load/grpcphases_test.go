@@ -14,6 +14,10 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
@@ -404,5 +408,58 @@ services:
 		got, ok := fm[key]
 		require.True(t, ok, "/metrics %s missing", key)
 		require.Equal(t, want, got, key)
+	}
+}
+
+// TestInterceptorPhases: the interceptor's attempts on a channel dialed
+// with GRPCDialOptions are traced and bounded as the driver's are: a
+// closed port fails not sent in connect (and the transparent retry sends
+// it once more), a slow callee past first_byte_timeout is a sent timeout
+// never retried transparently. On a channel dialed without them nothing
+// is traced, so nothing is claimed not sent.
+func TestInterceptorPhases(t *testing.T) {
+	slow, got := grpcTestServer(t, 2*time.Second)
+	for _, tc := range []struct {
+		name             string
+		addr             string
+		traced           bool
+		code             codes.Code
+		attempts         int64
+		notSent, reached int64
+		failedIn         string
+	}{
+		{"closed port", closedPort(t), true, codes.Unavailable, 2, 2, 0, "connect"},
+		{"slow callee, first_byte_timeout", slow, true, codes.DeadlineExceeded, 1, 0, 1, "first_byte"},
+		{"slow callee, channel not traced: the attempt timeout", slow, false, codes.DeadlineExceeded, 1, 0, 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := got.Load()
+			edge, err := policies.NewEdge(policies.EdgeConfig{Timeout: 300 * time.Millisecond,
+				Phases: policies.PhaseTimeouts{FirstByte: 100 * time.Millisecond}, Retry: policies.RetryConfig{Transparent: true}}, rand.New(rand.NewPCG(1, 2)))
+			require.NoError(t, err)
+			ec := NewEdgeClient(time.Now(), nil, edge, nil)
+			opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDisableRetry(),
+				grpc.WithUnaryInterceptor(ec.UnaryClientInterceptor(false)), grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}))}
+			if tc.traced {
+				opts = append(opts, ec.GRPCDialOptions()...)
+			}
+			cc, err := grpc.NewClient("passthrough:///"+tc.addr, opts...)
+			require.NoError(t, err)
+			defer cc.Close()
+			md := metadata.Pairs(mdWrite, "1")
+			err = cc.Invoke(metadata.NewOutgoingContext(context.Background(), md), "/pkg.S/M", &frame{}, new(frame))
+			require.Equal(t, tc.code, status.Code(err), "%v", err)
+			require.Equal(t, tc.attempts, ec.Stats().Attempts)
+			time.Sleep(50 * time.Millisecond) // a retry, had there been one, would have arrived
+			require.Equal(t, tc.reached, got.Load()-before, "executions at the callee")
+			rep := ec.Phases.Report()
+			if !tc.traced {
+				require.Nil(t, rep, "an untraced channel reports no phases")
+				return
+			}
+			require.NotNil(t, rep)
+			require.Equal(t, tc.notSent, rep.NotSent)
+			require.Equal(t, tc.attempts, rep.FailedIn[tc.failedIn])
+		})
 	}
 }
