@@ -16,10 +16,12 @@ import (
 	"github.com/stormsim/stormsim/policies"
 )
 
-// The phases of a gRPC attempt, traced by grpcStats and a grpcDialer, on
-// the same scale as net/http's (Phase):
+// The phases of a gRPC attempt, traced by grpcStats and the channel's
+// dialer (grpcConnWatch.dial), on the same scale as net/http's (Phase):
 //
-//	pool_wait   from the call to its stream's headers going out: grpc-go's
+//	pool_wait   from the call (on a channel stormsim did not dial, from
+//	            grpc-go's first stats.Begin) to its stream's headers going
+//	            out: grpc-go's
 //	            wait for a ready transport (the picker) and for a stream
 //	            slot on it (MAX_CONCURRENT_STREAMS), transparent retries of
 //	            streams that never reached the server included
