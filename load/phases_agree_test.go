@@ -46,8 +46,21 @@ func TestResetAgreesWithSim(t *testing.T) {
 	require.NotNil(t, sp)
 	require.Equal(t, int64(8), sp.Handshakes, "the simulator opens all 4 connections in each half")
 
-	res, err := RunScenario(context.Background(), sc, ScenarioOptions{TLS: true})
-	require.NoError(t, err)
+	// Both modes must see the same arrivals: a run whose driver sent
+	// late (a stall of the shared machine, every goroutine at once) is
+	// not this scenario, and is run again, three times at most (as
+	// runUnstarved does); the last is compared anyway.
+	var res *metrics.Result
+	for try := 1; ; try++ {
+		var err error
+		res, err = RunScenario(context.Background(), sc, ScenarioOptions{TLS: true})
+		require.NoError(t, err)
+		lr := res.Summary.Load
+		if lr.Late == 0 || try == 3 {
+			break
+		}
+		t.Logf("try %d: %d of %d requests sent over %.0f ms late: running again", try, lr.Late, lr.Sent, lr.LateThresholdMs)
+	}
 	ph := res.Summary.Edges[0].Phases
 	require.NotNil(t, ph)
 	t.Logf("handshakes: sim %d, serve --tls %d (new connections %d); attempts that waited: sim %d, real %d; pool wait sim mean %.3fms max %.3fms, real %+v",
