@@ -34,6 +34,9 @@ type EdgeClient struct {
 	// Sender, if set, sends each attempt instead of Send over Client: the
 	// gRPC transport (GRPCClient.Send) plugs in here.
 	Sender func(ctx context.Context, a *Attempt) Answer
+	// GRPC, if set, sends each attempt as a gRPC call, traced and its
+	// phase timeouts enforced as net/http's are (GRPCClient.SendTraced).
+	GRPC *GRPCClient
 	// Root bounds every attempt, abandoned ones included: cancelling it
 	// ends them all. Nil means context.Background().
 	Root context.Context
@@ -447,10 +450,13 @@ func (ec *EdgeClient) send(ctx context.Context, a *Attempt) Answer {
 	if a.via != nil {
 		return a.via(ctx, a)
 	}
+	if ec.GRPC != nil {
+		return ec.GRPC.SendTraced(ctx, a, ec.edge.Phases, ec.phaseAware, &ec.Phases)
+	}
 	if ec.Sender != nil {
 		return ec.Sender(ctx, a)
 	}
-	// net/http: traced, its phase timeouts enforced (gRPC senders are not).
+	// net/http: traced, its phase timeouts enforced.
 	return sendTraced(ctx, ec.Client, ec.rt, a, ec.edge.Phases, ec.phaseAware, &ec.Phases)
 }
 

@@ -116,7 +116,7 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		}
 		c.tr.CloseIdleConnections()
 		if c.grpc != nil {
-			c.grpc.client.Close()
+			c.grpc.closeClients()
 		}
 		_ = c.async.close()
 		return nil, err
@@ -169,14 +169,12 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		}
 	}
 	client := &http.Client{Transport: c.tr}
-	var sender func(context.Context, *Attempt) Answer
 	if opt.Protocol == ProtocolGRPC {
 		gc, err := NewGRPCClient(GRPCClientOptions{})
 		if err != nil {
 			return fail(err)
 		}
-		c.grpc = &grpcCluster{client: gc}
-		sender = gc.Send
+		c.grpc = &grpcCluster{client: gc, tracing: opt.Tracing}
 	}
 	if c.async, err = startAsync(sc, opt.NATS); err != nil {
 		return fail(err)
@@ -187,10 +185,17 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		if opt.Tracing != nil {
 			cl = &http.Client{Transport: opt.Tracing.Transport(svc.Name, c.tr)}
 		}
+		var grpcClient *GRPCClient
+		if c.grpc != nil {
+			var err error
+			if grpcClient, err = c.grpc.clientOf(svc.Name); err != nil {
+				return fail(err)
+			}
+		}
 		var first *Service
 		for r := range svc.ReplicaCount() {
 			s, err := NewService(sc, svc.Name, ServiceConfig{Epoch: opt.Epoch, URLs: c.URLs, Client: cl, Commits: svc.Name == committer,
-				LedgerWindow: opt.LedgerWindow, Replica: r, First: first, ReplicaURLs: c.ReplicaURLs, Sender: sender, Topics: c.async.topicMap()})
+				LedgerWindow: opt.LedgerWindow, Replica: r, First: first, ReplicaURLs: c.ReplicaURLs, GRPC: grpcClient, Topics: c.async.topicMap()})
 			if err != nil {
 				for _, s := range c.Services {
 					s.Close()

@@ -250,12 +250,13 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	ec.Root = root
 	ec.rt = rt
 	if strings.HasPrefix(opt.Target, "grpc://") {
-		gc, err := NewGRPCClient(GRPCClientOptions{ServiceConfig: opt.GRPCServiceConfig, Connections: opt.Connections})
+		gc, err := NewGRPCClient(GRPCClientOptions{ServiceConfig: opt.GRPCServiceConfig, Connections: opt.Connections,
+			StatsHandler: opt.Tracing.GRPCClientHandler(ClientService)})
 		if err != nil {
 			return nil, fmt.Errorf("load: %w", err)
 		}
 		defer gc.Close()
-		ec.Sender = gc.Send
+		ec.GRPC = gc
 	}
 
 	d := &driver{opt: opt, ec: ec, epoch: epoch, rec: newRecorder(opt.Warmup, opt.Interval, opt.Duration)}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -114,6 +115,9 @@ type GRPCClientOptions struct {
 	// address, each multiplexing many calls; attempts take them in turn.
 	// Default 1.
 	Connections int
+	// StatsHandler, if set, also sees every call (before stormsim's own
+	// phase tracing): Tracing.GRPCClientHandler's client spans.
+	StatsHandler stats.Handler
 }
 
 // GRPCClient sends attempts as unary gRPC calls over Connections
@@ -123,17 +127,19 @@ type GRPCClient struct {
 	opts  []grpc.DialOption
 	n     int
 	mu    sync.Mutex
-	conns map[string]*grpcConns
+	conns map[grpcConnKey]*grpcConns
 	// targets caches parsed attempt URLs.
 	targets sync.Map // string -> grpcTarget
 }
 
 type grpcTarget struct{ addr, method string }
 
-// grpcConns are the connections to one address, taken in turn.
+// grpcConns are the connections to one address, taken in turn, each
+// with the watch of its dialer and stats handler (grpcphases.go).
 type grpcConns struct {
-	cc   []*grpc.ClientConn
-	next int
+	cc    []*grpc.ClientConn
+	watch []*grpcConnWatch
+	next  int
 }
 
 // NewGRPCClient returns a client; Close releases its connections.
@@ -147,13 +153,16 @@ func NewGRPCClient(o GRPCClientOptions) (*GRPCClient, error) {
 	} else {
 		opts = append(opts, grpc.WithDisableRetry())
 	}
+	if o.StatsHandler != nil {
+		opts = append(opts, grpc.WithStatsHandler(o.StatsHandler))
+	}
 	if o.ServiceConfig != "" {
 		// Check the config now, not at the first attempt.
 		if err := CheckGRPCServiceConfig("grpc service config", o.ServiceConfig); err != nil {
 			return nil, err
 		}
 	}
-	return &GRPCClient{opts: opts, n: max(o.Connections, 1), conns: map[string]*grpcConns{}}, nil
+	return &GRPCClient{opts: opts, n: max(o.Connections, 1), conns: map[grpcConnKey]*grpcConns{}}, nil
 }
 
 // Close closes every connection.
@@ -168,27 +177,32 @@ func (g *GRPCClient) Close() {
 	clear(g.conns)
 }
 
-func (g *GRPCClient) conn(addr string) (*grpc.ClientConn, error) {
+// conn takes the next connection to addr among those whose dialer
+// enforces lim's connect and tls timeouts, and its watch.
+func (g *GRPCClient) conn(addr string, lim policies.PhaseTimeouts) (*grpc.ClientConn, *grpcConnWatch, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	cs := g.conns[addr]
+	key := grpcConnKey{addr: addr, connect: lim.Connect, tls: lim.TLS}
+	cs := g.conns[key]
 	if cs == nil {
 		cs = &grpcConns{}
 		for range g.n {
-			cc, err := grpc.NewClient("passthrough:///"+addr, g.opts...)
+			w := newGRPCConnWatch(lim)
+			opts := append(g.opts[:len(g.opts):len(g.opts)], grpc.WithContextDialer(w.dial), grpc.WithStatsHandler(grpcStats{w}))
+			cc, err := grpc.NewClient("passthrough:///"+addr, opts...)
 			if err != nil {
 				for _, c := range cs.cc {
 					c.Close()
 				}
-				return nil, err
+				return nil, nil, err
 			}
-			cs.cc = append(cs.cc, cc)
+			cs.cc, cs.watch = append(cs.cc, cc), append(cs.watch, w)
 		}
-		g.conns[addr] = cs
+		g.conns[key] = cs
 	}
-	cc := cs.cc[cs.next]
+	i := cs.next
 	cs.next = (cs.next + 1) % len(cs.cc)
-	return cc, nil
+	return cs.cc[i], cs.watch[i], nil
 }
 
 func (g *GRPCClient) target(u string) (grpcTarget, error) {
@@ -213,11 +227,19 @@ func (g *GRPCClient) target(u string) (grpcTarget, error) {
 // the callee learns the user's budget, not the caller's patience, as over
 // HTTP; when it passes, the call is cancelled.
 func (g *GRPCClient) Send(ctx context.Context, a *Attempt) Answer {
+	return g.SendTraced(ctx, a, policies.PhaseTimeouts{}, false, nil)
+}
+
+// SendTraced is Send with the attempt's phases traced as SendTraced traces
+// net/http's (see grpcphases.go for what each phase is over gRPC): its
+// phase timeouts (lim) are enforced, a failure is classified by the phase
+// it failed in, and rec, if not nil, records the phases.
+func (g *GRPCClient) SendTraced(ctx context.Context, a *Attempt, lim policies.PhaseTimeouts, phaseAware bool, rec *PhaseRecorder) Answer {
 	t, err := g.target(a.URL)
 	if err != nil {
 		return Answer{Outcome: policies.Error, Kind: KindOther}
 	}
-	cc, err := g.conn(t.addr)
+	cc, w, err := g.conn(t.addr, lim)
 	if err != nil {
 		return Answer{Outcome: policies.Error, Kind: KindOther}
 	}
@@ -225,8 +247,13 @@ func (g *GRPCClient) Send(ctx context.Context, a *Attempt) Answer {
 	for k, vs := range a.Header {
 		md[strings.ToLower(k)] = vs
 	}
-	return sendGRPC(ctx, a, md, func(ctx context.Context, trailer *metadata.MD) error {
-		return cc.Invoke(ctx, t.method, &frame{b: a.Body}, new(frame), grpc.Trailer(trailer))
+	return sendGRPCTraced(ctx, a.Number, w, lim, phaseAware, rec, func(ctx context.Context) (Answer, error) {
+		var err error
+		an := sendGRPC(ctx, a, md, func(ctx context.Context, trailer *metadata.MD) error {
+			err = cc.Invoke(ctx, t.method, &frame{b: a.Body}, new(frame), grpc.Trailer(trailer))
+			return err
+		})
+		return an, err
 	})
 }
 

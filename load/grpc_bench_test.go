@@ -14,7 +14,8 @@ import (
 
 // BenchmarkAttempt measures one attempt's round trip to a trivial loopback
 // target, sent from parallel goroutines as the driver's senders do: over
-// HTTP (Send) and over gRPC (GRPCClient.Send, one connection). Compare the
+// HTTP (Send) and over gRPC (GRPCClient.Send, one connection; and
+// SendTraced, its phases recorded, as EdgeClient sends). Compare the
 // two in the same run: the ratio, not the absolute time, is what a loaded
 // machine leaves meaningful.
 func BenchmarkAttempt(b *testing.B) {
@@ -45,7 +46,15 @@ func BenchmarkAttempt(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer gc.Close()
-		benchAttempts(b, gc.Send, "grpc://"+ln.Addr().String()+"/a.B/C")
+		url := "grpc://" + ln.Addr().String() + "/a.B/C"
+		b.Run("untraced", func(b *testing.B) { benchAttempts(b, gc.Send, url) })
+		// As an EdgeClient sends them: phases traced into a recorder.
+		var rec PhaseRecorder
+		b.Run("traced", func(b *testing.B) {
+			benchAttempts(b, func(ctx context.Context, a *Attempt) Answer {
+				return gc.SendTraced(ctx, a, policies.PhaseTimeouts{}, false, &rec)
+			}, url)
+		})
 	})
 }
 

@@ -1,8 +1,10 @@
 package load_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"time"
 
 	"google.golang.org/grpc"
@@ -46,10 +48,15 @@ func ExampleEdgeClient_UnaryClientInterceptor() {
 		return
 	}
 	ec := load.NewEdgeClient(time.Now(), nil, edge, nil)
-	cc, err := grpc.NewClient("passthrough:///127.0.0.1:9000",
+	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDisableRetry(), // stormsim's policy retries, not grpc-go
-		grpc.WithUnaryInterceptor(ec.UnaryClientInterceptor(true)))
+		grpc.WithUnaryInterceptor(ec.UnaryClientInterceptor(true)),
+	}
+	// Optional: trace each attempt's phases into ec.Phases and enforce
+	// the policy's phase timeouts.
+	opts = append(opts, ec.GRPCDialOptions()...)
+	cc, err := grpc.NewClient("passthrough:///127.0.0.1:9000", opts...)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -57,4 +64,31 @@ func ExampleEdgeClient_UnaryClientInterceptor() {
 	defer cc.Close()
 	fmt.Println("every unary call on cc now runs through the policy")
 	// Output: every unary call on cc now runs through the policy
+}
+
+func ExampleGRPCClient_SendTraced() {
+	// A port nothing listens on: the call never leaves, so it is not sent
+	// (the callee cannot have seen it), and it failed connecting.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	gc, err := load.NewGRPCClient(load.GRPCClientOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer gc.Close()
+	var rec load.PhaseRecorder
+	an := gc.SendTraced(context.Background(), &load.Attempt{URL: "grpc://" + addr + "/pkg.Orders/Create", Write: true, Number: 1},
+		policies.PhaseTimeouts{Connect: 100 * time.Millisecond, FirstByte: time.Second}, true, &rec)
+	fmt.Println(an.Outcome, an.Phase, an.NotSent)
+	rep := rec.Report()
+	fmt.Println(rep.NotSent, rep.FailedIn)
+	// Output:
+	// not_sent connect true
+	// 1 map[connect:1]
 }

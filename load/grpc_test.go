@@ -370,7 +370,9 @@ services:
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := runUnstarvedWith(t, sc, ScenarioOptions{Protocol: ProtocolGRPC}).Summary
+	// 64 senders, as the CLI gives a run (--workers): they do not make 64
+	// connections over gRPC.
+	s := runUnstarvedWith(t, sc, ScenarioOptions{Protocol: ProtocolGRPC, Workers: 64}).Summary
 	if !strings.HasPrefix(s.Load.Target, "grpc://") {
 		t.Fatalf("target %q: not gRPC", s.Load.Target)
 	}
@@ -383,6 +385,16 @@ services:
 	for _, svc := range s.Services {
 		if svc.Attempts != 400 || svc.Succeeded != 400 {
 			t.Errorf("%s: %d attempts, %d succeeded; want 400, 400", svc.Name, svc.Attempts, svc.Succeeded)
+		}
+	}
+	// HTTP/2 multiplexes: the driver and each caller open one connection
+	// to their callee, and every other attempt reuses it (warm).
+	if s.Load.Connections != 1 {
+		t.Errorf("the driver ran with %d connections, want 1", s.Load.Connections)
+	}
+	for _, e := range s.Edges {
+		if e.Phases == nil || e.Phases.NewConnections != 1 || e.Phases.Reused != e.Attempts-1 {
+			t.Errorf("%s->%s: phases %+v, want 1 new connection and %d reused", e.From, e.To, e.Phases, e.Attempts-1)
 		}
 	}
 }

@@ -45,15 +45,31 @@ func (ec *EdgeClient) UnaryClientInterceptor(propagateDeadline bool) grpc.UnaryC
 		ic := &intercepted{reply: reply}
 		a.via = func(actx context.Context, at *Attempt) Answer {
 			r := ic.target()
-			return sendGRPC(actx, at, outgoing.Copy(), func(cctx context.Context, trailer *metadata.MD) error {
-				err := invoker(cctx, method, req, r, cc, append(opts, grpc.Trailer(trailer))...)
-				ic.done(r, err)
-				return err
+			return sendGRPCTraced(actx, at.Number, nil, ec.edge.Phases, ec.phaseAware, &ec.Phases, func(ctx context.Context) (Answer, error) {
+				var err error
+				an := sendGRPC(ctx, at, outgoing.Copy(), func(cctx context.Context, trailer *metadata.MD) error {
+					err = invoker(cctx, method, req, r, cc, append(opts, grpc.Trailer(trailer))...)
+					ic.done(r, err)
+					return err
+				})
+				return an, err
 			})
 		}
 		res := ec.Do(ctx, co, &a, nil)
 		return ic.result(res.Outcome)
 	}
+}
+
+// GRPCDialOptions are the options to dial the channel that
+// UnaryClientInterceptor runs on with, for its attempts to be traced by
+// phase into ec's Phases as the driver's are, and the edge's phase
+// timeouts enforced: a dialer bounding connect_timeout and tls_timeout
+// (the HTTP/2 handshake) and a stats handler. Each call returns options
+// for one channel. Without them the interceptor's attempts are not
+// traced, and no phase timeout applies.
+func (ec *EdgeClient) GRPCDialOptions() []grpc.DialOption {
+	w := newGRPCConnWatch(ec.edge.Phases)
+	return []grpc.DialOption{grpc.WithContextDialer(w.dial), grpc.WithStatsHandler(grpcStats{w})}
 }
 
 // intercepted is one intercepted call's state shared by its attempts.

@@ -90,18 +90,19 @@ func (emulatedServices) GetServiceInfo() map[string]grpc.ServiceInfo {
 // NewGRPCServer returns a gRPC server for s: every unary method is one
 // attempt of the emulated work (serveGRPC), and server reflection
 // describes GRPCMethod. Messages are taken as bytes, bounded like HTTP
-// bodies, and so is the metadata.
-func NewGRPCServer(s *Service) *grpc.Server {
-	srv := grpc.NewServer(
+// bodies, and so is the metadata. opts add to the server's options (a
+// tracing stats handler: Tracing.GRPCServerHandler).
+func NewGRPCServer(s *Service, opts ...grpc.ServerOption) *grpc.Server {
+	srv := grpc.NewServer(append([]grpc.ServerOption{
 		grpc.ForceServerCodec(rawCodec{}),
 		grpc.UnknownServiceHandler(s.serveGRPC),
 		grpc.MaxRecvMsgSize(maxBody),
 		grpc.MaxHeaderListSize(maxHeaderBytes),
-	)
-	opts := reflection.ServerOptions{Services: emulatedServices{}, DescriptorResolver: emulatedResolver{}}
-	reflectionv1.RegisterServerReflectionServer(srv, reflection.NewServerV1(opts))
+	}, opts...)...)
+	ropts := reflection.ServerOptions{Services: emulatedServices{}, DescriptorResolver: emulatedResolver{}}
+	reflectionv1.RegisterServerReflectionServer(srv, reflection.NewServerV1(ropts))
 	// Older clients (grpcurl, ghz before v1) ask the v1alpha service.
-	reflectionv1alpha.RegisterServerReflectionServer(srv, reflection.NewServer(opts))
+	reflectionv1alpha.RegisterServerReflectionServer(srv, reflection.NewServer(ropts))
 	return srv
 }
 
@@ -221,17 +222,51 @@ func (s *Service) serveGRPC(_ any, stream grpc.ServerStream) error {
 }
 
 // grpcCluster is the gRPC side of a Cluster: a server per service and the
-// client their downstream calls share.
+// client their downstream calls share; with tracing, a client per calling
+// service instead, whose client spans it names.
 type grpcCluster struct {
-	client  *GRPCClient
-	servers []*grpc.Server
-	done    []chan struct{}
+	client    *GRPCClient
+	tracing   *Tracing
+	byService map[string]*GRPCClient
+	servers   []*grpc.Server
+	done      []chan struct{}
+}
+
+// clientOf is the client of service's downstream calls.
+func (g *grpcCluster) clientOf(service string) (*GRPCClient, error) {
+	if g.tracing == nil {
+		return g.client, nil
+	}
+	if gc := g.byService[service]; gc != nil {
+		return gc, nil
+	}
+	gc, err := NewGRPCClient(GRPCClientOptions{StatsHandler: g.tracing.GRPCClientHandler(service)})
+	if err != nil {
+		return nil, err
+	}
+	if g.byService == nil {
+		g.byService = map[string]*GRPCClient{}
+	}
+	g.byService[service] = gc
+	return gc, nil
+}
+
+// closeClients closes the clients' connections.
+func (g *grpcCluster) closeClients() {
+	g.client.Close()
+	for _, gc := range g.byService {
+		gc.Close()
+	}
 }
 
 // serve starts a gRPC server for each service on its listener.
 func (g *grpcCluster) serve(services []*Service, lns []net.Listener) {
 	for i, s := range services {
-		srv := NewGRPCServer(s)
+		var opts []grpc.ServerOption
+		if g.tracing != nil {
+			opts = append(opts, grpc.StatsHandler(g.tracing.GRPCServerHandler(s.name)))
+		}
+		srv := NewGRPCServer(s, opts...)
 		done := make(chan struct{})
 		g.servers = append(g.servers, srv)
 		g.done = append(g.done, done)
@@ -261,6 +296,6 @@ func (g *grpcCluster) close(ctx context.Context) error {
 		}
 		<-g.done[i]
 	}
-	g.client.Close()
+	g.closeClients()
 	return err
 }

@@ -246,12 +246,20 @@ type phaseHist struct {
 	n      atomic.Int64
 	sumNs  atomic.Int64
 	maxNs  atomic.Int64
+	sumSq  atomic.Uint64 // float64 bits: the sum of squared durations in ms²
 }
 
 func (h *phaseHist) add(d time.Duration) {
 	h.counts[phaseBucket(d)].Add(1)
 	h.n.Add(1)
 	h.sumNs.Add(int64(d))
+	ms := float64(d) / 1e6
+	for {
+		o := h.sumSq.Load()
+		if h.sumSq.CompareAndSwap(o, math.Float64bits(math.Float64frombits(o)+ms*ms)) {
+			break
+		}
+	}
 	for {
 		m := h.maxNs.Load()
 		if int64(d) <= m || h.maxNs.CompareAndSwap(m, int64(d)) {
@@ -278,8 +286,10 @@ func (h *phaseHist) stat() metrics.PhaseStat {
 	}
 	mx := float64(h.maxNs.Load()) / 1e6
 	// A bucket's upper bound may lie beyond the largest sample.
-	return metrics.PhaseStat{Count: n, MeanMs: float64(h.sumNs.Load()) / float64(n) / 1e6,
-		P50Ms: min(h.quantile(0.5, n), mx), P99Ms: min(h.quantile(0.99, n), mx), MaxMs: mx}
+	mean := float64(h.sumNs.Load()) / float64(n) / 1e6
+	sd := math.Sqrt(max(0, math.Float64frombits(h.sumSq.Load())/float64(n)-mean*mean))
+	return metrics.PhaseStat{Count: n, MeanMs: mean,
+		P50Ms: min(h.quantile(0.5, n), mx), P99Ms: min(h.quantile(0.99, n), mx), MaxMs: mx, SDMs: sd}
 }
 
 // PhaseRecorder collects an edge's attempt phases (SendTraced); it is
@@ -292,6 +302,9 @@ type PhaseRecorder struct {
 	dialed, shook, reused atomic.Int64
 	traced                atomic.Int64 // attempts recorded
 	waited                atomic.Int64 // attempts that found no idle connection
+	// grpcTransparent counts grpc-go's own transparent retries beneath
+	// the attempts: streams that never reached the server, sent again.
+	grpcTransparent atomic.Int64
 }
 
 // record adds one attempt's phases and, if it failed, its phase.
@@ -340,7 +353,7 @@ func (r *PhaseRecorder) Report() *metrics.PhaseReport {
 	}
 	out := &metrics.PhaseReport{Phases: map[string]metrics.PhaseStat{},
 		NotSent: r.notSent.Load(), NewConnections: r.dialed.Load(), Handshakes: r.shook.Load(), Reused: r.reused.Load(),
-		Waited: r.waited.Load()}
+		Waited: r.waited.Load(), GRPCTransparentRetries: r.grpcTransparent.Load()}
 	for name, h := range map[string]*phaseHist{metrics.PhaseCold: &r.cold, metrics.PhaseWarm: &r.warm} {
 		if s := h.stat(); s.Count > 0 {
 			out.Phases[name] = s

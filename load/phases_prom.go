@@ -11,18 +11,21 @@ import (
 type phaseCollector struct {
 	recs             []*PhaseRecorder
 	hist, failed, ns *prometheus.Desc
+	grpcTransparent  *prometheus.Desc
 }
 
 func newPhaseCollector(labels prometheus.Labels, recs []*PhaseRecorder) *phaseCollector {
 	return &phaseCollector{
 		recs: recs,
 		hist: prometheus.NewDesc("stormsim_edge_phase_seconds",
-			"Duration of each phase of the edge's HTTP attempts (pool_wait, dns, connect, tls, write, first_byte, read).",
+			"Duration of each phase of the edge's HTTP or gRPC attempts (pool_wait, dns, connect, tls, write, first_byte, read).",
 			[]string{"phase"}, labels),
 		failed: prometheus.NewDesc("stormsim_edge_failed_in_phase_total",
 			"Failed attempts of the edge by the phase they failed in.", []string{"phase"}, labels),
 		ns: prometheus.NewDesc("stormsim_edge_not_sent_total",
 			"Attempts of the edge that failed before any byte was written (the callee never saw them).", nil, labels),
+		grpcTransparent: prometheus.NewDesc("stormsim_edge_grpc_transparent_retries_total",
+			"Streams grpc-go sent again beneath the edge's gRPC attempts because they never reached the callee (transparent retry).", nil, labels),
 	}
 }
 
@@ -30,6 +33,7 @@ func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.hist
 	ch <- c.failed
 	ch <- c.ns
+	ch <- c.grpcTransparent
 }
 
 // promBucketStep keeps every 8th log bucket (powers of two of µs) as a
@@ -37,11 +41,13 @@ func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) {
 const promBucketStep = 8
 
 func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
-	var notSent int64
+	var notSent, transparent int64
 	for _, r := range c.recs {
 		notSent += r.notSent.Load()
+		transparent += r.grpcTransparent.Load()
 	}
 	ch <- prometheus.MustNewConstMetric(c.ns, prometheus.CounterValue, float64(notSent))
+	ch <- prometheus.MustNewConstMetric(c.grpcTransparent, prometheus.CounterValue, float64(transparent))
 	for p := PhasePool; p < numPhases; p++ {
 		var n, failed int64
 		var sum float64

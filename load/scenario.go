@@ -113,7 +113,14 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	views := map[uint64]policies.CallResult{}
 	var samples sampler
 	samples.start(cl, sc.Interval)
-	client, conns := clientFor(cl, w.Client.Pool, cmp.Or(opt.Connections, opt.Workers))
+	want := cmp.Or(opt.Connections, opt.Workers)
+	if opt.Protocol == ProtocolGRPC && opt.Connections == 0 {
+		// HTTP/2 multiplexes the calls, as for a grpc:// target: one
+		// channel per worker would open a connection for each of the
+		// first Workers attempts, all cold (their phases show it).
+		want = 1
+	}
+	client, conns := clientFor(cl, w.Client.Pool, want)
 	clientStream := func(k int) string { return model.EdgeStreams{}.Name("client"+model.InstanceTag(k), w.Entry) }
 	res, err := Run(ctx, Options{Client: client,
 		Replicas: cl.ReplicaURLs[w.Entry], BalanceRand: model.Stream(sc.Seed, model.BalanceStream(clientStream(0))),

@@ -264,6 +264,9 @@ type ServiceConfig struct {
 	// Sender, if set, sends the downstream attempts instead of Client
 	// (the gRPC transport; see EdgeClient.Sender).
 	Sender func(ctx context.Context, a *Attempt) Answer
+	// GRPC, if set, sends the downstream attempts as gRPC calls, traced
+	// (see EdgeClient.GRPC).
+	GRPC *GRPCClient
 	// Replica is which replica of the service this is (0-based); First is
 	// the service's replica 0 when this is another one: the replicas share
 	// its mutex, idempotency store and side-effect ledger.
@@ -377,7 +380,7 @@ func (s *Service) wire(sc *topology.Scenario, c ServiceConfig) error {
 		// Attempts abandoned by a finished call (losing hedges) end with
 		// their timeout, or when the service closes.
 		ref.ec.Root = s.stop
-		ref.ec.Sender = c.Sender
+		ref.ec.Sender, ref.ec.GRPC = c.Sender, c.GRPC
 		s.outEdges = append(s.outEdges, ref)
 		return ref, nil
 	}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -14,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc/stats"
 
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/traces"
@@ -86,6 +89,29 @@ func (t *Tracing) Transport(service string, rt http.RoundTripper) http.RoundTrip
 		return rt
 	}
 	return otelhttp.NewTransport(resendCount{rt}, otelhttp.WithTracerProvider(t.provider(service)), otelhttp.WithPropagators(t.prop))
+}
+
+// GRPCClientHandler is the stats handler of a caller's gRPC channels: a
+// client span per attempt, in the caller's trace, with the trace context
+// sent in the call's metadata (otelgrpc). The attempt's number is set on
+// it as over HTTP (grpcStats). Nil when t is nil.
+func (t *Tracing) GRPCClientHandler(service string) stats.Handler {
+	if t == nil {
+		return nil
+	}
+	return otelgrpc.NewClientHandler(otelgrpc.WithTracerProvider(t.provider(service)), otelgrpc.WithPropagators(t.prop))
+}
+
+// GRPCServerHandler is the stats handler of a service's gRPC server: a
+// server span per call, continuing the caller's trace from the call's
+// metadata; server reflection's calls are not attempts and get none. Nil
+// when t is nil.
+func (t *Tracing) GRPCServerHandler(service string) stats.Handler {
+	if t == nil {
+		return nil
+	}
+	return otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(t.provider(service)), otelgrpc.WithPropagators(t.prop),
+		otelgrpc.WithFilter(func(info *stats.RPCTagInfo) bool { return !strings.HasPrefix(info.FullMethodName, "/grpc.reflection.") }))
 }
 
 // resendCount marks the client span otelhttp opened with the attempt

@@ -16,6 +16,15 @@ import (
 // server-span child is in the callee, and the callee's spans in the
 // caller's trace even though its work runs detached from the request.
 func TestTracingSpans(t *testing.T) {
+	for _, protocol := range []string{ProtocolHTTP, ProtocolGRPC} {
+		t.Run(protocol, func(t *testing.T) { testTracingSpans(t, protocol) })
+	}
+}
+
+// testTracingSpans is TestTracingSpans over protocol: over gRPC the spans
+// come from grpc-go stats handlers (otelgrpc), the attempt's number set by
+// stormsim's.
+func testTracingSpans(t *testing.T, protocol string) {
 	sc := parseScenario(t, `name: traced
 seed: 3
 duration: 500ms
@@ -35,10 +44,14 @@ services:
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := RunScenario(context.Background(), sc, ScenarioOptions{Tracing: tr, Ready: func(c *Cluster) {
+	res, err := RunScenario(context.Background(), sc, ScenarioOptions{Tracing: tr, Protocol: protocol, Ready: func(c *Cluster) {
 		// A scrape of /stats or /metrics is no attempt: it makes no span.
+		root := strings.TrimSuffix(c.URLs["db"], "/db")
+		if addr, _, err := ParseGRPCTarget(c.URLs["db"]); err == nil {
+			root = "http://" + addr
+		}
 		for _, p := range []string{"/stats", "/metrics"} {
-			if r, err := http.Get(strings.TrimSuffix(c.URLs["db"], "/db") + p); err == nil {
+			if r, err := http.Get(root + p); err == nil {
 				r.Body.Close()
 			}
 		}

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -31,6 +32,10 @@ type PhaseStat struct {
 	P50Ms  float64 `json:"p50_ms"`
 	P99Ms  float64 `json:"p99_ms"`
 	MaxMs  float64 `json:"max_ms"`
+	// SDMs is the durations' standard deviation (exact, not bucketed):
+	// how far one phase strays from its mean, which a model calibrated on
+	// the mean must allow for.
+	SDMs float64 `json:"sd_ms,omitempty"`
 }
 
 // PhaseReport is one edge's attempts split by phase (load mode): how long
@@ -53,6 +58,12 @@ type PhaseReport struct {
 	// one (a new one, or one another attempt released): the simulator's
 	// pool.waited.
 	Waited int64 `json:"waited"`
+	// GRPCTransparentRetries counts, over gRPC, the streams grpc-go itself
+	// sent again beneath the attempts because they never reached the
+	// server (gRFC A6's transparent retry: refused, or on a connection
+	// that closed before they went out); none of them was seen by the
+	// callee, and they are not attempts of the call policy.
+	GRPCTransparentRetries int64 `json:"grpc_transparent_retries,omitempty"`
 }
 
 // Add merges o into r: counts add, means are weighted by count, maxima
@@ -64,7 +75,11 @@ func (r *PhaseReport) Add(o PhaseReport) {
 	for name, s := range o.Phases {
 		t := r.Phases[name]
 		if n := t.Count + s.Count; n > 0 {
+			// The second moments add; the variance is theirs less the
+			// merged mean's square.
+			m2 := (float64(t.Count)*(t.SDMs*t.SDMs+t.MeanMs*t.MeanMs) + float64(s.Count)*(s.SDMs*s.SDMs+s.MeanMs*s.MeanMs)) / float64(n)
 			t.MeanMs = (t.MeanMs*float64(t.Count) + s.MeanMs*float64(s.Count)) / float64(n)
+			t.SDMs = math.Sqrt(max(0, m2-t.MeanMs*t.MeanMs))
 		}
 		t.Count += s.Count
 		t.P50Ms, t.P99Ms, t.MaxMs = max(t.P50Ms, s.P50Ms), max(t.P99Ms, s.P99Ms), max(t.MaxMs, s.MaxMs)
@@ -81,6 +96,7 @@ func (r *PhaseReport) Add(o PhaseReport) {
 	r.Handshakes += o.Handshakes
 	r.Reused += o.Reused
 	r.Waited += o.Waited
+	r.GRPCTransparentRetries += o.GRPCTransparentRetries
 }
 
 // writeConnLines adds to the text summary one line per edge with a
@@ -110,7 +126,11 @@ func writeConnLines(ew *ErrWriter, edges []EdgeSummary) {
 				failed = append(failed, fmt.Sprintf("%s %d", name, n))
 			}
 		}
-		ew.Printf("phases     %s->%s p99 ms: %s; not sent %d; failed in: %s; %d new connections, %d reused\n",
-			e.From, e.To, strings.Join(parts, ", "), ph.NotSent, orDash(strings.Join(failed, ", ")), ph.NewConnections, ph.Reused)
+		var grpc string
+		if n := ph.GRPCTransparentRetries; n > 0 {
+			grpc = fmt.Sprintf("; %d grpc-go transparent retries", n)
+		}
+		ew.Printf("phases     %s->%s p99 ms: %s; not sent %d; failed in: %s; %d new connections, %d reused%s\n",
+			e.From, e.To, strings.Join(parts, ", "), ph.NotSent, orDash(strings.Join(failed, ", ")), ph.NewConnections, ph.Reused, grpc)
 	}
 }

@@ -253,7 +253,7 @@ figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }
 </table>{{end}}{{with $e.Phases}}<table>
 <tr><th>phases {{$e.From}} → {{$e.To}}</th><th>attempts</th><th>mean (ms)</th><th>p50 (ms)</th><th>p99 (ms)</th><th>max (ms)</th><th>failed in it</th></tr>
 {{range phaseRows .}}<tr><td>{{.Name}}</td><td>{{.Count}}</td><td>{{num .MeanMs}}</td><td>{{num .P50Ms}}</td><td>{{num .P99Ms}}</td><td>{{num .MaxMs}}</td><td>{{.Failed}}</td></tr>
-{{end}}<tr><td colspan="7">not sent {{.NotSent}}; {{.NewConnections}} new connections, {{.Handshakes}} handshakes, {{.Reused}} attempts on a reused one, {{.Waited}} waited for one</td></tr>
+{{end}}<tr><td colspan="7">not sent {{.NotSent}}; {{.NewConnections}} new connections, {{.Handshakes}} handshakes, {{.Reused}} attempts on a reused one, {{.Waited}} waited for one{{with .GRPCTransparentRetries}}; {{.}} streams grpc-go sent again itself, unseen by the callee (transparent retry){{end}}</td></tr>
 </table>{{end}}{{end}}{{end}}
 
 {{if .Result.Faults}}<h2>Faults</h2>

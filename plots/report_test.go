@@ -297,4 +297,12 @@ func TestReportConnectionPhases(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
+	if strings.Contains(page, "transparent retry") {
+		t.Error("an edge without grpc-go transparent retries reports them")
+	}
+	edge.Phases.GRPCTransparentRetries = 3
+	r.Summary.Edges = []metrics.EdgeSummary{edge}
+	if want := "5 waited for one; 3 streams grpc-go sent again itself, unseen by the callee (transparent retry)"; !strings.Contains(reportPage(t, r), want) {
+		t.Errorf("report lacks %q", want)
+	}
 }

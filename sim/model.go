@@ -344,6 +344,9 @@ func (b *builder) edge(from, tag, zone string, c *topology.Call, field string) (
 		return nil, fmt.Errorf("%s.to: no service named %q", field, c.To)
 	}
 	cfg := c.EdgeConfig()
+	if c.Pool == nil {
+		cfg.Timeout = firstByteBound(cfg.Timeout, c.FirstByteTimeout)
+	}
 	shared := c.Budget != nil && c.Budget.Scope == "service"
 	if shared {
 		cfg.Budget = nil

@@ -237,6 +237,19 @@ func (p *connPool) firstByteTimedOut(a *attempt) {
 	m.apply(cr, cr.pc.TimedOut(m.eng.Now(), k))
 }
 
+// firstByteBound is the attempt timeout of an edge without a pool whose
+// first_byte_timeout is firstByte. Its attempts are sent the moment they
+// start (no pool wait, connect or handshake) and the simulator's reply is
+// one piece, so the first byte is the answer: first_byte_timeout bounds
+// the same span as timeout, and running out is the same timeout (as
+// firstByteTimedOut is with a pool). The tighter of the two is the bound.
+func firstByteBound(timeout, firstByte time.Duration) time.Duration {
+	if firstByte > 0 && (timeout <= 0 || firstByte < timeout) {
+		return firstByte
+	}
+	return timeout
+}
+
 // release returns a connection got in epoch: to the first waiter, else to
 // the idle stack; one from before a reset is closed instead.
 func (p *connPool) release(epoch uint32) {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 	"time"
@@ -180,4 +181,35 @@ func TestPoolTimeoutWhileConnecting(t *testing.T) {
 	require.Zero(t, s.Requests.Unknown)
 	require.Positive(t, s.Requests.Succeeded, "the connections opened for attempts that gave up serve later ones")
 	require.LessOrEqual(t, e.Pool.Handshakes, int64(4))
+}
+
+// TestFirstByteTimeoutWithoutPool: on an edge without a pool an attempt
+// is sent as it starts and its reply is its first byte, so
+// first_byte_timeout bounds it as the attempt timeout would: a run with
+// first_byte_timeout d (and a longer or no timeout) is the run with
+// timeout d, number for number. With exponential service times of mean
+// 10 ms and d = 5 ms, a share e^(-1/2) of the requests times out; the
+// count is binomial, and 4 standard deviations of it is the tolerance.
+func TestFirstByteTimeoutWithoutPool(t *testing.T) {
+	const d = 5 * time.Millisecond
+	run := func(c topology.Call) *metrics.Result {
+		sc := queueScenario(200, 1000, exp(10*time.Millisecond), nil, time.Second)
+		sc.Workload.Client = c
+		return runScenario(t, sc)
+	}
+	want, err := json.Marshal(run(topology.Call{Timeout: d}).Summary)
+	require.NoError(t, err)
+	for _, c := range []topology.Call{{FirstByteTimeout: d}, {FirstByteTimeout: d, Timeout: time.Second}, {FirstByteTimeout: time.Second, Timeout: d}} {
+		res := run(c)
+		got, err := json.Marshal(res.Summary)
+		require.NoError(t, err)
+		require.JSONEq(t, string(want), string(got), "timeout %v, first_byte_timeout %v", c.Timeout, c.FirstByteTimeout)
+	}
+	s := run(topology.Call{FirstByteTimeout: d}).Summary
+	n := float64(s.Requests.Offered)
+	p := math.Exp(-0.5)
+	require.InDelta(t, p*n, float64(s.Requests.Unknown), 4*math.Sqrt(n*p*(1-p)), "requests timed out of %v", n)
+
+	// Without the phase timeout, none times out.
+	require.Zero(t, run(topology.Call{}).Summary.Requests.Unknown)
 }

@@ -50,9 +50,10 @@ func (v *validator) pool(c *Call, p string) {
 	}
 }
 
-// phaseWarnings flags phase timeouts on a call without a pool: the
-// simulator has no connection phases there to bound (load mode still
-// enforces them).
+// phaseWarnings flags the connection phase timeouts on a call without a
+// pool: the simulator has no connection there to bound (load mode still
+// enforces them). first_byte_timeout is not among them: without a pool
+// the simulator bounds each attempt by it (sim's firstByteBound).
 func phaseWarnings(at string, c *Call) []string {
 	if c.Pool != nil {
 		return nil
@@ -61,7 +62,7 @@ func phaseWarnings(at string, c *Call) []string {
 	for _, k := range []struct {
 		name string
 		d    time.Duration
-	}{{"pool_timeout", c.PoolTimeout}, {"connect_timeout", c.ConnectTimeout}, {"tls_timeout", c.TLSTimeout}, {"first_byte_timeout", c.FirstByteTimeout}} {
+	}{{"pool_timeout", c.PoolTimeout}, {"connect_timeout", c.ConnectTimeout}, {"tls_timeout", c.TLSTimeout}} {
 		if k.d > 0 {
 			keys = append(keys, at+"."+k.name)
 		}

@@ -160,7 +160,8 @@ func TestPhaseWarnings(t *testing.T) {
 		{"no phase timeouts", Call{Timeout: time.Second}, ""},
 		{"pooled", Call{FirstByteTimeout: time.Second, Pool: &Pool{Size: 1}}, ""},
 		{"without a pool", Call{TLSTimeout: time.Second, FirstByteTimeout: time.Second},
-			"c.tls_timeout, c.first_byte_timeout: no effect in the simulator without c.pool (load mode enforces it); add a pool"},
+			"c.tls_timeout: no effect in the simulator without c.pool (load mode enforces it); add a pool"},
+		{"first_byte_timeout without a pool: enforced", Call{FirstByteTimeout: time.Second}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := phaseWarnings("c", &tc.c)

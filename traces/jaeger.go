@@ -104,9 +104,7 @@ func readJaeger(name string, d document) ([]Span, error) {
 					break
 				}
 			}
-			if v, ok := tags["rpc.grpc.status_code"]; ok {
-				grpcStatus, _ = intOf(v)
-			}
+			grpcStatus, _ = grpcStatusOf(func(k string) (any, bool) { v, ok := tags[k]; return v, ok })
 			if v, ok := tags["http.request.resend_count"]; ok {
 				if n, ok := intOf(v); ok && n >= 0 {
 					s.Resend = n

@@ -70,9 +70,7 @@ func fromOTLP(sp ptrace.Span, service, source string) Span {
 	if v, ok := get("http.response.status_code", "http.status_code"); ok {
 		httpStatus, _ = intOf(v)
 	}
-	if v, ok := get("rpc.grpc.status_code"); ok {
-		grpcStatus, _ = intOf(v)
-	}
+	grpcStatus, _ = grpcStatusOf(func(k string) (any, bool) { return get(k) })
 	if v, ok := get("http.request.resend_count"); ok {
 		if n, ok := intOf(v); ok && n >= 0 {
 			s.Resend = n

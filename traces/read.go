@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -115,6 +116,32 @@ func documents(name string, data []byte) ([]document, error) {
 }
 
 // intOf reads an integer attribute given as a number or a numeric string.
+// grpcCodeNames are the gRPC status codes by number, as OpenTelemetry's
+// rpc.response.status_code names them (the canonical upper-case names).
+var grpcCodeNames = [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+	"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
+
+// grpcStatusOf reads a span's gRPC status code from its attributes,
+// through get: rpc.grpc.status_code (a number, older conventions), else
+// rpc.response.status_code (a canonical name or a number, as current
+// otelgrpc writes it). ok is false when neither is there or is readable.
+func grpcStatusOf(get func(key string) (any, bool)) (code int, ok bool) {
+	if v, found := get("rpc.grpc.status_code"); found {
+		return intOf(v)
+	}
+	v, found := get("rpc.response.status_code")
+	if !found {
+		return 0, false
+	}
+	if name, isName := v.(string); isName {
+		if i := slices.Index(grpcCodeNames[:], strings.ToUpper(strings.TrimSpace(name))); i >= 0 {
+			return i, true
+		}
+	}
+	return intOf(v)
+}
+
 func intOf(v any) (int, bool) {
 	switch x := v.(type) {
 	case int64:

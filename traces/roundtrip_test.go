@@ -28,10 +28,20 @@ import (
 // a lost retry policy: −10 % at orders) still breaks. The p50s also carry
 // the loopback HTTP overhead the traces measure and the simulator of the
 // original does not (about 1 ms a hop on 10–40 ms service times, ≈ 5 %).
+//
+// Over gRPC the spans come from grpc-go's stats handlers (otelgrpc, whose
+// rpc.response.status_code names the code) and the same checks hold.
 func TestRoundTrip(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a 12 s real run on loopback; run without -short")
+		t.Skip("a 12 s real run on loopback per protocol; run without -short")
 	}
+	for _, protocol := range []string{load.ProtocolHTTP, load.ProtocolGRPC} {
+		t.Run(protocol, func(t *testing.T) { roundTrip(t, protocol) })
+	}
+}
+
+// roundTrip is TestRoundTrip over protocol.
+func roundTrip(t *testing.T, protocol string) {
 	orig, err := topology.Load("testdata/roundtrip.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +54,7 @@ func TestRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		realRes, err = load.RunScenario(context.Background(), orig, load.ScenarioOptions{Tracing: tr})
+		realRes, err = load.RunScenario(context.Background(), orig, load.ScenarioOptions{Tracing: tr, Protocol: protocol})
 		if cerr := tr.Close(context.Background()); err == nil {
 			err = cerr
 		}

@@ -18,11 +18,6 @@ import (
 	"github.com/stormsim/stormsim/topology"
 )
 
-// errTracesOverGRPC refuses --traces over gRPC: spans are emitted by the
-// HTTP transport and handler only, and a trace of the driver's root spans
-// alone would pass for a complete one.
-var errTracesOverGRPC = errors.New("--traces: spans are emitted over HTTP only, not with gRPC")
-
 // grpcLoadFlags are load's gRPC flags: the protocol of a scenario run,
 // the request message of a grpc:// target, and grpc-go's own retry.
 type grpcLoadFlags struct {
@@ -61,9 +56,6 @@ func (g *grpcLoadFlags) target(ctx context.Context, fs *pflag.FlagSet, opt *load
 	}
 	if fs.Changed("method") {
 		return usage("--method: a grpc:// target names its method in the URL (grpc://HOST:PORT/pkg.Service/Method)")
-	}
-	if fs.Changed("traces") {
-		return usage("%s", errTracesOverGRPC)
 	}
 	if g.data != "" && g.dataFile != "" {
 		return usage("--data and --data-file: give one")
@@ -106,15 +98,6 @@ func (g *grpcLoadFlags) target(ctx context.Context, fs *pflag.FlagSet, opt *load
 		}
 		opt.GRPCServiceConfig = string(b)
 		opt.Policy = load.NativeGRPCPolicy(opt.Policy)
-	}
-	return nil
-}
-
-// checkScenario refuses what a SCENARIO run cannot do over gRPC, before
-// anything is opened or written.
-func (g *grpcLoadFlags) checkScenario(traces string) error {
-	if g.protocol == load.ProtocolGRPC && traces != "" {
-		return &exitError{exitUsage, errTracesOverGRPC}
 	}
 	return nil
 }

@@ -12,7 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormsim/stormsim/load"
 	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/traces"
 )
 
 // TestLoadScenarioOverGRPC: the five-layer chain over gRPC has the
@@ -49,8 +51,23 @@ func TestServeGRPCAndDriveItWithData(t *testing.T) {
 	require.NotEmpty(t, target, "serve printed: %s %s", out.String(), errb.String())
 	data := filepath.Join(t.TempDir(), "data.json")
 	require.NoError(t, os.WriteFile(data, []byte(`{"order": 7}`), 0o644))
-	res, errOut, code := runCLI(t, "load", "--target", target, "--data-file", data, "--rate", "50", "--duration", "200ms", "--format", "json")
+	spansFile := filepath.Join(t.TempDir(), "spans.json")
+	res, errOut, code := runCLI(t, "load", "--target", target, "--data-file", data, "--rate", "50", "--duration", "200ms", "--format", "json", "--traces", spansFile)
 	require.Equal(t, 0, code, errOut)
+	// --traces over gRPC: a root span per request and a client span per
+	// attempt, its child, at the driver.
+	spans, _, err := traces.ReadFile(spansFile)
+	require.NoError(t, err)
+	kinds := map[traces.Kind]int{}
+	for _, sp := range spans {
+		require.Equal(t, load.ClientService, sp.Service)
+		if sp.ParentID == "" {
+			kinds[traces.Internal]++
+		} else {
+			kinds[sp.Kind]++
+		}
+	}
+	require.Equal(t, map[traces.Kind]int{traces.Internal: 10, traces.Client: 10}, kinds)
 	var s metrics.Summary
 	require.NoError(t, json.Unmarshal([]byte(res), &s))
 	require.EqualValues(t, 10, s.Requests.Offered)
@@ -93,8 +110,6 @@ func TestLoadGRPCFlagErrors(t *testing.T) {
 		{[]string{"five-layer-chain", "--protocol", "quic"}, "--protocol: want http or grpc"},
 		{[]string{"five-layer-chain", "--grpc-native-retry"}, "needs --protocol grpc"},
 		{[]string{"five-layer-chain", "--protoset", "x.pb"}, "--protoset applies to --target only"},
-		{[]string{"--target", "grpc://127.0.0.1:1/a.B/C", "--traces", "t.jsonl"}, "spans are emitted over HTTP only"},
-		{[]string{"five-layer-chain", "--protocol", "grpc", "--traces", "t.jsonl"}, "spans are emitted over HTTP only"},
 	} {
 		_, errOut, code := runCLI(t, append([]string{"load"}, tc.args...)...)
 		require.NotEqual(t, 0, code, tc.args)
@@ -103,9 +118,6 @@ func TestLoadGRPCFlagErrors(t *testing.T) {
 	_, errOut, code := runCLI(t, "load", "five-layer-chain", "--protocol", "grpc", "--grpc-native-retry")
 	require.Equal(t, exitError1, code)
 	require.Contains(t, errOut, "workload.client.grpc_service_config: not set")
-	_, errOut, code = runCLI(t, "serve", "five-layer-chain", "--protocol", "grpc", "--traces", "t.jsonl")
-	require.Equal(t, exitUsage, code)
-	require.Contains(t, errOut, "spans are emitted over HTTP only")
 	_, errOut, code = runCLI(t, "serve", "five-layer-chain", "--protocol", "quic")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "--protocol: want http or grpc")

@@ -207,9 +207,6 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 		}
 		epoch = c.sh.StartAt.Epoch(time.Now())
 	}
-	if err := c.gf.checkScenario(c.traces); err != nil {
-		return err
-	}
 	lv, err := c.live.start(ctx, "load "+sc.Name, c.remote)
 	if err != nil {
 		return err

@@ -60,9 +60,6 @@ func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err
 	if c.proto != load.ProtocolHTTP && c.proto != load.ProtocolGRPC {
 		return &exitError{exitUsage, fmt.Errorf("--protocol: want http or grpc, got %q", c.proto)}
 	}
-	if c.proto == load.ProtocolGRPC && c.traces != "" {
-		return &exitError{exitUsage, errTracesOverGRPC}
-	}
 	sc, err := loadScenario(args[0], c.sf.overrides())
 	if err != nil {
 		return err
