@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/stormsim/stormsim/internal/cputime"
 )
 
 // BenchmarkOfferedRate drives a trivial in-process loopback target at
@@ -39,7 +41,7 @@ func BenchmarkOfferedRate(b *testing.B) {
 						}
 					}
 				}()
-				cpu0, cpuOK := processCPU()
+				cpu0, cpuOK := cputime.Process()
 				res, err := Run(context.Background(), Options{
 					Target: target, Pacer: ConstantPacer{Rate: rate, Duration: d}, Duration: d, Workers: 256,
 				})
@@ -47,7 +49,7 @@ func BenchmarkOfferedRate(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if cpu1, ok := processCPU(); ok && cpuOK && res.Summary.Requests.Offered > 0 {
+				if cpu1, ok := cputime.Process(); ok && cpuOK && res.Summary.Requests.Offered > 0 {
 					b.ReportMetric(float64(cpu1-cpu0)/float64(time.Microsecond)/float64(res.Summary.Requests.Offered), "cpu-µs/req")
 				}
 				lr := res.Summary.Load

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/internal/cputime"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -102,14 +103,14 @@ func BenchmarkDriverRequest(b *testing.B) {
 			}
 			opt.MaxRequests = uint64(b.N)
 			b.ReportAllocs()
-			cpu0, cpuOK := processCPU()
+			cpu0, cpuOK := cputime.Process()
 			b.ResetTimer()
 			res, err := Run(context.Background(), opt)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.StopTimer()
-			if cpu1, ok := processCPU(); ok && cpuOK {
+			if cpu1, ok := cputime.Process(); ok && cpuOK {
 				// The whole process: the driver and the raw echo, whose
 				// share (a read and a write per request) does not change
 				// with the driver. The wall time per op is the pacing.

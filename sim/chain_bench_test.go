@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/internal/cputime"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -44,7 +45,7 @@ func BenchmarkTenHopChain(b *testing.B) {
 			var before, after, end runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			cpu0, cpuOK := processCPU()
+			cpu0, cpuOK := cputime.Process()
 			for b.Loop() {
 				m, res := runOnce(b, sc)
 				if res.Summary.Status != "complete" {
@@ -59,7 +60,7 @@ func BenchmarkTenHopChain(b *testing.B) {
 				runtime.KeepAlive(m)
 				b.StartTimer()
 			}
-			cpu1, _ := processCPU()
+			cpu1, _ := cputime.Process()
 			runtime.ReadMemStats(&after)
 			perSimS := b.Elapsed().Seconds() / simulated.Seconds()
 			if cpuOK {

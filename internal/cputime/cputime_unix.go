@@ -1,15 +1,15 @@
 //go:build unix
 
-package sim
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the CPU time (user + system) the process has used,
-// and true where the platform reports it.
-func processCPU() (time.Duration, bool) {
+// Process returns the CPU time (user + system) this process has used, and
+// false where the platform does not report it.
+func Process() (time.Duration, bool) {
 	var u syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
 		return 0, false
