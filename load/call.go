@@ -430,7 +430,7 @@ func (ec *EdgeClient) answered(c *policies.Call, an answer) policies.Action {
 // timeout (0: none) and by ctx, whose end cancels it.
 func (ec *EdgeClient) sendInline(ctx context.Context, a *Attempt, timeout time.Duration) Answer {
 	if ec.lean != nil && a.url != nil {
-		ans := ec.lean.do(ctx, a, timeout)
+		ans := ec.lean.do(ctx, a, timeout, &ec.Phases)
 		ec.settle(ctx, a, ans)
 		return ans
 	}
@@ -469,7 +469,7 @@ func (ec *EdgeClient) attempt(ctx context.Context, run *callRun, a *Attempt, tim
 		}
 	}()
 	if ec.lean != nil && a.url != nil {
-		ans := ec.lean.do(ctx, a, timeout)
+		ans := ec.lean.do(ctx, a, timeout, &ec.Phases)
 		ec.settle(ctx, a, ans)
 		answers <- answer{k: a.Number, a: ans}
 		return

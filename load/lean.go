@@ -79,34 +79,87 @@ func (lc *leanClient) abortAll() {
 	}
 }
 
-// do sends attempt a bounded by timeout (0: none) and by ctx, and
-// classifies its answer.
-func (lc *leanClient) do(ctx context.Context, a *Attempt, timeout time.Duration) Answer {
+// leanPhases times one lean attempt through the phases httptrace marks
+// for net/http's (pool wait, connect, write, first byte, read), from
+// timestamps alone: the lean client enforces no phase timeout (edges that
+// set one are driven with net/http), so it needs no timers.
+type leanPhases struct {
+	start, got, wrote, first time.Time
+	dial                     time.Duration // a new connection's connect, when dialed
+	dialing                  bool          // a dial is under way (a failure now is in connect)
+	dialed, waited, reused   bool
+}
+
+// failedIn is the phase an attempt that failed was in, as
+// phaseTrace.failedIn reads it from httptrace's marks.
+func (lp *leanPhases) failedIn() Phase {
+	switch {
+	case lp.dialing:
+		return PhaseConnect
+	case lp.got.IsZero():
+		return PhasePool
+	case lp.wrote.IsZero():
+		return PhaseWrite
+	case lp.first.IsZero():
+		return PhaseFirstByte
+	}
+	return PhaseRead
+}
+
+// failed marks an's failure with its phase: one before the write is not
+// sent. The outcome the policy sees is left as classified, as net/http's
+// traced sends leave it on edges without phase semantics (the only edges
+// the lean client serves).
+func (lp *leanPhases) failed(an Answer) Answer {
+	an.Phase = lp.failedIn()
+	an.NotSent = !an.Phase.Sent()
+	return an
+}
+
+// do sends attempt a bounded by timeout (0: none) and by ctx, classifies
+// its answer and, with rec, records its phases.
+func (lc *leanClient) do(ctx context.Context, a *Attempt, timeout time.Duration, rec *PhaseRecorder) Answer {
+	lp := leanPhases{start: time.Now()}
+	an := lc.send(ctx, a, timeout, &lp)
+	if rec != nil {
+		rec.recordLean(&lp, an, time.Now())
+	}
+	return an
+}
+
+// send is do's exchange, timed into lp.
+func (lc *leanClient) send(ctx context.Context, a *Attempt, timeout time.Duration, lp *leanPhases) Answer {
 	var deadline time.Time
 	if timeout > 0 {
-		deadline = time.Now().Add(timeout)
+		deadline = lp.start.Add(timeout)
 	}
 	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
 		deadline = d
 	}
 	select {
 	case lc.slots <- struct{}{}:
-	case <-ctx.Done():
-		return ClassifyError(ctx.Err(), context.Cause(ctx))
+	default:
+		lp.waited = true // every connection is busy: wait for one
+		select {
+		case lc.slots <- struct{}{}:
+		case <-ctx.Done():
+			return lp.failed(ClassifyError(ctx.Err(), context.Cause(ctx)))
+		}
 	}
 	defer func() { <-lc.slots }()
 	for try := 0; ; try++ {
-		cn, err := lc.conn(ctx, deadline)
+		cn, err := lc.conn(ctx, deadline, lp)
 		if err != nil {
-			return ClassifyError(err, context.Cause(ctx))
+			return lp.failed(ClassifyError(err, context.Cause(ctx)))
 		}
+		lp.got, lp.wrote, lp.first, lp.reused = time.Now(), time.Time{}, time.Time{}, cn.reused
 		var stop func() bool
 		if ctx != lc.base && ctx.Done() != nil {
 			// An attempt of its own lifetime (a hedge, a retry in flight
 			// when its call ended): its end expires its connection.
 			stop = context.AfterFunc(ctx, func() { cn.c.SetDeadline(time.Unix(1, 0)) })
 		}
-		ans, keep, replay, err := lc.exchange(cn, a, deadline)
+		ans, keep, replay, err := lc.exchange(cn, a, deadline, lp)
 		if stop != nil && !stop() {
 			keep = false // the deadline may have been expired by ctx
 		}
@@ -124,12 +177,12 @@ func (lc *leanClient) do(ctx context.Context, a *Attempt, timeout time.Duration)
 		if replay && try == 0 && ctx.Err() == nil {
 			continue
 		}
-		return ClassifyError(err, context.Cause(ctx))
+		return lp.failed(ClassifyError(err, context.Cause(ctx)))
 	}
 }
 
-// conn returns an idle connection or dials a new one.
-func (lc *leanClient) conn(ctx context.Context, deadline time.Time) (*leanConn, error) {
+// conn returns an idle connection or dials a new one (timed into lp).
+func (lc *leanClient) conn(ctx context.Context, deadline time.Time, lp *leanPhases) (*leanConn, error) {
 	lc.mu.Lock()
 	if lc.aborted {
 		lc.mu.Unlock()
@@ -144,10 +197,13 @@ func (lc *leanClient) conn(ctx context.Context, deadline time.Time) (*leanConn, 
 	}
 	lc.mu.Unlock()
 	d := net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Deadline: deadline}
+	t0 := time.Now()
+	lp.dialing = true
 	c, err := d.DialContext(ctx, "tcp", lc.addr)
 	if err != nil {
 		return nil, err
 	}
+	lp.dialing, lp.dialed, lp.waited, lp.dial = false, true, true, time.Since(t0)
 	cn := &leanConn{c: c, r: bufio.NewReaderSize(c, 4096), w: bufio.NewWriterSize(c, 4096)}
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
@@ -188,7 +244,7 @@ func (lc *leanClient) closeIdle() {
 // may serve another attempt; replay, with an error, that nothing of an
 // answer arrived on a reused connection and a's request is safe to send
 // again (GET, HEAD, or carrying an idempotency key).
-func (lc *leanClient) exchange(cn *leanConn, a *Attempt, deadline time.Time) (ans Answer, keep, replay bool, err error) {
+func (lc *leanClient) exchange(cn *leanConn, a *Attempt, deadline time.Time, lp *leanPhases) (ans Answer, keep, replay bool, err error) {
 	if err := cn.c.SetDeadline(deadline); err != nil {
 		return ans, false, false, err
 	}
@@ -196,11 +252,15 @@ func (lc *leanClient) exchange(cn *leanConn, a *Attempt, deadline time.Time) (an
 	if err := cn.w.Flush(); err != nil {
 		return ans, false, cn.reused && safeToReplay(a), err
 	}
+	lp.wrote = time.Now()
 	var h leanHeader
 	for {
 		// Peek first: a connection closed while idle fails here.
 		if _, err := cn.r.Peek(1); err != nil {
 			return ans, false, cn.reused && safeToReplay(a), err
+		}
+		if lp.first.IsZero() {
+			lp.first = time.Now()
 		}
 		if h, err = readLeanHead(cn.r); err != nil {
 			return ans, false, false, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 )
 
@@ -38,8 +39,10 @@ func scriptedTarget(t *testing.T, answer string, closeAfter bool) *url.URL {
 	return u
 }
 
-// bothClients sends a with net/http's client (as Send) and with a
-// leanClient, bounded by timeout, and returns both answers.
+// bothClients sends a with net/http's client (traced, as the driver sends
+// on edges without phase semantics) and with a leanClient, bounded by
+// timeout, and returns both answers: their outcome and the phase a failure
+// is placed in must agree.
 func bothClients(t *testing.T, u *url.URL, a Attempt, timeout time.Duration) (netHTTP, lean Answer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -49,12 +52,12 @@ func bothClients(t *testing.T, u *url.URL, a Attempt, timeout time.Duration) (ne
 	client := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	a.URL = u.String()
 	actx, acancel := context.WithTimeout(ctx, timeout)
-	netHTTP = Send(actx, client, &a)
+	netHTTP = SendTraced(actx, client, &a, policies.PhaseTimeouts{}, false, nil)
 	acancel()
 	lc := newLeanClient(u, 4, ctx)
 	defer lc.closeIdle()
 	a.url = u
-	lean = lc.do(ctx, &a, timeout)
+	lean = lc.do(ctx, &a, timeout, nil)
 	return netHTTP, lean
 }
 
@@ -109,7 +112,7 @@ func TestLeanClientTransportFailures(t *testing.T) {
 		}()
 		u, _ := url.Parse("http://" + ln.Addr().String() + "/")
 		n, l := bothClients(t, u, Attempt{Method: "GET", Number: 1}, 50*time.Millisecond)
-		require.Equal(t, Answer{Outcome: policies.Timeout, Kind: KindTimeout}, n)
+		require.Equal(t, Answer{Outcome: policies.Timeout, Kind: KindTimeout, Phase: PhaseFirstByte}, n, "sent, then no answer: unknown")
 		require.Equal(t, n, l)
 	})
 	t.Run("refused", func(t *testing.T) {
@@ -118,7 +121,7 @@ func TestLeanClientTransportFailures(t *testing.T) {
 		u, _ := url.Parse("http://" + ln.Addr().String() + "/")
 		ln.Close()
 		n, l := bothClients(t, u, Attempt{Method: "GET", Number: 1}, time.Second)
-		require.Equal(t, Answer{Outcome: policies.Unavailable, Kind: KindConnect}, n)
+		require.Equal(t, Answer{Outcome: policies.Unavailable, Kind: KindConnect, Phase: PhaseConnect, NotSent: true}, n)
 		require.Equal(t, n, l)
 	})
 	t.Run("run ended", func(t *testing.T) {
@@ -127,9 +130,16 @@ func TestLeanClientTransportFailures(t *testing.T) {
 		lc := newLeanClient(u, 4, ctx)
 		defer lc.closeIdle()
 		a := Attempt{Method: "GET", Number: 1, url: u}
-		require.Equal(t, policies.OK, lc.do(ctx, &a, time.Second).Outcome)
+		require.Equal(t, policies.OK, lc.do(ctx, &a, time.Second, nil).Outcome)
 		cancel()
-		require.Equal(t, Answer{Outcome: policies.Timeout, Kind: KindCanceled}, lc.do(ctx, &a, time.Second))
+		an := lc.do(ctx, &a, time.Second, nil)
+		require.Equal(t, policies.Timeout, an.Outcome)
+		require.Equal(t, KindCanceled, an.Kind)
+		// Ended before its connection (the run's end seen first) or after
+		// its write (an idle connection taken before the end expired it):
+		// either way, not sent exactly when no byte left.
+		require.NotEqual(t, PhaseNone, an.Phase)
+		require.Equal(t, !an.Phase.Sent(), an.NotSent)
 	})
 }
 
@@ -140,17 +150,35 @@ func TestLeanClientReusesAndReplays(t *testing.T) {
 	for _, closeAfter := range []bool{false, true} {
 		u := scriptedTarget(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", closeAfter)
 		lc := newLeanClient(u, 1, context.Background())
+		var rec PhaseRecorder
 		for i := range 5 {
 			a := Attempt{Method: "GET", Number: 1, url: u}
 			if closeAfter {
 				time.Sleep(5 * time.Millisecond) // let the target's close arrive
 			}
-			require.Equal(t, policies.OK, lc.do(context.Background(), &a, time.Second).Outcome, "attempt %d", i)
+			require.Equal(t, policies.OK, lc.do(context.Background(), &a, time.Second, &rec).Outcome, "attempt %d", i)
 		}
 		lc.mu.Lock()
 		require.Len(t, lc.open, 1, "one connection at a time")
 		lc.mu.Unlock()
 		lc.closeIdle()
+		// The phases say the same: one connection reused four times, or,
+		// when the target closes each, a new one (cold) for every attempt.
+		rep := rec.Report()
+		require.NotNil(t, rep)
+		dialed, warm := int64(1), int64(4)
+		if closeAfter {
+			dialed, warm = 5, 0
+		}
+		require.Equal(t, dialed, rep.NewConnections, "close after each: %v", closeAfter)
+		require.Equal(t, warm, rep.Reused)
+		require.Equal(t, warm, rep.Phases[metrics.PhaseWarm].Count)
+		require.Equal(t, 5-warm, rep.Phases[metrics.PhaseCold].Count)
+		require.Equal(t, dialed, rep.Phases[PhaseConnect.String()].Count)
+		for _, p := range []Phase{PhasePool, PhaseWrite, PhaseFirstByte, PhaseRead} {
+			require.Equal(t, int64(5), rep.Phases[p.String()].Count, "%s", p)
+		}
+		require.Zero(t, rep.NotSent)
 	}
 }
 

@@ -344,9 +344,53 @@ func (r *PhaseRecorder) record(t *phaseTrace, an Answer) {
 	}
 }
 
+// recordLean adds one lean attempt's phases (timed in lp, ended at end)
+// as record adds a net/http attempt's: the pool wait runs from the
+// attempt's start to its connection, and includes a new connection's
+// dial, as GetConn→GotConn does.
+func (r *PhaseRecorder) recordLean(lp *leanPhases, an Answer, end time.Time) {
+	r.traced.Add(1)
+	answered := an.Phase == PhaseNone
+	if !lp.got.IsZero() {
+		r.hist[PhasePool].add(lp.got.Sub(lp.start))
+		if !lp.wrote.IsZero() {
+			r.hist[PhaseWrite].add(lp.wrote.Sub(lp.got))
+			if !lp.first.IsZero() {
+				r.hist[PhaseFirstByte].add(lp.first.Sub(lp.wrote))
+				if answered {
+					r.hist[PhaseRead].add(end.Sub(lp.first))
+				}
+			}
+		}
+	}
+	if lp.dialed {
+		r.hist[PhaseConnect].add(lp.dial)
+		r.dialed.Add(1)
+	}
+	if answered && !lp.got.IsZero() {
+		if lp.reused {
+			r.warm.add(end.Sub(lp.start))
+		} else {
+			r.cold.add(end.Sub(lp.start))
+		}
+	}
+	if lp.reused {
+		r.reused.Add(1)
+	}
+	if lp.waited && !lp.got.IsZero() {
+		r.waited.Add(1)
+	}
+	if an.Phase != PhaseNone {
+		r.failed[an.Phase].Add(1)
+	}
+	if an.NotSent {
+		r.notSent.Add(1)
+	}
+}
+
 // Report is the recorder's account for the results; nil when no attempt
-// was traced (the lean client traces none), so that the results do not
-// claim zeros they did not measure.
+// was traced, so that the results do not claim zeros they did not
+// measure.
 func (r *PhaseRecorder) Report() *metrics.PhaseReport {
 	if r.traced.Load() == 0 {
 		return nil

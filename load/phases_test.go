@@ -169,9 +169,13 @@ func TestTransparentRetryLoad(t *testing.T) {
 	require.Equal(t, int64(2), rep.FailedIn["connect"])
 }
 
-// TestRunPhaseAwareUsesNetHTTP: the lean client traces no phases, so a run
-// whose client policy has phase semantics (here a transparent retry) is
-// driven with net/http's: its not-sent attempts are counted by phase.
+// TestRunPhaseAwareUsesNetHTTP: the lean client enforces no phase
+// timeout and retries nothing transparently, so a run whose client policy
+// has phase semantics (here a transparent retry) is driven with
+// net/http's: its not-sent attempts are counted by phase. A run without
+// them keeps the lean client, which times the phases too: its refused
+// attempts are not sent, in connect, while the policy sees them as it
+// always did (unavailable).
 func TestRunPhaseAwareUsesNetHTTP(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -179,7 +183,7 @@ func TestRunPhaseAwareUsesNetHTTP(t *testing.T) {
 		phases bool
 	}{
 		{"transparent retry: net/http, traced", topology.Call{Timeout: time.Second, Retry: policies.RetryConfig{Transparent: true}}, true},
-		{"no phase semantics: the lean client, no phases", topology.Call{Timeout: time.Second}, false},
+		{"no phase semantics: the lean client, phases timed", topology.Call{Timeout: time.Second}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := Run(context.Background(), Options{Target: "http://" + closedPort(t) + "/", Pacer: ConstantPacer{Rate: 50, Duration: 200 * time.Millisecond},
@@ -188,8 +192,11 @@ func TestRunPhaseAwareUsesNetHTTP(t *testing.T) {
 			e := res.Summary.Edges[0]
 			require.Positive(t, e.Calls)
 			if !tc.phases {
-				require.Nil(t, e.Phases, "the lean client reports no phases")
+				require.NotNil(t, e.Phases, "the lean client times phases")
+				require.Equal(t, e.Attempts, e.Phases.NotSent, "every attempt refused: none sent")
+				require.Equal(t, e.Phases.NotSent, e.Phases.FailedIn["connect"])
 				require.Zero(t, e.NotSent, "a refused connection stays unavailable for the policy")
+				require.Zero(t, e.TransparentRetries)
 				return
 			}
 			require.Equal(t, 2*e.Calls, e.Phases.NotSent, "each call: the attempt and its transparent retry")
