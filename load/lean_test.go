@@ -116,10 +116,7 @@ func TestLeanClientTransportFailures(t *testing.T) {
 		require.Equal(t, n, l)
 	})
 	t.Run("refused", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		u, _ := url.Parse("http://" + ln.Addr().String() + "/")
-		ln.Close()
+		u, _ := url.Parse("http://" + closedPort(t) + "/")
 		n, l := bothClients(t, u, Attempt{Method: "GET", Number: 1}, time.Second)
 		require.Equal(t, Answer{Outcome: policies.Unavailable, Kind: KindConnect, Phase: PhaseConnect, NotSent: true}, n)
 		require.Equal(t, n, l)

@@ -19,16 +19,6 @@ import (
 	"github.com/stormsim/stormsim/topology"
 )
 
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
 // listenLoopback accepts connections on a loopback port until the test
 // ends, handing each to handle (in the accepting goroutine), and returns
 // the address.
