@@ -309,21 +309,53 @@ type PhaseRecorder struct {
 
 // record adds one attempt's phases and, if it failed, its phase.
 func (r *PhaseRecorder) record(t *phaseTrace, an Answer) {
-	r.traced.Add(1)
 	t.mu.Lock()
-	for p := PhasePool; p < numPhases; p++ {
-		if t.ended[p] {
-			r.hist[p].add(t.dur[p])
+	dur, ended, reused, waited := t.dur, t.ended, t.reused, t.waited
+	t.mu.Unlock()
+	r.add(&dur, &ended, reused, waited, an)
+}
+
+// recordLean adds one lean attempt's phases (timed in lp, ended at end)
+// as record adds a net/http attempt's: the pool wait runs from the
+// attempt's start to its connection, and includes a new connection's
+// dial, as GetConn→GotConn does.
+func (r *PhaseRecorder) recordLean(lp *leanPhases, an Answer, end time.Time) {
+	var dur [numPhases]time.Duration
+	var ended [numPhases]bool
+	mark := func(p Phase, from, to time.Time) {
+		if !from.IsZero() && !to.IsZero() {
+			dur[p], ended[p] = to.Sub(from), true
 		}
 	}
-	reused, waited := t.reused, t.waited && t.ended[PhasePool]
+	mark(PhasePool, lp.start, lp.got)
+	mark(PhaseWrite, lp.got, lp.wrote)
+	mark(PhaseFirstByte, lp.wrote, lp.first)
+	if an.Phase == PhaseNone {
+		mark(PhaseRead, lp.first, end)
+	}
+	if lp.dialed {
+		dur[PhaseConnect], ended[PhaseConnect] = lp.dial, true
+		r.dialed.Add(1)
+	}
+	r.add(&dur, &ended, lp.reused, lp.waited, an)
+}
+
+// add counts one attempt: the phases that ended, with their durations;
+// whether its connection was reused, or waited for; the attempt's total
+// by cold or warm connection if it was answered; and the phase it failed
+// in.
+func (r *PhaseRecorder) add(dur *[numPhases]time.Duration, ended *[numPhases]bool, reused, waited bool, an Answer) {
+	r.traced.Add(1)
+	for p := PhasePool; p < numPhases; p++ {
+		if ended[p] {
+			r.hist[p].add(dur[p])
+		}
+	}
 	var total time.Duration
 	for _, p := range []Phase{PhasePool, PhaseWrite, PhaseFirstByte, PhaseRead} {
-		total += t.dur[p] // the pool wait includes a new connection's dial
+		total += dur[p] // the pool wait includes a new connection's dial
 	}
-	answered := t.ended[PhasePool] && an.Phase == PhaseNone
-	t.mu.Unlock()
-	if answered {
+	if ended[PhasePool] && an.Phase == PhaseNone {
 		if reused {
 			r.warm.add(total)
 		} else {
@@ -333,51 +365,7 @@ func (r *PhaseRecorder) record(t *phaseTrace, an Answer) {
 	if reused {
 		r.reused.Add(1)
 	}
-	if waited {
-		r.waited.Add(1)
-	}
-	if an.Phase != PhaseNone {
-		r.failed[an.Phase].Add(1)
-	}
-	if an.NotSent {
-		r.notSent.Add(1)
-	}
-}
-
-// recordLean adds one lean attempt's phases (timed in lp, ended at end)
-// as record adds a net/http attempt's: the pool wait runs from the
-// attempt's start to its connection, and includes a new connection's
-// dial, as GetConn→GotConn does.
-func (r *PhaseRecorder) recordLean(lp *leanPhases, an Answer, end time.Time) {
-	r.traced.Add(1)
-	answered := an.Phase == PhaseNone
-	if !lp.got.IsZero() {
-		r.hist[PhasePool].add(lp.got.Sub(lp.start))
-		if !lp.wrote.IsZero() {
-			r.hist[PhaseWrite].add(lp.wrote.Sub(lp.got))
-			if !lp.first.IsZero() {
-				r.hist[PhaseFirstByte].add(lp.first.Sub(lp.wrote))
-				if answered {
-					r.hist[PhaseRead].add(end.Sub(lp.first))
-				}
-			}
-		}
-	}
-	if lp.dialed {
-		r.hist[PhaseConnect].add(lp.dial)
-		r.dialed.Add(1)
-	}
-	if answered && !lp.got.IsZero() {
-		if lp.reused {
-			r.warm.add(end.Sub(lp.start))
-		} else {
-			r.cold.add(end.Sub(lp.start))
-		}
-	}
-	if lp.reused {
-		r.reused.Add(1)
-	}
-	if lp.waited && !lp.got.IsZero() {
+	if waited && ended[PhasePool] {
 		r.waited.Add(1)
 	}
 	if an.Phase != PhaseNone {
