@@ -47,8 +47,7 @@ func (t *Topic) NewProducer(pub *topology.Publish, faults []*topology.Fault, rng
 // crash draws whether a crash hits boundary b now (under mu); without an
 // active crash fault it draws nothing.
 func (p *Producer) crash(b model.CrashBoundary) bool {
-	q := model.CrashProb(p.faults, b, p.now())
-	return q > 0 && p.rng.Float64() < q
+	return model.Crashes(p.rng, p.faults, b, p.now())
 }
 
 // Commit is one execution of the publish step: the commit of an intent,
@@ -245,13 +244,9 @@ func (c *Consumer) sample() time.Duration {
 // crash draws whether a crash hits the boundary between effect and ack
 // now; without an active crash fault it draws nothing.
 func (c *Consumer) crash() bool {
-	q := model.CrashProb(c.cfg.Faults, model.CrashEffectAck, c.cfg.Now())
-	if q <= 0 {
-		return false
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.cfg.Rand.Float64() < q
+	return model.Crashes(c.cfg.Rand, c.cfg.Faults, model.CrashEffectAck, c.cfg.Now())
 }
 
 // handle processes one delivery.

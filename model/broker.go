@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/stormsim/stormsim/topology"
@@ -433,6 +434,14 @@ func CrashProb(faults []*topology.Fault, b CrashBoundary, now time.Duration) flo
 		q *= 1 - p
 	}
 	return 1 - q
+}
+
+// Crashes draws from rng whether a crash hits boundary b at now. Without
+// an active crash fault it draws nothing, so a run's streams stay as they
+// were without crash faults: the simulator and serve draw alike.
+func Crashes(rng *rand.Rand, faults []*topology.Fault, b CrashBoundary, now time.Duration) bool {
+	p := CrashProb(faults, b, now)
+	return p > 0 && rng.Float64() < p
 }
 
 // LatencyAdd is the latency the faults active at now add to a service time.

@@ -186,3 +186,32 @@ func TestCrashProb(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashesDrawsOnlyInsideAFault: outside a crash fault's window the
+// stream is left untouched (a scenario without crash faults keeps its
+// draws), inside a fault of probability 1 it always crashes, and of 0.5
+// about half the time (±4σ over 4000 draws).
+func TestCrashesDrawsOnlyInsideAFault(t *testing.T) {
+	faults := []*topology.Fault{{At: time.Second, For: time.Second, CrashBetweenEffectAndAck: 1}}
+	rng, fresh := Stream(1, "c"), Stream(1, "c")
+	if Crashes(rng, faults, CrashEffectAck, 0) || Crashes(rng, faults, CrashCommitPublish, 1500*time.Millisecond) {
+		t.Fatal("crashed outside its fault")
+	}
+	if rng.Uint64() != fresh.Uint64() {
+		t.Fatal("a draw without an active crash fault moved the stream")
+	}
+	if !Crashes(rng, faults, CrashEffectAck, 1500*time.Millisecond) {
+		t.Fatal("a fault of probability 1 did not crash")
+	}
+	faults[0].CrashBetweenEffectAndAck = 0.5
+	const n = 4000
+	hits := 0
+	for range n {
+		if Crashes(rng, faults, CrashEffectAck, time.Second) {
+			hits++
+		}
+	}
+	if d := float64(hits) - n/2; d*d > 16*n/4 {
+		t.Fatalf("%d of %d crashed at p = 0.5", hits, n)
+	}
+}

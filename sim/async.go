@@ -155,8 +155,7 @@ func (b *builder) faultsOn(s *topology.Service, rep int) []*topology.Fault {
 // crash draws whether a crash fault hits boundary b now; without an
 // active crash fault it draws nothing, so streams stay as they were.
 func (ar *asyncRun) crash(rng *rand.Rand, faults []*topology.Fault, b model.CrashBoundary) bool {
-	p := model.CrashProb(faults, b, ar.m.eng.Now())
-	return p > 0 && rng.Float64() < p
+	return model.Crashes(rng, faults, b, ar.m.eng.Now())
 }
 
 // publish runs publish step p of an attempt: the commit's intent leaves
