@@ -67,15 +67,17 @@ func ExampleEdgeClient_UnaryClientInterceptor() {
 }
 
 func ExampleGRPCClient_SendTraced() {
-	// A port nothing listens on: the call never leaves, so it is not sent
-	// (the callee cannot have seen it), and it failed connecting.
+	// A listener whose kernel accepts the TCP connection but which never
+	// speaks HTTP/2: the call never leaves, so it is not sent (the callee
+	// cannot have seen it), and it failed in the handshake (tls), once
+	// its phase timeout ran out. The listener stays open throughout, so
+	// no other program can take its port meanwhile.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
 	gc, err := load.NewGRPCClient(load.GRPCClientOptions{})
 	if err != nil {
 		fmt.Println(err)
@@ -83,12 +85,12 @@ func ExampleGRPCClient_SendTraced() {
 	}
 	defer gc.Close()
 	var rec load.PhaseRecorder
-	an := gc.SendTraced(context.Background(), &load.Attempt{URL: "grpc://" + addr + "/pkg.Orders/Create", Write: true, Number: 1},
-		policies.PhaseTimeouts{Connect: 100 * time.Millisecond, FirstByte: time.Second}, true, &rec)
+	an := gc.SendTraced(context.Background(), &load.Attempt{URL: "grpc://" + ln.Addr().String() + "/pkg.Orders/Create", Write: true, Number: 1},
+		policies.PhaseTimeouts{TLS: 100 * time.Millisecond, FirstByte: time.Second}, true, &rec)
 	fmt.Println(an.Outcome, an.Phase, an.NotSent)
 	rep := rec.Report()
 	fmt.Println(rep.NotSent, rep.FailedIn)
 	// Output:
-	// not_sent connect true
-	// 1 map[connect:1]
+	// not_sent tls true
+	// 1 map[tls:1]
 }
