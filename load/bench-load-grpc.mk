@@ -16,7 +16,6 @@ BENCH_LOAD_GRPC_ADDR  ?= 127.0.0.1:18081
 GHZ                   ?= github.com/bojand/ghz/cmd/ghz@v0.93.0
 
 .PHONY: bench-load-grpc
-bench-load: bench-load-grpc
 bench-load-grpc:
 	@mkdir -p $(BENCH_LOAD_TMP)
 	go build -o $(BENCH_LOAD_TMP)/grpcecho ./load/internal/grpcecho
