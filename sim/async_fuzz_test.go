@@ -35,12 +35,14 @@ func checkIntents(t *testing.T, c *metrics.ConsumerSummary, ack string, versionC
 
 // FuzzAsync runs the async walkthrough under arbitrary settings: it must
 // validate or refuse cleanly, never panic, drain, and keep the intent
-// accounting's invariants.
+// accounting's invariants. reps picks 1–3 replicas of the producer
+// (reps mod 3) and of the consumer group ((reps / 3) mod 3): each producer
+// replica with its outbox, the consumer's replicas as one group's members.
 func FuzzAsync(f *testing.F) {
-	f.Add(uint8(4), uint8(3), uint16(1000), uint8(0), uint8(0), uint8(0), false, uint8(0), false, uint8(0), false, uint16(0))
-	f.Add(uint8(1), uint8(1), uint16(5), uint8(50), uint8(50), uint8(50), true, uint8(2), true, uint8(3), true, uint16(30))
-	f.Add(uint8(16), uint8(5), uint16(20), uint8(100), uint8(100), uint8(100), true, uint8(1), false, uint8(50), false, uint16(10))
-	f.Fuzz(func(t *testing.T, conc, maxDel uint8, deadlineMs uint16, pc, pm, pe uint8, outbox bool, ack uint8, ordered bool, keys uint8, check bool, slowMs uint16) {
+	f.Add(uint8(4), uint8(3), uint16(1000), uint8(0), uint8(0), uint8(0), false, uint8(0), false, uint8(0), false, uint16(0), uint8(0))
+	f.Add(uint8(1), uint8(1), uint16(5), uint8(50), uint8(50), uint8(50), true, uint8(2), true, uint8(3), true, uint16(30), uint8(4))
+	f.Add(uint8(16), uint8(5), uint16(20), uint8(100), uint8(100), uint8(100), true, uint8(1), false, uint8(50), false, uint16(10), uint8(8))
+	f.Fuzz(func(t *testing.T, conc, maxDel uint8, deadlineMs uint16, pc, pm, pe uint8, outbox bool, ack uint8, ordered bool, keys uint8, check bool, slowMs uint16, reps uint8) {
 		acks := []string{"after_effect", "before_effect", "transactional_dedup"}
 		via := "dual_write"
 		if outbox {
@@ -61,6 +63,8 @@ func FuzzAsync(f *testing.F) {
 			fmt.Sprintf("faults.0.crash_between_publish_and_mark=%v", float64(pm)/100),
 			fmt.Sprintf("faults.1.crash_between_effect_and_ack=%v", float64(pe)/100),
 			fmt.Sprintf("faults.1.latency_add=%dms", slowMs),
+			fmt.Sprintf("services.0.replicas=%d", 1+reps%3),
+			fmt.Sprintf("services.1.replicas=%d", 1+reps/3%3),
 		}
 		_, err := topology.Parse("async.yaml", []byte(asyncScenario), sets)
 		if err != nil {
@@ -72,7 +76,12 @@ func FuzzAsync(f *testing.F) {
 		if conc == 0 || maxDel == 0 || deadlineMs == 0 || pc > 100 || pm > 100 || pe > 100 {
 			t.Fatalf("invalid settings accepted: %v", sets)
 		}
-		_, c := runAsync(t, asyncScenario, sets...)
+		sum, c := runAsync(t, asyncScenario, sets...)
+		for i, s := range sum.Services {
+			if want := 1 + int(reps)/[]int{1, 3}[i]%3; max(len(s.Replicas), 1) != want {
+				t.Fatalf("%s runs %d replicas, want %d", s.Name, len(s.Replicas), want)
+			}
+		}
 		if c.Intents == 0 {
 			t.Fatalf("no intents: %+v", *c)
 		}
