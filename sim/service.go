@@ -126,10 +126,11 @@ type attempt struct {
 	ev          Timer // the callee-side pending event
 	tmo         Timer // the caller's per-attempt timeout
 	stepIdx     int
-	grp         *group
-	fence       uint64 // > 0: owns its request's idempotency key
-	preset      bool   // answer with answer/retryAfter at once, doing no work
-	gen         uint32 // changes each time the record is reused
+	grp         *group   // its step's calls, when there are several
+	call        *callRun // its step's call, when there is one
+	fence       uint64   // > 0: owns its request's idempotency key
+	preset      bool     // answer with answer/retryAfter at once, doing no work
+	gen         uint32   // changes each time the record is reused
 
 	answer     policies.Outcome
 	retryAfter time.Duration
@@ -420,10 +421,7 @@ func (m *run) cancel(a *attempt) {
 		s.cm.CancelDeferred()
 	case attWorking, attCalling:
 		m.eng.Stop(a.ev)
-		if a.grp != nil {
-			m.abortGroup(a.grp)
-			a.grp = nil
-		}
+		m.abortStep(a)
 		var key string
 		if a.fence > 0 {
 			key = a.req.key
