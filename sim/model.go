@@ -173,6 +173,9 @@ type edge struct {
 	zone          string
 	xnet          dist.Sampler
 	hasX, baseNet bool
+	// netMean > 0: the network is exponential with this mean (ns) and the
+	// edge has no cross-zone network, so delay draws dist.Exp inline.
+	netMean float64
 	// per-attempt timers: the edge's timeout, and those cut short by a
 	// deadline; and its calls' wake-ups (hedges, backoffs)
 	tmoLane, dlLane, wakeLane Lane
@@ -383,6 +386,9 @@ func (b *builder) edge(from, tag, zone string, c *topology.Call, field string) (
 			return nil, err
 		}
 		e.hasNet = e.hasNet || e.hasX
+	}
+	if mean, ok := e.net.ExpMean(); ok && !e.hasX {
+		e.netMean = mean
 	}
 	name := from + "->" + c.To
 	idx, ok := b.outIdx[name]
