@@ -585,8 +585,10 @@ func (c *Call) launch(now time.Duration, retry, hedge bool, cause Outcome, a *Ac
 	}
 	st.live = true
 	c.live++
-	if s, ok := e.Budget.(sendCounter); ok && retry {
-		s.onSend(now)
+	if retry {
+		if s, ok := e.Budget.(sendCounter); ok {
+			s.onSend(now)
+		}
 	}
 	if c.opt.Counted {
 		e.Stats.Attempts++

@@ -93,7 +93,9 @@ func (m *run) apply(cr *callRun, a policies.Action) {
 	case policies.Send:
 		m.send(cr, a.Attempt, a.Timeout)
 	case policies.Finish:
-		m.abandonAll(cr, a.CancelOthers)
+		if len(cr.slots) != 1 || cr.slots[0] != nil {
+			m.abandonAll(cr, a.CancelOthers) // not only the answered attempt
+		}
 		cr.done = true
 		m.memberDone(cr, a.Outcome, a.Result)
 	}
@@ -137,10 +139,15 @@ func (m *run) send(cr *callRun, k int, timeout time.Duration) {
 	if e.propagate && cr.hasDeadline {
 		a.hasDeadline, a.deadline = true, cr.deadline
 	}
-	for len(cr.slots) < k {
-		cr.slots = append(cr.slots, nil)
+	if k <= len(cr.slots) {
+		cr.slots[k-1] = a
+	} else {
+		// Attempts are numbered in order: k is usually the next slot.
+		for len(cr.slots) < k-1 {
+			cr.slots = append(cr.slots, nil)
+		}
+		cr.slots = append(cr.slots, a)
 	}
-	cr.slots[k-1] = a
 	m.armTimeout(a, timeout)
 	if e.pool != nil {
 		e.pool.acquire(a)
