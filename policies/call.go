@@ -541,16 +541,8 @@ func (c *Call) launch(now time.Duration, retry, hedge bool, cause Outcome, a *Ac
 		c.settle(now, a)
 		return
 	}
-	if e.SendLimit != nil && !c.sendReady {
-		if d := e.SendLimit.Reserve(now); d > 0 {
-			if c.opt.Counted {
-				e.Stats.SendWaits++
-			}
-			c.sendRetry, c.sendHedge, c.pendingCause = retry, hedge, cause
-			c.wake, c.wakeAt = wakeSend, now+d
-			c.waiting(a)
-			return
-		}
+	if e.SendLimit != nil && !c.sendReady && c.waitToken(now, retry, hedge, cause, a) {
+		return
 	}
 	c.sendReady = false
 	c.sent++
@@ -559,29 +551,8 @@ func (c *Call) launch(now time.Duration, retry, hedge bool, cause Outcome, a *Ac
 	}
 	st := &c.att[c.sent-1]
 	*st = attemptState{sentAt: now, retry: retry, cause: cause, hedge: hedge}
-	if e.Throttle != nil && !e.Throttle.Allow(now, e.Rand) {
-		if c.opt.Counted {
-			e.Stats.Throttled++
-		}
-		if e.Budget != nil {
-			e.Budget.OnResult(now, Report{Outcome: Throttled, Retry: retry, Cause: cause, Retryable: c.retryable(Throttled), Unsent: true})
-		}
-		c.failed(now, Throttled, 0, false, a)
+	if (e.Throttle != nil || e.Breaker != nil) && !c.admit(now, st, a) {
 		return
-	}
-	if e.Breaker != nil {
-		t, ok := e.Breaker.Allow(now)
-		if !ok {
-			if c.opt.Counted {
-				e.Stats.BreakerFastFail++
-			}
-			if e.Budget != nil {
-				e.Budget.OnResult(now, Report{Outcome: BreakerOpen, Retry: retry, Cause: cause, Retryable: c.retryable(BreakerOpen), Unsent: true})
-			}
-			c.failed(now, BreakerOpen, 0, false, a)
-			return
-		}
-		st.ticket = t
 	}
 	st.live = true
 	c.live++
@@ -611,6 +582,55 @@ func (c *Call) launch(now time.Duration, retry, hedge bool, cause Outcome, a *Ac
 	if c.wake != wakeNone { // the call is pending: restate its wake-up
 		a.Wake, a.WakeAt = true, c.wakeAt
 	}
+}
+
+// waitToken makes an attempt about to launch wait for its send-rate token,
+// if it has none now (then it returns true with a set to Wait).
+func (c *Call) waitToken(now time.Duration, retry, hedge bool, cause Outcome, a *Action) bool {
+	e := c.e
+	d := e.SendLimit.Reserve(now)
+	if d <= 0 {
+		return false
+	}
+	if c.opt.Counted {
+		e.Stats.SendWaits++
+	}
+	c.sendRetry, c.sendHedge, c.pendingCause = retry, hedge, cause
+	c.wake, c.wakeAt = wakeSend, now+d
+	c.waiting(a)
+	return true
+}
+
+// admit passes the attempt st launches through the throttle and the
+// breaker. Refused, it is a local failure, not sent: admit returns false
+// with a set to what follows it.
+func (c *Call) admit(now time.Duration, st *attemptState, a *Action) bool {
+	e := c.e
+	if e.Throttle != nil && !e.Throttle.Allow(now, e.Rand) {
+		if c.opt.Counted {
+			e.Stats.Throttled++
+		}
+		if e.Budget != nil {
+			e.Budget.OnResult(now, Report{Outcome: Throttled, Retry: st.retry, Cause: st.cause, Retryable: c.retryable(Throttled), Unsent: true})
+		}
+		c.failed(now, Throttled, 0, false, a)
+		return false
+	}
+	if e.Breaker != nil {
+		t, ok := e.Breaker.Allow(now)
+		if !ok {
+			if c.opt.Counted {
+				e.Stats.BreakerFastFail++
+			}
+			if e.Budget != nil {
+				e.Budget.OnResult(now, Report{Outcome: BreakerOpen, Retry: st.retry, Cause: st.cause, Retryable: c.retryable(BreakerOpen), Unsent: true})
+			}
+			c.failed(now, BreakerOpen, 0, false, a)
+			return false
+		}
+		st.ticket = t
+	}
+	return true
 }
 
 // armHedge schedules the next hedge if the call may still send one.
