@@ -607,30 +607,30 @@ func (c *Call) waitToken(now time.Duration, retry, hedge bool, cause Outcome, a 
 func (c *Call) admit(now time.Duration, st *attemptState, a *Action) bool {
 	e := c.e
 	if e.Throttle != nil && !e.Throttle.Allow(now, e.Rand) {
-		if c.opt.Counted {
-			e.Stats.Throttled++
-		}
-		if e.Budget != nil {
-			e.Budget.OnResult(now, Report{Outcome: Throttled, Retry: st.retry, Cause: st.cause, Retryable: c.retryable(Throttled), Unsent: true})
-		}
-		c.failed(now, Throttled, 0, false, a)
+		c.refuse(now, st, Throttled, &e.Stats.Throttled, a)
 		return false
 	}
 	if e.Breaker != nil {
 		t, ok := e.Breaker.Allow(now)
 		if !ok {
-			if c.opt.Counted {
-				e.Stats.BreakerFastFail++
-			}
-			if e.Budget != nil {
-				e.Budget.OnResult(now, Report{Outcome: BreakerOpen, Retry: st.retry, Cause: st.cause, Retryable: c.retryable(BreakerOpen), Unsent: true})
-			}
-			c.failed(now, BreakerOpen, 0, false, a)
+			c.refuse(now, st, BreakerOpen, &e.Stats.BreakerFastFail, a)
 			return false
 		}
 		st.ticket = t
 	}
 	return true
+}
+
+// refuse fails the attempt st locally with class o, before it is sent,
+// counting it in n (one of the edge's Stats).
+func (c *Call) refuse(now time.Duration, st *attemptState, o Outcome, n *int64, a *Action) {
+	if c.opt.Counted {
+		*n++
+	}
+	if c.e.Budget != nil {
+		c.e.Budget.OnResult(now, Report{Outcome: o, Retry: st.retry, Cause: st.cause, Retryable: c.retryable(o), Unsent: true})
+	}
+	c.failed(now, o, 0, false, a)
 }
 
 // armHedge schedules the next hedge if the call may still send one.
