@@ -102,7 +102,10 @@ type run struct {
 // and gives them back as soon as nothing refers to them, so its memory grows
 // with concurrency and steady state allocates nothing. Whoever takes a record
 // resets the fields it uses.
-type pool[T any] struct{ free []*T }
+type pool[T any] struct {
+	free []*T
+	made int // records allocated; once a run has drained, all are free again
+}
 
 func (p *pool[T]) get() *T {
 	if n := len(p.free); n > 0 {
@@ -110,6 +113,7 @@ func (p *pool[T]) get() *T {
 		p.free = p.free[:n-1]
 		return x
 	}
+	p.made++
 	return new(T)
 }
 
