@@ -126,16 +126,17 @@ type attempt struct {
 	ev          Timer // the callee-side pending event
 	tmo         Timer // the caller's per-attempt timeout
 	stepIdx     int
-	grp         *group   // its step's calls, when there are several
-	call        *callRun // its step's call, when there is one
-	fence       uint64   // > 0: owns its request's idempotency key
-	preset      bool     // answer with answer/retryAfter at once, doing no work
-	gen         uint32   // changes each time the record is reused
+	grp         *group
+	fence       uint64 // > 0: owns its request's idempotency key
+	preset      bool   // answer with answer/retryAfter at once, doing no work
+	gen         uint32 // changes each time the record is reused
 
 	answer     policies.Outcome
 	retryAfter time.Duration
 	dontRetry  bool
 	pool       *poolSlot // its place in the edge's connection pool, if any
+	// call is its step's call when the step has one (grp, when several).
+	call *callRun
 }
 
 // newAttempt takes an attempt record from the pool and enforces the run's
