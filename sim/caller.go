@@ -11,8 +11,8 @@ import (
 // at once and the step succeeds when need of them succeeded, failing as soon
 // as that becomes impossible. A step of a single call needs no quorum, so it
 // has no group: its call reports straight to the attempt (callRun.owner),
-// which holds it (attempt.call) in case it is cancelled. Neither has a
-// logical request's root call, the external client's.
+// which holds it (attempt.call) in case it is cancelled. A logical
+// request's root call, the external client's, has neither.
 type group struct {
 	owner    *attempt
 	req      *request
