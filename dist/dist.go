@@ -119,12 +119,20 @@ const normalTries = 64
 // Sample draws one duration (never negative, at most MaxInt64/4). A
 // constant draws nothing from r; every other kind draws at least once.
 func (s *Sampler) Sample(r *rand.Rand) time.Duration {
+	if s.kind == kExponential {
+		// The most drawn kind (service times, network delays), in a small
+		// frame of its own: the other kinds' calls make sample's larger.
+		return Exp(r, s.a)
+	}
+	return s.sample(r)
+}
+
+// sample draws from every kind but the exponential (Sample).
+func (s *Sampler) sample(r *rand.Rand) time.Duration {
 	var v float64
 	switch s.kind {
 	case kConstant:
 		return time.Duration(s.a)
-	case kExponential:
-		return Exp(r, s.a)
 	case kUniform:
 		v = s.a + r.Float64()*(s.b-s.a)
 	case kNormal:
