@@ -420,17 +420,9 @@ func (c *Call) answered(now time.Duration, k int, o Outcome, retryAfter time.Dur
 	st := &c.att[k-1]
 	st.live = false
 	c.live--
-	latency := now - st.sentAt
 	e := c.e
-	if e.Breaker != nil {
-		e.Breaker.Done(now, st.ticket, o, latency)
-	}
-	if e.Budget != nil {
-		e.Budget.OnResult(now, Report{Outcome: o, Retry: st.retry, Cause: st.cause,
-			Retryable: c.retryable(o), DontRetry: dontRetry && e.HonorPushback})
-	}
-	if e.Throttle != nil {
-		e.Throttle.Record(now, o != Unavailable && o != Timeout)
+	if e.Breaker != nil || e.Budget != nil || e.Throttle != nil {
+		c.report(now, st, o, dontRetry)
 	}
 	if o == Timeout {
 		c.maybeDone = true
@@ -440,7 +432,7 @@ func (c *Call) answered(now time.Duration, k int, o Outcome, retryAfter time.Dur
 		// later attempts are not observed, and a first attempt a hedge beat
 		// is observed, censored, in finish.
 		if e.Hedger != nil && k == 1 {
-			e.Hedger.Observe(latency)
+			e.Hedger.Observe(now - st.sentAt)
 		}
 		if st.hedge && c.opt.Counted {
 			e.Stats.HedgesWon++
@@ -449,6 +441,23 @@ func (c *Call) answered(now time.Duration, k int, o Outcome, retryAfter time.Dur
 		return
 	}
 	c.failed(now, o, retryAfter, dontRetry, a)
+}
+
+// report tells the edge's breaker, budget and throttle, those it has, that
+// the attempt st ended with class o at now. (A method of its own: its calls
+// would make answered's frame larger for the edges that have none.)
+func (c *Call) report(now time.Duration, st *attemptState, o Outcome, dontRetry bool) {
+	e := c.e
+	if e.Breaker != nil {
+		e.Breaker.Done(now, st.ticket, o, now-st.sentAt)
+	}
+	if e.Budget != nil {
+		e.Budget.OnResult(now, Report{Outcome: o, Retry: st.retry, Cause: st.cause,
+			Retryable: c.retryable(o), DontRetry: dontRetry && e.HonorPushback})
+	}
+	if e.Throttle != nil {
+		e.Throttle.Record(now, o != Unavailable && o != Timeout)
+	}
 }
 
 // TimedOut reports that attempt k's timeout expired at now. The driver
@@ -758,10 +767,32 @@ func (c *Call) finish(now time.Duration, o Outcome, cancelOthers bool, a *Action
 		// (only fast first attempts would be seen) and hedge too often.
 		e.Hedger.Observe(now - c.att[0].sentAt)
 	}
-	// Attempts still in flight are abandoned. The breaker and budget must
-	// hear of every attempt once: if the caller gave up (Abort) they timed
-	// out; if the call ended with an answer they were cancelled, which
-	// neither succeeds nor fails (a losing hedge is no sign of trouble).
+	if c.live > 0 {
+		c.abandonLive(now, o)
+	}
+	if c.opt.Counted {
+		switch c.result {
+		case Succeeded:
+			e.Stats.Succeeded++
+		case Failed:
+			e.Stats.Failed++
+		default:
+			e.Stats.Unknown++
+		}
+	}
+	if e.Budget != nil {
+		e.Budget.OnRequestDone(now)
+	}
+	*a = Action{Kind: Finish, Outcome: o, Result: c.result, CancelOthers: cancelOthers}
+}
+
+// abandonLive abandons the attempts still in flight when the call ends
+// with class o. The breaker and budget must hear of every attempt once: if
+// the caller gave up (Abort) they timed out; if the call ended with an
+// answer they were cancelled, which neither succeeds nor fails (a losing
+// hedge is no sign of trouble).
+func (c *Call) abandonLive(now time.Duration, o Outcome) {
+	e := c.e
 	for i := 0; c.live > 0 && i < c.sent; i++ {
 		st := &c.att[i]
 		if !st.live {
@@ -785,20 +816,6 @@ func (c *Call) finish(now time.Duration, o Outcome, cancelOthers bool, a *Action
 			e.Budget.OnResult(now, Report{Outcome: o, Retry: st.retry, Cause: st.cause, Cancelled: true})
 		}
 	}
-	if c.opt.Counted {
-		switch c.result {
-		case Succeeded:
-			e.Stats.Succeeded++
-		case Failed:
-			e.Stats.Failed++
-		default:
-			e.Stats.Unknown++
-		}
-	}
-	if e.Budget != nil {
-		e.Budget.OnRequestDone(now)
-	}
-	*a = Action{Kind: Finish, Outcome: o, Result: c.result, CancelOthers: cancelOthers}
 }
 
 // transparent retries a not-sent attempt at once, if the edge allows it
