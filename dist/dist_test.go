@@ -1,6 +1,7 @@
 package dist
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -159,4 +160,45 @@ func BenchmarkSampleLognormal(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		_ = s.Sample(r)
 	}
+}
+
+// TestExpDrawsWhatSampleDraws checks that Exp, given an exponential
+// Sampler's ExpMean, returns Sample's draws bit for bit on the same stream,
+// the cap included (a mean of 10⁹ s makes draws above MaxInt64/4 ns likely),
+// and that ExpMean refuses the other kinds.
+func TestExpDrawsWhatSampleDraws(t *testing.T) {
+	for _, mean := range []time.Duration{time.Nanosecond, 20 * time.Microsecond, time.Second, math.MaxInt64 / 8} {
+		s, err := New(topology.Dist{Dist: "exponential", Mean: mean})
+		require.NoError(t, err)
+		m, ok := s.ExpMean()
+		require.True(t, ok)
+		require.Equal(t, float64(mean), m)
+		r1, r2 := rand.New(rand.NewPCG(7, uint64(mean))), rand.New(rand.NewPCG(7, uint64(mean)))
+		capped := 0
+		for range 10000 {
+			want := s.Sample(r1)
+			require.Equal(t, want, Exp(r2, m), "mean %v", mean)
+			if want == maxSample {
+				capped++
+			}
+		}
+		if mean == math.MaxInt64/8 {
+			// P(draw > 2 × mean) = e⁻² ≈ 0.135: about 1350 of 10000.
+			require.Greater(t, capped, 1000, "the cap must be exercised")
+		}
+	}
+	for _, d := range []topology.Dist{{Dist: "constant", Value: time.Millisecond}, {Dist: "uniform", Min: 0, Max: time.Millisecond}} {
+		s, err := New(d)
+		require.NoError(t, err)
+		_, ok := s.ExpMean()
+		require.False(t, ok, d.Dist)
+	}
+}
+
+func ExampleExp() {
+	s, _ := New(topology.Dist{Dist: "exponential", Mean: 20 * time.Microsecond})
+	mean, _ := s.ExpMean()
+	r1, r2 := rand.New(rand.NewPCG(1, 2)), rand.New(rand.NewPCG(1, 2))
+	fmt.Println(Exp(r1, mean) == s.Sample(r2))
+	// Output: true
 }

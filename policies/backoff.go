@@ -111,10 +111,12 @@ func (b Backoff) after(cause Outcome) Backoff {
 // Expo returns min(Max, Initial·Multiplier^(n−1)) for retry n ≥ 1, the
 // un-jittered delay.
 func (b Backoff) Expo(n int) time.Duration {
-	if n < 1 {
-		n = 1
+	// The first retry's is Initial, Multiplier⁰ = 1: no Pow (a retry storm
+	// computes it for every failed attempt).
+	d := float64(b.Initial)
+	if n > 1 {
+		d *= math.Pow(b.Multiplier, float64(n-1))
 	}
-	d := float64(b.Initial) * math.Pow(b.Multiplier, float64(n-1))
 	if b.Max > 0 && d > float64(b.Max) {
 		return b.Max
 	}

@@ -420,17 +420,9 @@ func (c *Call) answered(now time.Duration, k int, o Outcome, retryAfter time.Dur
 	st := &c.att[k-1]
 	st.live = false
 	c.live--
-	latency := now - st.sentAt
 	e := c.e
-	if e.Breaker != nil {
-		e.Breaker.Done(now, st.ticket, o, latency)
-	}
-	if e.Budget != nil {
-		e.Budget.OnResult(now, Report{Outcome: o, Retry: st.retry, Cause: st.cause,
-			Retryable: c.retryable(o), DontRetry: dontRetry && e.HonorPushback})
-	}
-	if e.Throttle != nil {
-		e.Throttle.Record(now, o != Unavailable && o != Timeout)
+	if e.Breaker != nil || e.Budget != nil || e.Throttle != nil {
+		c.report(now, st, o, dontRetry)
 	}
 	if o == Timeout {
 		c.maybeDone = true
@@ -440,7 +432,7 @@ func (c *Call) answered(now time.Duration, k int, o Outcome, retryAfter time.Dur
 		// later attempts are not observed, and a first attempt a hedge beat
 		// is observed, censored, in finish.
 		if e.Hedger != nil && k == 1 {
-			e.Hedger.Observe(latency)
+			e.Hedger.Observe(now - st.sentAt)
 		}
 		if st.hedge && c.opt.Counted {
 			e.Stats.HedgesWon++
@@ -449,6 +441,23 @@ func (c *Call) answered(now time.Duration, k int, o Outcome, retryAfter time.Dur
 		return
 	}
 	c.failed(now, o, retryAfter, dontRetry, a)
+}
+
+// report tells the edge's breaker, budget and throttle, those it has, that
+// the attempt st ended with class o at now. (A method of its own: its calls
+// would make answered's frame larger for the edges that have none.)
+func (c *Call) report(now time.Duration, st *attemptState, o Outcome, dontRetry bool) {
+	e := c.e
+	if e.Breaker != nil {
+		e.Breaker.Done(now, st.ticket, o, now-st.sentAt)
+	}
+	if e.Budget != nil {
+		e.Budget.OnResult(now, Report{Outcome: o, Retry: st.retry, Cause: st.cause,
+			Retryable: c.retryable(o), DontRetry: dontRetry && e.HonorPushback})
+	}
+	if e.Throttle != nil {
+		e.Throttle.Record(now, o != Unavailable && o != Timeout)
+	}
 }
 
 // TimedOut reports that attempt k's timeout expired at now. The driver
@@ -541,16 +550,8 @@ func (c *Call) launch(now time.Duration, retry, hedge bool, cause Outcome, a *Ac
 		c.settle(now, a)
 		return
 	}
-	if e.SendLimit != nil && !c.sendReady {
-		if d := e.SendLimit.Reserve(now); d > 0 {
-			if c.opt.Counted {
-				e.Stats.SendWaits++
-			}
-			c.sendRetry, c.sendHedge, c.pendingCause = retry, hedge, cause
-			c.wake, c.wakeAt = wakeSend, now+d
-			c.waiting(a)
-			return
-		}
+	if e.SendLimit != nil && !c.sendReady && c.waitToken(now, retry, hedge, cause, a) {
+		return
 	}
 	c.sendReady = false
 	c.sent++
@@ -559,34 +560,15 @@ func (c *Call) launch(now time.Duration, retry, hedge bool, cause Outcome, a *Ac
 	}
 	st := &c.att[c.sent-1]
 	*st = attemptState{sentAt: now, retry: retry, cause: cause, hedge: hedge}
-	if e.Throttle != nil && !e.Throttle.Allow(now, e.Rand) {
-		if c.opt.Counted {
-			e.Stats.Throttled++
-		}
-		if e.Budget != nil {
-			e.Budget.OnResult(now, Report{Outcome: Throttled, Retry: retry, Cause: cause, Retryable: c.retryable(Throttled), Unsent: true})
-		}
-		c.failed(now, Throttled, 0, false, a)
+	if (e.Throttle != nil || e.Breaker != nil) && !c.admit(now, st, a) {
 		return
-	}
-	if e.Breaker != nil {
-		t, ok := e.Breaker.Allow(now)
-		if !ok {
-			if c.opt.Counted {
-				e.Stats.BreakerFastFail++
-			}
-			if e.Budget != nil {
-				e.Budget.OnResult(now, Report{Outcome: BreakerOpen, Retry: retry, Cause: cause, Retryable: c.retryable(BreakerOpen), Unsent: true})
-			}
-			c.failed(now, BreakerOpen, 0, false, a)
-			return
-		}
-		st.ticket = t
 	}
 	st.live = true
 	c.live++
-	if s, ok := e.Budget.(sendCounter); ok && retry {
-		s.onSend(now)
+	if retry {
+		if s, ok := e.Budget.(sendCounter); ok {
+			s.onSend(now)
+		}
 	}
 	if c.opt.Counted {
 		e.Stats.Attempts++
@@ -609,6 +591,55 @@ func (c *Call) launch(now time.Duration, retry, hedge bool, cause Outcome, a *Ac
 	if c.wake != wakeNone { // the call is pending: restate its wake-up
 		a.Wake, a.WakeAt = true, c.wakeAt
 	}
+}
+
+// waitToken makes an attempt about to launch wait for its send-rate token,
+// if it has none now (then it returns true with a set to Wait).
+func (c *Call) waitToken(now time.Duration, retry, hedge bool, cause Outcome, a *Action) bool {
+	e := c.e
+	d := e.SendLimit.Reserve(now)
+	if d <= 0 {
+		return false
+	}
+	if c.opt.Counted {
+		e.Stats.SendWaits++
+	}
+	c.sendRetry, c.sendHedge, c.pendingCause = retry, hedge, cause
+	c.wake, c.wakeAt = wakeSend, now+d
+	c.waiting(a)
+	return true
+}
+
+// admit passes the attempt st launches through the throttle and the
+// breaker. Refused, it is a local failure, not sent: admit returns false
+// with a set to what follows it.
+func (c *Call) admit(now time.Duration, st *attemptState, a *Action) bool {
+	e := c.e
+	if e.Throttle != nil && !e.Throttle.Allow(now, e.Rand) {
+		c.refuse(now, st, Throttled, &e.Stats.Throttled, a)
+		return false
+	}
+	if e.Breaker != nil {
+		t, ok := e.Breaker.Allow(now)
+		if !ok {
+			c.refuse(now, st, BreakerOpen, &e.Stats.BreakerFastFail, a)
+			return false
+		}
+		st.ticket = t
+	}
+	return true
+}
+
+// refuse fails the attempt st locally with class o, before it is sent,
+// counting it in n (one of the edge's Stats).
+func (c *Call) refuse(now time.Duration, st *attemptState, o Outcome, n *int64, a *Action) {
+	if c.opt.Counted {
+		*n++
+	}
+	if c.e.Budget != nil {
+		c.e.Budget.OnResult(now, Report{Outcome: o, Retry: st.retry, Cause: st.cause, Retryable: c.retryable(o), Unsent: true})
+	}
+	c.failed(now, o, 0, false, a)
 }
 
 // armHedge schedules the next hedge if the call may still send one.
@@ -736,10 +767,32 @@ func (c *Call) finish(now time.Duration, o Outcome, cancelOthers bool, a *Action
 		// (only fast first attempts would be seen) and hedge too often.
 		e.Hedger.Observe(now - c.att[0].sentAt)
 	}
-	// Attempts still in flight are abandoned. The breaker and budget must
-	// hear of every attempt once: if the caller gave up (Abort) they timed
-	// out; if the call ended with an answer they were cancelled, which
-	// neither succeeds nor fails (a losing hedge is no sign of trouble).
+	if c.live > 0 {
+		c.abandonLive(now, o)
+	}
+	if c.opt.Counted {
+		switch c.result {
+		case Succeeded:
+			e.Stats.Succeeded++
+		case Failed:
+			e.Stats.Failed++
+		default:
+			e.Stats.Unknown++
+		}
+	}
+	if e.Budget != nil {
+		e.Budget.OnRequestDone(now)
+	}
+	*a = Action{Kind: Finish, Outcome: o, Result: c.result, CancelOthers: cancelOthers}
+}
+
+// abandonLive abandons the attempts still in flight when the call ends
+// with class o. The breaker and budget must hear of every attempt once: if
+// the caller gave up (Abort) they timed out; if the call ended with an
+// answer they were cancelled, which neither succeeds nor fails (a losing
+// hedge is no sign of trouble).
+func (c *Call) abandonLive(now time.Duration, o Outcome) {
+	e := c.e
 	for i := 0; c.live > 0 && i < c.sent; i++ {
 		st := &c.att[i]
 		if !st.live {
@@ -763,20 +816,6 @@ func (c *Call) finish(now time.Duration, o Outcome, cancelOthers bool, a *Action
 			e.Budget.OnResult(now, Report{Outcome: o, Retry: st.retry, Cause: st.cause, Cancelled: true})
 		}
 	}
-	if c.opt.Counted {
-		switch c.result {
-		case Succeeded:
-			e.Stats.Succeeded++
-		case Failed:
-			e.Stats.Failed++
-		default:
-			e.Stats.Unknown++
-		}
-	}
-	if e.Budget != nil {
-		e.Budget.OnRequestDone(now)
-	}
-	*a = Action{Kind: Finish, Outcome: o, Result: c.result, CancelOthers: cancelOthers}
 }
 
 // transparent retries a not-sent attempt at once, if the edge allows it

@@ -9,8 +9,10 @@ import (
 
 // group is one step of downstream calls made by an attempt: its members run
 // at once and the step succeeds when need of them succeeded, failing as soon
-// as that becomes impossible. (A logical request's root call, the external
-// client's, is a single call and needs no group.)
+// as that becomes impossible. A step of a single call needs no quorum, so it
+// has no group: its call reports straight to the attempt (callRun.owner),
+// which holds it (attempt.call) in case it is cancelled. A logical
+// request's root call, the external client's, has neither.
 type group struct {
 	owner    *attempt
 	req      *request
@@ -28,7 +30,8 @@ type group struct {
 type callRun struct {
 	pc          policies.Call
 	edge        *edge
-	grp         *group // nil for a request's root call
+	grp         *group   // the step's group; nil for a step of one call and a root call
+	owner       *attempt // the attempt whose step this is; nil for a root call
 	req         *request
 	slots       []*attempt // attempt k's record at slots[k-1] while the caller waits on it
 	wake        Timer
@@ -57,17 +60,21 @@ func (m *run) freeGroupAndMembers(g *group) {
 	m.groups.put(g)
 }
 
-// startCall starts a call of req over e: a member of g, or req's root call
-// when g is nil.
-func (m *run) startCall(g *group, req *request, e *edge) {
+// startCall starts a call of req over e for owner's step: a member of g,
+// or the step's one call when g is nil; req's root call when owner is nil.
+func (m *run) startCall(g *group, owner *attempt, req *request, e *edge) {
 	cr := m.calls.get()
-	cr.edge, cr.grp, cr.req = e, g, req
+	cr.edge, cr.grp, cr.owner, cr.req = e, g, owner, req
 	cr.slots, cr.tried = cr.slots[:0], cr.tried[:0]
 	cr.wakeSet, cr.done = false, false
-	if g == nil {
+	switch {
+	case owner == nil:
 		cr.hasDeadline, cr.deadline = req.hasDeadline, req.deadline
-	} else {
-		cr.hasDeadline, cr.deadline = g.owner.hasDeadline, g.owner.deadline
+	case g == nil:
+		cr.hasDeadline, cr.deadline = owner.hasDeadline, owner.deadline
+		owner.call = cr
+	default:
+		cr.hasDeadline, cr.deadline = owner.hasDeadline, owner.deadline
 		g.members = append(g.members, cr)
 	}
 	a := cr.pc.Start(m.eng.Now(), e.pe, policies.CallOptions{
@@ -86,7 +93,9 @@ func (m *run) apply(cr *callRun, a policies.Action) {
 	case policies.Send:
 		m.send(cr, a.Attempt, a.Timeout)
 	case policies.Finish:
-		m.abandonAll(cr, a.CancelOthers)
+		if len(cr.slots) != 1 || cr.slots[0] != nil {
+			m.abandonAll(cr, a.CancelOthers) // not only the answered attempt
+		}
 		cr.done = true
 		m.memberDone(cr, a.Outcome, a.Result)
 	}
@@ -130,10 +139,15 @@ func (m *run) send(cr *callRun, k int, timeout time.Duration) {
 	if e.propagate && cr.hasDeadline {
 		a.hasDeadline, a.deadline = true, cr.deadline
 	}
-	for len(cr.slots) < k {
-		cr.slots = append(cr.slots, nil)
+	if k <= len(cr.slots) {
+		cr.slots[k-1] = a
+	} else {
+		// Attempts are numbered in order: k is usually the next slot.
+		for len(cr.slots) < k-1 {
+			cr.slots = append(cr.slots, nil)
+		}
+		cr.slots = append(cr.slots, a)
 	}
-	cr.slots[k-1] = a
 	m.armTimeout(a, timeout)
 	if e.pool != nil {
 		e.pool.acquire(a)
@@ -247,14 +261,22 @@ func (m *run) abandonAll(cr *callRun, cancel bool) {
 }
 
 // memberDone records that call cr finished: a request's root call ends the
-// request, a member of a group counts toward the group's quorum.
+// request, a step's one call ends the step, a member of a group counts
+// toward the group's quorum.
 func (m *run) memberDone(cr *callRun, o policies.Outcome, r policies.CallResult) {
 	g := cr.grp
 	if g == nil {
 		// Finish left nothing referring to cr: no attempt, no wake-up.
-		req := cr.req
+		owner, req := cr.owner, cr.req
 		m.calls.put(cr)
-		m.requestDone(req, r)
+		if owner == nil {
+			m.requestDone(req, r)
+			return
+		}
+		// What complete does for a group needing its one member (o is OK
+		// when the call succeeded).
+		owner.call = nil
+		m.stepDone(owner, r == policies.Succeeded, o)
 		return
 	}
 	if r == policies.Succeeded {
@@ -291,6 +313,21 @@ func (m *run) complete(g *group, ok bool, o policies.Outcome) {
 	m.stepDone(owner, ok, o)
 }
 
+// abortStep tears down a's step of calls, if it is waiting on one, without
+// continuing a (a was cancelled).
+func (m *run) abortStep(a *attempt) {
+	switch {
+	case a.call != nil:
+		cr := a.call
+		a.call = nil
+		m.abortCall(cr)
+		m.calls.put(cr)
+	case a.grp != nil:
+		m.abortGroup(a.grp)
+		a.grp = nil
+	}
+}
+
 // abortGroup tears g down without continuing its owner (the owner was cancelled).
 func (m *run) abortGroup(g *group) {
 	g.done = true
@@ -318,6 +355,11 @@ func (m *run) runStep(a *attempt, i int) {
 		m.stepDone(a, true, policies.OK)
 		return
 	}
+	if len(st.members) == 1 {
+		// Its call may finish at once and continue a: nothing follows it.
+		m.startCall(nil, a, a.req, st.members[0])
+		return
+	}
 	g := m.newGroup(a, a.req, st.need, len(st.members))
 	a.grp = g
 	g.starting = true
@@ -326,7 +368,7 @@ func (m *run) runStep(a *attempt, i int) {
 		if g.fail > g.total-g.need {
 			break // already impossible: do not start the rest
 		}
-		m.startCall(g, a.req, e)
+		m.startCall(g, a, a.req, e)
 		if a.gen != gen {
 			// Defensive: answers reach the callers above only through g
 			// while it is starting, so a cannot have been cancelled.
@@ -359,10 +401,10 @@ func (m *run) startRequest(client int, write bool) {
 		return
 	}
 	if m.fleet != nil {
-		m.startCall(nil, req, m.fleet[model.InstanceOf(req.id-1, len(m.fleet))])
+		m.startCall(nil, nil, req, m.fleet[model.InstanceOf(req.id-1, len(m.fleet))])
 		return
 	}
-	m.startCall(nil, req, m.client)
+	m.startCall(nil, nil, req, m.client)
 }
 
 // plainEdge reports whether calls over e need no policy state machine: one

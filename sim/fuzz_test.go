@@ -174,6 +174,11 @@ func FuzzRun(f *testing.F) {
 		if m.alive != 0 || m.liveReqs != 0 {
 			t.Fatalf("left alive: %d attempts, %d requests", m.alive, m.liveReqs)
 		}
+		// Every call and group record went back to its pool: a step's
+		// calls finished, or were aborted with the attempt that made them.
+		if c, g := &m.calls, &m.groups; len(c.free) != c.made || len(g.free) != g.made {
+			t.Fatalf("records not returned: %d of %d calls, %d of %d groups", c.made-len(c.free), c.made, g.made-len(g.free), g.made)
+		}
 		for _, svc := range m.services {
 			for _, s := range svc.reps {
 				if !s.cm.Drained() {

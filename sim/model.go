@@ -102,7 +102,10 @@ type run struct {
 // and gives them back as soon as nothing refers to them, so its memory grows
 // with concurrency and steady state allocates nothing. Whoever takes a record
 // resets the fields it uses.
-type pool[T any] struct{ free []*T }
+type pool[T any] struct {
+	free []*T
+	made int // records allocated; once a run has drained, all are free again
+}
 
 func (p *pool[T]) get() *T {
 	if n := len(p.free); n > 0 {
@@ -110,6 +113,7 @@ func (p *pool[T]) get() *T {
 		p.free = p.free[:n-1]
 		return x
 	}
+	p.made++
 	return new(T)
 }
 
@@ -173,6 +177,9 @@ type edge struct {
 	zone          string
 	xnet          dist.Sampler
 	hasX, baseNet bool
+	// netMean > 0: the network is exponential with this mean (ns) and the
+	// edge has no cross-zone network, so delay draws dist.Exp inline.
+	netMean float64
 	// per-attempt timers: the edge's timeout, and those cut short by a
 	// deadline; and its calls' wake-ups (hedges, backoffs)
 	tmoLane, dlLane, wakeLane Lane
@@ -383,6 +390,9 @@ func (b *builder) edge(from, tag, zone string, c *topology.Call, field string) (
 			return nil, err
 		}
 		e.hasNet = e.hasNet || e.hasX
+	}
+	if mean, ok := e.net.ExpMean(); ok && !e.hasX {
+		e.netMean = mean
 	}
 	name := from + "->" + c.To
 	idx, ok := b.outIdx[name]

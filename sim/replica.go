@@ -3,6 +3,7 @@ package sim
 import (
 	"time"
 
+	"github.com/stormsim/stormsim/dist"
 	"github.com/stormsim/stormsim/metrics"
 )
 
@@ -104,6 +105,9 @@ func (o *outEdge) ejections() int64 {
 // the edge's network, plus cross_zone_network when to is in another zone.
 // Only edges with either (hasNet) call it.
 func (e *edge) delay(to *service) time.Duration {
+	if e.netMean > 0 {
+		return dist.Exp(e.pe.Rand, e.netMean) // what e.net.Sample draws
+	}
 	var d time.Duration
 	if e.baseNet {
 		d = e.net.Sample(e.pe.Rand)

@@ -135,6 +135,8 @@ type attempt struct {
 	retryAfter time.Duration
 	dontRetry  bool
 	pool       *poolSlot // its place in the edge's connection pool, if any
+	// call is its step's call when the step has one (grp, when several).
+	call *callRun
 }
 
 // newAttempt takes an attempt record from the pool and enforces the run's
@@ -420,10 +422,7 @@ func (m *run) cancel(a *attempt) {
 		s.cm.CancelDeferred()
 	case attWorking, attCalling:
 		m.eng.Stop(a.ev)
-		if a.grp != nil {
-			m.abortGroup(a.grp)
-			a.grp = nil
-		}
+		m.abortStep(a)
 		var key string
 		if a.fence > 0 {
 			key = a.req.key
