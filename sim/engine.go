@@ -187,7 +187,8 @@ func (e *Engine) dropTombstones() {
 }
 
 // LastAt returns the time at which the most recent event ran (0 before any).
-// Unlike Now it is not moved by RunUntil's end.
+// Unlike Now it is not moved by RunUntil's end. It is brought up to date
+// when Run or RunUntil returns, not by each event.
 func (e *Engine) LastAt() time.Duration { return e.last }
 
 // Pending returns how many events are scheduled.
@@ -223,6 +224,7 @@ func (e *Engine) At(t time.Duration, fn Handler, arg any) Timer {
 		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", t, e.now))
 	}
 	ev := e.alloc(t, fn, arg)
+	ev.lane = nil
 	if len(e.heap) < ringAfter || uint64(t>>ringShift)-uint64(e.now>>ringShift) >= ringSize || !e.ring.add(ev) {
 		e.heap = append(e.heap, ev)
 		e.up(len(e.heap)-1, ev)
@@ -465,6 +467,7 @@ func (e *Engine) Run() { e.RunUntil(1<<63 - 1) }
 // the queue ran dry earlier or later events remain. It returns early on Halt.
 func (e *Engine) RunUntil(end time.Duration) {
 	e.stop = false
+	ran := e.events
 	for !e.stop {
 		if e.ring.n > 0 {
 			// The ring's first event runs if it is earlier than the heap's
@@ -476,7 +479,7 @@ func (e *Engine) RunUntil(end time.Duration) {
 					break
 				}
 				e.ring.remove(rb, top)
-				e.now, e.last = top.at, top.at
+				e.now = top.at
 				fn, arg := top.fn, top.arg
 				e.recycle(top)
 				e.events++
@@ -495,7 +498,7 @@ func (e *Engine) RunUntil(end time.Duration) {
 				break
 			}
 			e.hasNext = false
-			e.now, e.last = e.next.at, e.next.at
+			e.now = e.next.at
 			e.events++
 			e.next.fn(e, e.next.arg) // it may schedule the next one
 			continue
@@ -523,21 +526,29 @@ func (e *Engine) RunUntil(end time.Duration) {
 				continue
 			}
 		}
-		e.now, e.last = top.at, top.at
+		e.now = top.at
 		fn, arg := top.fn, top.arg
 		e.recycle(top)
 		e.events++
 		fn(e, arg)
+	}
+	if e.events != ran {
+		// e.now is the time of the last event run: LastAt's, kept here
+		// rather than stored on every event.
+		e.last = e.now
 	}
 	if !e.stop && end > e.now && end != 1<<63-1 {
 		e.now = end
 	}
 }
 
+// recycle puts ev on the free list. Its fn, arg and lane are left as
+// they were: the new generation makes any Timer on it stale, alloc and its
+// callers set them anew, and what arg points to (an attempt, a call) is
+// pooled by the model, so keeping the pointer holds nothing alive.
 func (e *Engine) recycle(ev *event) {
 	ev.idx = notQueued
 	ev.gen++
-	ev.fn, ev.arg, ev.lane = nil, nil, nil
 	e.free = append(e.free, ev)
 }
 
