@@ -288,7 +288,24 @@ func (r *ring) remove(i int, ev *event) {
 	for ; k < n; k++ {
 		q[k] = q[k+1]
 	}
-	q[n] = ringEntry{}
+	r.shrink(i, n)
+}
+
+// popFront removes the first event of bucket i, which must not be empty:
+// remove for the event loop, which takes its events from the front.
+func (r *ring) popFront(i int) {
+	n := int(r.cnt[i]) - 1
+	q := r.slot[i*bucketMax : i*bucketMax+bucketMax]
+	for k := 0; k < n; k++ {
+		q[k] = q[k+1]
+	}
+	r.shrink(i, n)
+}
+
+// shrink records that bucket i now holds n events. The slot vacated at
+// n keeps its entry: only the first cnt of a bucket are ever read, and the
+// event it points to is a pooled record, so clearing it would free nothing.
+func (r *ring) shrink(i, n int) {
 	r.cnt[i] = uint8(n)
 	if n == 0 {
 		r.occ[i>>6] &^= 1 << (i & 63)
@@ -478,7 +495,7 @@ func (e *Engine) RunUntil(end time.Duration) {
 				if top.at > end {
 					break
 				}
-				e.ring.remove(rb, top)
+				e.ring.popFront(rb)
 				e.now = top.at
 				fn, arg := top.fn, top.arg
 				e.recycle(top)

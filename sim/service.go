@@ -180,7 +180,9 @@ func (m *run) arrive(a *attempt) {
 	s := a.svc
 	now := m.eng.Now()
 	a.arrived = now
-	a.ev = Timer{}
+	// a.ev, the arrival that just ran, is left stale rather than cleared:
+	// a Timer of a record that ran stops nothing (its generation moved on),
+	// and startWork or answer replace it before it matters.
 	s.ivAttempts++
 	if a.counted {
 		s.c.attempts++
@@ -298,7 +300,7 @@ func (m *run) answerDeferred(s *service) {
 // workDone runs when a's service time is over.
 func (m *run) workDone(a *attempt) {
 	s := a.svc
-	a.ev = Timer{}
+	// a.ev is left stale, as in arrive: cancel's Stop of it is a no-op.
 	if a.preset {
 		m.answer(a, a.answer, a.retryAfter, false, true)
 		return
