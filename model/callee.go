@@ -305,8 +305,7 @@ func (c *callee) CanStart() bool { return c.busy < c.allowed && c.qheld > 0 }
 
 // sync mirrors the queue's length after it changed.
 func (c *Callee[T]) sync() {
-	c.qlen = c.queue.Len()
-	c.qheld = c.qlen + c.queue.Cancelled()
+	c.qlen, c.qheld = c.queue.Len(), c.queue.Held()
 }
 
 // Start puts an attempt Next handed out on a worker.

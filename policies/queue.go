@@ -160,6 +160,10 @@ func (q *Queue[T]) Len() int { return q.n - q.dead }
 // are not in Len). A drained queue holds none.
 func (q *Queue[T]) Cancelled() int { return q.dead }
 
+// Held returns how many items the ring holds, cancelled ones included:
+// Len plus Cancelled.
+func (q *Queue[T]) Held() int { return q.n }
+
 // Admits reports whether the concurrency limit leaves room for one more
 // request when inService are being served and Len are queued. A server
 // checks it before starting a request directly on a free worker.
