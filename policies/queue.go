@@ -257,17 +257,7 @@ func (q *Queue[T]) Standing(now time.Duration) bool {
 // false when nothing is left to serve.
 func (q *Queue[T]) Next(now time.Duration, shed func(T)) (v T, ok bool) {
 	if q.plain && q.dead == 0 {
-		// The common case, a fifo that sheds nothing and holds no
-		// cancelled item: what the general loop below does, minus the checks.
-		if q.n == 0 {
-			q.lastEmpty = now
-			return v, false
-		}
-		v = q.popHead()
-		if q.n == 0 {
-			q.lastEmpty = now
-		}
-		return v, true
+		return q.Pop(now)
 	}
 	standing := q.Standing(now)
 	limit := time.Duration(-1)
@@ -305,6 +295,25 @@ func (q *Queue[T]) Next(now time.Duration, shed func(T)) (v T, ok bool) {
 	}
 	q.lastEmpty = now
 	return v, false
+}
+
+// Plain reports whether the queue is a fifo that sheds nothing: its Next,
+// while it holds no cancelled item, is Pop.
+func (q *Queue[T]) Plain() bool { return q.plain }
+
+// Pop is Next for a Plain queue holding no cancelled item (Cancelled is
+// 0): what Next's general loop does for it, minus the checks, in a form
+// the compiler inlines into its callers.
+func (q *Queue[T]) Pop(now time.Duration) (v T, ok bool) {
+	if q.n == 0 {
+		q.lastEmpty = now
+		return v, false
+	}
+	v = q.popHead()
+	if q.n == 0 {
+		q.lastEmpty = now
+	}
+	return v, true
 }
 
 func (q *Queue[T]) dropped(v T) {
