@@ -92,10 +92,14 @@ type Timer struct {
 // the order they were scheduled. It is not safe for concurrent use; one run
 // owns one engine.
 type Engine struct {
-	now    time.Duration
-	seq    uint64
-	heap   []*event
-	free   []*event // records to reuse
+	now  time.Duration
+	seq  uint64
+	heap []*event
+	free []*event // records to reuse
+	// spare is the record recycled last, reused first: most events
+	// schedule one, so a record usually goes from the event just run to
+	// the next scheduled without the free list's slice.
+	spare  *event
 	events uint64
 	last   time.Duration
 	stop   bool
@@ -318,7 +322,9 @@ func (r *ring) shrink(i, n int) {
 
 func (e *Engine) alloc(t time.Duration, fn Handler, arg any) *event {
 	var ev *event
-	if n := len(e.free); n > 0 {
+	if ev = e.spare; ev != nil {
+		e.spare = nil
+	} else if n := len(e.free); n > 0 {
 		ev = e.free[n-1]
 		e.free = e.free[:n-1]
 	} else {
@@ -566,6 +572,10 @@ func (e *Engine) RunUntil(end time.Duration) {
 func (e *Engine) recycle(ev *event) {
 	ev.idx = notQueued
 	ev.gen++
+	if e.spare == nil {
+		e.spare = ev
+		return
+	}
 	e.free = append(e.free, ev)
 }
 
