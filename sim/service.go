@@ -363,7 +363,13 @@ func (m *run) answer(a *attempt, o policies.Outcome, ra time.Duration, dr bool, 
 	if a.holding {
 		a.holding = false
 		s.cm.Release()
-		m.dispatch(s)
+		// Only a queue holding something can start work; the common case
+		// at an idle service skips the call. (dispatch's other work needs
+		// none: the machine advanced to now in Finish, and every attempt it
+		// deferred had its event armed by the dispatch that deferred it.)
+		if s.cm.CanStart() {
+			m.dispatch(s)
+		}
 	}
 	switch {
 	case a.caller == nil:
