@@ -229,35 +229,33 @@ func (e *Engine) At(t time.Duration, fn Handler, arg any) Timer {
 	}
 	ev := e.alloc(t, fn, arg)
 	ev.lane = nil
-	if len(e.heap) < ringAfter || uint64(t>>ringShift)-uint64(e.now>>ringShift) >= ringSize || !e.ring.add(ev) {
-		e.heap = append(e.heap, ev)
-		e.up(len(e.heap)-1, ev)
+	if len(e.heap) >= ringAfter && uint64(t>>ringShift)-uint64(e.now>>ringShift) < ringSize {
+		// Due within the ring's window: into its bucket, after every
+		// event due no later (their sequence numbers are smaller), unless
+		// the bucket is full. Written out here, not in a method of the
+		// ring: At is the only one to add, and the call cost more than
+		// its body.
+		r := &e.ring
+		i := int(t>>ringShift) & ringMask
+		if n := int(r.cnt[i]); n < bucketMax {
+			q := r.slot[i*bucketMax : i*bucketMax+bucketMax]
+			for ; n > 0 && q[n-1].at > t; n-- {
+				q[n] = q[n-1]
+			}
+			q[n] = ringEntry{t, ev}
+			r.cnt[i]++
+			if r.cnt[i] == 1 {
+				r.occ[i>>6] |= 1 << (i & 63)
+				r.sum |= 1 << (i >> 6)
+			}
+			ev.idx = inRing
+			r.n++
+			return Timer{ev: ev, gen: ev.gen}
+		}
 	}
+	e.heap = append(e.heap, ev)
+	e.up(len(e.heap)-1, ev)
 	return Timer{ev: ev, gen: ev.gen}
-}
-
-// add puts ev, due within the ring's window, in its bucket after every
-// event due no later (their sequence numbers are smaller), and reports
-// whether it did: a full bucket leaves it to the heap.
-func (r *ring) add(ev *event) bool {
-	i := int(ev.at>>ringShift) & ringMask
-	n := int(r.cnt[i])
-	if n >= bucketMax {
-		return false
-	}
-	q := r.slot[i*bucketMax : i*bucketMax+bucketMax]
-	for ; n > 0 && q[n-1].at > ev.at; n-- {
-		q[n] = q[n-1]
-	}
-	q[n] = ringEntry{ev.at, ev}
-	r.cnt[i]++
-	if r.cnt[i] == 1 {
-		r.occ[i>>6] |= 1 << (i & 63)
-		r.sum |= 1 << (i >> 6)
-	}
-	ev.idx = inRing
-	r.n++
-	return true
 }
 
 // firstBucket returns the first non-empty bucket at or after now's,
