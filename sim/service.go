@@ -145,16 +145,21 @@ func (m *run) newAttempt() *attempt {
 	a := m.attempts.get()
 	m.alive++
 	m.created++
-	if m.alive > m.maxInflight {
-		m.diverge(fmt.Sprintf("more than %d attempts alive (limits.max_inflight)", m.maxInflight))
-	} else if m.created&0xfff == 0 {
-		if m.overEvents() {
-			return a
-		} else if m.checkCtx != nil && m.checkCtx() {
-			m.interrupt()
-		}
+	if m.alive > m.maxInflight || m.created&0xfff == 0 {
+		m.checkLimits() // out of line: its formatting would enlarge this frame
 	}
 	return a
+}
+
+// checkLimits is newAttempt's rare part: the run diverges past
+// limits.max_inflight, and every 4096 attempts the event limits and the
+// context are checked.
+func (m *run) checkLimits() {
+	if m.alive > m.maxInflight {
+		m.diverge(fmt.Sprintf("more than %d attempts alive (limits.max_inflight)", m.maxInflight))
+	} else if !m.overEvents() && m.checkCtx != nil && m.checkCtx() {
+		m.interrupt()
+	}
 }
 
 // releaseServer drops the callee's hold on a; the record is freed when the
