@@ -35,6 +35,12 @@ type Arrivals struct {
 	segFrom, segUntil time.Duration
 	segRate           float64
 
+	// poisson: a Poisson process at one rate with no schedule, whose next
+	// arrival Next draws without the general search (rate, writes: the
+	// workload's rate and write fraction)
+	poisson     bool
+	rate, wfrac float64
+
 	n       uint64 // index of the current request, valid when has
 	at      time.Duration
 	write   bool
@@ -46,7 +52,10 @@ type Arrivals struct {
 // NewArrivals returns the arrivals of workload w (poisson or constant)
 // over [0, duration), drawing from r.
 func NewArrivals(w *topology.Workload, duration time.Duration, r *rand.Rand) *Arrivals {
-	return &Arrivals{w: w, duration: duration, r: r, constant: w.Arrival == "constant"}
+	a := &Arrivals{w: w, duration: duration, r: r, constant: w.Arrival == "constant"}
+	a.poisson = !a.constant && len(w.Schedule) == 0 && w.Rate > 0
+	a.rate, a.wfrac = w.Rate, w.WriteFraction
+	return a
 }
 
 // Next returns the next request's arrival time and whether it is a write;
@@ -57,6 +66,25 @@ func NewArrivals(w *topology.Workload, duration time.Duration, r *rand.Rand) *Ar
 func (a *Arrivals) Next() (at time.Duration, write, ok bool) {
 	if a.done {
 		return 0, false, false
+	}
+	if a.poisson {
+		// The loop below for a single segment: the same draws, in the
+		// same order, with the same arithmetic.
+		if a.at >= a.duration {
+			a.done = true
+			return 0, false, false
+		}
+		at = a.at + roundNs(a.r.ExpFloat64()*float64(time.Second)/a.rate)
+		if at >= a.duration {
+			a.done = true
+			return 0, false, false
+		}
+		write = a.r.Float64() < a.wfrac
+		if a.has {
+			a.n++
+		}
+		a.at, a.write, a.has = at, write, true
+		return at, write, true
 	}
 	// The first arrival after t (at t itself for a constant process's
 	// first arrival, or the first after a rate step).

@@ -89,6 +89,7 @@ type callee struct {
 	// overload.concurrency_limit is set: the queue may refuse to start an
 	// attempt even on a free worker, so ArriveIdle leaves it to Arrive
 	concLimited bool
+	plainQ      bool // the queue is Plain: Next pops its head while nothing is cancelled
 
 	// fault state
 	faults []*topology.Fault
@@ -149,6 +150,7 @@ func NewCallee[T any](cfg *topology.Service, rng *rand.Rand, commits, keyed bool
 	if c.queue, err = policies.NewQueue[T](limit, cfg.Overload); err != nil {
 		return nil, err // names overload.<key>
 	}
+	c.plainQ = c.queue.Plain()
 	if commits && keyed {
 		var ic idempotency.Config
 		if i := cfg.Idempotency; i != nil {
@@ -293,7 +295,11 @@ func (c *Callee[T]) Next(now time.Duration, shed func(T)) (v T, ok bool) {
 	if !c.CanStart() {
 		return v, false
 	}
-	v, ok = c.queue.Next(now, shed)
+	if c.plainQ && c.qheld == c.qlen { // a plain fifo with no cancelled item
+		v, ok = c.queue.Pop(now)
+	} else {
+		v, ok = c.queue.Next(now, shed)
+	}
 	c.sync()
 	return v, ok
 }
@@ -305,8 +311,7 @@ func (c *callee) CanStart() bool { return c.busy < c.allowed && c.qheld > 0 }
 
 // sync mirrors the queue's length after it changed.
 func (c *Callee[T]) sync() {
-	c.qlen = c.queue.Len()
-	c.qheld = c.qlen + c.queue.Cancelled()
+	c.qlen, c.qheld = c.queue.Len(), c.queue.Held()
 }
 
 // Start puts an attempt Next handed out on a worker.

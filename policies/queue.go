@@ -160,6 +160,10 @@ func (q *Queue[T]) Len() int { return q.n - q.dead }
 // are not in Len). A drained queue holds none.
 func (q *Queue[T]) Cancelled() int { return q.dead }
 
+// Held returns how many items the ring holds, cancelled ones included:
+// Len plus Cancelled.
+func (q *Queue[T]) Held() int { return q.n }
+
 // Admits reports whether the concurrency limit leaves room for one more
 // request when inService are being served and Len are queued. A server
 // checks it before starting a request directly on a free worker.
@@ -253,17 +257,7 @@ func (q *Queue[T]) Standing(now time.Duration) bool {
 // false when nothing is left to serve.
 func (q *Queue[T]) Next(now time.Duration, shed func(T)) (v T, ok bool) {
 	if q.plain && q.dead == 0 {
-		// The common case, a fifo that sheds nothing and holds no
-		// cancelled item: what the general loop below does, minus the checks.
-		if q.n == 0 {
-			q.lastEmpty = now
-			return v, false
-		}
-		v = q.popHead()
-		if q.n == 0 {
-			q.lastEmpty = now
-		}
-		return v, true
+		return q.Pop(now)
 	}
 	standing := q.Standing(now)
 	limit := time.Duration(-1)
@@ -301,6 +295,25 @@ func (q *Queue[T]) Next(now time.Duration, shed func(T)) (v T, ok bool) {
 	}
 	q.lastEmpty = now
 	return v, false
+}
+
+// Plain reports whether the queue is a fifo that sheds nothing: its Next,
+// while it holds no cancelled item, is Pop.
+func (q *Queue[T]) Plain() bool { return q.plain }
+
+// Pop is Next for a Plain queue holding no cancelled item (Cancelled is
+// 0): what Next's general loop does for it, minus the checks, in a form
+// the compiler inlines into its callers.
+func (q *Queue[T]) Pop(now time.Duration) (v T, ok bool) {
+	if q.n == 0 {
+		q.lastEmpty = now
+		return v, false
+	}
+	v = q.popHead()
+	if q.n == 0 {
+		q.lastEmpty = now
+	}
+	return v, true
 }
 
 func (q *Queue[T]) dropped(v T) {

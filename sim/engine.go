@@ -92,10 +92,14 @@ type Timer struct {
 // the order they were scheduled. It is not safe for concurrent use; one run
 // owns one engine.
 type Engine struct {
-	now    time.Duration
-	seq    uint64
-	heap   []*event
-	free   []*event // records to reuse
+	now  time.Duration
+	seq  uint64
+	heap []*event
+	free []*event // records to reuse
+	// spare is the record recycled last, reused first: most events
+	// schedule one, so a record usually goes from the event just run to
+	// the next scheduled without the free list's slice.
+	spare  *event
 	events uint64
 	last   time.Duration
 	stop   bool
@@ -187,7 +191,8 @@ func (e *Engine) dropTombstones() {
 }
 
 // LastAt returns the time at which the most recent event ran (0 before any).
-// Unlike Now it is not moved by RunUntil's end.
+// Unlike Now it is not moved by RunUntil's end. It is brought up to date
+// when Run or RunUntil returns, not by each event.
 func (e *Engine) LastAt() time.Duration { return e.last }
 
 // Pending returns how many events are scheduled.
@@ -223,35 +228,34 @@ func (e *Engine) At(t time.Duration, fn Handler, arg any) Timer {
 		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", t, e.now))
 	}
 	ev := e.alloc(t, fn, arg)
-	if len(e.heap) < ringAfter || uint64(t>>ringShift)-uint64(e.now>>ringShift) >= ringSize || !e.ring.add(ev) {
-		e.heap = append(e.heap, ev)
-		e.up(len(e.heap)-1, ev)
+	ev.lane = nil
+	if len(e.heap) >= ringAfter && uint64(t>>ringShift)-uint64(e.now>>ringShift) < ringSize {
+		// Due within the ring's window: into its bucket, after every
+		// event due no later (their sequence numbers are smaller), unless
+		// the bucket is full. Written out here, not in a method of the
+		// ring: At is the only one to add, and the call cost more than
+		// its body.
+		r := &e.ring
+		i := int(t>>ringShift) & ringMask
+		if n := int(r.cnt[i]); n < bucketMax {
+			q := r.slot[i*bucketMax : i*bucketMax+bucketMax]
+			for ; n > 0 && q[n-1].at > t; n-- {
+				q[n] = q[n-1]
+			}
+			q[n] = ringEntry{t, ev}
+			r.cnt[i]++
+			if r.cnt[i] == 1 {
+				r.occ[i>>6] |= 1 << (i & 63)
+				r.sum |= 1 << (i >> 6)
+			}
+			ev.idx = inRing
+			r.n++
+			return Timer{ev: ev, gen: ev.gen}
+		}
 	}
+	e.heap = append(e.heap, ev)
+	e.up(len(e.heap)-1, ev)
 	return Timer{ev: ev, gen: ev.gen}
-}
-
-// add puts ev, due within the ring's window, in its bucket after every
-// event due no later (their sequence numbers are smaller), and reports
-// whether it did: a full bucket leaves it to the heap.
-func (r *ring) add(ev *event) bool {
-	i := int(ev.at>>ringShift) & ringMask
-	n := int(r.cnt[i])
-	if n >= bucketMax {
-		return false
-	}
-	q := r.slot[i*bucketMax : i*bucketMax+bucketMax]
-	for ; n > 0 && q[n-1].at > ev.at; n-- {
-		q[n] = q[n-1]
-	}
-	q[n] = ringEntry{ev.at, ev}
-	r.cnt[i]++
-	if r.cnt[i] == 1 {
-		r.occ[i>>6] |= 1 << (i & 63)
-		r.sum |= 1 << (i >> 6)
-	}
-	ev.idx = inRing
-	r.n++
-	return true
 }
 
 // firstBucket returns the first non-empty bucket at or after now's,
@@ -286,7 +290,13 @@ func (r *ring) remove(i int, ev *event) {
 	for ; k < n; k++ {
 		q[k] = q[k+1]
 	}
-	q[n] = ringEntry{}
+	r.shrink(i, n)
+}
+
+// shrink records that bucket i now holds n events. The slot vacated at
+// n keeps its entry: only the first cnt of a bucket are ever read, and the
+// event it points to is a pooled record, so clearing it would free nothing.
+func (r *ring) shrink(i, n int) {
 	r.cnt[i] = uint8(n)
 	if n == 0 {
 		r.occ[i>>6] &^= 1 << (i & 63)
@@ -299,7 +309,9 @@ func (r *ring) remove(i int, ev *event) {
 
 func (e *Engine) alloc(t time.Duration, fn Handler, arg any) *event {
 	var ev *event
-	if n := len(e.free); n > 0 {
+	if ev = e.spare; ev != nil {
+		e.spare = nil
+	} else if n := len(e.free); n > 0 {
 		ev = e.free[n-1]
 		e.free = e.free[:n-1]
 	} else {
@@ -465,6 +477,7 @@ func (e *Engine) Run() { e.RunUntil(1<<63 - 1) }
 // the queue ran dry earlier or later events remain. It returns early on Halt.
 func (e *Engine) RunUntil(end time.Duration) {
 	e.stop = false
+	ran := e.events
 	for !e.stop {
 		if e.ring.n > 0 {
 			// The ring's first event runs if it is earlier than the heap's
@@ -475,8 +488,17 @@ func (e *Engine) RunUntil(end time.Duration) {
 				if top.at > end {
 					break
 				}
-				e.ring.remove(rb, top)
-				e.now, e.last = top.at, top.at
+				// Take top, the front of bucket rb, out: remove for
+				// the front, written out, as this is the loop's hot path.
+				n := int(e.ring.cnt[rb]) - 1
+				if n > 0 {
+					q := e.ring.slot[rb*bucketMax : rb*bucketMax+bucketMax]
+					for k := 0; k < n; k++ {
+						q[k] = q[k+1]
+					}
+				}
+				e.ring.shrink(rb, n)
+				e.now = top.at
 				fn, arg := top.fn, top.arg
 				e.recycle(top)
 				e.events++
@@ -495,7 +517,7 @@ func (e *Engine) RunUntil(end time.Duration) {
 				break
 			}
 			e.hasNext = false
-			e.now, e.last = e.next.at, e.next.at
+			e.now = e.next.at
 			e.events++
 			e.next.fn(e, e.next.arg) // it may schedule the next one
 			continue
@@ -523,21 +545,33 @@ func (e *Engine) RunUntil(end time.Duration) {
 				continue
 			}
 		}
-		e.now, e.last = top.at, top.at
+		e.now = top.at
 		fn, arg := top.fn, top.arg
 		e.recycle(top)
 		e.events++
 		fn(e, arg)
+	}
+	if e.events != ran {
+		// e.now is the time of the last event run: LastAt's, kept here
+		// rather than stored on every event.
+		e.last = e.now
 	}
 	if !e.stop && end > e.now && end != 1<<63-1 {
 		e.now = end
 	}
 }
 
+// recycle puts ev on the free list. Its fn, arg and lane are left as
+// they were: the new generation makes any Timer on it stale, alloc and its
+// callers set them anew, and what arg points to (an attempt, a call) is
+// pooled by the model, so keeping the pointer holds nothing alive.
 func (e *Engine) recycle(ev *event) {
 	ev.idx = notQueued
 	ev.gen++
-	ev.fn, ev.arg, ev.lane = nil, nil, nil
+	if e.spare == nil {
+		e.spare = ev
+		return
+	}
 	e.free = append(e.free, ev)
 }
 

@@ -95,9 +95,15 @@ func latencyIndex(d time.Duration) int {
 	return (b+1)<<latSubHalfMag + int(us>>uint(b)) - latSubHalf
 }
 
-// add counts value d at its flat index i (from latencyIndex).
+// add counts value d at its flat index i (from latencyIndex), with its
+// exact sum and max, for the histograms read once, at the end of the run
+// (the run's, a service's, the lost requests'). It does not track the range
+// of indexes recorded, as count does: span finds it when the counts are
+// read, which costs one scan of the array per run instead of two branches
+// per value. A histogram is recorded with add or with count, never both.
 func (c *latencyCounts) add(i int, d time.Duration) {
-	c.count(i)
+	c.counts[i]++
+	c.total++
 	c.sumUs += int64(d / time.Microsecond)
 	c.max = max(c.max, d)
 }
@@ -106,7 +112,9 @@ func (c *latencyCounts) add(i int, d time.Duration) {
 // the histograms only ever read through quantiles or hist (the series
 // interval's, a service's OK attempts'): the event loop records into four
 // histograms per request, and skipping the two fields they never read keeps
-// the hot path as short as it was before the exact mean and max.
+// the hot path as short as it was before the exact mean and max. It tracks
+// the range of indexes recorded, so that the interval's histogram, reset
+// and read at every row, clears and scans only that range.
 func (c *latencyCounts) count(i int) {
 	c.counts[i]++
 	c.total++
@@ -123,10 +131,25 @@ func (c *latencyCounts) count(i int) {
 // record counts d.
 func (c *latencyCounts) record(d time.Duration) { c.add(latencyIndex(d), d) }
 
+// span returns the range of indexes holding the values recorded: the one
+// count tracked, or, for a histogram recorded with add, the index of its
+// max and the lowest one found by a scan from 0. It is empty (lo > hi)
+// when nothing was recorded.
+func (c *latencyCounts) span() (lo, hi int) {
+	if c.lo <= c.hi || c.total == 0 {
+		return c.lo, c.hi
+	}
+	for c.counts[lo] == 0 {
+		lo++
+	}
+	return lo, latencyIndex(c.max)
+}
+
 // reset forgets every value, clearing only the range that was used.
 func (c *latencyCounts) reset() {
 	if c.total > 0 {
-		clear(c.counts[c.lo : c.hi+1])
+		lo, hi := c.span()
+		clear(c.counts[lo : hi+1])
 	}
 	c.total, c.lo, c.hi = 0, len(c.counts), 0
 	c.sumUs, c.max = 0, 0
@@ -150,10 +173,10 @@ func (c *latencyCounts) quantiles(ps []float64, v []int64) {
 	}
 	k, rank := 0, c.rank(ps[0])
 	var seen int64
-	i := c.lo
-	for i <= c.hi {
+	i, hi := c.span()
+	for i <= hi {
 		// Skip blocks of buckets that cannot reach the next rank.
-		if i+8 <= c.hi+1 {
+		if i+8 <= hi+1 {
 			b := c.counts[i : i+8 : i+8]
 			if s := b[0] + b[1] + b[2] + b[3] + b[4] + b[5] + b[6] + b[7]; seen+s < rank {
 				seen += s
@@ -172,7 +195,7 @@ func (c *latencyCounts) quantiles(ps []float64, v []int64) {
 		i++
 	}
 	for ; k < len(ps); k++ { // unreachable while total matches the counts
-		v[k] = latencyValue(c.hi, ps[k] > 0)
+		v[k] = latencyValue(hi, ps[k] > 0)
 	}
 }
 
@@ -247,11 +270,12 @@ func (c *latencyCounts) histWithout(d *latencyCounts) *hdrhistogram.Histogram {
 	if d.total == 0 {
 		return c.hist()
 	}
-	for i := d.lo; i <= d.hi; i++ {
+	lo, hi := d.span()
+	for i := lo; i <= hi; i++ {
 		c.counts[i] -= d.counts[i]
 	}
 	h := c.hist()
-	for i := d.lo; i <= d.hi; i++ {
+	for i := lo; i <= hi; i++ {
 		c.counts[i] += d.counts[i]
 	}
 	return h

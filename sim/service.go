@@ -145,16 +145,21 @@ func (m *run) newAttempt() *attempt {
 	a := m.attempts.get()
 	m.alive++
 	m.created++
-	if m.alive > m.maxInflight {
-		m.diverge(fmt.Sprintf("more than %d attempts alive (limits.max_inflight)", m.maxInflight))
-	} else if m.created&0xfff == 0 {
-		if m.overEvents() {
-			return a
-		} else if m.checkCtx != nil && m.checkCtx() {
-			m.interrupt()
-		}
+	if m.alive > m.maxInflight || m.created&0xfff == 0 {
+		m.checkLimits() // out of line: its formatting would enlarge this frame
 	}
 	return a
+}
+
+// checkLimits is newAttempt's rare part: the run diverges past
+// limits.max_inflight, and every 4096 attempts the event limits and the
+// context are checked.
+func (m *run) checkLimits() {
+	if m.alive > m.maxInflight {
+		m.diverge(fmt.Sprintf("more than %d attempts alive (limits.max_inflight)", m.maxInflight))
+	} else if !m.overEvents() && m.checkCtx != nil && m.checkCtx() {
+		m.interrupt()
+	}
 }
 
 // releaseServer drops the callee's hold on a; the record is freed when the
@@ -180,7 +185,9 @@ func (m *run) arrive(a *attempt) {
 	s := a.svc
 	now := m.eng.Now()
 	a.arrived = now
-	a.ev = Timer{}
+	// a.ev, the arrival that just ran, is left stale rather than cleared:
+	// a Timer of a record that ran stops nothing (its generation moved on),
+	// and startWork or answer replace it before it matters.
 	s.ivAttempts++
 	if a.counted {
 		s.c.attempts++
@@ -298,7 +305,7 @@ func (m *run) answerDeferred(s *service) {
 // workDone runs when a's service time is over.
 func (m *run) workDone(a *attempt) {
 	s := a.svc
-	a.ev = Timer{}
+	// a.ev is left stale, as in arrive: cancel's Stop of it is a no-op.
 	if a.preset {
 		m.answer(a, a.answer, a.retryAfter, false, true)
 		return
@@ -361,7 +368,13 @@ func (m *run) answer(a *attempt, o policies.Outcome, ra time.Duration, dr bool, 
 	if a.holding {
 		a.holding = false
 		s.cm.Release()
-		m.dispatch(s)
+		// Only a queue holding something can start work; the common case
+		// at an idle service skips the call. (dispatch's other work needs
+		// none: the machine advanced to now in Finish, and every attempt it
+		// deferred had its event armed by the dispatch that deferred it.)
+		if s.cm.CanStart() {
+			m.dispatch(s)
+		}
 	}
 	switch {
 	case a.caller == nil:
