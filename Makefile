@@ -19,9 +19,11 @@ test:
 test-short:
 	$(GO) test -short ./...
 
-# Benchmarks: engine vs a hand-specialized floor, policies, load driver.
+# Benchmarks: engine vs a hand-specialized floor (in process, and
+# `stormsim run` against the floor as whole processes), policies.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./sim/ ./policies/ ./dist/ ./idempotency/
+	$(GO) test -run '^$$' -bench MM1Process -benchtime 6x ./cmd/stormsim/
 
 # Run the canned retry-storm experiment and print its summary, then the same
 # storm under its cures, side by side.
