@@ -158,6 +158,8 @@
     this.pointSeries = []; // series names in arrival order
     this.pointLabel = "x";
     this.points = 0;
+    this.drawnRows = 0; // the rows and points the last drawing showed
+    this.drawnPoints = 0;
     this.pending = false;
     var self = this;
     window.addEventListener("resize", function () { self.resize(); });
@@ -260,6 +262,7 @@
     var i;
     for (i = 0; this.charts !== null && i < this.charts.length; i++) {
       this.charts[i].plot.setData(this.charts[i].data);
+      this.charts[i].drawnXs = this.charts[i].data[0].length;
     }
     var names = Object.keys(this.pointData).sort(), self = this;
     for (i = 0; i < names.length; i++) {
@@ -278,15 +281,21 @@
       });
       c.data = data;
       c.plot.setData(data);
+      c.drawnXs = data[0].length;
     }
+    // What this drawing shows: rows and points may arrive before onDraw
+    // runs, and state must describe the canvas, not the data since.
+    this.drawnRows = this.rows;
+    this.drawnPoints = this.points;
     if (this.opts.onDraw) {
       // uPlot paints in a microtask after setData: report after it.
       setTimeout(function () { self.opts.onDraw(self); }, 0);
     }
   };
 
-  // state describes what is drawn, for tests: each chart's id, its number
-  // of x values and a digest of its canvas pixels.
+  // state describes what is drawn, for tests: the rows and points of the
+  // last drawing, and each chart's id, its number of x values and a digest
+  // of its canvas pixels.
   StormCharts.prototype.state = function () {
     var out = [], all = (this.charts || []).slice();
     for (var id in this.pointCharts) {
@@ -297,9 +306,9 @@
       for (var i = 0; i < url.length; i++) {
         h = (h * 31 + url.charCodeAt(i)) | 0;
       }
-      out.push({ id: c.id, xs: c.data[0].length, digest: h });
+      out.push({ id: c.id, xs: c.drawnXs || 0, digest: h });
     });
-    return { rows: this.rows, points: this.points, charts: out };
+    return { rows: this.drawnRows, points: this.drawnPoints, charts: out };
   };
 
   // fromSeries draws a whole time series at once: {start_s, interval_s,
