@@ -227,3 +227,69 @@ func TestRoundNs(t *testing.T) {
 		}
 	}
 }
+
+// TestCalleePopMatchesNext: a callee that serves by Pop where it can, and
+// by Next otherwise, hands out the same attempts in the same order as one
+// served by Next alone, and Pop declines a queue that is not a plain fifo
+// or that holds a cancelled attempt.
+func TestCalleePopMatchesNext(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		overload policies.OverloadConfig
+		cancel   bool // cancel the second queued attempt
+		pops     int  // of the 4 queued attempts, those Pop hands out
+	}{
+		{"plain fifo", policies.OverloadConfig{}, false, 4},
+		// Next hands out 1, then drops 2 and hands out 3; 4 is Pop's.
+		{"plain fifo with a cancelled attempt", policies.OverloadConfig{}, true, 1},
+		{"lifo", policies.OverloadConfig{Discipline: policies.LIFO}, false, 0},
+		{"max queue time", policies.OverloadConfig{MaxQueueTime: time.Second}, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := topology.Service{Workers: 1, Overload: tc.overload}
+			popped, nexted := service(t, cfg, false, false), service(t, cfg, false, false)
+			cancelled := func(v int) bool { return tc.cancel && v == 2 }
+			for _, c := range []*Callee[int]{popped, nexted} {
+				c.TrackCancelled(cancelled, func(int) {})
+				for v := range 5 {
+					c.Arrive(0, v, false)
+				}
+				if tc.cancel {
+					c.CancelQueued(0)
+				}
+			}
+			pops := 0
+			for step := 0; ; step++ {
+				popped.Release()
+				nexted.Release()
+				if popped.CanStart() != nexted.CanStart() {
+					t.Fatalf("step %d: CanStart %v after Pops, %v after Nexts", step, popped.CanStart(), nexted.CanStart())
+				}
+				if !popped.CanStart() {
+					break
+				}
+				v, ok := popped.Pop()
+				if ok {
+					pops++
+				} else {
+					v, ok = popped.Next(0, nil)
+				}
+				w, okW := nexted.Next(0, nil)
+				if v != w || ok != okW {
+					t.Fatalf("step %d: %d, %v by Pop or Next, %d, %v by Next", step, v, ok, w, okW)
+				}
+				if popped.QueueLen() != nexted.QueueLen() {
+					t.Fatalf("step %d: QueueLen %d after Pop, %d after Next", step, popped.QueueLen(), nexted.QueueLen())
+				}
+				if !ok {
+					break
+				}
+				popped.Start()
+				nexted.Start()
+			}
+			if pops != tc.pops {
+				t.Errorf("Pop handed out %d attempts, want %d", pops, tc.pops)
+			}
+		})
+	}
+}

@@ -316,6 +316,13 @@ func (q *Queue[T]) Pop(now time.Duration) (v T, ok bool) {
 	return v, true
 }
 
+// Shift is Pop for a queue known to hold an item, in a form small enough
+// to inline into a caller that checks more: it removes and returns the
+// head. It need not note when the queue becomes empty, as Pop does:
+// Standing reads that instant only while the queue holds a live item, and
+// the Offer that brings the first one after sets it anew.
+func (q *Queue[T]) Shift() T { return q.popHead() }
+
 func (q *Queue[T]) dropped(v T) {
 	q.dead--
 	q.drop(v)

@@ -260,9 +260,11 @@ func (m *run) dispatch(s *service) {
 	now := m.eng.Now()
 	s.cm.Advance(now) // Next may shed: integrate the queue before it changes
 	for s.cm.CanStart() {
-		a, ok := s.cm.Next(now, s.shedFn)
+		a, ok := s.cm.Pop() // the common case, inlined
 		if !ok {
-			break
+			if a, ok = s.cm.Next(now, s.shedFn); !ok {
+				break
+			}
 		}
 		if s.cm.Expired(now, a.hasDeadline, a.deadline) {
 			a.state = attDeferred
