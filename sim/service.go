@@ -200,6 +200,15 @@ func (m *run) arrive(a *attempt) {
 		m.startWork(a)
 		return
 	}
+	if !expired && s.cm.Open() {
+		// The common case at a busy service, inlined too.
+		s.cm.Advance(now)
+		if s.cm.Enqueue(now, a) {
+			a.state = attQueued
+			s.noteQueue()
+			return
+		}
+	}
 	switch adm, ans := s.cm.Arrive(now, a, expired); adm {
 	case model.Started:
 		m.startWork(a)
