@@ -90,6 +90,9 @@ type callee struct {
 	// attempt even on a free worker, so ArriveIdle leaves it to Arrive
 	concLimited bool
 	plainQ      bool // the queue is Plain: Next pops its head while nothing is cancelled
+	// no rate limit, and a queue that refuses nothing: an attempt that
+	// does not start is queued (Enqueue)
+	openQ bool
 
 	// fault state
 	faults []*topology.Fault
@@ -151,6 +154,7 @@ func NewCallee[T any](cfg *topology.Service, rng *rand.Rand, commits, keyed bool
 		return nil, err // names overload.<key>
 	}
 	c.plainQ = c.queue.Plain()
+	c.openQ = c.limiter == nil && c.queue.Unlimited()
 	if commits && keyed {
 		var ic idempotency.Config
 		if i := cfg.Idempotency; i != nil {
@@ -267,6 +271,27 @@ func (c *Callee[T]) Arrive(now time.Duration, v T, expired bool) (Admission, Ans
 	return Queued, Answer{}
 }
 
+// Open reports whether the service has no rate limit and a queue that
+// refuses nothing: an arriving attempt that is not expired either starts
+// (ArriveIdle) or is queued (Enqueue).
+func (c *callee) Open() bool { return c.openQ }
+
+// Enqueue is Arrive's common case at a busy service in a form the
+// compiler inlines, for a caller that has seen Open hold and ArriveIdle
+// decline an attempt not expired, and has advanced the machine to now
+// (Advance): ArriveIdle then declines only where Arrive queues, so v is
+// queued. It reports whether it queued v; when it did not (the queue's
+// ring must grow), nothing changed and the caller goes on with Arrive.
+func (c *Callee[T]) Enqueue(now time.Duration, v T) bool {
+	if !c.queue.Push(now, v) {
+		return false
+	}
+	c.inflight++
+	c.qlen++
+	c.qheld++
+	return true
+}
+
 // ArriveIdle is Arrive's common case in a form the compiler inlines: an
 // attempt that is not expired, at a service with no rate limit, a free
 // worker and an empty queue starts at once. It reports whether it started
@@ -302,6 +327,20 @@ func (c *Callee[T]) Next(now time.Duration, shed func(T)) (v T, ok bool) {
 	}
 	c.sync()
 	return v, ok
+}
+
+// Pop is Next's common case in a form the compiler inlines, for a caller
+// that has just seen CanStart hold: at a plain fifo (no shedding) holding
+// no cancelled item, it hands out the head, as Next would. ok is false,
+// with nothing changed, at any other queue; the caller then goes on with
+// Next.
+func (c *Callee[T]) Pop() (v T, ok bool) {
+	if !c.plainQ || c.qheld != c.qlen {
+		return v, false
+	}
+	c.qlen--
+	c.qheld--
+	return c.queue.Shift(), true // CanStart held: it holds a live item
 }
 
 // CanStart reports whether a queued attempt may start now: a worker is

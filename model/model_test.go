@@ -227,3 +227,139 @@ func TestRoundNs(t *testing.T) {
 		}
 	}
 }
+
+// TestCalleePopMatchesNext: a callee that serves by Pop where it can, and
+// by Next otherwise, hands out the same attempts in the same order as one
+// served by Next alone, and Pop declines a queue that is not a plain fifo
+// or that holds a cancelled attempt.
+func TestCalleePopMatchesNext(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		overload policies.OverloadConfig
+		cancel   bool // cancel the second queued attempt
+		pops     int  // of the 4 queued attempts, those Pop hands out
+	}{
+		{"plain fifo", policies.OverloadConfig{}, false, 4},
+		// Next hands out 1, then drops 2 and hands out 3; 4 is Pop's.
+		{"plain fifo with a cancelled attempt", policies.OverloadConfig{}, true, 1},
+		{"lifo", policies.OverloadConfig{Discipline: policies.LIFO}, false, 0},
+		{"max queue time", policies.OverloadConfig{MaxQueueTime: time.Second}, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := topology.Service{Workers: 1, Overload: tc.overload}
+			popped, nexted := service(t, cfg, false, false), service(t, cfg, false, false)
+			cancelled := func(v int) bool { return tc.cancel && v == 2 }
+			for _, c := range []*Callee[int]{popped, nexted} {
+				c.TrackCancelled(cancelled, func(int) {})
+				for v := range 5 {
+					c.Arrive(0, v, false)
+				}
+				if tc.cancel {
+					c.CancelQueued(0)
+				}
+			}
+			pops := 0
+			for step := 0; ; step++ {
+				popped.Release()
+				nexted.Release()
+				if popped.CanStart() != nexted.CanStart() {
+					t.Fatalf("step %d: CanStart %v after Pops, %v after Nexts", step, popped.CanStart(), nexted.CanStart())
+				}
+				if !popped.CanStart() {
+					break
+				}
+				v, ok := popped.Pop()
+				if ok {
+					pops++
+				} else {
+					v, ok = popped.Next(0, nil)
+				}
+				w, okW := nexted.Next(0, nil)
+				if v != w || ok != okW {
+					t.Fatalf("step %d: %d, %v by Pop or Next, %d, %v by Next", step, v, ok, w, okW)
+				}
+				if popped.QueueLen() != nexted.QueueLen() {
+					t.Fatalf("step %d: QueueLen %d after Pop, %d after Next", step, popped.QueueLen(), nexted.QueueLen())
+				}
+				if !ok {
+					break
+				}
+				popped.Start()
+				nexted.Start()
+			}
+			if pops != tc.pops {
+				t.Errorf("Pop handed out %d attempts, want %d", pops, tc.pops)
+			}
+		})
+	}
+}
+
+// TestCalleeEnqueueMatchesArrive: a callee admitting attempts as the
+// simulator does (ArriveIdle, then Enqueue where Open holds, then Arrive)
+// ends every step in the state of one admitting them by Arrive alone, its
+// queue outgrowing its first ring; Open holds only without a queue limit,
+// a concurrency limit or a rate limit.
+func TestCalleeEnqueueMatchesArrive(t *testing.T) {
+	limit := 3
+	for _, tc := range []struct {
+		name string
+		cfg  topology.Service
+		open bool
+	}{
+		{"unbounded fifo", topology.Service{Workers: 2}, true},
+		{"lifo", topology.Service{Workers: 2, Overload: policies.OverloadConfig{Discipline: policies.LIFO}}, true},
+		{"queue limit", topology.Service{Workers: 2, Queue: &limit}, false},
+		{"concurrency limit", topology.Service{Workers: 2, Overload: policies.OverloadConfig{ConcurrencyLimit: 4}}, false},
+		{"rate limit", topology.Service{Workers: 2, Overload: policies.OverloadConfig{RateLimit: &policies.RateLimitConfig{MaxTokens: 1000, FillInterval: time.Millisecond}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fast, slow := service(t, tc.cfg, false, false), service(t, tc.cfg, false, false)
+			if fast.Open() != tc.open {
+				t.Fatalf("Open = %v, want %v", fast.Open(), tc.open)
+			}
+			enqueued := 0
+			now := time.Duration(0)
+			for i := range 60 {
+				now += time.Millisecond
+				expired := i%11 == 5
+				// The simulator's sequence, as in sim's arrive.
+				adm := Queued
+				switch {
+				case fast.ArriveIdle(now, expired):
+					adm = Started
+				case !expired && fast.Open() && func() bool { fast.Advance(now); return fast.Enqueue(now, i) }():
+					enqueued++
+				default:
+					adm, _ = fast.Arrive(now, i, expired)
+				}
+				want, _ := slow.Arrive(now, i, expired)
+				if adm != want {
+					t.Fatalf("arrival %d: %v, want %v", i, adm, want)
+				}
+				// Serve one every third arrival, so that the queue grows.
+				if i%3 == 2 {
+					fast.Release()
+					slow.Release()
+					v, ok := fast.Next(now, nil)
+					w, okW := slow.Next(now, nil)
+					if v != w || ok != okW {
+						t.Fatalf("arrival %d: Next %d, %v, want %d, %v", i, v, ok, w, okW)
+					}
+					if ok {
+						fast.Start()
+						slow.Start()
+					}
+				}
+				fb, fq := fast.Areas()
+				sb, sq := slow.Areas()
+				if fast.QueueLen() != slow.QueueLen() || fast.Busy() != slow.Busy() || fast.Inflight() != slow.Inflight() || fb != sb || fq != sq {
+					t.Fatalf("arrival %d: queue %d busy %d inflight %d areas %v %v, want %d %d %d %v %v", i,
+						fast.QueueLen(), fast.Busy(), fast.Inflight(), fb, fq, slow.QueueLen(), slow.Busy(), slow.Inflight(), sb, sq)
+				}
+			}
+			if (enqueued > 0) != tc.open {
+				t.Errorf("Enqueue queued %d attempts; want some: %v", enqueued, tc.open)
+			}
+		})
+	}
+}

@@ -190,6 +190,26 @@ func (q *Queue[T]) Offer(now time.Duration, v T, inService int) bool {
 	return true
 }
 
+// Push is Offer for a queue without a limit or a concurrency limit, in a
+// form small enough to inline into a caller that checks more: it queues v
+// at now and returns true, or returns false, leaving the queue unchanged,
+// when the ring is full (Offer then grows it).
+func (q *Queue[T]) Push(now time.Duration, v T) bool {
+	if q.n == len(q.items) {
+		return false
+	}
+	if q.n == q.dead {
+		q.lastEmpty = now
+	}
+	q.items[(q.head+q.n)&q.mask] = queued[T]{v: v, at: now}
+	q.n++
+	return true
+}
+
+// Unlimited reports whether the queue has neither a limit nor a
+// concurrency limit: Offer refuses nothing, and Push may stand in for it.
+func (q *Queue[T]) Unlimited() bool { return q.limit < 0 && q.concLimit <= 0 }
+
 // TrackCancelled tells the queue how to recognize an item its owner has
 // cancelled (cancelled(v) must hold from the owner's Cancel on), and gives
 // the function that receives each such item when it leaves the ring. Call
@@ -315,6 +335,13 @@ func (q *Queue[T]) Pop(now time.Duration) (v T, ok bool) {
 	}
 	return v, true
 }
+
+// Shift is Pop for a queue known to hold an item, in a form small enough
+// to inline into a caller that checks more: it removes and returns the
+// head. It need not note when the queue becomes empty, as Pop does:
+// Standing reads that instant only while the queue holds a live item, and
+// the Offer that brings the first one after sets it anew.
+func (q *Queue[T]) Shift() T { return q.popHead() }
 
 func (q *Queue[T]) dropped(v T) {
 	q.dead--

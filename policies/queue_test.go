@@ -400,10 +400,17 @@ func TestPlainFifoMatchesTheGeneralPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// shifted is a plain queue served by Shift whenever it holds live
+	// items and no cancelled one, as model.Callee.Pop serves it.
+	shifted, err := NewQueue[int](-1, OverloadConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	dead := map[int]bool{}
-	var dropsP, dropsG []int
+	var dropsP, dropsG, dropsS []int
 	plain.TrackCancelled(func(v int) bool { return dead[v] }, func(v int) { dropsP = append(dropsP, v) })
 	general.TrackCancelled(func(v int) bool { return dead[v] }, func(v int) { dropsG = append(dropsG, v) })
+	shifted.TrackCancelled(func(v int) bool { return dead[v] }, func(v int) { dropsS = append(dropsS, v) })
 	var queued []int
 	now := time.Duration(0)
 	for i := range 2000 {
@@ -412,12 +419,23 @@ func TestPlainFifoMatchesTheGeneralPath(t *testing.T) {
 		case op < 5:
 			plain.Offer(now, i, 0)
 			general.Offer(now, i, 0)
+			shifted.Offer(now, i, 0)
 			queued = append(queued, i)
 		case op < 8:
 			vp, okP := plain.Next(now, nil)
 			vg, okG := general.Next(now, nil)
 			if vp != vg || okP != okG {
 				t.Fatalf("step %d: Next = %d, %v on the plain queue, %d, %v on the general one", i, vp, okP, vg, okG)
+			}
+			var vs int
+			okS := shifted.Len() > 0 && shifted.Cancelled() == 0
+			if okS {
+				vs = shifted.Shift()
+			} else {
+				vs, okS = shifted.Next(now, nil)
+			}
+			if vs != vp || okS != okP {
+				t.Fatalf("step %d: Shift or Next = %d, %v, Next = %d, %v", i, vs, okS, vp, okP)
 			}
 			if okP {
 				queued = slices.DeleteFunc(queued, func(v int) bool { return v == vp })
@@ -432,6 +450,7 @@ func TestPlainFifoMatchesTheGeneralPath(t *testing.T) {
 				dead[queued[k]] = true
 				plain.Cancel(now)
 				general.Cancel(now)
+				shifted.Cancel(now)
 				queued = slices.Delete(queued, k, k+1)
 			}
 		}
@@ -439,6 +458,13 @@ func TestPlainFifoMatchesTheGeneralPath(t *testing.T) {
 			t.Fatalf("step %d: plain Len %d Cancelled %d Standing %v, general %d %d %v", i,
 				plain.Len(), plain.Cancelled(), plain.Standing(now), general.Len(), general.Cancelled(), general.Standing(now))
 		}
+		if shifted.Len() != plain.Len() || shifted.Cancelled() != plain.Cancelled() || shifted.Standing(now) != plain.Standing(now) {
+			t.Fatalf("step %d: shifted Len %d Cancelled %d Standing %v, plain %d %d %v", i,
+				shifted.Len(), shifted.Cancelled(), shifted.Standing(now), plain.Len(), plain.Cancelled(), plain.Standing(now))
+		}
+	}
+	if !slices.Equal(dropsS, dropsP) {
+		t.Fatalf("dropped %v on the shifted queue, %v on the plain one", dropsS, dropsP)
 	}
 	if !slices.Equal(dropsP, dropsG) {
 		t.Fatalf("dropped %v on the plain queue, %v on the general one", dropsP, dropsG)

@@ -228,7 +228,9 @@ func (e *Engine) At(t time.Duration, fn Handler, arg any) Timer {
 		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", t, e.now))
 	}
 	ev := e.alloc(t, fn, arg)
-	ev.lane = nil
+	if ev.lane != nil { // a recycled lane record: most are not
+		ev.lane = nil
+	}
 	if len(e.heap) >= ringAfter && uint64(t>>ringShift)-uint64(e.now>>ringShift) < ringSize {
 		// Due within the ring's window: into its bucket, after every
 		// event due no later (their sequence numbers are smaller), unless
@@ -534,8 +536,13 @@ func (e *Engine) RunUntil(end time.Duration) {
 			last := len(e.heap) - 1
 			moved := e.heap[last]
 			e.heap = e.heap[:last]
-			if last > 0 {
+			if last > 1 {
 				e.down(0, moved)
+			} else if last == 1 {
+				// One record left, the root: no call to down. An M/M/1
+				// queue's heap holds two (a service time, a timeout).
+				e.heap[0] = moved
+				moved.idx = 0
 			}
 		} else {
 			e.popLane(top)

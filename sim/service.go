@@ -200,6 +200,15 @@ func (m *run) arrive(a *attempt) {
 		m.startWork(a)
 		return
 	}
+	if !expired && s.cm.Open() {
+		// The common case at a busy service, inlined too.
+		s.cm.Advance(now)
+		if s.cm.Enqueue(now, a) {
+			a.state = attQueued
+			s.noteQueue()
+			return
+		}
+	}
 	switch adm, ans := s.cm.Arrive(now, a, expired); adm {
 	case model.Started:
 		m.startWork(a)
@@ -260,9 +269,11 @@ func (m *run) dispatch(s *service) {
 	now := m.eng.Now()
 	s.cm.Advance(now) // Next may shed: integrate the queue before it changes
 	for s.cm.CanStart() {
-		a, ok := s.cm.Next(now, s.shedFn)
+		a, ok := s.cm.Pop() // the common case, inlined
 		if !ok {
-			break
+			if a, ok = s.cm.Next(now, s.shedFn); !ok {
+				break
+			}
 		}
 		if s.cm.Expired(now, a.hasDeadline, a.deadline) {
 			a.state = attDeferred
