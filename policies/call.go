@@ -359,6 +359,13 @@ type Call struct {
 // Start begins a logical call on e at now and returns the first Action
 // (normally Send attempt 1).
 func (c *Call) Start(now time.Duration, e *Edge, opt CallOptions) (a Action) {
+	c.start(now, e, opt, &a)
+	return a
+}
+
+// start is Start writing its Action through a (see answered): Start,
+// left a wrapper, inlines where it is called.
+func (c *Call) start(now time.Duration, e *Edge, opt CallOptions, a *Action) {
 	c.e, c.opt = e, opt
 	c.sent, c.live, c.retryN, c.prevDelay = 0, 0, 0, 0
 	c.wake, c.wakeAt, c.last, c.maybeDone, c.aborted = wakeNone, 0, OK, false, false
@@ -381,8 +388,7 @@ func (c *Call) Start(now time.Duration, e *Edge, opt CallOptions) (a Action) {
 			c.limit = min(c.limit, 1+int(math.Ceil(e.BudgetShare*balance-1e-9)))
 		}
 	}
-	c.launch(now, false, false, OK, &a)
-	return a
+	c.launch(now, false, false, OK, a)
 }
 
 // Result returns how the call ended (Pending while it runs).

@@ -80,12 +80,19 @@ func (m *run) startCall(g *group, owner *attempt, req *request, e *edge) {
 	a := cr.pc.Start(m.eng.Now(), e.pe, policies.CallOptions{
 		Write: req.write, Deadline: cr.deadline, HasDeadline: cr.hasDeadline, Counted: req.counted,
 	})
-	m.apply(cr, a)
+	if a.Kind == policies.Send && !a.Wake {
+		// The usual start, apply's work without its call: a new call has
+		// no wake-up to stop.
+		m.send(cr, a.Attempt, a.Timeout)
+		return
+	}
+	m.apply(cr, &a)
 }
 
 // apply carries out a Call's Action. Sending is done last: with no
-// network delay the callee may answer at once, re-entering apply.
-func (m *run) apply(cr *callRun, a policies.Action) {
+// network delay the callee may answer at once, re-entering apply. a is
+// the caller's, passed by pointer so the nine-field Action is not copied.
+func (m *run) apply(cr *callRun, a *policies.Action) {
 	if a.Wake || cr.wakeSet {
 		m.setWake(cr, a)
 	}
@@ -93,15 +100,16 @@ func (m *run) apply(cr *callRun, a policies.Action) {
 	case policies.Send:
 		m.send(cr, a.Attempt, a.Timeout)
 	case policies.Finish:
+		o, r := a.Outcome, a.Result
 		if len(cr.slots) != 1 || cr.slots[0] != nil {
 			m.abandonAll(cr, a.CancelOthers) // not only the answered attempt
 		}
 		cr.done = true
-		m.memberDone(cr, a.Outcome, a.Result)
+		m.memberDone(cr, o, r)
 	}
 }
 
-func (m *run) setWake(cr *callRun, a policies.Action) {
+func (m *run) setWake(cr *callRun, a *policies.Action) {
 	if a.Wake && a.Kind != policies.Finish {
 		if cr.wakeSet && cr.wakeAt == a.WakeAt {
 			return
@@ -123,7 +131,8 @@ func (m *run) setWake(cr *callRun, a policies.Action) {
 
 func (m *run) wake(cr *callRun) {
 	cr.wakeSet = false
-	m.apply(cr, cr.pc.Wake(m.eng.Now()))
+	a := cr.pc.Wake(m.eng.Now())
+	m.apply(cr, &a)
 }
 
 // send creates attempt k of cr and puts it on the network.
@@ -200,7 +209,8 @@ func (m *run) deliver(a *attempt) {
 	}
 	m.releaseServer(a)
 	if cr != nil {
-		m.apply(cr, cr.pc.Answered(m.eng.Now(), k, o, ra, dr))
+		act := cr.pc.Answered(m.eng.Now(), k, o, ra, dr)
+		m.apply(cr, &act)
 	}
 }
 
@@ -213,7 +223,8 @@ func (m *run) attemptTimedOut(a *attempt) {
 		return
 	}
 	m.abandon(a, true, true)
-	m.apply(cr, cr.pc.TimedOut(m.eng.Now(), k))
+	act := cr.pc.TimedOut(m.eng.Now(), k)
+	m.apply(cr, &act)
 }
 
 // abandon makes a's caller stop waiting for it (timedOut: its timeout
@@ -341,7 +352,7 @@ func (m *run) abortGroup(g *group) {
 
 func (m *run) abortCall(cr *callRun) {
 	a := cr.pc.Abort(m.eng.Now())
-	m.setWake(cr, a)
+	m.setWake(cr, &a)
 	cr.done = true
 	m.abandonAll(cr, true)
 }
