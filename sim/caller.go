@@ -208,10 +208,18 @@ func (m *run) deliver(a *attempt) {
 		}
 	}
 	m.releaseServer(a)
-	if cr != nil {
-		act := cr.pc.Answered(m.eng.Now(), k, o, ra, dr)
-		m.apply(cr, &act)
+	if cr == nil {
+		return
 	}
+	act := cr.pc.Answered(m.eng.Now(), k, o, ra, dr)
+	if act.Kind == policies.Finish && !act.Wake && !cr.wakeSet && len(cr.slots) == 1 {
+		// The usual answer, apply's work without its call: the call's
+		// one attempt was answered (its slot is cleared above).
+		cr.done = true
+		m.memberDone(cr, act.Outcome, act.Result)
+		return
+	}
+	m.apply(cr, &act)
 }
 
 // attemptTimedOut runs when the caller's per-attempt timeout of a fires.
