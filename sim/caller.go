@@ -148,16 +148,20 @@ func (m *run) send(cr *callRun, k int, timeout time.Duration) {
 	if e.propagate && cr.hasDeadline {
 		a.hasDeadline, a.deadline = true, cr.deadline
 	}
-	if k <= len(cr.slots) {
+	switch n := len(cr.slots); {
+	case k == n+1: // attempts are numbered in order: k is usually the next slot
+		cr.slots = append(cr.slots, a)
+	case k <= n:
 		cr.slots[k-1] = a
-	} else {
-		// Attempts are numbered in order: k is usually the next slot.
+	default:
 		for len(cr.slots) < k-1 {
 			cr.slots = append(cr.slots, nil)
 		}
 		cr.slots = append(cr.slots, a)
 	}
-	m.armTimeout(a, timeout)
+	if timeout > 0 { // armTimeout's work, without its call
+		a.tmo = m.eng.AtLane(e.timeoutLane(timeout), m.eng.Now()+timeout, m.hTimeout, a)
+	}
 	if e.pool != nil {
 		e.pool.acquire(a)
 		return
@@ -173,15 +177,18 @@ func (m *run) send(cr *callRun, k int, timeout time.Duration) {
 // edge's timeout, and a deadline's remainder, each come in time order: a
 // lane each keeps them off the heap (Lane).
 func (m *run) armTimeout(a *attempt, timeout time.Duration) {
-	if timeout <= 0 {
-		return
+	if timeout > 0 {
+		a.tmo = m.eng.AtLane(a.edge.timeoutLane(timeout), m.eng.Now()+timeout, m.hTimeout, a)
 	}
-	e := a.edge
-	l := &e.tmoLane
+}
+
+// timeoutLane returns the lane of e's attempt timers of this length: the
+// edge's timeout, or another one (a deadline's remainder).
+func (e *edge) timeoutLane(timeout time.Duration) *Lane {
 	if timeout != e.pe.Timeout {
-		l = &e.dlLane
+		return &e.dlLane
 	}
-	a.tmo = m.eng.AtLane(l, m.eng.Now()+timeout, m.hTimeout, a)
+	return &e.tmoLane
 }
 
 // deliver hands a's answer to its caller, if it still waits: what a
