@@ -236,6 +236,14 @@ func (m *run) replyHandler() Handler {
 		if act.Kind == policies.Finish && !act.Wake && !cr.wakeSet && len(cr.slots) == 1 {
 			// The usual answer, apply's work without its call: the call's
 			// one attempt was answered (its slot is cleared above).
+			if owner := cr.owner; owner != nil && cr.grp == nil {
+				// And memberDone's for a step of one call: the call ends
+				// the step (cr, back in its pool, is read no more).
+				m.calls.put(cr)
+				owner.call = nil
+				m.stepDone(owner, act.Result == policies.Succeeded, act.Outcome)
+				return
+			}
 			cr.done = true
 			m.memberDone(cr, act.Outcome, act.Result)
 			return
