@@ -71,6 +71,7 @@ type callee struct {
 	name      string
 	rng       *rand.Rand
 	st        dist.Sampler
+	stMean    float64 // > 0: st is exponential with this mean (ns), drawn by dist.Exp inline
 	slow      time.Duration
 	workers   int
 	allowed   int // workers that may be busy now (capacity faults)
@@ -118,6 +119,9 @@ func NewCallee[T any](cfg *topology.Service, rng *rand.Rand, commits, keyed bool
 	var err error
 	if c.st, _, err = Delay(&cfg.ServiceTime, "service_time"); err != nil {
 		return nil, err
+	}
+	if mean, ok := c.st.ExpMean(); ok {
+		c.stMean = mean
 	}
 	if rl := cfg.Overload.RateLimit; rl != nil {
 		if c.limiter, err = policies.NewRateLimiter(*rl); err != nil {
@@ -380,7 +384,13 @@ func (c *callee) PresetAnswer() Answer { return c.preset }
 // Keyed): what Begin returns for it, without Begin's extra call on the
 // simulator's hot path.
 func (c *callee) ServiceTime() time.Duration {
-	d := c.st.Sample(c.rng) + c.fs.LatencyAdd
+	var d time.Duration
+	if c.stMean > 0 {
+		d = dist.Exp(c.rng, c.stMean) // what c.st.Sample draws, without its call
+	} else {
+		d = c.st.Sample(c.rng)
+	}
+	d += c.fs.LatencyAdd
 	if c.slow > 0 && c.inflight > 1 {
 		d += time.Duration(c.inflight-1) * c.slow
 	}

@@ -354,17 +354,28 @@ type Call struct {
 	transparentUsed bool
 	result          CallResult
 	outcome         Outcome
+	// bare: the edge has no budget, breaker, throttle or hedger, so an
+	// OK answer ends the call with none of finish's reports (answered).
+	bare bool
 }
 
 // Start begins a logical call on e at now and returns the first Action
 // (normally Send attempt 1).
 func (c *Call) Start(now time.Duration, e *Edge, opt CallOptions) (a Action) {
+	c.start(now, e, opt, &a)
+	return a
+}
+
+// start is Start writing its Action through a (see answered): Start,
+// left a wrapper, inlines where it is called.
+func (c *Call) start(now time.Duration, e *Edge, opt CallOptions, a *Action) {
 	c.e, c.opt = e, opt
 	c.sent, c.live, c.retryN, c.prevDelay = 0, 0, 0, 0
 	c.wake, c.wakeAt, c.last, c.maybeDone, c.aborted = wakeNone, 0, OK, false, false
 	c.sendReady, c.transparentUsed = false, false
 	c.result, c.outcome = Pending, OK
 	c.limit = e.MaxAttempts
+	c.bare = e.Budget == nil && e.Breaker == nil && e.Throttle == nil && e.Hedger == nil
 	c.hedged = e.Hedger != nil && e.HedgeMax >= 2 && (!opt.Write || e.HedgeForce)
 	if c.hedged && e.HedgeMax > c.limit {
 		c.limit = e.HedgeMax
@@ -381,8 +392,7 @@ func (c *Call) Start(now time.Duration, e *Edge, opt CallOptions) (a Action) {
 			c.limit = min(c.limit, 1+int(math.Ceil(e.BudgetShare*balance-1e-9)))
 		}
 	}
-	c.launch(now, false, false, OK, &a)
-	return a
+	c.launch(now, false, false, OK, a)
 }
 
 // Result returns how the call ended (Pending while it runs).
@@ -420,6 +430,16 @@ func (c *Call) answered(now time.Duration, k int, o Outcome, retryAfter time.Dur
 	st := &c.att[k-1]
 	st.live = false
 	c.live--
+	if o == OK && c.bare && c.live == 0 {
+		// The usual answer: what finish does for it at a bare edge, with
+		// nothing left in flight and no budget to hear of a retry dropped.
+		c.result, c.outcome, c.wake = Succeeded, OK, wakeNone
+		if c.opt.Counted {
+			c.e.Stats.Succeeded++
+		}
+		*a = Action{Kind: Finish, Outcome: OK, Result: Succeeded}
+		return
+	}
 	e := c.e
 	if e.Breaker != nil || e.Budget != nil || e.Throttle != nil {
 		c.report(now, st, o, dontRetry)

@@ -199,7 +199,7 @@ func (m *run) bindHandlers() {
 	m.hClient = func(_ *Engine, a any) { m.closedArrival(a.(*closedClient)) }
 	m.hAttArrive = func(_ *Engine, a any) { m.arrive(a.(*attempt)) }
 	m.hWorkDone = func(_ *Engine, a any) { m.workDone(a.(*attempt)) }
-	m.hReply = func(_ *Engine, a any) { m.deliver(a.(*attempt)) }
+	m.hReply = m.replyHandler()
 	m.hTimeout = func(_ *Engine, a any) { m.attemptTimedOut(a.(*attempt)) }
 	m.hWake = func(_ *Engine, a any) { m.wake(a.(*callRun)) }
 	m.hFault = func(_ *Engine, a any) { a.(*faultEvent).apply(m) }

@@ -234,7 +234,8 @@ func (p *connPool) firstByteTimedOut(a *attempt) {
 	a.pool.tmo = Timer{}
 	m, cr, k := p.m, a.caller, a.k
 	m.abandon(a, true, true)
-	m.apply(cr, cr.pc.TimedOut(m.eng.Now(), k))
+	act := cr.pc.TimedOut(m.eng.Now(), k)
+	m.apply(cr, &act)
 }
 
 // firstByteBound is the attempt timeout of an edge without a pool whose
