@@ -21,18 +21,6 @@ import (
 	"github.com/stormsim/stormsim/shard"
 )
 
-// buildBinary compiles stormsim into a temporary directory, so tests can
-// run shards as separate processes, as a cluster would.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "stormsim")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return bin
-}
-
 // execCLI runs the binary with a time limit and returns its output.
 func execCLI(t *testing.T, bin string, args ...string) string {
 	t.Helper()
@@ -53,7 +41,7 @@ func TestShardedSweepMergesToTheUnshardedFiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs several sweeps; make test runs it")
 	}
-	bin := buildBinary(t)
+	bin := buildMain(t, ".")
 	dir := t.TempDir()
 	scenario := filepath.Join(dir, "tiny.yaml")
 	require.NoError(t, os.WriteFile(scenario, []byte(tinyScenario), 0o644))
@@ -372,7 +360,7 @@ func TestShardedLoadMergesToTheWholeSchedule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs three load processes; make test runs it")
 	}
-	bin := buildBinary(t)
+	bin := buildMain(t, ".")
 	var mu sync.Mutex
 	ids := map[string]int{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

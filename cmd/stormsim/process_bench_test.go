@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"math"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -36,9 +35,8 @@ func BenchmarkMM1Process(b *testing.B) {
 	if dl := sc.Workload.Deadline; dl > 0 && (timeout == 0 || dl < timeout) {
 		timeout = dl // the attempt's timer: the client timeout cut to the deadline
 	}
-	dir := b.TempDir()
-	cli := buildFor(b, dir, "stormsim", ".")
-	fl := buildFor(b, dir, "mm1floor", "../../sim/internal/floor/mm1floor")
+	cli := buildMain(b, ".")
+	fl := buildMain(b, "../../sim/internal/floor/mm1floor")
 	d := strconv.FormatFloat(sc.Duration.Seconds(), 'g', -1, 64)
 	for _, tc := range []struct {
 		name    string
@@ -87,18 +85,6 @@ func sameQueue(b *testing.B, offered int64, floorOut string) {
 	if n := served + timedOut; offered == 0 || math.Abs(float64(n-offered)) > 0.01*float64(offered) {
 		b.Fatalf("the floor simulated %d customers, stormsim %d: not the same queue", n, offered)
 	}
-}
-
-// buildFor compiles the main package at pkg into dir/name for a benchmark.
-func buildFor(b *testing.B, dir, name, pkg string) string {
-	b.Helper()
-	bin := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build %s: %v: %s", pkg, err, out)
-	}
-	return bin
 }
 
 // runChild runs bin and returns its standard output and CPU time.

@@ -49,15 +49,6 @@ services:
     service_time: {dist: exponential, mean: 5ms}
 `
 
-// buildStormsim compiles the command into a temporary directory.
-func buildStormsim(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "stormsim")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return bin
-}
-
 // lockedBuffer is a bytes.Buffer safe to read while a child writes to it.
 type lockedBuffer struct {
 	mu sync.Mutex
@@ -199,7 +190,7 @@ func TestSignalStopsCleanly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs child processes; run without -short (make test does)")
 	}
-	bin := buildStormsim(t)
+	bin := buildMain(t, ".")
 	scenario := filepath.Join(t.TempDir(), "long.yaml")
 	require.NoError(t, os.WriteFile(scenario, []byte(longScenario), 0o644))
 
