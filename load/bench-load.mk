@@ -1,6 +1,8 @@
 # bench-load: the load driver's rate benchmark (included by the Makefile).
 #
-# Starts a trivial loopback target (load/internal/echo), drives it with
+# Starts a trivial loopback target (load/internal/echo, answering with the
+# lean HTTP/1.1 server of load/internal/httpecho; BENCH_LOAD_SERVER=net
+# answers with net/http's server instead), drives it with
 # `stormsim load` at 1k–60k req/s for BENCH_LOAD_DURATION each (with its lean
 # HTTP/1.1 client and with net/http's), then with
 # vegeta v12.13.0 at the same rates (`go run` from the module proxy, for the
@@ -17,6 +19,9 @@ BENCH_LOAD_RATES    ?= 1000 2000 4000 8000 16000 20000 24000 32000 40000 60000
 BENCH_LOAD_CLIENTS  ?= lean net
 BENCH_LOAD_DURATION ?= 5s
 BENCH_LOAD_ADDR     ?= 127.0.0.1:18080
+# lean: httpecho's server, a fraction of net/http's CPU per request (the
+# target shares the cores with the generator); net: net/http's.
+BENCH_LOAD_SERVER   ?= lean
 BENCH_LOAD_TMP      ?= $(or $(TMPDIR),/tmp)/stormsim-bench-load
 VEGETA              ?= github.com/tsenart/vegeta/v12@v12.13.0
 
@@ -35,7 +40,7 @@ bench-load-http:
 	GOBIN=$(BENCH_LOAD_TMP) go install $(VEGETA)
 	@printf 'timeout: 1s\nretry: {max_attempts: 3, on: [unavailable, timeout, error], backoff: {initial: 10ms, jitter: full}}\n' > $(BENCH_LOAD_TMP)/policy.yaml
 	@set -e; \
-	$(BENCH_LOAD_TMP)/echo -listen $(BENCH_LOAD_ADDR) > $(BENCH_LOAD_TMP)/echo.log 2>&1 & pid=$$!; \
+	$(BENCH_LOAD_TMP)/echo -listen $(BENCH_LOAD_ADDR) -server $(BENCH_LOAD_SERVER) > $(BENCH_LOAD_TMP)/echo.log 2>&1 & pid=$$!; \
 	trap 'kill $$pid 2>/dev/null' EXIT INT TERM; sleep 0.5; \
 	go build -o $(BENCH_LOAD_TMP)/benchsummary ./load/internal/benchsummary; \
 	best_s=0; best_v=0; next_s=; next_v=; cputime=; \

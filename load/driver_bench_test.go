@@ -1,9 +1,8 @@
 package load
 
 import (
-	"bufio"
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -11,21 +10,31 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/internal/cputime"
+	"github.com/stormsim/stormsim/load/internal/httpecho"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
 
-// echoResponse is load/internal/echo's answer to every request: 200 with
-// the two-byte body "ok".
-const echoResponse = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nok"
-
-// rawEcho serves echoResponse to every request on a loopback listener, one
-// goroutine per connection, reading each request's head into a reused
-// buffer: it answers as load/internal/echo does but allocates nothing per
-// request, so that a benchmark in this process counts the driver's
-// allocations alone. Requests must carry no body (the driver's GETs).
+// rawEcho serves load/internal/echo's answer (httpecho's lean server: 200
+// with the two-byte body "ok") on a loopback listener until the test ends.
+// It allocates nothing per request, so that a benchmark in this process
+// counts the driver's allocations alone.
 func rawEcho(tb testing.TB) string {
-	return "http://" + serveConns(tb, serveRawEcho) + "/"
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var srv httpecho.Server
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	tb.Cleanup(func() {
+		srv.Close()
+		if err := <-done; !errors.Is(err, httpecho.ErrClosed) {
+			tb.Errorf("echo server: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String() + "/"
 }
 
 // serveConns accepts connections on a loopback listener until the test
@@ -56,29 +65,6 @@ func serveConns(tb testing.TB, handle func(net.Conn)) string {
 		}
 	}()
 	return ln.Addr().String()
-}
-
-func serveRawEcho(c net.Conn) {
-	r := bufio.NewReaderSize(c, 4096)
-	w := bufio.NewWriterSize(c, 4096)
-	for {
-		// A request head ends with an empty line.
-		for {
-			line, err := r.ReadSlice('\n')
-			if err != nil {
-				return
-			}
-			if len(bytes.TrimRight(line, "\r\n")) == 0 {
-				break
-			}
-		}
-		w.WriteString(echoResponse)
-		if r.Buffered() == 0 { // flush once per batch of pipelined requests
-			if w.Flush() != nil {
-				return
-			}
-		}
-	}
 }
 
 // BenchmarkDriverRequest drives the raw echo target open-loop at 10k and 40k req/s

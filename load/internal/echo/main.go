@@ -1,10 +1,16 @@
 // Command echo is the trivial loopback HTTP target of the load benchmarks
 // (make bench-load): it answers every request with 200 and a two-byte body,
 // so that what is measured is the load generator, not the target.
+//
+// By default it answers with httpecho's lean HTTP/1.1 server, which costs
+// the machine a fraction of what net/http's server does per request (the
+// generator and its target share the cores); -server net answers with
+// net/http's server instead, to compare.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -15,13 +21,19 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/internal/httpecho"
 )
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:18080", "loopback host:port to listen on")
+	server := flag.String("server", "lean", "the HTTP server that answers: lean (httpecho's) or net (net/http's)")
 	flag.Parse()
 	if err := load.CheckLoopback(*listen); err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
+		os.Exit(2)
+	}
+	if *server != "lean" && *server != "net" {
+		fmt.Fprintf(os.Stderr, "echo: -server %q: want lean or net\n", *server)
 		os.Exit(2)
 	}
 	ln, err := net.Listen("tcp", *listen)
@@ -29,19 +41,28 @@ func main() {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		os.Exit(1)
 	}
-	srv := &http.Server{
-		Handler:           http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	fmt.Printf("echo: listening on http://%s/ (%s server)\n", ln.Addr(), *server)
+	if *server == "lean" {
+		var srv httpecho.Server
+		go func() { <-ctx.Done(); srv.Close() }()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, httpecho.ErrClosed) {
+			fmt.Fprintln(os.Stderr, "echo:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(httpecho.Body)) }),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	fmt.Printf("echo: listening on http://%s/\n", ln.Addr())
 	if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		os.Exit(1)

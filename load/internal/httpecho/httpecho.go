@@ -1,0 +1,685 @@
+// Package httpecho is the load benchmarks' trivial HTTP/1.1 target: it
+// answers every request with 200 and the two-byte body "ok".
+//
+// The benchmarks measure the load generator, so the target should cost the
+// machine as little as a real server can: on the 2-core development machine
+// a net/http server spent about 19 µs of CPU per request, more than the
+// driver it was answering. This server reads each request's head into a
+// reused buffer, skips its body and writes the fixed answer, one goroutine
+// per connection and no allocation per request.
+//
+// It answers every request as net/http's server (with a handler that
+// writes "ok") answers it: the same status, body and framing, and the
+// connection closed at the same point, for well-formed requests and
+// malformed ones alike (400, 431, 501, 505). TestServeAnswersAsNetHTTP and
+// FuzzServe send both servers the same bytes. Two differences are kept: a
+// refusal carries no text, and a field folded onto the previous line
+// (obs-fold) is refused where net/http joins it, as RFC 9112 allows.
+package httpecho
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"time"
+)
+
+// Body is what every answer carries.
+const Body = "ok"
+
+const (
+	answer      = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n" + Body
+	answerHead  = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n"
+	answerClose = "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n" + Body
+	headClose   = "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n"
+	empty       = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+	emptyClose  = "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+	badRequest  = "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+	tooLarge    = "HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+	notImpl     = "HTTP/1.1 501 Not Implemented\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+	badVersion  = "HTTP/1.1 505 HTTP Version Not Supported\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+)
+
+// MaxHeaderBytes bounds a request's head (request line and fields), as
+// net/http's server does by default.
+const MaxHeaderBytes = 1 << 20
+
+// IdleTimeout is how long a connection may wait for the next request's
+// head before it is closed.
+const IdleTimeout = 2 * time.Minute
+
+// Server answers the connections of one listener.
+type Server struct {
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	ln    net.Listener
+	done  bool
+	wg    sync.WaitGroup
+}
+
+// ErrClosed is what Serve returns once Close has stopped it.
+var ErrClosed = errors.New("httpecho: server closed")
+
+// Serve accepts connections on ln and answers them until Close is called
+// or ln fails; it returns ErrClosed after Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.ln = ln
+	s.conns = make(map[net.Conn]struct{})
+	s.mu.Unlock()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			done := s.done
+			s.mu.Unlock()
+			if done {
+				return ErrClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		s.mu.Lock()
+		if s.done {
+			s.mu.Unlock()
+			c.Close()
+			return ErrClosed
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			serveConn(c)
+			c.Close()
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Close stops Serve, closes every open connection and waits for their
+// goroutines to end.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.done = true
+	var err error
+	if s.ln != nil {
+		err = s.ln.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+// request is what serveConn needs of a request's head.
+type request struct {
+	head      bool  // method HEAD: the answer has no body
+	close     bool  // the connection closes after the answer
+	chunked   bool  // the body is chunked
+	length    int64 // the body's length when not chunked
+	hasLength bool
+	expect    bool // Expect: 100-continue on a request with a body
+	empty     bool // the answer is 200 with no body (OPTIONS *)
+	post      bool // method POST
+}
+
+// errTooLarge marks a head over MaxHeaderBytes.
+var errTooLarge = errors.New("request head too large")
+
+// errNotImplemented marks a transfer coding other than chunked.
+var errNotImplemented = errors.New("transfer coding not implemented")
+
+// errVersion marks an HTTP version other than 1.x.
+var errVersion = errors.New("HTTP version not supported")
+
+// errMalformed marks a request that is not HTTP/1.x.
+var errMalformed = errors.New("malformed request")
+
+// errBodyTooLong marks a body longer than net/http's server reads after
+// its handler returned.
+var errBodyTooLong = errors.New("body too long to skip")
+
+// maxSkip bounds the body net/http's server reads after a handler that did
+// not read it (maxPostHandlerReadBytes) to keep the connection: a length
+// of maxSkip or more, or a chunked body over it, closes the connection.
+const maxSkip = 256 << 10
+
+func serveConn(c net.Conn) {
+	r := bufio.NewReaderSize(c, 4096)
+	w := bufio.NewWriterSize(c, 4096)
+	post := false
+	for first := true; ; first = false {
+		if r.Buffered() == 0 {
+			c.SetReadDeadline(time.Now().Add(IdleTimeout))
+		}
+		// Between requests, a connection that ends before four more
+		// bytes closes without an answer, as in net/http's server.
+		if _, err := r.Peek(4); err != nil && !first {
+			return
+		}
+		if post {
+			// Up to four CR or LF bytes some old clients send after a
+			// POST's body are skipped, as net/http's server does.
+			peek, _ := r.Peek(4)
+			n := 0
+			for n < len(peek) && (peek[n] == '\r' || peek[n] == '\n') {
+				n++
+			}
+			r.Discard(n)
+		}
+		req, err := readHead(r)
+		post = req.post
+		if err != nil {
+			refusal := ""
+			switch {
+			case errors.Is(err, errTooLarge):
+				refusal = tooLarge
+			case errors.Is(err, errNotImplemented):
+				refusal = notImpl
+			case errors.Is(err, errVersion):
+				refusal = badVersion
+			case errors.Is(err, errMalformed):
+				refusal = badRequest
+			}
+			if refusal != "" {
+				w.WriteString(refusal)
+				w.Flush()
+				lingerClose(c)
+			}
+			return
+		}
+		// As net/http's server does for a handler that reads no body: a
+		// client waiting for "100 Continue" gets the answer instead and
+		// the connection closes; otherwise the body is skipped, and a
+		// body that is malformed, cut short or too long closes the
+		// connection after the answer.
+		if req.expect || skipBody(r, req) != nil {
+			req.close = true
+		}
+		switch {
+		case req.empty && req.close:
+			w.WriteString(emptyClose)
+		case req.empty:
+			w.WriteString(empty)
+		case req.close && req.head:
+			w.WriteString(headClose)
+		case req.close:
+			w.WriteString(answerClose)
+		case req.head:
+			w.WriteString(answerHead)
+		default:
+			w.WriteString(answer)
+		}
+		// Each answer goes out at once: a client may wait for it before
+		// it sends the rest of a pipelined request.
+		if w.Flush() != nil {
+			return
+		}
+		if req.close {
+			lingerClose(c)
+			return
+		}
+	}
+}
+
+// lingerClose ends the connection's sending side and reads what the client
+// still sends for a moment, as net/http's server does, so that the client
+// reads the last answer before a reset could discard it.
+func lingerClose(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	}
+	c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	io.Copy(io.Discard, io.LimitReader(c, 1<<20))
+}
+
+// readHead reads one request's head: the request line and the header
+// fields up to the empty line. It returns io.EOF when the connection
+// closes before a request starts.
+func readHead(r *bufio.Reader) (request, error) {
+	var req request
+	n := 0
+	line, err := readLine(r, &n)
+	if err != nil {
+		return req, err
+	}
+	method, rest, ok := bytes.Cut(line, []byte{' '})
+	if !ok || len(method) == 0 || !token(method) {
+		return req, errMalformed
+	}
+	target, version, ok := bytes.Cut(rest, []byte{' '})
+	if !ok || len(target) == 0 || !requestTarget(method, target) {
+		return req, errMalformed
+	}
+	// net/http's server answers OPTIONS * itself, with no body.
+	req.empty = string(target) == "*" && string(method) == "OPTIONS"
+	// HTTP/d.d; a major version other than 1 is refused with 505, once
+	// the head has been read.
+	if len(version) != 8 || string(version[:5]) != "HTTP/" || version[6] != '.' ||
+		version[5] < '0' || version[5] > '9' || version[7] < '0' || version[7] > '9' {
+		return req, errMalformed
+	}
+	// Transfer-Encoding counts from HTTP/1.1 on.
+	http10 := version[5] == '0' || version[5] == '1' && version[7] == '0'
+	// net/http reads HTTP/0.0 as 1.1 for the body's framing.
+	ignoreCoding := http10 && !(version[5] == '0' && version[7] == '0')
+	v1 := version[5] == '1'
+	req.head = string(method) == "HEAD"
+	req.post = string(method) == "POST"
+	// The request line is gone with the reader's next read.
+	badVersion, connect := version[5] != '1', string(method) == "CONNECT"
+	// The fields' errors are reported in net/http's order, once the whole
+	// head has been read: several Host fields (400), an unsupported
+	// transfer coding (501), a bad length or trailer (400), the version
+	// (505), then a missing Host and bad values (400).
+	expect := false
+	connSeen, firstClose, firstKeepAlive, anyClose := false, false, false, false
+	hosts, badCoding, badLength, badTrailer, badValue := 0, false, false, false, false // badValue: refused after the version
+	var firstLength [20]byte                                                           // the first Content-Length's value (longer ones are not numbers)
+	firstLen := 0
+	for {
+		l, err := readLine(r, &n)
+		if err != nil {
+			if err == io.EOF {
+				err = errMalformed
+			}
+			return req, err
+		}
+		if len(l) == 0 {
+			break
+		}
+		name, value, ok := bytes.Cut(l, []byte{':'})
+		valid, spaced := fieldName(name)
+		if !ok || !valid || !fieldValue(value) {
+			// Includes a line folded onto the previous one (obs-fold),
+			// which RFC 9112 lets a server refuse.
+			return req, errMalformed
+		}
+		if spaced { // spaces in a name are refused after the version
+			badValue = true
+		}
+		value = bytes.Trim(value, " \t")
+		switch {
+		case bytes.EqualFold(name, []byte("Host")):
+			hosts++
+			if !hostValue(value) {
+				badValue = true
+			}
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			// Every length must read as the first does, and the first
+			// must be a number below 2⁶³.
+			if req.hasLength {
+				if string(value) != string(firstLength[:firstLen]) {
+					badLength = true
+				}
+				break
+			}
+			v, ok := decimal(value)
+			badLength = badLength || !ok
+			firstLen = copy(firstLength[:], value)
+			req.length, req.hasLength = v, true
+		case bytes.EqualFold(name, []byte("Trailer")):
+			// Fields that frame the message may not be announced as
+			// trailers (net/http refuses them when the body is chunked).
+			for rest := value; len(rest) > 0; {
+				var t []byte
+				t, rest, _ = bytes.Cut(rest, []byte{','})
+				t = bytes.Trim(t, " \t")
+				if bytes.EqualFold(t, []byte("Transfer-Encoding")) || bytes.EqualFold(t, []byte("Trailer")) ||
+					bytes.EqualFold(t, []byte("Content-Length")) {
+					badTrailer = true
+				}
+			}
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			if ignoreCoding {
+				break
+			}
+			if !bytes.EqualFold(value, []byte("chunked")) || req.chunked {
+				badCoding = true
+			}
+			req.chunked = true
+		case bytes.EqualFold(name, []byte("Connection")):
+			// net/http reads the tokens of every Connection field, and
+			// also searches the first one's value for them.
+			if !connSeen {
+				connSeen = true
+				firstClose = searchToken(value, "close")
+				firstKeepAlive = searchToken(value, "keep-alive")
+			}
+			for rest := value; len(rest) > 0; {
+				var t []byte
+				t, rest, _ = bytes.Cut(rest, []byte{','})
+				if bytes.EqualFold(bytes.Trim(t, " \t"), []byte("close")) {
+					anyClose = true
+				}
+			}
+		case bytes.EqualFold(name, []byte("Expect")):
+			expect = bytes.EqualFold(value, []byte("100-continue"))
+		}
+	}
+	switch {
+	case hosts > 1:
+		return req, errMalformed
+	case badCoding:
+		return req, errNotImplemented
+	case badLength, badTrailer && req.chunked:
+		return req, errMalformed
+	case badVersion:
+		return req, errVersion
+	case !http10 && hosts == 0 && !connect || badValue:
+		return req, errMalformed
+	}
+	if req.chunked {
+		req.hasLength, req.length = false, 0
+	}
+	if http10 {
+		// HTTP/1.0 (and 0.x) keeps the connection only when its first
+		// Connection field asks to; net/http then reads no other token.
+		req.close = !(v1 && firstKeepAlive)
+	} else {
+		req.close = anyClose || firstClose
+	}
+	req.expect = expect && !http10 && (req.chunked || req.length > 0)
+	return req, nil
+}
+
+// readLine reads one line of a head without its CRLF (or bare LF),
+// counting its bytes into *n against MaxHeaderBytes. The line is valid
+// until the reader's next read.
+func readLine(r *bufio.Reader, n *int) ([]byte, error) {
+	line, err := r.ReadSlice('\n')
+	*n += len(line)
+	if err == bufio.ErrBufferFull {
+		// A line longer than the buffer is gathered in memory of its own.
+		long := append([]byte(nil), line...)
+		for err == bufio.ErrBufferFull && *n <= MaxHeaderBytes {
+			line, err = r.ReadSlice('\n')
+			*n += len(line)
+			long = append(long, line...)
+		}
+		if err == io.EOF && len(line) == 0 {
+			// The connection ended right after a full buffer: net/http
+			// sees that as the end of the connection, not of a line.
+			return nil, io.EOF
+		}
+		line = long
+	}
+	if *n > MaxHeaderBytes {
+		return nil, errTooLarge
+	}
+	if err != nil {
+		if err == io.EOF && len(line) > 0 {
+			return nil, errMalformed
+		}
+		return nil, err
+	}
+	line = line[:len(line)-1]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	return line, nil
+}
+
+// skipBody reads the request's body and throws it away, up to maxSkip.
+func skipBody(r *bufio.Reader, req request) error {
+	if !req.chunked {
+		if req.length == 0 {
+			return nil
+		}
+		if req.length >= maxSkip {
+			return errBodyTooLong
+		}
+		_, err := r.Discard(int(req.length))
+		return err
+	}
+	// The chunks' syntax is net/http's: every line ends in CRLF, a size is
+	// at most 16 hex digits, and lines beyond a chunk's data (sizes,
+	// extensions) may not outgrow the data by more than 16 KB.
+	total, excess := int64(0), int64(0)
+	for {
+		l, err := chunkLine(r)
+		if err != nil {
+			return err
+		}
+		excess += int64(len(l)) + 2
+		l = bytes.TrimRight(l, " \t")
+		l, _, _ = bytes.Cut(l, []byte{';'}) // chunk extensions
+		size, ok := hexSize(l)
+		if !ok {
+			return errMalformed
+		}
+		excess = max(excess-16-2*int64(size), 0)
+		if excess > 16<<10 {
+			return errMalformed
+		}
+		if size == 0 {
+			break
+		}
+		if total += int64(size); size > maxSkip || total > maxSkip {
+			return errBodyTooLong
+		}
+		if _, err := r.Discard(int(size)); err != nil {
+			return err
+		}
+		end, err := r.Peek(2)
+		if err != nil {
+			return err
+		}
+		if string(end) != "\r\n" {
+			return errMalformed
+		}
+		r.Discard(2)
+	}
+	return skipTrailer(r)
+}
+
+// chunkLine reads a line of a chunked body without its CRLF; a bare LF or
+// a CR inside the line is malformed.
+func chunkLine(r *bufio.Reader) ([]byte, error) {
+	l, err := r.ReadSlice('\n')
+	if err != nil {
+		return nil, errMalformed
+	}
+	if i := bytes.IndexByte(l, '\r'); len(l) < 2 || i != len(l)-2 {
+		return nil, errMalformed
+	}
+	return l[:len(l)-2], nil
+}
+
+// skipTrailer reads the trailer fields after the last chunk as net/http
+// does: none if a CRLF follows; otherwise a double CRLF must come within
+// the reader's buffer, and the fields must be well formed up to their
+// empty line.
+func skipTrailer(r *bufio.Reader) error {
+	if b, _ := r.Peek(2); string(b) == "\r\n" {
+		r.Discard(2)
+		return nil
+	} else if len(b) < 2 {
+		return errMalformed
+	}
+	for size := 4; ; size++ {
+		b, err := r.Peek(size)
+		if bytes.HasSuffix(b, []byte("\r\n\r\n")) {
+			break
+		}
+		if err != nil {
+			return errMalformed
+		}
+	}
+	n := 0
+	for {
+		l, err := readLine(r, &n)
+		if err != nil {
+			return errMalformed
+		}
+		if len(l) == 0 {
+			return nil
+		}
+		name, value, ok := bytes.Cut(l, []byte{':'})
+		if valid, _ := fieldName(name); !ok || !valid || !fieldValue(value) {
+			return errMalformed
+		}
+	}
+}
+
+// decimal parses a Content-Length value: decimal digits only, below 2⁶³.
+func decimal(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return int64(v), v < 1<<63
+}
+
+// hexSize parses a chunk's size: 1 to 16 hex digits.
+func hexSize(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 16 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		var d byte
+		switch {
+		case c >= '0' && c <= '9':
+			d = c - '0'
+		case c >= 'a' && c <= 'f':
+			d = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | uint64(d)
+	}
+	return v, true
+}
+
+// token reports whether b is an HTTP token (RFC 9110, 5.6.2).
+func token(b []byte) bool {
+	for _, c := range b {
+		if !tokenByte(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func tokenByte(c byte) bool {
+	return c > ' ' && c < 0x7f && bytes.IndexByte([]byte(`"(),/:;<=>?@[\]{}`), c) < 0
+}
+
+// fieldValue reports whether b holds only visible characters, spaces,
+// tabs and obs-text, as net/http's server requires of a field's value.
+func fieldValue(b []byte) bool {
+	for _, c := range b {
+		if (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// fieldName reports whether b is a field's name net/http's server reads:
+// a token, or a token with spaces in it (spaced), which it refuses only
+// after checking the version.
+func fieldName(b []byte) (valid, spaced bool) {
+	if len(b) == 0 {
+		return false, false
+	}
+	for _, c := range b {
+		if c == ' ' {
+			spaced = true
+		} else if !tokenByte(c) {
+			return false, false
+		}
+	}
+	return true, spaced
+}
+
+// requestTarget reports whether net/http's server takes target as a
+// request's target: a path (its escapes well formed), an absolute URL, "*",
+// or an authority for CONNECT.
+func requestTarget(method, target []byte) bool {
+	if target[0] != '/' {
+		switch {
+		case string(target) == "*":
+			return true
+		case string(method) == "CONNECT":
+			_, err := url.ParseRequestURI("http://" + string(target))
+			return err == nil
+		}
+		_, err := url.ParseRequestURI(string(target))
+		return err == nil
+	}
+	path := target
+	if i := bytes.IndexByte(target, '?'); i >= 0 {
+		path = target[:i]
+	}
+	for i, c := range target {
+		if c < ' ' || c == 0x7f {
+			return false
+		}
+		if c == '%' && i < len(path) && (i+2 >= len(path) || !hexDigit(path[i+1]) || !hexDigit(path[i+2])) {
+			return false
+		}
+	}
+	return true
+}
+
+func hexDigit(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// hostValue reports whether b is a Host field's value net/http's server
+// takes: the bytes of a host and port, IPv6 literal or zone.
+func hostValue(b []byte) bool {
+	for _, c := range b {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' ||
+			bytes.IndexByte([]byte("!$%&'()*+,-.:;=[]_~"), c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// searchToken reports whether tok occurs in v, in any case, between
+// spaces, tabs, commas or v's ends: net/http's test of a request's first
+// Connection field.
+func searchToken(v []byte, tok string) bool {
+	for i := 0; i+len(tok) <= len(v); i++ {
+		if i > 0 && !tokenBoundary(v[i-1]) {
+			continue
+		}
+		if end := i + len(tok); end != len(v) && !tokenBoundary(v[end]) {
+			continue
+		}
+		if bytes.EqualFold(v[i:i+len(tok)], []byte(tok)) {
+			return true
+		}
+	}
+	return false
+}
+
+func tokenBoundary(c byte) bool { return c == ' ' || c == ',' || c == '\t' }
