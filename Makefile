@@ -22,7 +22,7 @@ test-short:
 # Benchmarks: engine vs a hand-specialized floor (in process, and
 # `stormsim run` against the floor as whole processes), policies.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./sim/ ./policies/ ./dist/ ./idempotency/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./sim/ ./sim/internal/floor/ ./policies/ ./dist/ ./idempotency/
 	$(GO) test -run '^$$' -bench MM1Process -benchtime 6x ./cmd/stormsim/
 
 # Run the canned retry-storm experiment and print its summary, then the same

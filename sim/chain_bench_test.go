@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/internal/cputime"
+	"github.com/stormsim/stormsim/sim/internal/floor"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -22,6 +23,12 @@ import (
 // the heap in use at the end of the run with its records still reachable
 // (heap_MB: flat across the windows when memory grows with concurrency
 // only, not with simulated time). Run it with -benchtime 1x.
+//
+// The healthy rows also run floor.ChainSequential and floor.ChainParallel
+// on the same chain for the same window, as many times, after the model's
+// runs (outside the timer and the CPU count), and report the model's speed as a fraction of theirs (floor-ratio: the
+// hand-written loop on one core; floor2-ratio: on two). The floors neither
+// fail nor retry and never queue, so they do a little less than the model.
 func BenchmarkTenHopChain(b *testing.B) {
 	for _, tc := range []struct {
 		name, file string
@@ -46,6 +53,8 @@ func BenchmarkTenHopChain(b *testing.B) {
 			runtime.GC()
 			runtime.ReadMemStats(&before)
 			cpu0, cpuOK := cputime.Process()
+			healthy := tc.file == "ten-hop-chain.yaml"
+			var floor1, floor2 time.Duration
 			for b.Loop() {
 				m, res := runOnce(b, sc)
 				if res.Summary.Status != "complete" {
@@ -62,6 +71,17 @@ func BenchmarkTenHopChain(b *testing.B) {
 			}
 			cpu1, _ := cputime.Process()
 			runtime.ReadMemStats(&after)
+			if healthy { // as many runs of each floor, after the model's
+				c := floor.Chain{Hops: 10, Rate: 100000, Net: 20e-6, Service: 20e-6,
+					Timeout: 0.37, Duration: tc.window.Seconds(), Seed: 1}
+				for range b.N {
+					t0 := time.Now()
+					floor.ChainSequential(c)
+					t1 := time.Now()
+					floor.ChainParallel(c)
+					floor1, floor2 = floor1+t1.Sub(t0), floor2+time.Since(t1)
+				}
+			}
 			perSimS := b.Elapsed().Seconds() / simulated.Seconds()
 			if cpuOK {
 				b.ReportMetric((cpu1-cpu0).Seconds()/simulated.Seconds(), "cpu_s/sim_s")
@@ -72,6 +92,10 @@ func BenchmarkTenHopChain(b *testing.B) {
 			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(events), "allocs/event")
 			b.ReportMetric(heap, "heap_MB")
 			b.ReportMetric(amp, "amplification")
+			if healthy {
+				b.ReportMetric(floor1.Seconds()/b.Elapsed().Seconds(), "floor-ratio")
+				b.ReportMetric(floor2.Seconds()/b.Elapsed().Seconds(), "floor2-ratio")
+			}
 		})
 	}
 }

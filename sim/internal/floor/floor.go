@@ -1,9 +1,11 @@
-// Package floor holds the hand-specialized M/M/1 loops the simulator's
-// speed is measured against: no engine, no policies, a heap of typed events
-// and a FIFO, written for this one queue (issue 14's reference, and with a
-// timer per customer issue 24's). The sim benchmarks run them in process
-// (floor-ratio); mm1floor runs them as a program of its own, so that a
-// whole `stormsim run` process can be compared with a whole floor process.
+// Package floor holds the hand-specialized loops the simulator's speed is
+// measured against: no engine, no policies, a heap of typed events and a
+// FIFO. The M/M/1 loops are written for that one queue (issue 14's
+// reference, and with a timer per customer issue 24's); the sim benchmarks
+// run them in process (floor-ratio), and mm1floor runs them as a program of
+// its own, so that a whole `stormsim run` process can be compared with a
+// whole floor process. The chain loops (Chain) are issue 24's ten-hop
+// chain, run on one core and split over two.
 package floor
 
 import "math/rand/v2"
