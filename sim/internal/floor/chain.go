@@ -79,7 +79,9 @@ const (
 	evNewRequest
 )
 
-// chainHeap is a binary min-heap of chainEvents by time, written out.
+// chainHeap is a binary min-heap of chainEvents by time, written out as
+// Heap is for its Events: a generic heap would reach the times through a
+// method call per comparison, which the floors cannot afford.
 type chainHeap []chainEvent
 
 func (h *chainHeap) push(ev chainEvent) {
