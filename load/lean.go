@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/stormsim/stormsim/load/internal/http1"
 )
 
 // leanClient is the driver's HTTP/1.1 client for a plain http:// target:
@@ -418,41 +420,14 @@ func headErr(err error) error {
 	return err
 }
 
-// discardChunked reads and drops a chunked body and its trailers.
+// discardChunked reads and drops a chunked body and its trailers, with
+// net/http's syntax (http1.SkipChunked).
 func discardChunked(r *bufio.Reader) error {
-	for {
-		line, err := r.ReadSlice('\n')
-		if err != nil {
-			return headErr(err)
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		if i := bytes.IndexByte(line, ';'); i >= 0 {
-			line = line[:i]
-		}
-		size, err := strconv.ParseUint(string(bytes.TrimSpace(line)), 16, 63)
-		if err != nil {
+	if err := http1.SkipChunked(r, -1); err != nil {
+		if errors.Is(err, http1.ErrMalformed) {
 			return errLeanHead
 		}
-		if size == 0 {
-			break
-		}
-		if _, err := r.Discard(int(size)); err != nil {
-			return err
-		}
-		if crlf, err := r.ReadSlice('\n'); err != nil || len(bytes.TrimRight(crlf, "\r\n")) != 0 {
-			if err == nil {
-				err = errLeanHead
-			}
-			return err
-		}
+		return err
 	}
-	for { // trailers, up to the empty line
-		line, err := r.ReadSlice('\n')
-		if err != nil {
-			return headErr(err)
-		}
-		if len(bytes.TrimRight(line, "\r\n")) == 0 {
-			return nil
-		}
-	}
+	return nil
 }

@@ -26,6 +26,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/stormsim/stormsim/load/internal/http1"
 )
 
 // Body is what every answer carries.
@@ -260,7 +262,7 @@ func readHead(r *bufio.Reader) (request, error) {
 		return req, err
 	}
 	method, rest, ok := bytes.Cut(line, []byte{' '})
-	if !ok || len(method) == 0 || !token(method) {
+	if !ok || len(method) == 0 || !http1.Token(method) {
 		return req, errMalformed
 	}
 	target, version, ok := bytes.Cut(rest, []byte{' '})
@@ -305,8 +307,8 @@ func readHead(r *bufio.Reader) (request, error) {
 			break
 		}
 		name, value, ok := bytes.Cut(l, []byte{':'})
-		valid, spaced := fieldName(name)
-		if !ok || !valid || !fieldValue(value) {
+		valid, spaced := http1.FieldName(name)
+		if !ok || !valid || !http1.FieldValue(value) {
 			// Includes a line folded onto the previous one (obs-fold),
 			// which RFC 9112 lets a server refuse.
 			return req, errMalformed
@@ -448,94 +450,7 @@ func skipBody(r *bufio.Reader, req request) error {
 		_, err := r.Discard(int(req.length))
 		return err
 	}
-	// The chunks' syntax is net/http's: every line ends in CRLF, a size is
-	// at most 16 hex digits, and lines beyond a chunk's data (sizes,
-	// extensions) may not outgrow the data by more than 16 KB.
-	total, excess := int64(0), int64(0)
-	for {
-		l, err := chunkLine(r)
-		if err != nil {
-			return err
-		}
-		excess += int64(len(l)) + 2
-		l = bytes.TrimRight(l, " \t")
-		l, _, _ = bytes.Cut(l, []byte{';'}) // chunk extensions
-		size, ok := hexSize(l)
-		if !ok {
-			return errMalformed
-		}
-		excess = max(excess-16-2*int64(size), 0)
-		if excess > 16<<10 {
-			return errMalformed
-		}
-		if size == 0 {
-			break
-		}
-		if total += int64(size); size > maxSkip || total > maxSkip {
-			return errBodyTooLong
-		}
-		if _, err := r.Discard(int(size)); err != nil {
-			return err
-		}
-		end, err := r.Peek(2)
-		if err != nil {
-			return err
-		}
-		if string(end) != "\r\n" {
-			return errMalformed
-		}
-		r.Discard(2)
-	}
-	return skipTrailer(r)
-}
-
-// chunkLine reads a line of a chunked body without its CRLF; a bare LF or
-// a CR inside the line is malformed.
-func chunkLine(r *bufio.Reader) ([]byte, error) {
-	l, err := r.ReadSlice('\n')
-	if err != nil {
-		return nil, errMalformed
-	}
-	if i := bytes.IndexByte(l, '\r'); len(l) < 2 || i != len(l)-2 {
-		return nil, errMalformed
-	}
-	return l[:len(l)-2], nil
-}
-
-// skipTrailer reads the trailer fields after the last chunk as net/http
-// does: none if a CRLF follows; otherwise a double CRLF must come within
-// the reader's buffer, and the fields must be well formed up to their
-// empty line.
-func skipTrailer(r *bufio.Reader) error {
-	if b, _ := r.Peek(2); string(b) == "\r\n" {
-		r.Discard(2)
-		return nil
-	} else if len(b) < 2 {
-		return errMalformed
-	}
-	for size := 4; ; size++ {
-		b, err := r.Peek(size)
-		if bytes.HasSuffix(b, []byte("\r\n\r\n")) {
-			break
-		}
-		if err != nil {
-			return errMalformed
-		}
-	}
-	n := 0
-	for {
-		l, err := readLine(r, &n)
-		if err != nil {
-			return errMalformed
-		}
-		if len(l) == 0 {
-			return nil
-		}
-		name, value, ok := bytes.Cut(l, []byte{':'})
-		if valid, _ := fieldName(name); !ok || !valid || !fieldValue(value) {
-			return errMalformed
-		}
-	}
+	return http1.SkipChunked(r, maxSkip)
 }
 
 // decimal parses a Content-Length value: decimal digits only, below 2⁶³.
@@ -551,71 +466,6 @@ func decimal(b []byte) (int64, bool) {
 		v = v*10 + uint64(c-'0')
 	}
 	return int64(v), v < 1<<63
-}
-
-// hexSize parses a chunk's size: 1 to 16 hex digits.
-func hexSize(b []byte) (uint64, bool) {
-	if len(b) == 0 || len(b) > 16 {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range b {
-		var d byte
-		switch {
-		case c >= '0' && c <= '9':
-			d = c - '0'
-		case c >= 'a' && c <= 'f':
-			d = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			d = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		v = v<<4 | uint64(d)
-	}
-	return v, true
-}
-
-// token reports whether b is an HTTP token (RFC 9110, 5.6.2).
-func token(b []byte) bool {
-	for _, c := range b {
-		if !tokenByte(c) {
-			return false
-		}
-	}
-	return true
-}
-
-func tokenByte(c byte) bool {
-	return c > ' ' && c < 0x7f && bytes.IndexByte([]byte(`"(),/:;<=>?@[\]{}`), c) < 0
-}
-
-// fieldValue reports whether b holds only visible characters, spaces,
-// tabs and obs-text, as net/http's server requires of a field's value.
-func fieldValue(b []byte) bool {
-	for _, c := range b {
-		if (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-// fieldName reports whether b is a field's name net/http's server reads:
-// a token, or a token with spaces in it (spaced), which it refuses only
-// after checking the version.
-func fieldName(b []byte) (valid, spaced bool) {
-	if len(b) == 0 {
-		return false, false
-	}
-	for _, c := range b {
-		if c == ' ' {
-			spaced = true
-		} else if !tokenByte(c) {
-			return false, false
-		}
-	}
-	return true, spaced
 }
 
 // requestTarget reports whether net/http's server takes target as a
@@ -641,15 +491,11 @@ func requestTarget(method, target []byte) bool {
 		if c < ' ' || c == 0x7f {
 			return false
 		}
-		if c == '%' && i < len(path) && (i+2 >= len(path) || !hexDigit(path[i+1]) || !hexDigit(path[i+2])) {
+		if c == '%' && i < len(path) && (i+2 >= len(path) || !isHex(path[i+1]) || !isHex(path[i+2])) {
 			return false
 		}
 	}
 	return true
-}
-
-func hexDigit(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 // hostValue reports whether b is a Host field's value net/http's server
@@ -683,3 +529,5 @@ func searchToken(v []byte, tok string) bool {
 }
 
 func tokenBoundary(c byte) bool { return c == ' ' || c == ',' || c == '\t' }
+
+func isHex(c byte) bool { _, ok := http1.HexDigit(c); return ok }
