@@ -181,13 +181,10 @@ func (h *floatHeap) remove(x float64) {
 	}
 }
 
-// chainMsg is an event sent to the other half.
-type chainMsg = chainEvent
-
 // mailbox is a single-producer single-consumer queue of events between the
 // halves. promise is the sender's bound: it will send no event earlier.
 type mailbox struct {
-	buf     [1 << 12]chainMsg
+	buf     [1 << 12]chainEvent
 	_       [64]byte
 	tail    atomic.Uint64 // written by the sender
 	_       [56]byte
@@ -197,7 +194,7 @@ type mailbox struct {
 	_       [56]byte
 }
 
-func (m *mailbox) send(ev chainMsg) {
+func (m *mailbox) send(ev chainEvent) {
 	t := m.tail.Load()
 	for t-m.head.Load() == uint64(len(m.buf)) {
 		runtime.Gosched() // full: the receiver is behind
@@ -223,9 +220,9 @@ type half struct {
 	heap          chainHeap
 	timers        [][]*chainReq // per edge: calls in the order they were sent
 	thead         []int
-	// Crossings: the times at which requests now in this half will send
-	// an event to the other half, and the next arrival's time (first
-	// half), which bounds when a request not yet created could.
+	// cross holds the times at which requests now in this half will send
+	// an event to the other half (promise adds the bounds for requests
+	// not yet in it).
 	cross       floatHeap
 	entering    floatHeap // second half: arrivals at hop lo taken from the mail, not yet run
 	in, out     *mailbox
