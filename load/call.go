@@ -92,6 +92,9 @@ func (ec *EdgeClient) SetReplicas(urls []string, call *topology.Call, rng *rand.
 	if err != nil {
 		return err
 	}
+	if err := bal.FollowRetry(call.Retry); err != nil {
+		return err
+	}
 	parsed := make([]*url.URL, len(urls))
 	for i, u := range urls {
 		if parsed[i], err = url.Parse(u); err != nil {
