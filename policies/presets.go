@@ -50,6 +50,12 @@ var retryPresets = map[string]RetryConfig{
 		Backoff: BackoffConfig{Initial: 50 * time.Millisecond, Multiplier: 2, Max: time.Second, Jitter: "full"}},
 }
 
+// NginxHeldMethods are the methods nginx does not pass to the next server
+// once the request was sent, unless proxy_next_upstream lists
+// non_idempotent (ngx_http_upstream_next, 1.22): the writes that the
+// nginx preset's hold_writes holds. PUT and DELETE are passed on.
+var NginxHeldMethods = []string{"POST", "LOCK", "PATCH"}
+
 var budgetPresets = map[string]BudgetConfig{
 	"finagle":  {Kind: BudgetRatio, Ratio: 0.2, MinPerSec: 10, Window: 10 * time.Second},
 	"sre":      {Kind: BudgetRatio, Ratio: 0.1, Window: 10 * time.Second},

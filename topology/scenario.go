@@ -60,6 +60,10 @@ type Workload struct {
 	// WriteFraction is the share of logical requests that are
 	// non-idempotent writes.
 	WriteFraction float64 `yaml:"write_fraction,omitempty"`
+	// WriteMethod is the HTTP method of a write: POST (default), PUT,
+	// PATCH or DELETE. Reverse proxies retry some and not others (the
+	// nginx preset's hold_writes).
+	WriteMethod string `yaml:"write_method,omitempty"`
 	// IdempotencyKeys makes writes carry a key the committing service dedupes on.
 	IdempotencyKeys bool `yaml:"idempotency_keys,omitempty"`
 	// Client is the external client's call policy toward Entry (its To is ignored).
