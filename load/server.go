@@ -163,12 +163,13 @@ type waiter struct {
 type Service struct {
 	name  string
 	cfg   topology.Service
-	// writeMethod is the HTTP method of the writes it calls on with
-	// (workload.write_method).
-	writeMethod string
 	epoch time.Time
 	now   func() time.Duration
 	sleep func(ctx context.Context, d time.Duration) bool
+
+	// writeMethod is the HTTP method of the writes it calls on with
+	// (workload.write_method).
+	writeMethod string
 
 	// mu guards the machine; the replicas of a service share one, as they
 	// share its idempotency store.
