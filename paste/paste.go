@@ -31,8 +31,25 @@ type Policies struct {
 	// (round_robin, random, p2c), "" when the cluster gives none.
 	Balance string
 	// Outlier is an Envoy cluster's outlier_detection, nil when it has
-	// none; zero fields take stormsim's (Envoy's) defaults.
+	// none; zero fields take stormsim's (Envoy's) defaults. From nginx:
+	// max_fails and fail_timeout.
 	Outlier *Outlier
+
+	// The reverse proxies' configs (nginx_conf, haproxy_cfg) also set:
+
+	// ConnectTimeout bounds an attempt's connect (proxy_connect_timeout,
+	// timeout connect), 0 when the file leaves it unbounded or unset.
+	ConnectTimeout time.Duration
+	// HoldMethods, when not nil, are the write methods not retried once
+	// sent: Retry.HoldWrites is on for a workload whose write_method is
+	// one of them (the loader decides, knowing the method).
+	HoldMethods []string
+	// Servers is the number of upstream servers the config lists (0: not
+	// known); the callee must have as many replicas.
+	Servers int
+	// Note says which directives set the edge and which were ignored, by
+	// name.
+	Note string
 }
 
 // Outlier is the consecutive-failure part of Envoy's outlier_detection.

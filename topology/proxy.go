@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/stormsim/stormsim/paste"
 	"github.com/stormsim/stormsim/policies"
 )
 
@@ -44,5 +45,56 @@ func (v *validator) proxyDefaults(c *Call, path string) {
 	if callee != nil && callee.ReplicaCount() > 1 && c.OutlierDetection == nil && !v.givenUnder(path+".outlier_detection") {
 		od := nginxOutlier
 		c.OutlierDetection = &od
+	}
+}
+
+// pasteProxies reads the reverse proxies' configs a call names
+// (nginx_conf with nginx_location or nginx_upstream, haproxy_cfg with
+// haproxy_backend) onto its keys. A proxy's config is the whole truth of
+// the edge's retries, so it excludes the other pasted retry sources, and
+// the servers it lists must be the callee's replicas.
+func (v *validator) pasteProxies(c *Call, path string) {
+	if (c.NginxLocation != "" || c.NginxUpstream != "") && c.NginxConf == "" {
+		v.add(path+".nginx_conf", "needed: nginx_location and nginx_upstream select a part of it")
+	}
+	if c.HAProxyBackend != "" && c.HAProxyCfg == "" {
+		v.add(path+".haproxy_cfg", "needed: haproxy_backend selects a backend in it")
+	}
+	sources := 0
+	for _, f := range []string{c.GRPCServiceConfig, c.EnvoyRoute, c.NginxConf, c.HAProxyCfg} {
+		if f != "" {
+			sources++
+		}
+	}
+	if sources > 1 && (c.NginxConf != "" || c.HAProxyCfg != "") {
+		v.add(path, "a call's retries come from one pasted config: grpc_service_config, envoy_route, nginx_conf or haproxy_cfg")
+		return
+	}
+	to := c.To
+	if path == "workload.client" {
+		to = v.sc.Workload.Entry
+	}
+	servers := func(key string, p paste.Policies) {
+		if s := v.sc.Service(to); s != nil && p.Servers > 0 && p.Servers != s.ReplicaCount() {
+			v.add(path+"."+key, "lists %d servers but %s has %d replicas: set services.%s.replicas to %d", p.Servers, to, s.ReplicaCount(), to, p.Servers)
+		}
+	}
+	if f := c.NginxConf; f != "" {
+		if data, file, ok := v.readPasted(f, path+".nginx_conf"); ok {
+			p, err := paste.NginxConf(file, data, c.NginxLocation, c.NginxUpstream)
+			v.pasted(c, path, "nginx_conf", p, err)
+			if err == nil {
+				servers("nginx_conf", p)
+			}
+		}
+	}
+	if f := c.HAProxyCfg; f != "" {
+		if data, file, ok := v.readPasted(f, path+".haproxy_cfg"); ok {
+			p, err := paste.HAProxyCfg(file, data, c.HAProxyBackend)
+			v.pasted(c, path, "haproxy_cfg", p, err)
+			if err == nil {
+				servers("haproxy_cfg", p)
+			}
+		}
 	}
 }

@@ -38,6 +38,8 @@ type Scenario struct {
 	// WithSets can derive variants that are validated like the original.
 	src  []byte
 	sets []string
+	// notes say what each pasted proxy config set and what it ignored.
+	notes []string
 }
 
 // Workload is the traffic offered at the entry service.
@@ -217,6 +219,16 @@ type Call struct {
 	// circuit_breakers set budget.
 	EnvoyRoute   string `yaml:"envoy_route,omitempty"`
 	EnvoyCluster string `yaml:"envoy_cluster,omitempty"`
+	// NginxConf names an nginx configuration whose location NginxLocation
+	// (its arguments as written) or upstream NginxUpstream sets retry,
+	// timeout, connect_timeout, balance and outlier_detection, as nginx
+	// retries toward the callee's replicas; HAProxyCfg an HAProxy
+	// configuration whose backend HAProxyBackend does (package paste).
+	NginxConf      string `yaml:"nginx_conf,omitempty"`
+	NginxLocation  string `yaml:"nginx_location,omitempty"`
+	NginxUpstream  string `yaml:"nginx_upstream,omitempty"`
+	HAProxyCfg     string `yaml:"haproxy_cfg,omitempty"`
+	HAProxyBackend string `yaml:"haproxy_backend,omitempty"`
 }
 
 // EdgeConfig is the call's policy in the policies package's form, the one
