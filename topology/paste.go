@@ -2,8 +2,8 @@ package topology
 
 import (
 	"errors"
-	"slices"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/stormsim/stormsim/inputfile"
