@@ -162,6 +162,11 @@ func (m *run) send(cr *callRun, k int, timeout time.Duration) {
 	if timeout > 0 { // armTimeout's work, without its call
 		a.tmo = m.eng.AtLane(e.timeoutLane(timeout), m.eng.Now()+timeout, m.hTimeout, a)
 	}
+	if a.svc.cm.Refusing() {
+		// A dead server (refuse_connections): the connect fails at once.
+		m.notSent(a)
+		return
+	}
 	if e.pool != nil {
 		e.pool.acquire(a)
 		return

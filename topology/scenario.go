@@ -302,6 +302,10 @@ type Fault struct {
 	// ResetConnections closes every pooled connection to the service when
 	// the fault starts (a deploy): callers must connect and handshake again.
 	ResetConnections bool `yaml:"reset_connections,omitempty"`
+	// RefuseConnections makes the replicas hit refuse every connection
+	// (a dead server): an attempt sent to one fails not_sent at once and
+	// never reaches it. The simulator's; serve refuses the scenario.
+	RefuseConnections bool `yaml:"refuse_connections,omitempty"`
 	// Replica, Replicas and ReplicaFraction confine the fault to some
 	// replicas of the service (at most one of them): replica K (0-based),
 	// a list of them, or the first ⌈fraction × replicas⌉. None: every replica.
