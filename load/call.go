@@ -286,7 +286,7 @@ type doing struct {
 	run     *callRun
 	answers chan answer
 	timer   *time.Timer
-	tried   []int // replicas tried, with retry.other_host
+	tried   []int // replicas tried, with retry.other_host or the proxies' rules
 }
 
 // spawning makes what attempts sent from goroutines need, once.

@@ -40,13 +40,7 @@ func (r *confReader) add(line int, field, format string, args ...any) {
 	r.probs = append(r.probs, Problem{File: r.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (r *confReader) err() error {
-	if len(r.probs) == 0 {
-		return nil
-	}
-	sort.SliceStable(r.probs, func(i, j int) bool { return r.probs[i].Line < r.probs[j].Line })
-	return r.probs
-}
+func (r *confReader) err() error { return r.probs.inLineOrder() }
 
 // note says which directives set the edge and which were left aside.
 func (r *confReader) note(what string) string {

@@ -105,12 +105,16 @@ func (r *reader) add(n *yaml.Node, field, format string, args ...any) {
 	r.probs = append(r.probs, Problem{File: r.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (r *reader) err() error {
-	if len(r.probs) == 0 {
+func (r *reader) err() error { return r.probs.inLineOrder() }
+
+// inLineOrder returns the problems sorted by line as an error, nil when
+// there are none.
+func (ps Problems) inLineOrder() error {
+	if len(ps) == 0 {
 		return nil
 	}
-	sort.SliceStable(r.probs, func(i, j int) bool { return r.probs[i].Line < r.probs[j].Line })
-	return r.probs
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Line < ps[j].Line })
+	return ps
 }
 
 // parse reads YAML or JSON (JSON is YAML) into its top-level node.

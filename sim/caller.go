@@ -40,7 +40,7 @@ type callRun struct {
 	deadline    time.Duration
 	hasDeadline bool
 	done        bool
-	tried       []int // the replicas tried, with retry.other_host
+	tried       []int // the replicas tried, with retry.other_host or the proxies' rules
 }
 
 func (m *run) newGroup(owner *attempt, req *request, need, total int) *group {
