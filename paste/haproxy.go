@@ -108,6 +108,11 @@ func HAProxyCfg(file string, data []byte, backend string) (Policies, error) {
 		r.add(0, "backend", "no backend or listen section named as haproxy_backend says")
 		return p, r.err()
 	}
+	for _, s := range sections {
+		if s != be && s != defaults {
+			r.ignored[s.name+" section"] = true
+		}
+	}
 	set := map[string]*directive{}
 	var servers []*directive
 	var defaultServer []*directive

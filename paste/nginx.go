@@ -82,6 +82,13 @@ func NginxConf(file string, data []byte, location, upstream string) (Policies, e
 			httpBlock = d
 		}
 	}
+	if httpBlock != root {
+		for _, d := range root.children {
+			if d != httpBlock {
+				r.ignored[d.name] = true // main-context directives: processes, logs, events
+			}
+		}
+	}
 	upstreams := map[string]*directive{}
 	for _, d := range httpBlock.children {
 		if d.name == "upstream" && d.block && len(d.args) == 1 {

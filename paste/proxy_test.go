@@ -49,7 +49,7 @@ func TestNginxConf(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "nginx.conf: location /orders/: read proxy_connect_timeout, proxy_next_upstream, proxy_next_upstream_timeout, "+
 		"proxy_next_upstream_tries, proxy_pass, proxy_read_timeout, upstream.keepalive, upstream.least_conn, upstream.server; "+
-		"not modelled, ignored: listen, log_format, proxy_http_version, proxy_set_header, sendfile, server_name", p.Note)
+		"not modelled, ignored: events, listen, log_format, proxy_http_version, proxy_set_header, sendfile, server_name, user, worker_processes", p.Note)
 }
 
 func TestHAProxyCfg(t *testing.T) {
@@ -62,7 +62,7 @@ func TestHAProxyCfg(t *testing.T) {
 		Backoff: policies.BackoffConfig{Multiplier: 2}}, Timeout: 2 * time.Second, ConnectTimeout: 300 * time.Millisecond,
 		Balance: "round_robin", Servers: 3, HoldMethods: []string{"POST", "PATCH"},
 		Note: "haproxy.cfg: backend orders: read balance, http-request disable-l7-retry, retries, retry-on, server, timeout connect, timeout server; " +
-			"not modelled, ignored: log, mode, option httplog, timeout client"}, got)
+			"not modelled, ignored: backend section, frontend section, global section, log, mode, option httplog, timeout client"}, got)
 
 	// leastconn keeps option redispatch's default interval: the last retry.
 	got, err = HAProxyCfg("haproxy.cfg", data, "carts")
