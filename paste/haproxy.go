@@ -54,7 +54,6 @@ var haproxyRefused = map[string]string{
 	"stick-table":         "stickiness is not modelled",
 	"fullconn":            "dynamic maxconn is not modelled",
 	"timeout tarpit":      "tarpits are not modelled",
-	"http-reuse":          "connection reuse is not modelled",
 }
 
 // HAProxyCfg reads an HAProxy configuration as deployed and returns the
