@@ -52,7 +52,9 @@ http {
 }
 
 // nginxLog counts the attempts of each request in nginx's access log:
-// $upstream_addr lists every server tried ("a, b : c" across upstreams).
+// $upstream_addr lists every server tried ("a, b : c" across upstreams),
+// $upstream_status the status of each (502 for a refused connect, 504
+// for a read timeout).
 func nginxLog(t *testing.T, path string, addrs []string) (attempts int64, perServer []int64) {
 	t.Helper()
 	perServer = make([]int64, len(addrs))
@@ -61,7 +63,11 @@ func nginxLog(t *testing.T, path string, addrs []string) (attempts int64, perSer
 		if len(fields) != 4 {
 			t.Fatalf("access log line %q: want 4 fields", l)
 		}
-		for _, a := range strings.Split(strings.ReplaceAll(fields[0], " : ", ", "), ",") {
+		split := func(f string) []string { return strings.Split(strings.ReplaceAll(f, " : ", ", "), ",") }
+		if a, st := split(fields[0]), split(fields[1]); len(a) != len(st) {
+			t.Fatalf("access log line %q: %d servers tried but %d statuses", l, len(a), len(st))
+		}
+		for _, a := range split(fields[0]) {
 			a = strings.TrimSpace(a)
 			attempts++
 			for i, x := range addrs {
