@@ -4,7 +4,7 @@ BIN     := bin/stormsim
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build test test-short bench demo lint fmt vet docs clean
+.PHONY: all build test test-short bench demo lint fmt vet docs clean proxy-tools test-proxies
 
 all: build
 
@@ -31,6 +31,15 @@ demo: build
 	./$(BIN) run experiments/retry-storm.yaml
 	@echo
 	./$(BIN) compare experiments/retry-storm.yaml
+
+# nginx and HAProxy from Debian's packages, for the differential tests of
+# the proxy presets (load/proxies); then run them.
+proxy-tools:
+	command -v nginx >/dev/null && command -v haproxy >/dev/null || \
+	  (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nginx haproxy)
+
+test-proxies: proxy-tools
+	$(GO) test -count=1 ./load/proxies/
 
 lint: vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)

@@ -92,6 +92,9 @@ func (ec *EdgeClient) SetReplicas(urls []string, call *topology.Call, rng *rand.
 	if err != nil {
 		return err
 	}
+	if err := bal.FollowRetry(call.Retry); err != nil {
+		return err
+	}
 	parsed := make([]*url.URL, len(urls))
 	for i, u := range urls {
 		if parsed[i], err = url.Parse(u); err != nil {
@@ -283,7 +286,7 @@ type doing struct {
 	run     *callRun
 	answers chan answer
 	timer   *time.Timer
-	tried   []int // replicas tried, with retry.other_host
+	tried   []int // replicas tried, with retry.other_host or the proxies' rules
 }
 
 // spawning makes what attempts sent from goroutines need, once.

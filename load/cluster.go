@@ -96,6 +96,11 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 	if err != nil || port < 0 || port+nListen > 65536 {
 		return nil, fmt.Errorf("load: listen address %q: bad port", opt.Listen)
 	}
+	for i, f := range sc.Faults {
+		if f.RefuseConnections {
+			return nil, fmt.Errorf("load: faults[%d].refuse_connections: a dead server is the simulator's; serve cannot refuse one replica's connections (stop the replica, or point the caller at a closed port)", i)
+		}
+	}
 	if opt.Epoch.IsZero() {
 		opt.Epoch = time.Now()
 	}

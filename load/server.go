@@ -167,6 +167,10 @@ type Service struct {
 	now   func() time.Duration
 	sleep func(ctx context.Context, d time.Duration) bool
 
+	// writeMethod is the HTTP method of the writes it calls on with
+	// (workload.write_method).
+	writeMethod string
+
 	// mu guards the machine; the replicas of a service share one, as they
 	// share its idempotency store.
 	mu *sync.Mutex
@@ -294,7 +298,7 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 		c.Epoch = time.Now()
 	}
 	s := &Service{name: name, cfg: *svc, epoch: c.Epoch, now: c.Now, sleep: c.Sleep, latency: metrics.NewLatencyHistogram(),
-		okLatency: metrics.NewLatencyHistogram(), mu: new(sync.Mutex), rep: c.Replica}
+		okLatency: metrics.NewLatencyHistogram(), mu: new(sync.Mutex), rep: c.Replica, writeMethod: cmp.Or(sc.Workload.WriteMethod, http.MethodPost)}
 	s.ledger = s
 	if c.First != nil {
 		s.mu, s.ledger = c.First.mu, c.First
@@ -901,7 +905,7 @@ func (s *Service) callDownstream(ctx context.Context, spec *callSpec, a attemptI
 	one := func(ctx context.Context, ref *edgeRef) CallResult {
 		method := http.MethodGet
 		if a.write {
-			method = http.MethodPost
+			method = s.writeMethod
 		}
 		att := Attempt{Method: method, URL: ref.url, Body: a.body, RequestID: a.id, Write: a.write, Warmup: !counted, IdempotencyKey: a.key}
 		co := policies.CallOptions{Write: a.write, Counted: counted}

@@ -26,8 +26,34 @@ type Balancer struct {
 	next   int     // round robin's next replica
 	active []int32 // outstanding attempts per replica
 	od     *outliers
-	cand   []int  // scratch: the eligible replicas of one pick
-	local  []bool // replicas in the caller's zone (zone_aware); nil: no preference
+	cand   []int                // scratch: the eligible replicas of one pick
+	local  []bool               // replicas in the caller's zone (zone_aware); nil: no preference
+	retry  policies.RetryConfig // the proxies' routing of retries (FollowRetry)
+	// failOn, when set, are the answers counted toward ejection instead
+	// of error, unavailable and timeout (nginx's failed attempts).
+	failOn    policies.OutcomeSet
+	hasFailOn bool
+}
+
+// FollowRetry makes the balancer route a call's retries by the reverse
+// proxies' rules of its resolved retry policy: each_server_once (an
+// untried replica, never one tried, ejected or not) and same_server (the
+// replica of the attempt before, unless the retry is redispatched, then
+// another by the balancer). With each_server_once an answer counts toward
+// ejection only when its class is in retry.on, as nginx counts a failed
+// attempt by proxy_next_upstream. A policy without these rules changes
+// nothing.
+func (b *Balancer) FollowRetry(r policies.RetryConfig) error {
+	b.retry = r
+	if !r.EachServerOnce {
+		return nil
+	}
+	on, err := policies.ParseOutcomeSet(r.On, policies.DefaultRetryOn)
+	if err != nil {
+		return fmt.Errorf("retry.on: %w", err)
+	}
+	b.failOn, b.hasFailOn = on, true
+	return nil
 }
 
 // NewBalancer returns the balancer of an edge to a callee with n replicas,
@@ -217,15 +243,57 @@ func (b *Balancer) p2c(cand []int) int {
 // (retry.other_host, Envoy's previous_hosts predicate) the replicas in
 // *tried are avoided while another remains, and the pick joins them; the
 // simulator and serve's callers both keep tried per call.
+//
+// With FollowRetry's rules the call's every pick joins *tried: the
+// retries that stay on their server take the last one again, and
+// each_server_once never takes a tried one while one is untried.
 func (b *Balancer) PickNext(now time.Duration, otherHost bool, tried *[]int) int {
-	var avoid []int
-	if otherHost {
-		avoid = *tried
+	r := &b.retry
+	n := len(*tried) // picks so far: this is retry n
+	var i int
+	switch {
+	case r.SameServer && n > 0 && !r.RedispatchAt(n):
+		i = (*tried)[n-1]
+		b.active[i]++
+	case r.SameServer && n > 0:
+		i = b.Pick(now, (*tried)[n-1:])
+	case r.EachServerOnce && n > 0 && n < len(b.active):
+		i = b.pickUntried(now, *tried)
+	default:
+		var avoid []int
+		if otherHost {
+			avoid = *tried
+		}
+		i = b.Pick(now, avoid)
 	}
-	i := b.Pick(now, avoid)
-	if otherHost {
+	if otherHost || r.SameServer || r.EachServerOnce {
 		*tried = append(*tried, i)
 	}
+	return i
+}
+
+// pickUntried picks among the replicas not in tried: those in service
+// first (local ones first, zone_aware), else an ejected one.
+func (b *Balancer) pickUntried(now time.Duration, tried []int) int {
+	if b.od != nil {
+		b.od.refresh(now)
+	}
+	i := b.pickAmong(tried)
+	if slices.Contains(tried, i) {
+		// Every untried replica is ejected: nginx answers 502 without
+		// an attempt; the balancer never refuses, so it takes one.
+		b.cand = b.cand[:0]
+		for j := range b.active {
+			if !slices.Contains(tried, j) {
+				b.cand = append(b.cand, j)
+			}
+		}
+		i = b.cand[0]
+		if b.kind == topology.BalanceRandom {
+			i = b.cand[b.rng.IntN(len(b.cand))]
+		}
+	}
+	b.active[i]++
 	return i
 }
 
@@ -241,10 +309,13 @@ func (b *Balancer) Done(now time.Duration, i int, o policies.Outcome, counted bo
 		return
 	}
 	b.od.refresh(now)
-	switch o {
-	case policies.Error, policies.Unavailable, policies.Timeout:
+	failed := o == policies.Error || o == policies.Unavailable || o == policies.Timeout
+	if b.hasFailOn {
+		failed = b.failOn.Has(o)
+	}
+	if failed {
 		b.od.failed(now, i)
-	default:
+	} else {
 		b.od.consec[i] = 0
 	}
 }

@@ -535,6 +535,10 @@ func (c *callee) CancelWorking(now time.Duration, key string, fence uint64, hold
 	}
 }
 
+// Refusing reports whether an active fault refuses connections: an
+// attempt sent to the service now fails not_sent before reaching it.
+func (c *callee) Refusing() bool { return c.fs.Refuse }
+
 // SetFaults makes active the faults now in effect, in the order they
 // started, combined by Combine.
 func (c *callee) SetFaults(now time.Duration, active []*topology.Fault) {

@@ -100,3 +100,17 @@ func ExampleBalancer() {
 	// first: 0 retry: 2
 	// back at 11s: true
 }
+
+// A balancer following HAProxy's retries: they stay on the server of the
+// attempt before, and with option redispatch the last one goes elsewhere.
+func ExampleBalancer_FollowRetry() {
+	b, _ := model.NewBalancer(topology.BalanceRoundRobin, 3, nil, rand.New(rand.NewPCG(1, 1)))
+	_ = b.FollowRetry(policies.RetryConfig{MaxAttempts: 4, SameServer: true, Redispatch: -1})
+	var tried []int
+	for range 4 {
+		b.PickNext(0, false, &tried)
+	}
+	fmt.Println(tried[0] == tried[1] && tried[1] == tried[2], tried[3] != tried[2])
+	// Output:
+	// true true
+}

@@ -20,6 +20,8 @@ type FaultState struct {
 	// Drop is the probability that a reply is lost: each active fault
 	// drops independently, so Drop = 1 − Π(1 − p).
 	Drop float64
+	// Refuse: some active fault refuses connections (a dead server).
+	Refuse bool
 }
 
 // Combine is the one rule for overlapping faults.
@@ -35,6 +37,7 @@ func Combine(active []*topology.Fault) FaultState {
 			fs.HasErrorRate, fs.ErrorRate = true, *f.ErrorRate
 		}
 		keep *= 1 - f.DropResponse
+		fs.Refuse = fs.Refuse || f.RefuseConnections
 	}
 	fs.Drop = 1 - keep
 	return fs

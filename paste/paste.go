@@ -31,8 +31,25 @@ type Policies struct {
 	// (round_robin, random, p2c), "" when the cluster gives none.
 	Balance string
 	// Outlier is an Envoy cluster's outlier_detection, nil when it has
-	// none; zero fields take stormsim's (Envoy's) defaults.
+	// none; zero fields take stormsim's (Envoy's) defaults. From nginx:
+	// max_fails and fail_timeout.
 	Outlier *Outlier
+
+	// The reverse proxies' configs (nginx_conf, haproxy_cfg) also set:
+
+	// ConnectTimeout bounds an attempt's connect (proxy_connect_timeout,
+	// timeout connect), 0 when the file leaves it unbounded or unset.
+	ConnectTimeout time.Duration
+	// HoldMethods, when not nil, are the write methods not retried once
+	// sent: Retry.HoldWrites is on for a workload whose write_method is
+	// one of them (the loader decides, knowing the method).
+	HoldMethods []string
+	// Servers is the number of upstream servers the config lists (0: not
+	// known); the callee must have as many replicas.
+	Servers int
+	// Note says which directives set the edge and which were ignored, by
+	// name.
+	Note string
 }
 
 // Outlier is the consecutive-failure part of Envoy's outlier_detection.
@@ -88,12 +105,16 @@ func (r *reader) add(n *yaml.Node, field, format string, args ...any) {
 	r.probs = append(r.probs, Problem{File: r.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (r *reader) err() error {
-	if len(r.probs) == 0 {
+func (r *reader) err() error { return r.probs.inLineOrder() }
+
+// inLineOrder returns the problems sorted by line as an error, nil when
+// there are none.
+func (ps Problems) inLineOrder() error {
+	if len(ps) == 0 {
 		return nil
 	}
-	sort.SliceStable(r.probs, func(i, j int) bool { return r.probs[i].Line < r.probs[j].Line })
-	return r.probs
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Line < ps[j].Line })
+	return ps
 }
 
 // parse reads YAML or JSON (JSON is YAML) into its top-level node.

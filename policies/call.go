@@ -97,6 +97,15 @@ type Edge struct {
 	// attempt once per call, outside MaxAttempts and the budget (gRPC A6).
 	Phases      PhaseTimeouts
 	Transparent bool
+	// The reverse proxies' rules (RetryConfig): a sent write is not
+	// retried (HoldWrites); after not_sent the retry waits TurnAround
+	// unless retry n is redispatched (Redispatch, with MaxAttempts, as
+	// RetryConfig.RedispatchAt); no attempt starts RetryWindow or later
+	// after the call began.
+	HoldWrites  bool
+	TurnAround  time.Duration
+	Redispatch  int
+	RetryWindow time.Duration
 
 	Budget   Budget
 	Breaker  Breaker
@@ -142,11 +151,15 @@ func NewEdge(c EdgeConfig, r *rand.Rand) (*Edge, error) {
 	}
 	e := &Edge{Timeout: c.Timeout, MaxAttempts: retry.MaxAttempts, BudgetShare: retry.BudgetShare,
 		HonorPushback: c.HonorPushback, MaxPushback: c.MaxPushback, Rand: r,
-		Phases: c.Phases, Transparent: retry.Transparent}
+		Phases: c.Phases, Transparent: retry.Transparent,
+		HoldWrites: retry.HoldWrites, TurnAround: retry.TurnAround, Redispatch: retry.Redispatch, RetryWindow: retry.RetryWindow}
 	if !(e.BudgetShare >= 0 && e.BudgetShare <= 1) {
 		return nil, fieldErrorf("retry.budget_share", "must be in [0, 1], got %v", retry.BudgetShare)
 	}
 	if e.MaxAttempts < 1 {
+		if retry.EachServerOnce {
+			return nil, fieldErrorf("retry.max_attempts", "0 with each_server_once means one attempt per replica: resolve it against the callee's replicas first")
+		}
 		return nil, fieldErrorf("retry.max_attempts", "must be ≥ 1, got %d", retry.MaxAttempts)
 	}
 	if e.MaxPushback == 0 {
@@ -338,6 +351,7 @@ type Call struct {
 	hedged bool
 
 	retryN    int // retries since the last pushback (backoff exponent)
+	startedAt time.Duration
 	prevDelay time.Duration
 	wake      wakeKind
 	wakeAt    time.Duration
@@ -369,7 +383,7 @@ func (c *Call) Start(now time.Duration, e *Edge, opt CallOptions) (a Action) {
 // start is Start writing its Action through a (see answered): Start,
 // left a wrapper, inlines where it is called.
 func (c *Call) start(now time.Duration, e *Edge, opt CallOptions, a *Action) {
-	c.e, c.opt = e, opt
+	c.e, c.opt, c.startedAt = e, opt, now
 	c.sent, c.live, c.retryN, c.prevDelay = 0, 0, 0, 0
 	c.wake, c.wakeAt, c.last, c.maybeDone, c.aborted = wakeNone, 0, OK, false, false
 	c.sendReady, c.transparentUsed = false, false
@@ -691,8 +705,9 @@ func (c *Call) failed(now time.Duration, o Outcome, retryAfter time.Duration, do
 			return
 		}
 	}
-	if !c.retryable(o) || (e.HonorPushback && dontRetry) {
-		// Fatal: it ends a hedged call too (A6).
+	if !c.retryable(o) || (e.HonorPushback && dontRetry) || (e.HoldWrites && c.opt.Write && o != NotSent) {
+		// Fatal: it ends a hedged call too (A6). A held write that was
+		// sent is not passed on either (nginx's non-idempotent rule).
 		c.finish(now, o, c.hedged && e.HedgeCancelOthers, a)
 		return
 	}
@@ -717,10 +732,22 @@ func (c *Call) failed(now time.Duration, o Outcome, retryAfter time.Duration, do
 		}
 	case c.hedged:
 		wait = 0
+	case o == NotSent && e.TurnAround > 0:
+		// HAProxy's turn-around before connecting to the same server
+		// again; retry c.sent goes elsewhere without it.
+		if !redispatchAt(e.Redispatch, e.MaxAttempts, c.sent) {
+			wait = e.TurnAround
+		}
 	default:
 		c.retryN++
 		wait = e.Backoff.after(o).Delay(c.retryN, c.prevDelay, e.Rand)
 		c.prevDelay = wait
+	}
+	if e.RetryWindow > 0 && now+wait-c.startedAt >= e.RetryWindow {
+		// nginx's proxy_next_upstream_timeout forbids a new try only.
+		c.limit = c.sent
+		c.settle(now, a)
+		return
 	}
 	if c.opt.HasDeadline && now+wait >= c.opt.Deadline {
 		if c.opt.Counted {

@@ -38,7 +38,58 @@ type RetryConfig struct {
 	// never retried this way, so a write is not duplicated by it.
 	Transparent bool `yaml:"transparent,omitempty" json:"transparent,omitempty"`
 
+	// The rules of retrying reverse proxies (the nginx and haproxy
+	// presets, and pasted nginx_conf and haproxy_cfg files).
+
+	// HoldWrites stops a write from being retried once an attempt of it
+	// was sent: only a failure before sending (not_sent) is retried
+	// (nginx's rule for POST, LOCK and PATCH without non_idempotent;
+	// HAProxy's http-request disable-l7-retry).
+	HoldWrites bool `yaml:"hold_writes,omitempty" json:"hold_writes,omitempty"`
+	// EachServerOnce sends every attempt of a call to a replica it has not
+	// tried, never the same one twice, and caps the attempts at the
+	// callee's replicas (nginx's tried peers); MaxAttempts 0 then means
+	// one attempt per replica (proxy_next_upstream_tries 0). The scenario
+	// loader resolves the cap.
+	EachServerOnce bool `yaml:"each_server_once,omitempty" json:"each_server_once,omitempty"`
+	// SameServer sends a retry to the replica of the attempt before it
+	// (HAProxy's retries stay on their server) unless Redispatch says the
+	// retry is redispatched: then it goes to another replica.
+	SameServer bool `yaml:"same_server,omitempty" json:"same_server,omitempty"`
+	// Redispatch is HAProxy's option redispatch interval with SameServer:
+	// 0 never redispatches (no option redispatch), P > 0 every P-th retry,
+	// −N the N-th retry before the last (−1: the last retry).
+	Redispatch int `yaml:"redispatch,omitempty" json:"redispatch,omitempty"`
+	// TurnAround is the wait before retrying the same replica after a
+	// not_sent failure, other retries going at once: HAProxy's
+	// min(timeout connect, 1 s). It replaces the backoff after not_sent;
+	// a redispatched retry does not wait.
+	TurnAround time.Duration `yaml:"turn_around,omitempty" json:"turn_around,omitempty"`
+	// RetryWindow forbids a new attempt once this long has passed since
+	// the call began (nginx's proxy_next_upstream_timeout); attempts
+	// already sent run on. 0 means no limit.
+	RetryWindow time.Duration `yaml:"retry_window,omitempty" json:"retry_window,omitempty"`
+
 	resolved bool // by Resolve: preset expanded, defaults applied
+}
+
+// RedispatchAt reports whether retry n (1 for the first retry) of a
+// SameServer policy goes to another replica: HAProxy 2.6's
+// stream_choose_redispatch, counting retries as its conn_retries does.
+func (c RetryConfig) RedispatchAt(n int) bool {
+	return redispatchAt(c.Redispatch, c.MaxAttempts, n)
+}
+
+func redispatchAt(every, maxAttempts, n int) bool {
+	switch {
+	case every > 0:
+		return n%every == 0
+	case every < 0:
+		// HAProxy: conn_retries % (retries + 1 + redispatch_after) == 0.
+		m := maxAttempts + every
+		return m > 0 && n%m == 0
+	}
+	return false
 }
 
 // BackoffConfig is capped exponential backoff with jitter:

@@ -33,11 +33,28 @@ var retryPresets = map[string]RetryConfig{
 	// limit of its own; 1000 only bounds an edge without a budget.
 	"finagle": {MaxAttempts: 1000, On: []RetryClass{"unavailable"}, BudgetShare: 0.2,
 		Backoff: BackoffConfig{Multiplier: 2}},
+	// nginx 1.22 proxy_next_upstream defaults: error and timeout (a
+	// connect error is not_sent; a sent attempt's error or timeout is
+	// timeout here), each server at most once, tries 0 (every server),
+	// at once; POST, LOCK and PATCH are not passed on once sent.
+	"nginx": {On: []RetryClass{"not_sent", "timeout"}, EachServerOnce: true, HoldWrites: true,
+		Backoff: BackoffConfig{Multiplier: 2}},
+	// HAProxy 2.6 defaults: retries 3, retry-on conn-failure, retries on
+	// the same server (no option redispatch), after a turn-around of
+	// min(timeout connect, 1 s).
+	"haproxy": {MaxAttempts: 4, On: []RetryClass{"not_sent"}, SameServer: true, TurnAround: time.Second,
+		Backoff: BackoffConfig{Multiplier: 2}},
 	// Google SRE book: at most 3 attempts with randomized exponential backoff;
 	// the book gives no delays, the 50 ms / 1 s values are stormsim's.
 	"sre": {MaxAttempts: 3, On: []RetryClass{"unavailable", "timeout"},
 		Backoff: BackoffConfig{Initial: 50 * time.Millisecond, Multiplier: 2, Max: time.Second, Jitter: "full"}},
 }
+
+// NginxHeldMethods are the methods nginx does not pass to the next server
+// once the request was sent, unless proxy_next_upstream lists
+// non_idempotent (ngx_http_upstream_next, 1.22): the writes that the
+// nginx preset's hold_writes holds. PUT and DELETE are passed on.
+var NginxHeldMethods = []string{"POST", "LOCK", "PATCH"}
 
 var budgetPresets = map[string]BudgetConfig{
 	"finagle":  {Kind: BudgetRatio, Ratio: 0.2, MinPerSec: 10, Window: 10 * time.Second},
@@ -75,7 +92,8 @@ func BudgetPresetNames() []string { return presetNames(budgetPresets) }
 func BreakerPresetNames() []string { return presetNames(breakerPresets) }
 
 // RetryPreset returns the retry policy of a named system: grpc,
-// aws-standard, aws-standard-2026, envoy, finagle or sre.
+// aws-standard, aws-standard-2026, envoy, finagle, sre, or the reverse
+// proxies nginx and haproxy.
 func RetryPreset(name string) (RetryConfig, error) {
 	c, ok := retryPresets[name]
 	if !ok {
@@ -123,9 +141,10 @@ func (c RetryConfig) Resolve(given Given) (RetryConfig, error) {
 	return resolveConfig(c, c.resolved, c.Preset, RetryPreset, given, RetryConfig.withDefaults, func(r *RetryConfig) { r.resolved = true })
 }
 
-// withDefaults fills the retry defaults: one attempt, multiplier 2.
+// withDefaults fills the retry defaults: one attempt (one per replica
+// with each_server_once), multiplier 2.
 func (c RetryConfig) withDefaults() RetryConfig {
-	if c.MaxAttempts == 0 {
+	if c.MaxAttempts == 0 && !c.EachServerOnce {
 		c.MaxAttempts = 1
 	}
 	if c.Backoff.Multiplier == 0 {

@@ -21,3 +21,16 @@ func ExampleBudgetConfig_Resolve() {
 	// ratio 0.5 10 10s
 	// ratio 0.2 0 10s
 }
+
+// HAProxy's option redispatch: with retries 3 (4 attempts) the default
+// interval −1 redispatches the last retry only; 1 redispatches each.
+func ExampleRetryConfig_RedispatchAt() {
+	for _, every := range []int{-1, 1} {
+		c := policies.RetryConfig{Preset: "haproxy", Redispatch: every}
+		c, _ = c.Resolve(nil)
+		fmt.Println(every, c.RedispatchAt(1), c.RedispatchAt(2), c.RedispatchAt(3))
+	}
+	// Output:
+	// -1 false false true
+	// 1 true true true
+}

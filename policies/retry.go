@@ -13,8 +13,17 @@ func (c RetryConfig) validate() error {
 	if err != nil {
 		return err
 	}
-	if c.MaxAttempts < 1 {
+	switch {
+	case c.MaxAttempts < 0 || (c.MaxAttempts == 0 && !c.EachServerOnce):
 		return fieldErrorf("max_attempts", "must be ≥ 1 (1 means no retry), got %d", c.MaxAttempts)
+	case c.EachServerOnce && c.SameServer:
+		return fieldErrorf("same_server", "contradicts each_server_once: a retry goes to the same replica or to an untried one")
+	case c.Redispatch != 0 && !c.SameServer:
+		return fieldErrorf("redispatch", "needs same_server: it says which same-server retries go elsewhere")
+	case c.TurnAround < 0:
+		return fieldErrorf("turn_around", "must be ≥ 0, got %v", c.TurnAround)
+	case c.RetryWindow < 0:
+		return fieldErrorf("retry_window", "must be ≥ 0, got %v", c.RetryWindow)
 	}
 	if _, err := ParseOutcomeSet(c.On, DefaultRetryOn); err != nil {
 		return &FieldError{Field: "on", Err: err}

@@ -40,7 +40,7 @@ type callRun struct {
 	deadline    time.Duration
 	hasDeadline bool
 	done        bool
-	tried       []int // the replicas tried, with retry.other_host
+	tried       []int // the replicas tried, with retry.other_host or the proxies' rules
 }
 
 func (m *run) newGroup(owner *attempt, req *request, need, total int) *group {
@@ -161,6 +161,11 @@ func (m *run) send(cr *callRun, k int, timeout time.Duration) {
 	}
 	if timeout > 0 { // armTimeout's work, without its call
 		a.tmo = m.eng.AtLane(e.timeoutLane(timeout), m.eng.Now()+timeout, m.hTimeout, a)
+	}
+	if a.svc.cm.Refusing() {
+		// A dead server (refuse_connections): the connect fails at once.
+		m.notSent(a)
+		return
 	}
 	if e.pool != nil {
 		e.pool.acquire(a)

@@ -377,6 +377,9 @@ func (b *builder) edge(from, tag, zone string, c *topology.Call, field string) (
 		if e.bal, err = model.NewBalancer(c.Balance, len(callee.reps), c.OutlierDetection, b.m.stream(model.BalanceStream(stream))); err != nil {
 			return nil, fmt.Errorf("%s.%w", field, err)
 		}
+		if err = e.bal.FollowRetry(c.Retry); err != nil {
+			return nil, fmt.Errorf("%s.%w", field, err)
+		}
 		if c.ZoneAware && zone != "" {
 			e.bal.PreferLocal(model.LocalReplicas(callee.cfg, zone))
 		}

@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/stormsim/stormsim/inputfile"
@@ -35,6 +36,7 @@ func (v *validator) pasteConfigs(c *Call, path string) {
 			v.pasted(c, path, "envoy_route", p, err)
 		}
 	}
+	v.pasteProxies(c, path)
 	if f := c.EnvoyCluster; f != "" {
 		if data, file, ok := v.readPasted(f, path+".envoy_cluster"); ok {
 			p, err := paste.EnvoyCluster(file, data)
@@ -83,6 +85,10 @@ func (v *validator) pasted(c *Call, path, key string, p paste.Policies, err erro
 	}
 	if p.Retried && set("retry") {
 		c.Retry = p.Retry
+		if p.HoldMethods != nil {
+			// The proxy holds writes by method; the workload says which.
+			c.Retry.HoldWrites = slices.Contains(p.HoldMethods, v.sc.Workload.WriteMethod)
+		}
 	}
 	if p.Hedge != nil && set("hedge") {
 		c.Hedge = p.Hedge
@@ -99,6 +105,12 @@ func (v *validator) pasted(c *Call, path, key string, p paste.Policies, err erro
 	if o := p.Outlier; o != nil && set("outlier_detection") {
 		c.OutlierDetection = &OutlierDetection{ConsecutiveFailures: o.ConsecutiveFailures, Interval: o.Interval,
 			BaseEjectionTime: o.BaseEjectionTime, MaxEjectionTime: o.MaxEjectionTime, MaxEjectionPercent: o.MaxEjectionPercent}
+	}
+	if p.ConnectTimeout > 0 && set("connect_timeout") {
+		c.ConnectTimeout = p.ConnectTimeout
+	}
+	if p.Note != "" {
+		v.sc.notes = append(v.sc.notes, "note: "+p.Note)
 	}
 	if p.HonorPushback && set("honor_pushback") {
 		c.HonorPushback = true

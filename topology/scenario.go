@@ -38,6 +38,8 @@ type Scenario struct {
 	// WithSets can derive variants that are validated like the original.
 	src  []byte
 	sets []string
+	// notes say what each pasted proxy config set and what it ignored.
+	notes []string
 }
 
 // Workload is the traffic offered at the entry service.
@@ -60,6 +62,10 @@ type Workload struct {
 	// WriteFraction is the share of logical requests that are
 	// non-idempotent writes.
 	WriteFraction float64 `yaml:"write_fraction,omitempty"`
+	// WriteMethod is the HTTP method of a write: POST (default), PUT,
+	// PATCH or DELETE. Reverse proxies retry some and not others (the
+	// nginx preset's hold_writes).
+	WriteMethod string `yaml:"write_method,omitempty"`
 	// IdempotencyKeys makes writes carry a key the committing service dedupes on.
 	IdempotencyKeys bool `yaml:"idempotency_keys,omitempty"`
 	// Client is the external client's call policy toward Entry (its To is ignored).
@@ -213,6 +219,16 @@ type Call struct {
 	// circuit_breakers set budget.
 	EnvoyRoute   string `yaml:"envoy_route,omitempty"`
 	EnvoyCluster string `yaml:"envoy_cluster,omitempty"`
+	// NginxConf names an nginx configuration whose location NginxLocation
+	// (its arguments as written) or upstream NginxUpstream sets retry,
+	// timeout, connect_timeout, balance and outlier_detection, as nginx
+	// retries toward the callee's replicas; HAProxyCfg an HAProxy
+	// configuration whose backend HAProxyBackend does (package paste).
+	NginxConf      string `yaml:"nginx_conf,omitempty"`
+	NginxLocation  string `yaml:"nginx_location,omitempty"`
+	NginxUpstream  string `yaml:"nginx_upstream,omitempty"`
+	HAProxyCfg     string `yaml:"haproxy_cfg,omitempty"`
+	HAProxyBackend string `yaml:"haproxy_backend,omitempty"`
 }
 
 // EdgeConfig is the call's policy in the policies package's form, the one
@@ -286,6 +302,10 @@ type Fault struct {
 	// ResetConnections closes every pooled connection to the service when
 	// the fault starts (a deploy): callers must connect and handshake again.
 	ResetConnections bool `yaml:"reset_connections,omitempty"`
+	// RefuseConnections makes the replicas hit refuse every connection
+	// (a dead server): an attempt sent to one fails not_sent at once and
+	// never reaches it. The simulator's; serve refuses the scenario.
+	RefuseConnections bool `yaml:"refuse_connections,omitempty"`
 	// Replica, Replicas and ReplicaFraction confine the fault to some
 	// replicas of the service (at most one of them): replica K (0-based),
 	// a list of them, or the first ⌈fraction × replicas⌉. None: every replica.

@@ -17,6 +17,7 @@ const (
 	DefaultSeed           = 1
 	DefaultInterval       = time.Second
 	DefaultArrival        = "poisson"
+	DefaultWriteMethod    = "POST"
 	DefaultErrorClass     = "error"
 	DefaultDownstream     = "propagate"
 	DefaultMaxPushback    = 30 * time.Second
@@ -88,6 +89,9 @@ func (v *validator) applyDefaults() {
 	if sc.Workload.Arrival == "" {
 		sc.Workload.Arrival = DefaultArrival
 	}
+	if sc.Workload.WriteMethod == "" {
+		sc.Workload.WriteMethod = DefaultWriteMethod
+	}
 	v.callDefaults(&sc.Workload.Client, "workload.client")
 	for i := range sc.Services {
 		s := &sc.Services[i]
@@ -133,6 +137,7 @@ func (v *validator) applyDefaults() {
 func (v *validator) callDefaults(c *Call, path string) {
 	v.pasteConfigs(c, path)
 	c.Retry = resolved(v, path+".retry", c.Retry, policies.RetryConfig.Resolve)
+	v.proxyDefaults(c, path)
 	if c.Budget != nil {
 		*c.Budget = resolved(v, path+".budget", *c.Budget, policies.BudgetConfig.Resolve)
 	}
@@ -283,6 +288,9 @@ func (v *validator) workload() {
 	v.nonNegative(p+".think_time", w.ThinkTime)
 	v.nonNegative(p+".deadline", w.Deadline)
 	v.probability(p+".write_fraction", w.WriteFraction)
+	if !slices.Contains(writeMethods, w.WriteMethod) {
+		v.add(p+".write_method", "must be one of %s, got %q", strings.Join(writeMethods, ", "), w.WriteMethod)
+	}
 	for i, st := range w.Schedule {
 		sp := fmt.Sprintf("%s.schedule[%d]", p, i)
 		if st.At < 0 {

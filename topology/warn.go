@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -13,7 +14,7 @@ import (
 // queue is unbounded and no service cancels the work its callers abandon
 // (nothing bounds a storm). `stormsim validate` prints them.
 func (s *Scenario) Warnings() []string {
-	var out []string
+	out := slices.Clone(s.notes)
 	client := &s.Workload.Client
 	out = append(out, backoffWarnings("workload.client", client)...)
 	out = append(out, phaseWarnings("workload.client", client)...)

@@ -146,6 +146,24 @@ var docs = map[string]expDoc{
 		},
 		plots: []plotSpec{{"amplification", "amplification/db", "attempts at db per logical request", "attempts per request", true, nil}},
 	},
+	"proxy-retry-layers": {
+		rows: func(r *results) [][3]string {
+			row := func(label, published, v string) [3]string {
+				x := r.first(v)
+				perReq := float64(x.Summary.Duplicates) / float64(x.Summary.Requests.Offered)
+				return [3]string{label, published, fmt.Sprintf("%s, %.3g duplicates", amp(x, "db"), perReq)}
+			}
+			return [][3]string{
+				row("as deployed: commits at db per request", "3 × 3 × 4 = 36, 35 duplicates", "baseline"),
+				row("retries at the app only", "3, 2 duplicates", "retries-at-one-layer"),
+				row("nginx's default (non_idempotent off)", "1 × 3 × 4 = 12, 11 duplicates", "nginx-default"),
+				row("HAProxy disable-l7-retry for POST", "3 × 3 × 1 = 9, 8 duplicates", "disable-l7-retry"),
+				row("both proxies fixed", "3, 2 duplicates", "both-proxies-fixed"),
+				row("idempotency keys", "36 attempts, no duplicate", "idempotency-keys"),
+			}
+		},
+		plots: []plotSpec{{"amplification", "amplification/db", "attempts at db per logical request", "attempts per request", true, nil}},
+	},
 	"independent-failures": {
 		rows: func(r *results) [][3]string {
 			b, ratio, grpc := r.first("baseline"), r.first("ratio-10pct"), r.first("grpc-token-bucket")

@@ -1,0 +1,123 @@
+package proxies
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// haproxyCfg is the whole configuration the real HAProxy runs, and the
+// file the simulator pastes as haproxy_cfg: logs on stdout with the
+// server and the retries of each request (%rc), the case's backend.
+func haproxyCfg(port int, s scenario, addrs []string, connect string) string {
+	var servers strings.Builder
+	for i, a := range addrs {
+		fmt.Fprintf(&servers, "    server s%d %s\n", i, a)
+	}
+	return fmt.Sprintf(`global
+    log stdout format raw local0
+defaults
+    mode http
+    log global
+    log-format "%%s %%rc %%ST %%HM"
+    timeout connect %s
+    timeout client 10s
+    timeout server 300ms
+frontend fe
+    bind 127.0.0.1:%d
+    default_backend app
+backend app
+    %s
+%s`, connect, port, s.directives, servers.String())
+}
+
+// haproxyLog counts the attempts of each request in HAProxy's log: the
+// retries field %rc plus the first attempt (a leading + marks a
+// redispatch).
+func haproxyLog(t *testing.T, path string) (requests, attempts int64) {
+	t.Helper()
+	for _, l := range lines(t, path) {
+		f := strings.Fields(l)
+		if len(f) != 4 || f[0] == "<NOSRV>" {
+			continue // HAProxy's notices; the start-up probe's bare connection
+		}
+		rc, err := strconv.Atoi(strings.TrimPrefix(f[1], "+"))
+		if err != nil {
+			t.Fatalf("log line %q: retries field %q", l, f[1])
+		}
+		requests++
+		attempts += int64(rc) + 1
+	}
+	return requests, attempts
+}
+
+// TestHAProxy runs each case through a real HAProxy and the simulator.
+func TestHAProxy(t *testing.T) {
+	bin := binary(t, "haproxy")
+	third := func(n int) int { return n / 3 } // requests round robin sends to one server of three
+	cases := []struct {
+		scenario
+		connect string // timeout connect
+	}{
+		{scenario{name: "dead server: retried on it, 1 s apart (the preset)", servers: 3, dead: []int{1},
+			preset: "retry: {preset: haproxy}, timeout: 300ms", attempts: func(n int) int { return n + 3*third(n) }, duplicates: never}, "1s"},
+		{scenario{name: "every server dead: retries 2 is 3 attempts", servers: 3, dead: []int{0, 1, 2}, directives: "retries 2",
+			attempts: func(n int) int { return 3 * n }, duplicates: never}, "50ms"},
+		{scenario{name: "every server dead, option redispatch: retries go elsewhere", servers: 3, dead: []int{0, 1, 2}, directives: "option redispatch",
+			attempts: func(n int) int { return 4 * n }, duplicates: never}, "50ms"},
+		{scenario{name: "one server, dead: four attempts", servers: 1, dead: []int{0},
+			attempts: func(n int) int { return 4 * n }, duplicates: never}, "50ms"},
+		{scenario{name: "503s are not retried by default", servers: 3, fault: "error_rate: 1",
+			attempts: func(n int) int { return n }, duplicates: never}, "50ms"},
+		{scenario{name: "503s with retry-on 503, POST too", servers: 3, fault: "error_rate: 1", directives: "retry-on 503", method: "POST",
+			attempts: func(n int) int { return 4 * n }, duplicates: never}, "50ms"},
+		{scenario{name: "slow servers, retry-on response-timeout: POST duplicated", servers: 3, fault: "latency_add: 600ms",
+			directives: "retry-on conn-failure response-timeout", method: "POST",
+			attempts: func(n int) int { return 4 * n }, duplicates: func(n int) int { return 3 * n }}, "50ms"},
+		{scenario{name: "slow servers, disable-l7-retry for POST", servers: 3, fault: "latency_add: 600ms",
+			directives: "retry-on conn-failure response-timeout\n    http-request disable-l7-retry if METH_POST", method: "POST",
+			attempts: func(n int) int { return n }, duplicates: never}, "50ms"},
+		{scenario{name: "slow servers, GET, default retry-on: no retry", servers: 3, fault: "latency_add: 600ms",
+			attempts: func(n int) int { return n }, duplicates: never}, "50ms"},
+	}
+	for _, c := range cases {
+		s := c.scenario
+		t.Run(s.name, func(t *testing.T) {
+			r := newProxyRun(t, s)
+			port := freePort(t)
+			cfg := filepath.Join(r.dir, "haproxy.cfg")
+			if err := os.WriteFile(cfg, []byte(haproxyCfg(port, s, r.addrs, c.connect)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			logPath := filepath.Join(r.dir, "haproxy.log")
+			logFile, err := os.Create(logPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer logFile.Close()
+			cmd := exec.Command(bin, "-db", "-f", cfg)
+			cmd.Stdout = logFile
+			startProxy(t, cmd, port)
+			res := r.drive(port)
+			time.Sleep(50 * time.Millisecond) // the last log lines
+			var real outcome
+			real.offered = res.Summary.Requests.Offered
+			var logged int64
+			logged, real.attempts = haproxyLog(t, logPath)
+			if logged != real.offered {
+				t.Errorf("HAProxy logged %d requests, %d were offered", logged, real.offered)
+			}
+			real.perServer, real.duplicates = r.served()
+			call := s.preset
+			if call == "" {
+				call = "haproxy_cfg: haproxy.cfg"
+			}
+			compare(t, s, real, simulate(t, r.dir, s, call), nil)
+		})
+	}
+}
