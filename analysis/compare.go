@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -117,6 +118,9 @@ func runVariant(ctx context.Context, run Runner, b Builder, v Variant, seed uint
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
+	if res.Summary.Verdict == nil {
+		res.Summary.Verdict = Assess(sc, res)
+	}
 	return res, nil
 }
 
@@ -135,6 +139,7 @@ var tableRows = []struct {
 	label string
 	cell  func(m *Measures) string
 }{
+	{"verdict", func(m *Measures) string { return m.Verdict }},
 	{"goodput (req/s)", func(m *Measures) string { return strconv.FormatFloat(m.GoodputRPS, 'f', 1, 64) }},
 	{"offered", func(m *Measures) string { return strconv.FormatInt(m.Offered, 10) }},
 	{"succeeded", func(m *Measures) string { return strconv.FormatInt(m.Succeeded, 10) }},
@@ -171,7 +176,12 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 	for _, r := range tableRows {
 		fmt.Fprintf(tw, "%*s\t", -width, r.label)
 		for i := range c.Columns {
-			fmt.Fprintf(tw, "%s\t", r.cell(&c.Columns[i].Measures))
+			m := &c.Columns[i].Measures
+			cell := r.cell(m)
+			if m.NotRun && r.label != "verdict" && r.label != "status" {
+				cell = "-" // no figure, which must not read as a collapse
+			}
+			fmt.Fprintf(tw, "%s\t", cell)
 		}
 		fmt.Fprintln(tw)
 	}
@@ -180,6 +190,16 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(w)
+	reasons := false
+	for _, col := range c.Columns {
+		if col.Measures.Reason != "" {
+			fmt.Fprintf(w, "%s %s: %s\n", col.Variant.Name, col.Measures.Verdict, col.Measures.Reason)
+			reasons = true
+		}
+	}
+	if reasons {
+		fmt.Fprintln(w)
+	}
 	for _, col := range c.Columns {
 		v := col.Variant
 		switch {
@@ -203,4 +223,78 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// ComparisonJSON is the JSON form of a Comparison (compare.json and
+// `stormsim compare --format json`): a contract like the run summary's,
+// extended and never renamed.
+type ComparisonJSON struct {
+	Scenario string       `json:"scenario"`
+	Seed     uint64       `json:"seed"`
+	Variants []ColumnJSON `json:"variants"`
+}
+
+// ColumnJSON is one variant of a ComparisonJSON: what it changed, its
+// verdict and its measures. Latency quantiles are over the succeeded
+// requests (null when none succeeded); a variant that was not run has
+// not_run set and no figures to read.
+type ColumnJSON struct {
+	Name string   `json:"name"`
+	File string   `json:"file,omitempty"`
+	Sets []string `json:"sets,omitempty"`
+	// Verdict is the table's verdict cell ("recovered in 3 s", "not
+	// recovered", "diverged at 12.5 s", "interrupted at 20 s", "not run");
+	// Outcome its metrics.Outcome constant; Reason its one-line why.
+	Verdict string         `json:"verdict"`
+	Outcome string         `json:"outcome,omitempty"`
+	Reason  string         `json:"reason,omitempty"`
+	NotRun  bool           `json:"not_run,omitempty"`
+	Status  metrics.Status `json:"status"`
+	// RecoveredAfterS is how long after the trigger the variant recovered.
+	RecoveredAfterS *float64 `json:"recovered_after_s,omitempty"`
+	GoodputRPS      float64  `json:"goodput_rps"`
+	Offered         int64    `json:"offered"`
+	Succeeded       int64    `json:"succeeded"`
+	Failed          int64    `json:"failed"`
+	Unknown         int64    `json:"unknown"`
+	P50Ms           *float64 `json:"p50_ms_succeeded"`
+	P99Ms           *float64 `json:"p99_ms_succeeded"`
+	Amplification   float64  `json:"amplification"`
+	// PeakAmplification is the largest attempts per request offered in one
+	// interval (metrics.PeakBasis), beside the whole run's Amplification.
+	PeakAmplification float64 `json:"peak_amplification"`
+	PeakQueue         int64   `json:"peak_queue"`
+	Duplicates        int64   `json:"duplicates"`
+}
+
+// JSON returns the comparison's JSON form.
+func (c *Comparison) JSON() ComparisonJSON {
+	out := ComparisonJSON{Scenario: c.Scenario, Seed: c.Seed, Variants: []ColumnJSON{}}
+	num := func(x float64) *float64 {
+		if math.IsNaN(x) {
+			return nil
+		}
+		return &x
+	}
+	for _, col := range c.Columns {
+		m := col.Measures
+		j := ColumnJSON{
+			Name: col.Variant.Name, File: col.Variant.File, Sets: col.Variant.Sets,
+			Verdict: m.Verdict, Reason: m.Reason, NotRun: m.NotRun, Status: m.Status,
+			GoodputRPS: m.GoodputRPS, Offered: m.Offered, Succeeded: m.Succeeded, Failed: m.Failed, Unknown: m.Unknown,
+			P50Ms: num(m.P50Ms), P99Ms: num(m.P99Ms), Amplification: m.Amplification, PeakQueue: m.PeakQueue, Duplicates: m.Duplicates,
+		}
+		if v := col.Result.Summary.Verdict; v != nil {
+			j.Outcome, j.RecoveredAfterS, j.PeakAmplification = v.Outcome, v.RecoveredAfterS, v.PeakAmplification
+		}
+		out.Variants = append(out.Variants, j)
+	}
+	return out
+}
+
+// WriteJSON writes the comparison's JSON form, indented.
+func (c *Comparison) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(c.JSON())
 }

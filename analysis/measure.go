@@ -28,6 +28,15 @@ type Measures struct {
 	Duplicates    int64
 	// PeakQueue is the largest queue length seen at any service.
 	PeakQueue int64
+	// Verdict is the run's outcome for a table ("recovered in 3 s", "not
+	// recovered", "diverged at 12.5 s", "interrupted at 20 s", "not run"),
+	// from its summary's verdict (metrics.OutcomeText); Reason the
+	// verdict's one-line why, if any.
+	Verdict string
+	Reason  string
+	// NotRun reports a run interrupted before it offered a request after
+	// warm-up: it has no figures at all.
+	NotRun bool
 }
 
 // MeasuresOf extracts the measures of a result's summary.
@@ -53,6 +62,11 @@ func MeasuresOf(r *metrics.Result) Measures {
 	}
 	if m.Status == "" {
 		m.Status = metrics.StatusComplete
+	}
+	m.Verdict = metrics.OutcomeText(s)
+	m.NotRun = m.Verdict == metrics.OutcomeNotRun
+	if s.Verdict != nil {
+		m.Reason = s.Verdict.Reason
 	}
 	return m
 }

@@ -37,17 +37,19 @@ func init() {
 
 // compareCommand is `stormsim compare`: its flags, and the run that uses them.
 type compareCommand struct {
-	ef   experimentFlags
-	out  string
-	sh   shard.Flags
-	slo  sloFlag
-	live liveFlags
+	ef     experimentFlags
+	out    string
+	format string
+	sh     shard.Flags
+	slo    sloFlag
+	live   liveFlags
 }
 
 // flags declares the command's flags on fs.
 func (c *compareCommand) flags(fs *pflag.FlagSet) {
 	c.ef.declare(fs)
-	fs.StringVar(&c.out, "out", "", "write compare.txt, each variant's summary and series, and overlay plots to `DIR`")
+	fs.StringVar(&c.out, "out", "", "write compare.txt, compare.json, report.html, each variant's summary and series, and overlay plots to `DIR`")
+	fs.StringVar(&c.format, "format", "text", "output format: text or json (the comparison's verdicts and measures, as compare.json)")
 	c.sh.Register(fs)
 	c.slo.declare(fs)
 	c.live.declare(fs, true, true)
@@ -57,6 +59,9 @@ func (c *compareCommand) flags(fs *pflag.FlagSet) {
 func (c *compareCommand) run(ctx context.Context, args []string, w io.Writer) error {
 	if len(args) != 1 {
 		return &exitError{exitUsage, fmt.Errorf("want one scenario, got %d arguments", len(args))}
+	}
+	if c.format != "text" && c.format != "json" {
+		return &exitError{exitUsage, fmt.Errorf("--format: want text or json, got %q", c.format)}
 	}
 	b, base, err := c.ef.builder(args[0])
 	if err != nil {
@@ -107,26 +112,35 @@ func (c *compareCommand) run(ctx context.Context, args []string, w io.Writer) er
 	for _, col := range cmp.Columns {
 		partial = partial || col.Result.Summary.Status == sim.StatusInterrupted
 	}
-	if partial {
-		fmt.Fprintln(w, partialNote)
+	text := w
+	if c.format == "json" {
+		text = io.Discard
 	}
-	if err := cmp.WriteTable(w); err != nil {
+	if partial {
+		fmt.Fprintln(text, partialNote)
+	}
+	if err := cmp.WriteTable(text); err != nil {
 		return err
 	}
 	for _, col := range cmp.Columns {
 		for _, h := range col.Result.Summary.Hints {
-			fmt.Fprintf(w, "%s: %s\n", col.Variant.Name, h)
+			fmt.Fprintf(text, "%s: %s\n", col.Variant.Name, h)
 		}
 	}
-	sloErr, err := judgeVariants(w, &c.slo, cmp)
+	sloErr, err := judgeVariants(text, &c.slo, cmp)
 	if err != nil {
 		return err
+	}
+	if c.format == "json" {
+		if err := cmp.WriteJSON(w); err != nil {
+			return err
+		}
 	}
 	if c.out != "" {
 		if err := writeComparison(c.out, cmp, partial); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "\nwrote %s\n", c.out)
+		fmt.Fprintf(text, "\nwrote %s\n", filepath.Join(c.out, "report.html"))
 	}
 	if partial {
 		return fmt.Errorf("%w: partial comparison written", errInterrupted)
@@ -255,6 +269,9 @@ func writeComparison(dir string, c *analysis.Comparison, partial bool) error {
 	}); err != nil {
 		return err
 	}
+	if err := metrics.WriteFileAtomic(filepath.Join(dir, "compare.json"), c.WriteJSON); err != nil {
+		return err
+	}
 	results := map[string]*metrics.Result{}
 	var order []string
 	for _, col := range c.Columns {
@@ -265,8 +282,14 @@ func writeComparison(dir string, c *analysis.Comparison, partial bool) error {
 		if err := metrics.Save(sub, col.Result); err != nil {
 			return fmt.Errorf("variant %s: %w", col.Variant.Name, err)
 		}
+		if col.Measures.NotRun {
+			continue // nothing to draw; the table says "not run"
+		}
 		results[col.Variant.Name] = col.Result
 		order = append(order, col.Variant.Name)
+	}
+	if len(order) == 0 {
+		return nil
 	}
 	_, err := writeOverlays(dir, c.Scenario, results, order)
 	return err
