@@ -9,6 +9,7 @@ import (
 	"math"
 	"runtime"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
 
@@ -201,28 +202,27 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		fmt.Fprintln(w)
 	}
 	for _, col := range c.Columns {
-		v := col.Variant
-		switch {
-		case v.Name == Baseline:
-			fmt.Fprintf(w, "%s: the scenario as written\n", v.Name)
-		case v.File != "":
-			fmt.Fprintf(w, "%s: %s (seed replaced by %d)", v.Name, v.File, c.Seed)
-			for _, s := range v.Sets {
-				fmt.Fprintf(w, " %s", s)
-			}
-			fmt.Fprintln(w)
-		default:
-			fmt.Fprintf(w, "%s:", v.Name)
-			for _, s := range v.Sets {
-				fmt.Fprintf(w, " %s", s)
-			}
-			_, err := fmt.Fprintln(w)
-			if err != nil {
-				return err
-			}
+		if _, err := fmt.Fprintln(w, strings.TrimSpace(col.Variant.Name+": "+c.Changes(col.Variant))); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// Changes says what variant v changes: "the scenario as written" for the
+// baseline, else its file (run with the comparison's seed) and overrides.
+func (c *Comparison) Changes(v Variant) string {
+	switch {
+	case v.Name == Baseline:
+		return "the scenario as written"
+	case v.File != "":
+		s := fmt.Sprintf("%s (seed replaced by %d)", v.File, c.Seed)
+		for _, set := range v.Sets {
+			s += " " + set
+		}
+		return s
+	}
+	return strings.Join(v.Sets, " ")
 }
 
 // ComparisonJSON is the JSON form of a Comparison (compare.json and

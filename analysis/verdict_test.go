@@ -117,8 +117,8 @@ func TestAssessInterrupted(t *testing.T) {
 		text     string
 		note     string
 	}{
-		{"during the fault", 25, -1, metrics.OutcomeInterrupted, "interrupted at 25 s", "interrupted at 25s, before the trigger ended at 30s"},
-		{"just after the fault", 31, -1, metrics.OutcomeInterrupted, "interrupted at 31 s", "too soon to judge"},
+		{"during the fault", 25, -1, metrics.OutcomeInterrupted, "interrupted at 25.0 s", "interrupted at 25s, before the trigger ended at 30s"},
+		{"just after the fault", 31, -1, metrics.OutcomeInterrupted, "interrupted at 31.0 s", "too soon to judge"},
 		{"before it started", 0, 0, metrics.OutcomeNotRun, "not run", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -102,7 +102,7 @@ func OutcomeText(s *Summary) string {
 	if v == nil {
 		return "-"
 	}
-	at := strconv.FormatFloat(s.SimTimeS, 'f', -1, 64) + " s"
+	at := strconv.FormatFloat(s.SimTimeS, 'f', 1, 64) + " s"
 	switch v.Outcome {
 	case OutcomeRecovered:
 		return "recovered in " + secs(v.RecoveredAfterS)

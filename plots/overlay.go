@@ -30,8 +30,9 @@ func WithYLabel(l string) OverlayOption { return func(c *overlayConfig) { c.yLab
 // WithLogY puts the y axis on a log scale (points ≤ 0 are dropped).
 func WithLogY() OverlayOption { return func(c *overlayConfig) { c.logY = true } }
 
-// WithOrder fixes the variants' order (and so their colours); variants it
-// does not name follow in name order.
+// WithOrder fixes the variants' order and their colours, by position in
+// names, so that a variant keeps its colour when another has no line;
+// variants it does not name follow in name order.
 func WithOrder(names ...string) OverlayOption { return func(c *overlayConfig) { c.order = names } }
 
 // Overlay draws one line per variant of the same series column, to compare
@@ -91,16 +92,28 @@ func overlayFigure(name string, results map[string]*metrics.Result, column strin
 			span = r
 		}
 	}
-	// A variant identical to an earlier one is drawn dashed over it, in
-	// its own colour, and its legend says whose line it repeats: else the
-	// later line hides the earlier one completely.
+	// Variants share their arrivals (common random numbers), so their
+	// lines often coincide for a while: earlier lines are drawn wider, so
+	// a later one over them leaves a halo of their colour. A variant
+	// identical to an earlier one is also drawn dashed, and its legend
+	// says whose line it repeats.
 	same := identicalTo(all)
+	width := func(i int) vg.Length {
+		if len(names) < 2 {
+			return vg.Points(2)
+		}
+		return vg.Points(2 + 2.5*float64(len(names)-1-i)/float64(len(names)-1))
+	}
 	for i, n := range names {
+		ci := len(cfg.order) + i // the colour's index
+		if k := slices.Index(cfg.order, n); k >= 0 {
+			ci = k
+		}
 		label := n
 		if same[i] >= 0 {
 			label = n + " = " + names[same[i]]
 		}
-		if err := f.line(all[i], label, palette[i%len(palette)], vg.Points(2), i >= len(palette) || same[i] >= 0); err != nil {
+		if err := f.line(all[i], label, palette[ci%len(palette)], width(i), ci >= len(palette) || same[i] >= 0); err != nil {
 			return nil, err
 		}
 	}

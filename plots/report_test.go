@@ -189,6 +189,13 @@ func TestReportInBrowser(t *testing.T) {
 	if len(console) > 0 {
 		t.Errorf("console output while rendering the report:\n%s", strings.Join(console, "\n"))
 	}
+	requireInked(t, img, "report-screenshot.png")
+}
+
+// requireInked fails when a screenshot looks blank (little ink, hardly any
+// colour), and keeps it under -keep as name.
+func requireInked(t *testing.T, img image.Image, name string) {
+	t.Helper()
 	b := img.Bounds()
 	ink, colored := 0, 0
 	for y := b.Min.Y; y < b.Max.Y; y += 2 {
@@ -208,7 +215,7 @@ func TestReportInBrowser(t *testing.T) {
 		t.Errorf("screenshot looks blank: %d of %d sampled pixels inked, %d coloured", ink, total, colored)
 	}
 	if *keep != "" {
-		f, err := os.Create(filepath.Join(*keep, "report-screenshot.png"))
+		f, err := os.Create(filepath.Join(*keep, name))
 		if err == nil {
 			png.Encode(f, img)
 			f.Close()

@@ -273,6 +273,7 @@ func writeComparison(dir string, c *analysis.Comparison, partial bool) error {
 		return err
 	}
 	results := map[string]*metrics.Result{}
+	page := &plots.Comparison{Scenario: c.Scenario, Seed: c.Seed}
 	var order []string
 	for _, col := range c.Columns {
 		sub := filepath.Join(dir, metrics.PathComponent(col.Variant.Name))
@@ -282,17 +283,26 @@ func writeComparison(dir string, c *analysis.Comparison, partial bool) error {
 		if err := metrics.Save(sub, col.Result); err != nil {
 			return fmt.Errorf("variant %s: %w", col.Variant.Name, err)
 		}
-		if col.Measures.NotRun {
-			continue // nothing to draw; the table says "not run"
-		}
-		results[col.Variant.Name] = col.Result
+		m := col.Measures
+		page.Variants = append(page.Variants, plots.ComparedVariant{Name: col.Variant.Name, Changes: c.Changes(col.Variant),
+			Verdict: m.Verdict, Reason: m.Reason, NotRun: m.NotRun, Result: col.Result})
+		// Every variant keeps its column's colour; one not run has no line.
 		order = append(order, col.Variant.Name)
+		if !m.NotRun {
+			results[col.Variant.Name] = col.Result
+		}
 	}
-	if len(order) == 0 {
-		return nil
+	var files []string
+	if len(results) > 0 {
+		var err error
+		if files, err = writeOverlays(dir, c.Scenario, results, order); err != nil {
+			return err
+		}
 	}
-	_, err := writeOverlays(dir, c.Scenario, results, order)
-	return err
+	if err := plots.WriteComparisonReport(dir, page, files); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
 }
 
 // writeOverlays draws the variants' goodput, and each service's
@@ -301,7 +311,13 @@ func writeComparison(dir string, c *analysis.Comparison, partial bool) error {
 func writeOverlays(dir, scenario string, results map[string]*metrics.Result, order []string) ([]string, error) {
 	type overlay struct{ name, column, label string }
 	overlays := []overlay{{"goodput", metrics.ColGoodput, "goodput (req/s)"}}
-	for _, svc := range results[order[0]].Summary.Services {
+	var first *metrics.Result
+	for _, n := range order {
+		if first = results[n]; first != nil {
+			break
+		}
+	}
+	for _, svc := range first.Summary.Services {
 		overlays = append(overlays,
 			overlay{"amplification_" + svc.Name, "amplification/" + svc.Name, "attempts at " + svc.Name + " per offered request"},
 			overlay{"queue_" + svc.Name, metrics.Column(metrics.MetricQueue, svc.Name), "queue length at " + svc.Name})
