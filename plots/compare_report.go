@@ -135,7 +135,7 @@ var comparisonFuncs = template.FuncMap{
 		}
 		return row.Cell(&v.Result.Summary)
 	},
-	"secs": reportFuncs["secs"],
+	"secs":  reportFuncs["secs"],
 	"title": reportFuncs["title"],
 }
 
