@@ -189,6 +189,11 @@ func RetryShare(amplification float64) float64 {
 
 // valueFormat writes values of a search at a precision that shows its
 // resolution.
+// FormatValue writes a value of the searched parameter as the report does
+// (an integer, a duration, or a number rounded to the search's resolution),
+// "-" for NaN.
+func (s Search) FormatValue(v float64) string { return s.valueFormat()(v) }
+
 func (s Search) valueFormat() func(v float64) string {
 	f := s.kindFormat()
 	return func(v float64) string {

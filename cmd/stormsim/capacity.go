@@ -55,6 +55,8 @@ type capacityCommand struct {
 	shardWait  time.Duration
 	col        collapseCapacityFlags
 	live       liveFlags
+	// variantArgs are the --variant flags: one capacity study per variant.
+	variantArgs []string
 }
 
 // flags declares the command's flags on fs.
@@ -82,6 +84,7 @@ func (c *capacityCommand) flags(fs *pflag.FlagSet) {
 	c.sh.Register(fs)
 	fs.DurationVar(&c.shardWait, "shard-wait", 6*time.Hour, "with --shard: how long to wait for the other shards' results of a step")
 	c.col.declare(fs)
+	fs.StringArrayVar(&c.variantArgs, "variant", nil, "also search a variant, as compare does: `NAME:path=value,...` or NAME=FILE, run with the same seed; repeatable (the baseline is searched first)")
 }
 
 // run runs the command with the arguments left after the flags.
@@ -96,6 +99,9 @@ func (c *capacityCommand) run(ctx context.Context, args []string, w io.Writer) e
 		return &exitError{exitUsage, errors.New("--slo is required, e.g. --slo 'p99<300ms,success>=99.9%'")}
 	}
 	if collapse.IsSLO(c.slo) {
+		if len(c.variantArgs) > 0 {
+			return &exitError{exitUsage, errors.New("--variant is for SLO searches on the simulator, not collapse(...) objectives")}
+		}
 		return c.runCollapse(ctx, args[0], w)
 	}
 	s, err := capacity.ParseSLO(c.slo)
@@ -111,6 +117,9 @@ func (c *capacityCommand) run(ctx context.Context, args []string, w io.Writer) e
 	base, err := loadScenario(args[0], c.sf.overrides())
 	if err != nil {
 		return err
+	}
+	if len(c.variantArgs) > 0 {
+		return c.runVariants(ctx, base, s, w)
 	}
 	if err := s.Check(base); err != nil {
 		return &exitError{exitUsage, err}
