@@ -135,7 +135,13 @@ func NoDataOr(x float64, prec int) string {
 	return strconv.FormatFloat(x, 'f', prec, 64)
 }
 
-// tableRows are the lines of the comparison table.
+// allLatencyRow labels the p99 over every request, shown when a column
+// has it.
+const allLatencyRow = "p99 latency, all (ms)"
+
+// tableRows are the lines of the comparison table. A latency row names
+// its population: the succeeded requests, or all of them (failed and
+// unknown at their time to their outcome).
 var tableRows = []struct {
 	label string
 	cell  func(m *Measures) string
@@ -146,8 +152,15 @@ var tableRows = []struct {
 	{"succeeded", func(m *Measures) string { return strconv.FormatInt(m.Succeeded, 10) }},
 	{"failed", func(m *Measures) string { return strconv.FormatInt(m.Failed, 10) }},
 	{"unknown", func(m *Measures) string { return strconv.FormatInt(m.Unknown, 10) }},
-	{"p99 latency (ms)", func(m *Measures) string { return NoDataOr(m.P99Ms, 1) }},
-	{"max amplification", func(m *Measures) string { return strconv.FormatFloat(m.Amplification, 'f', 2, 64) + "x" }},
+	{"p99 latency, succeeded (ms)", func(m *Measures) string { return NoDataOr(m.P99Ms, 1) }},
+	{allLatencyRow, func(m *Measures) string { return NoDataOr(m.P99AllMs, 1) }},
+	{"amplification, whole run", func(m *Measures) string { return strconv.FormatFloat(m.Amplification, 'f', 2, 64) + "x" }},
+	{"peak amplification, interval", func(m *Measures) string {
+		if math.IsNaN(m.PeakAmplification) {
+			return "-"
+		}
+		return strconv.FormatFloat(m.PeakAmplification, 'f', 2, 64) + "x"
+	}},
 	{"peak queue", func(m *Measures) string { return strconv.FormatInt(m.PeakQueue, 10) }},
 	{"duplicates", func(m *Measures) string { return strconv.FormatInt(m.Duplicates, 10) }},
 	{"status", func(m *Measures) string { return string(m.Status) }},
@@ -174,7 +187,14 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t", col.Variant.Name)
 	}
 	fmt.Fprintln(tw)
+	hasAll := false
+	for _, col := range c.Columns {
+		hasAll = hasAll || !math.IsNaN(col.Measures.P99AllMs)
+	}
 	for _, r := range tableRows {
+		if r.label == allLatencyRow && !hasAll {
+			continue // no result has it (load mode, older results)
+		}
 		fmt.Fprintf(tw, "%*s\t", -width, r.label)
 		for i := range c.Columns {
 			m := &c.Columns[i].Measures
@@ -191,6 +211,7 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "peak amplification: %s; whole run: the busiest service's attempts over the run per request offered in it\n", metrics.PeakBasis)
 	reasons := false
 	for _, col := range c.Columns {
 		if col.Measures.Reason != "" {
@@ -259,7 +280,10 @@ type ColumnJSON struct {
 	Unknown         int64    `json:"unknown"`
 	P50Ms           *float64 `json:"p50_ms_succeeded"`
 	P99Ms           *float64 `json:"p99_ms_succeeded"`
-	Amplification   float64  `json:"amplification"`
+	// P99AllMs is over every offered request (latency_all_ms), failed and
+	// unknown ones at their time to their outcome.
+	P99AllMs      *float64 `json:"p99_ms_all"`
+	Amplification float64  `json:"amplification"`
 	// PeakAmplification is the largest attempts per request offered in one
 	// interval (metrics.PeakBasis), beside the whole run's Amplification.
 	PeakAmplification float64 `json:"peak_amplification"`
@@ -282,7 +306,7 @@ func (c *Comparison) JSON() ComparisonJSON {
 			Name: col.Variant.Name, File: col.Variant.File, Sets: col.Variant.Sets,
 			Verdict: m.Verdict, Reason: m.Reason, NotRun: m.NotRun, Status: m.Status,
 			GoodputRPS: m.GoodputRPS, Offered: m.Offered, Succeeded: m.Succeeded, Failed: m.Failed, Unknown: m.Unknown,
-			P50Ms: num(m.P50Ms), P99Ms: num(m.P99Ms), Amplification: m.Amplification, PeakQueue: m.PeakQueue, Duplicates: m.Duplicates,
+			P50Ms: num(m.P50Ms), P99Ms: num(m.P99Ms), P99AllMs: num(m.P99AllMs), Amplification: m.Amplification, PeakQueue: m.PeakQueue, Duplicates: m.Duplicates,
 		}
 		if v := col.Result.Summary.Verdict; v != nil {
 			j.Outcome, j.RecoveredAfterS, j.PeakAmplification = v.Outcome, v.RecoveredAfterS, v.PeakAmplification

@@ -99,6 +99,12 @@ var comparisonRows = []comparisonRow{
 		}
 		return num(s.LatencyMs.P99)
 	}},
+	{"p99 latency, all requests (ms)", func(s *metrics.Summary) string {
+		if s.LatencyAllMs == nil || s.LatencyAllMs.Count == 0 {
+			return "–"
+		}
+		return num(s.LatencyAllMs.P99)
+	}},
 	{"amplification, whole run", func(s *metrics.Summary) string { return num(s.Amplification) + "×" }},
 	{"peak amplification, per request offered in the interval", func(s *metrics.Summary) string {
 		if s.Verdict == nil || s.Verdict.PeakService == "" {

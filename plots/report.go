@@ -224,6 +224,7 @@ figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }
 <tr><td>succeeded requests ({{.S.Requests.Succeeded}})</td><td>{{num .S.LatencyMs.Mean}}</td><td>{{num .S.LatencyMs.P50}}</td><td>{{num .S.LatencyMs.P90}}</td><td>{{num .S.LatencyMs.P99}}</td><td>{{num .S.LatencyMs.P999}}</td><td>{{num .S.LatencyMs.Max}}</td></tr>
 {{with .S.LatencyFailedMs}}<tr><td>failed requests ({{.Count}})</td><td>{{num .Mean}}</td><td>{{num .P50}}</td><td>{{num .P90}}</td><td>{{num .P99}}</td><td>{{num .P999}}</td><td>{{num .Max}}</td></tr>
 {{end}}{{with .S.LatencyUnknownMs}}<tr><td>unknown requests ({{.Count}})</td><td>{{num .Mean}}</td><td>{{num .P50}}</td><td>{{num .P90}}</td><td>{{num .P99}}</td><td>{{num .P999}}</td><td>{{num .Max}}</td></tr>
+{{end}}{{with .S.LatencyAllMs}}<tr><td>all requests ({{.Count}}), each at its time to its outcome</td><td>{{num .Mean}}</td><td>{{num .P50}}</td><td>{{num .P90}}</td><td>{{num .P99}}</td><td>{{num .P999}}</td><td>{{num .Max}}</td></tr>
 {{end}}
 </table>
 

@@ -228,7 +228,11 @@ func TestReportVerdictFirst(t *testing.T) {
 	r := metricstest.Storm()
 	r.Summary.Verdict = &metrics.Verdict{Recovery: "not recovered", Note: "goodput 3% of its baseline at the end of the arrivals",
 		PeakAmplification: 27.6, PeakService: "db", PeakAtS: 21, FailedShare: 0.713, UnknownShare: 0.012}
+	r.Summary.LatencyAllMs = &metrics.Latency{Mean: 118, P50: 98, P90: 300, P99: 511, P999: 1000, Max: 1514, Count: 22099}
 	page := reportPage(t, r)
+	if !strings.Contains(page, "<td>all requests (22099), each at its time to its outcome</td><td>118</td><td>98.0</td><td>300</td><td>511</td>") {
+		t.Error("report lacks the latency of all requests")
+	}
 	v, summary := strings.Index(page, `<div id="verdict" class="warn">`), strings.Index(page, "<h2>Summary</h2>")
 	if v < 0 || summary < 0 || v > summary {
 		t.Fatalf("verdict at %d, summary at %d: want a flagged verdict before the summary", v, summary)

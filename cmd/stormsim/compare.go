@@ -437,9 +437,7 @@ func judgeVariants(w io.Writer, slo *sloFlag, c *analysis.Comparison) (error, er
 		}
 		var why []string
 		for _, t := range rep.Breached() {
-			name, _, _ := strings.Cut(t.Term, "<")
-			name, _, _ = strings.Cut(name, ">")
-			why = append(why, name+" = "+t.ValueText)
+			why = append(why, t.Label()+" = "+t.ValueText)
 		}
 		parts = append(parts, fmt.Sprintf("%s BREACHED (%s)", col.Variant.Name, strings.Join(why, ", ")))
 		breached = append(breached, col.Variant.Name)

@@ -32,7 +32,7 @@ func TestInterruptedCompareSaysNotRun(t *testing.T) {
 			verdict = f
 		case strings.HasPrefix(f, "goodput"):
 			goodput = f
-		case strings.HasPrefix(f, "max amplification"):
+		case strings.HasPrefix(f, "amplification, whole run"):
 			amp = f
 		}
 	}
