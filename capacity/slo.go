@@ -136,7 +136,7 @@ type Term struct {
 	// Population is which requests a run-wide latency is over: Succeeded
 	// (the default, also written p99(ok)) or AllRequests (p99(all)).
 	Population Population
-	Op     Op
+	Op         Op
 	// Threshold is in the metric's unit: milliseconds for latencies, a
 	// fraction in [0, 1] for shares, requests per second for goodput.
 	Threshold float64
