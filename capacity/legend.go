@@ -28,7 +28,9 @@ type box struct{ x0, y0, x1, y1 float64 }
 
 func (b box) contains(x, y float64) bool { return x >= b.x0 && x <= b.x1 && y >= b.y0 && y <= b.y1 }
 
-func (b box) overlaps(o box) bool { return b.x0 <= o.x1 && o.x0 <= b.x1 && b.y0 <= o.y1 && o.y0 <= b.y1 }
+func (b box) overlaps(o box) bool {
+	return b.x0 <= o.x1 && o.x0 <= b.x1 && b.y0 <= o.y1 && o.y0 <= b.y1
+}
 
 // placeLegend puts p's legend, whose entries are labels, in the corner of
 // the data area where it covers the fewest of ob (sampled along each line),
