@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"html/template"
+	"image/color"
 	"io"
 	"os"
 	"path/filepath"
@@ -32,9 +33,21 @@ func WriteReport(dir string, r *metrics.Result, plotFiles []string) error {
 	if err != nil {
 		return err
 	}
-	data := reportData{Result: r, S: &r.Summary, Figures: figs, Series: charts.SeriesOf(r.Series)}
+	data := reportData{Result: r, S: &r.Summary, Series: charts.SeriesOf(r.Series)}
 	if data.Series != nil {
 		data.ChartScript, data.ChartStyle = charts.Script(), charts.Style()
+		data.ChartOptions = chartOptionsOf(r)
+		// The interactive charts draw these series: a static twin would
+		// draw each again, so it is left to its file.
+		for _, f := range figs {
+			if chartDrawn[f.Name] {
+				data.Files = append(data.Files, f.Name)
+			} else {
+				data.Figures = append(data.Figures, f)
+			}
+		}
+	} else {
+		data.Figures = figs
 	}
 	var buf bytes.Buffer
 	if err := reportTmpl.Execute(&buf, data); err != nil {
@@ -55,9 +68,55 @@ type reportData struct {
 	Figures []figureData
 	// Series, ChartScript and ChartStyle draw the interactive charts with
 	// the live page's chart module (package charts); nil without a series.
-	Series      *charts.Series
-	ChartScript template.JS
-	ChartStyle  template.CSS
+	Series       *charts.Series
+	ChartScript  template.JS
+	ChartStyle   template.CSS
+	ChartOptions chartOptions
+	// Files are the static plots the charts stand for, by name, written
+	// beside the report as PNG and SVG.
+	Files []string
+}
+
+// chartDrawn names the Standard plots whose series the interactive charts
+// draw (charts.js: throughput, amplification, queue, latency, breaker,
+// budget).
+var chartDrawn = map[string]bool{"throughput": true, "amplification": true, "queue": true, "latency": true, "breaker": true, "budget": true}
+
+// chartOptions are the interactive charts' options (StormCharts' opts):
+// each service's and edge's colour, the one the static plots give it
+// (Colors), and the fault windows to shade.
+type chartOptions struct {
+	Colors map[string]string `json:"colors"`
+	Faults []chartFault      `json:"faults"`
+}
+
+type chartFault struct {
+	AtS   float64 `json:"at_s"`
+	ForS  float64 `json:"for_s"`
+	Label string  `json:"label"`
+}
+
+func chartOptionsOf(r *metrics.Result) chartOptions {
+	o := chartOptions{Colors: map[string]string{}, Faults: []chartFault{}}
+	cs := NewColors(r)
+	hex := func(name string) string {
+		c := color.NRGBAModel.Convert(cs.Of(name)).(color.NRGBA)
+		return string(cssColor(c))
+	}
+	for _, s := range r.Summary.Services {
+		o.Colors[s.Name] = hex(s.Name)
+	}
+	for _, e := range r.Summary.Edges {
+		o.Colors[e.From+"->"+e.To] = hex(e.From + "->" + e.To)
+	}
+	for _, f := range r.Faults {
+		label := f.Label
+		if label == "" {
+			label = "fault: " + f.Service
+		}
+		o.Faults = append(o.Faults, chartFault{AtS: f.At.Seconds(), ForS: f.For.Seconds(), Label: label})
+	}
+	return o
 }
 
 type figureData struct {
@@ -267,7 +326,8 @@ figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }
 <p class="meta">The charts of the live view (--live), drawn from timeseries.csv.</p>
 <div id="charts"></div>
 <script>{{$.ChartScript}}</script>
-<script>StormCharts.fromSeries(document.getElementById("charts"), {{.}});</script>
+<script>StormCharts.fromSeries(document.getElementById("charts"), {{.}}, {{$.ChartOptions}});</script>
+{{with $.Files}}<p class="meta">The same series as static plots, beside this page: {{range $i, $f := .}}{{if $i}}, {{end}}{{$f}}.png/.svg{{end}}.</p>{{end}}
 {{end}}
 {{if .Figures}}<h2>Plots</h2>
 {{range .Figures}}<figure id="fig-{{.Name}}">
