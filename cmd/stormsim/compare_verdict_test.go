@@ -84,3 +84,17 @@ func TestCompareWritesVerdictsAndReport(t *testing.T) {
 	}
 	require.Contains(t, string(page), `<figure id="fig-goodput">`)
 }
+
+// TestInterruptedRunSaysInterrupted (issue 36 item 6): a run stopped by a
+// signal never reports NOT RECOVERED over the hour it did not simulate.
+func TestInterruptedRunSaysInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"run", "retry-storm", "--duration", "1h"}, &stdout, &stderr)
+	require.Equal(t, exitInterrupted, code, stderr.String())
+	out := stdout.String()
+	require.Contains(t, out, "interrupted at ")
+	require.NotContains(t, out, "NOT RECOVERED", out)
+	require.NotContains(t, out, "59m", out)
+}
