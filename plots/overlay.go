@@ -102,7 +102,7 @@ func overlayFigure(name string, results map[string]*metrics.Result, column strin
 		if len(names) < 2 {
 			return vg.Points(2)
 		}
-		return vg.Points(2 + 2.5*float64(len(names)-1-i)/float64(len(names)-1))
+		return vg.Points(2 + 1.75*float64(len(names)-1-i)/float64(len(names)-1))
 	}
 	for i, n := range names {
 		ci := len(cfg.order) + i // the colour's index
