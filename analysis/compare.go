@@ -289,6 +289,8 @@ type ColumnJSON struct {
 	PeakAmplification float64 `json:"peak_amplification"`
 	PeakQueue         int64   `json:"peak_queue"`
 	Duplicates        int64   `json:"duplicates"`
+	// SLO is the variant judged against --slo (absent without one).
+	SLO *metrics.SLOReport `json:"slo,omitempty"`
 }
 
 // JSON returns the comparison's JSON form.
@@ -311,6 +313,7 @@ func (c *Comparison) JSON() ComparisonJSON {
 		if v := col.Result.Summary.Verdict; v != nil {
 			j.Outcome, j.RecoveredAfterS, j.PeakAmplification = v.Outcome, v.RecoveredAfterS, v.PeakAmplification
 		}
+		j.SLO = col.Result.Summary.SLO
 		out.Variants = append(out.Variants, j)
 	}
 	return out

@@ -1,13 +1,9 @@
 package plots
 
 import (
-	"bytes"
 	"fmt"
 	"html/template"
 	"image/color"
-	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/stormsim/stormsim/metrics"
 )
@@ -53,17 +49,7 @@ func WriteComparisonReport(dir string, c *Comparison, plotFiles []string) error 
 	if len(c.Variants) > 0 && c.Variants[0].Result != nil {
 		data.Faults = c.Variants[0].Result.Faults
 	}
-	var buf bytes.Buffer
-	if err := comparisonTmpl.Execute(&buf, data); err != nil {
-		return fmt.Errorf("plots: comparison report: %w", err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("plots: comparison report: %w", err)
-	}
-	return metrics.WriteFileAtomic(filepath.Join(dir, ReportFile), func(w io.Writer) error {
-		_, err := w.Write(buf.Bytes())
-		return err
-	})
+	return writePage(dir, comparisonTmpl, data)
 }
 
 type comparisonData struct {
@@ -141,8 +127,9 @@ var comparisonFuncs = template.FuncMap{
 		}
 		return row.Cell(&v.Result.Summary)
 	},
-	"secs":  reportFuncs["secs"],
-	"title": reportFuncs["title"],
+	"secs":      reportFuncs["secs"],
+	"title":     reportFuncs["title"],
+	"pageStyle": reportFuncs["pageStyle"],
 }
 
 var comparisonTmpl = template.Must(template.New("comparison").Funcs(comparisonFuncs).Parse(`<!DOCTYPE html>
@@ -152,21 +139,12 @@ var comparisonTmpl = template.Must(template.New("comparison").Funcs(comparisonFu
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>stormsim comparison: {{.Scenario}}</title>
 <style>
-body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sans", sans-serif; color: #222; margin: 2em auto; max-width: 1100px; padding: 0 1em; }
-h1 { font-size: 1.6em; margin-bottom: 0.2em; }
-h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
-.meta { color: #666; }
+{{pageStyle}}
 .warn { background: #fdecea; }
 .ok { background: #edf7ed; }
 .notrun { background: #f3f3f3; color: #666; }
-table { border-collapse: collapse; margin: 0.5em 0; }
-th, td { padding: 0.25em 0.8em; border-bottom: 1px solid #eee; text-align: right; }
-th { background: #f5f5f5; font-weight: 600; }
-td:first-child, th:first-child, .text { text-align: left; }
 th.variant { border-bottom: 4px solid; }
 ul.reasons li { margin: 0.3em 0; }
-figure { margin: 1.5em 0; }
-figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }
 </style>
 </head>
 <body>

@@ -49,18 +49,37 @@ func WriteReport(dir string, r *metrics.Result, plotFiles []string) error {
 	} else {
 		data.Figures = figs
 	}
+	return writePage(dir, reportTmpl, data)
+}
+
+// writePage executes t with data and writes the page as dir/report.html,
+// atomically, creating dir if needed.
+func writePage(dir string, t *template.Template, data any) error {
 	var buf bytes.Buffer
-	if err := reportTmpl.Execute(&buf, data); err != nil {
-		return fmt.Errorf("plots: report: %w", err)
+	if err := t.Execute(&buf, data); err != nil {
+		return fmt.Errorf("plots: %s: %w", t.Name(), err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("plots: report: %w", err)
+		return fmt.Errorf("plots: %s: %w", t.Name(), err)
 	}
 	return metrics.WriteFileAtomic(filepath.Join(dir, ReportFile), func(w io.Writer) error {
 		_, err := w.Write(buf.Bytes())
 		return err
 	})
 }
+
+// pageStyle is the style both pages share (report.html of a run and of a
+// comparison): type, tables, figures, the verdict's colours.
+const pageStyle = `body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sans", sans-serif; color: #222; margin: 2em auto; max-width: 1100px; padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+.meta { color: #666; }
+table { border-collapse: collapse; margin: 0.5em 0; }
+th, td { padding: 0.25em 0.8em; border-bottom: 1px solid #eee; text-align: right; }
+th { background: #f5f5f5; font-weight: 600; }
+td:first-child, th:first-child, .text { text-align: left; }
+figure { margin: 1.5em 0; }
+figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }`
 
 type reportData struct {
 	Result  *metrics.Result
@@ -228,6 +247,7 @@ var reportFuncs = template.FuncMap{
 	"title": func(name string) string {
 		return strings.ReplaceAll(name, "_", " ")
 	},
+	"pageStyle": func() template.CSS { return pageStyle },
 }
 
 var reportTmpl = template.Must(template.New("report").Funcs(reportFuncs).Parse(`<!DOCTYPE html>
@@ -237,19 +257,10 @@ var reportTmpl = template.Must(template.New("report").Funcs(reportFuncs).Parse(`
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>stormsim report: {{.S.Scenario}}</title>
 <style>
-body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sans", sans-serif; color: #222; margin: 2em auto; max-width: 1100px; padding: 0 1em; }
-h1 { font-size: 1.6em; margin-bottom: 0.2em; }
-h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
-.meta { color: #666; }
+{{pageStyle}}
 .warn { background: #fdecea; border-left: 4px solid #d62728; padding: 0.6em 1em; }
 .ok { background: #edf7ed; border-left: 4px solid #59a14f; padding: 0.6em 1em; }
 #verdict p { margin: 0.2em 0; }
-table { border-collapse: collapse; margin: 0.5em 0; }
-th, td { padding: 0.25em 0.8em; border-bottom: 1px solid #eee; text-align: right; }
-th { background: #f5f5f5; font-weight: 600; }
-td:first-child, th:first-child, .text { text-align: left; }
-figure { margin: 1.5em 0; }
-figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }
 {{.ChartStyle}}
 </style>
 </head>

@@ -128,20 +128,8 @@ func (c *capacityCommand) run(ctx context.Context, args []string, w io.Writer) e
 	if err != nil {
 		return &exitError{exitUsage, err}
 	}
-	opt, err := c.options()
-	if err != nil {
-		return &exitError{exitUsage, err}
-	}
-	lv, err := c.live.start(ctx, "capacity "+base.Name, false)
-	if err != nil {
-		return err
-	}
-	defer lv.close()
-	bar := newCountProgress(os.Stderr, c.progress, "capacity")
-	opt.Progress = bar.update
-	rep, err := plan.Run(ctx, lv.points(simRunner(), c.livePoint), opt)
-	bar.finish()
-	lv.srv.End()
+	reps, err := c.runPlans(ctx, base.Name, []*capacity.Plan{plan})
+	rep := reps[0]
 	if rep == nil {
 		if err != nil && ctx.Err() != nil {
 			return fmt.Errorf("%w: %v", errInterrupted, err)
@@ -166,6 +154,38 @@ func (c *capacityCommand) run(ctx context.Context, args []string, w io.Writer) e
 		return fmt.Errorf("%d points failed (marked failed in the report, counted as not meeting the SLO); the lowest: %s", len(failed), failed[0].Failed)
 	}
 	return err
+}
+
+// runPlans runs the plans in order with the flags' options, progress bar
+// and live view, and returns their reports: one per plan, nil for a plan a
+// signal or a failure kept from running. It stops after an interrupted or
+// failed plan and returns that plan's error.
+func (c *capacityCommand) runPlans(ctx context.Context, name string, plans []*capacity.Plan) ([]*capacity.Report, error) {
+	reps := make([]*capacity.Report, len(plans))
+	opt, err := c.options()
+	if err != nil {
+		return reps, &exitError{exitUsage, err}
+	}
+	lv, err := c.live.start(ctx, "capacity "+name, false)
+	if err != nil {
+		return reps, err
+	}
+	defer lv.close()
+	bar := newCountProgress(os.Stderr, c.progress, "capacity")
+	opt.Progress = bar.update
+	defer bar.finish()
+	defer lv.srv.End()
+	for i, plan := range plans {
+		if i > 0 && ctx.Err() != nil {
+			break // the rest were not run
+		}
+		rep, err := plan.Run(ctx, lv.points(simRunner(), c.livePoint), opt)
+		reps[i] = rep
+		if rep == nil || rep.Interrupted || err != nil {
+			return reps, err
+		}
+	}
+	return reps, nil
 }
 
 // livePoint places a run of the search on the live view: at its value of

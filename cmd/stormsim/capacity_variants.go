@@ -67,35 +67,14 @@ func (c *capacityCommand) runVariants(ctx context.Context, base *topology.Scenar
 		plans = append(plans, plan)
 		studies = append(studies, capacityVariant{variant: v, changes: cmp.Changes(v)})
 	}
-	opt, err := c.options()
-	if err != nil {
-		return &exitError{exitUsage, err}
+	reps, runErr := c.runPlans(ctx, base.Name, plans)
+	var usage *exitError
+	if errors.As(runErr, &usage) && usage.code == exitUsage {
+		return runErr
 	}
-	lv, err := c.live.start(ctx, "capacity "+base.Name, false)
-	if err != nil {
-		return err
-	}
-	defer lv.close()
-	bar := newCountProgress(os.Stderr, c.progress, "capacity")
-	opt.Progress = bar.update
-	var runErr error
-	for i := range studies {
-		if ctx.Err() != nil {
-			break // the rest were not run
-		}
-		rep, err := plans[i].Run(ctx, lv.points(simRunner(), c.livePoint), opt)
-		if rep == nil {
-			runErr = err
-			break
-		}
+	for i, rep := range reps {
 		studies[i].report = rep
-		if rep.Interrupted || err != nil {
-			runErr = err
-			break
-		}
 	}
-	bar.finish()
-	lv.srv.End()
 	if err := c.emitVariants(w, studies); err != nil {
 		return err
 	}
