@@ -132,7 +132,7 @@ var comparisonFuncs = template.FuncMap{
 	"pageStyle": reportFuncs["pageStyle"],
 }
 
-var comparisonTmpl = template.Must(template.New("comparison").Funcs(comparisonFuncs).Parse(`<!DOCTYPE html>
+var comparisonTmpl = newPage("comparison", comparisonFuncs, `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -167,18 +167,11 @@ ul.reasons li { margin: 0.3em 0; }
 {{range .Variants}}<tr><td>{{.Name}}</td><td class="text"><code>{{.Changes}}</code></td></tr>
 {{end}}</table>
 
-{{if .Faults}}<h2>Faults</h2>
-<table>
-<tr><th>service</th><th>from</th><th>for</th><th class="text">what</th></tr>
-{{range .Faults}}<tr><td>{{.Service}}</td><td>{{secs .At}}</td><td>{{secs .For}}</td><td class="text">{{.Label}}</td></tr>
-{{end}}</table>{{end}}
+{{template "faults" .Faults}}
 
 {{if .Figures}}<h2>Overlaid</h2>
 <p class="meta">One line per variant in its column's colour; fault windows shaded. A variant whose line is another's exactly is dashed over it and named "A = B" in the legend.</p>
-{{range .Figures}}<figure id="fig-{{.Name}}">
-{{if .SVG}}{{.SVG}}{{else}}<img alt="{{title .Name}}" src="{{.PNG}}">{{end}}
-</figure>
-{{end}}{{end}}
+{{template "figures" .Figures}}{{end}}
 </body>
 </html>
-`))
+`)

@@ -250,7 +250,23 @@ var reportFuncs = template.FuncMap{
 	"pageStyle": func() template.CSS { return pageStyle },
 }
 
-var reportTmpl = template.Must(template.New("report").Funcs(reportFuncs).Parse(`<!DOCTYPE html>
+// pagePartials are the parts both pages draw alike: the fault windows'
+// table (given the windows) and the inline figures (given figureData).
+const pagePartials = `{{define "faults"}}{{if .}}<h2>Faults</h2>
+<table>
+<tr><th>service</th><th>from</th><th>for</th><th class="text">what</th></tr>
+{{range .}}<tr><td>{{.Service}}</td><td>{{secs .At}}</td><td>{{secs .For}}</td><td class="text">{{.Label}}</td></tr>
+{{end}}</table>{{end}}{{end}}{{define "figures"}}{{range .}}<figure id="fig-{{.Name}}">
+{{if .SVG}}{{.SVG}}{{else}}<img alt="{{title .Name}}" src="{{.PNG}}">{{end}}
+</figure>
+{{end}}{{end}}`
+
+// newPage parses a page's template with the shared partials.
+func newPage(name string, funcs template.FuncMap, text string) *template.Template {
+	return template.Must(template.Must(template.New(name).Funcs(funcs).Parse(pagePartials)).Parse(text))
+}
+
+var reportTmpl = newPage("report", reportFuncs, `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -327,11 +343,7 @@ var reportTmpl = template.Must(template.New("report").Funcs(reportFuncs).Parse(`
 {{end}}<tr><td colspan="7">not sent {{.NotSent}}; {{.NewConnections}} new connections, {{.Handshakes}} handshakes, {{.Reused}} attempts on a reused one, {{.Waited}} waited for one{{with .GRPCTransparentRetries}}; {{.}} streams grpc-go sent again itself, unseen by the callee (transparent retry){{end}}</td></tr>
 </table>{{end}}{{end}}{{end}}
 
-{{if .Result.Faults}}<h2>Faults</h2>
-<table>
-<tr><th>service</th><th>from</th><th>for</th><th class="text">what</th></tr>
-{{range .Result.Faults}}<tr><td>{{.Service}}</td><td>{{secs .At}}</td><td>{{secs .For}}</td><td class="text">{{.Label}}</td></tr>
-{{end}}</table>{{end}}
+{{template "faults" .Result.Faults}}
 
 {{with .Series}}<h2>Charts</h2>
 <p class="meta">The charts of the live view (--live), drawn from timeseries.csv.</p>
@@ -341,10 +353,7 @@ var reportTmpl = template.Must(template.New("report").Funcs(reportFuncs).Parse(`
 {{with $.Files}}<p class="meta">The same series as static plots, beside this page: {{range $i, $f := .}}{{if $i}}, {{end}}{{$f}}.png/.svg{{end}}.</p>{{end}}
 {{end}}
 {{if .Figures}}<h2>Plots</h2>
-{{range .Figures}}<figure id="fig-{{.Name}}">
-{{if .SVG}}{{.SVG}}{{else}}<img alt="{{title .Name}}" src="{{.PNG}}">{{end}}
-</figure>
-{{end}}{{end}}
+{{template "figures" .Figures}}{{end}}
 </body>
 </html>
-`))
+`)
