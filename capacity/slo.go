@@ -194,49 +194,35 @@ func (t Term) Value(s *metrics.Summary) (float64, error) {
 		}
 		return v
 	}
+	latency := &s.LatencyMs
 	if t.Service == "" && t.Population == AllRequests {
-		l := s.LatencyAllMs
-		if l == nil {
+		if latency = s.LatencyAllMs; latency == nil {
 			if s.Requests.Offered == 0 {
 				return math.Inf(1), nil
 			}
 			return 0, fmt.Errorf("slo: term %q: the result has no latency over all requests (latency_all_ms: the simulator records it; load mode does not yet): use %s over the succeeded ones", t.Text, t.Metric)
 		}
 		lat = func(v float64) float64 {
-			if l.Count == 0 {
+			if latency.Count == 0 {
 				return math.Inf(1)
 			}
 			return v
-		}
-		switch t.Metric {
-		case "p50":
-			return lat(l.P50), nil
-		case "p90":
-			return lat(l.P90), nil
-		case "p99":
-			return lat(l.P99), nil
-		case "p999":
-			return lat(l.P999), nil
-		case "mean":
-			return lat(l.Mean), nil
-		case "max":
-			return lat(l.Max), nil
 		}
 	}
 	if t.Service == "" {
 		switch t.Metric {
 		case "p50":
-			return lat(s.LatencyMs.P50), nil
+			return lat(latency.P50), nil
 		case "p90":
-			return lat(s.LatencyMs.P90), nil
+			return lat(latency.P90), nil
 		case "p99":
-			return lat(s.LatencyMs.P99), nil
+			return lat(latency.P99), nil
 		case "p999":
-			return lat(s.LatencyMs.P999), nil
+			return lat(latency.P999), nil
 		case "mean":
-			return lat(s.LatencyMs.Mean), nil
+			return lat(latency.Mean), nil
 		case "max":
-			return lat(s.LatencyMs.Max), nil
+			return lat(latency.Max), nil
 		case "success":
 			return share(s.Requests.Succeeded), nil
 		case "failed":
