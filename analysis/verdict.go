@@ -149,7 +149,7 @@ func judgeRecovery(v *metrics.Verdict, sc *topology.Scenario, r *metrics.Result)
 	if interrupted {
 		end = min(end, time.Duration(r.Summary.SimTimeS*float64(time.Second)))
 		if end < t.End {
-			notJudged(fmt.Sprintf("interrupted at %v, before the trigger ended at %v", end, t.End))
+			notJudged(fmt.Sprintf("interrupted at %v, before the trigger ended at %v", end.Round(100*time.Millisecond), t.End))
 			return
 		}
 	}
@@ -161,7 +161,8 @@ func judgeRecovery(v *metrics.Verdict, sc *topology.Scenario, r *metrics.Result)
 	cfg := DetectorConfig{}.WithDefaults()
 	room := end - t.End - time.Duration(cfg.Consecutive)*s.Interval
 	if room < 0 && interrupted {
-		notJudged(fmt.Sprintf("interrupted at %v, %v after the trigger ended: too soon to judge recovery (needs %d intervals)", end, end-t.End, cfg.Consecutive))
+		notJudged(fmt.Sprintf("interrupted at %v, %v after the trigger ended: too soon to judge recovery (needs %d intervals)",
+			end.Round(100*time.Millisecond), (end - t.End).Round(100*time.Millisecond), cfg.Consecutive))
 		return
 	}
 	if room < 0 {
@@ -183,7 +184,8 @@ func judgeRecovery(v *metrics.Verdict, sc *topology.Scenario, r *metrics.Result)
 		v.Recovery, v.RecoveredAfterS = "recovered late", &after
 	case interrupted:
 		v.Recovery = "not judged"
-		v.Note = fmt.Sprintf("interrupted at %v, %v after the trigger ended, with goodput %.0f%% of its baseline and no recovery yet", end, end-t.End, 100*d.Final)
+		v.Note = fmt.Sprintf("interrupted at %v, %v after the trigger ended, with goodput %.0f%% of its baseline and no recovery yet",
+			end.Round(100*time.Millisecond), (end - t.End).Round(100*time.Millisecond), 100*d.Final)
 	default:
 		v.Recovery = "not recovered"
 		v.Note = fmt.Sprintf("goodput %.0f%% of its baseline at the end of the arrivals, %v after the trigger", 100*d.Final, sc.Duration-t.End)
