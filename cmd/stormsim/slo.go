@@ -19,7 +19,7 @@ type sloFlag struct {
 }
 
 func (f *sloFlag) declare(fs *pflag.FlagSet) {
-	fs.StringVar(&f.expr, "slo", "", "judge the run against `EXPR`, e.g. 'p99<300ms,success>=99.9%' (capacity's syntax; p99 is over succeeded requests, p99(all) over all, failed ones at their time to failure); a breach exits with status 4")
+	fs.StringVar(&f.expr, "slo", "", "judge the run against `EXPR`, e.g. 'p99<300ms,success>=99.9%' (capacity's syntax); a breach exits with status 4")
 }
 
 // parse reads the expression (a usage error when bad) and checks it names
