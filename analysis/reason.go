@@ -61,7 +61,7 @@ func reasonOf(sc *topology.Scenario, r *metrics.Result) string {
 		}
 	}
 	if best.callee != "" {
-		return fmt.Sprintf("%s queue wait ≈%v at the end of the arrivals exceeds %s %v timeout: most of %s's work is wasted, its attempts given up before they start, and the retries keep its queue full",
+		return fmt.Sprintf("%s queue wait ≈%v at the end of the arrivals exceeds %s %v timeout: most of %s's work is wasted, its attempts given up before they start, while the attempts still arriving keep its queue full",
 			possessive(best.callee), best.wait.Round(time.Millisecond), possessive(best.caller), best.timeout, best.callee)
 	}
 	return lingeringAmplification(ts, sc, rows)
