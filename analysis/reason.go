@@ -21,9 +21,9 @@ const reasonWindow = DefaultConsecutive
 //   - a diverged run: where and why the simulator stopped it;
 //   - a callee whose queue wait at the end of the arrivals (Little's law:
 //     the mean queue length over the attempts admitted per second) is at
-//     least its caller's per-attempt timeout: the caller gives up on every
-//     attempt before it starts, so the callee's work is wasted and the
-//     retries it provokes keep the queue full;
+//     least its caller's per-attempt timeout: the caller gives up on most
+//     attempts before they start, so the callee's work is wasted while the
+//     attempts still arriving keep the queue full;
 //   - otherwise, a service still receiving more than twice the attempts
 //     per offered request it received before the trigger.
 func reasonOf(sc *topology.Scenario, r *metrics.Result) string {
