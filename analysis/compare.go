@@ -2,12 +2,14 @@ package analysis
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"runtime"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
 
@@ -117,6 +119,9 @@ func runVariant(ctx context.Context, run Runner, b Builder, v Variant, seed uint
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
+	if res.Summary.Verdict == nil {
+		res.Summary.Verdict = Assess(sc, res)
+	}
 	return res, nil
 }
 
@@ -130,18 +135,32 @@ func NoDataOr(x float64, prec int) string {
 	return strconv.FormatFloat(x, 'f', prec, 64)
 }
 
-// tableRows are the lines of the comparison table.
+// allLatencyRow labels the p99 over every request, shown when a column
+// has it.
+const allLatencyRow = "p99 latency, all (ms)"
+
+// tableRows are the lines of the comparison table. A latency row names
+// its population: the succeeded requests, or all of them (failed and
+// unknown at their time to their outcome).
 var tableRows = []struct {
 	label string
 	cell  func(m *Measures) string
 }{
+	{"verdict", func(m *Measures) string { return m.Verdict }},
 	{"goodput (req/s)", func(m *Measures) string { return strconv.FormatFloat(m.GoodputRPS, 'f', 1, 64) }},
 	{"offered", func(m *Measures) string { return strconv.FormatInt(m.Offered, 10) }},
 	{"succeeded", func(m *Measures) string { return strconv.FormatInt(m.Succeeded, 10) }},
 	{"failed", func(m *Measures) string { return strconv.FormatInt(m.Failed, 10) }},
 	{"unknown", func(m *Measures) string { return strconv.FormatInt(m.Unknown, 10) }},
-	{"p99 latency (ms)", func(m *Measures) string { return NoDataOr(m.P99Ms, 1) }},
-	{"max amplification", func(m *Measures) string { return strconv.FormatFloat(m.Amplification, 'f', 2, 64) + "x" }},
+	{"p99 latency, succeeded (ms)", func(m *Measures) string { return NoDataOr(m.P99Ms, 1) }},
+	{allLatencyRow, func(m *Measures) string { return NoDataOr(m.P99AllMs, 1) }},
+	{"amplification, whole run", func(m *Measures) string { return strconv.FormatFloat(m.Amplification, 'f', 2, 64) + "x" }},
+	{"peak amplification, interval", func(m *Measures) string {
+		if math.IsNaN(m.PeakAmplification) {
+			return "-"
+		}
+		return strconv.FormatFloat(m.PeakAmplification, 'f', 2, 64) + "x"
+	}},
 	{"peak queue", func(m *Measures) string { return strconv.FormatInt(m.PeakQueue, 10) }},
 	{"duplicates", func(m *Measures) string { return strconv.FormatInt(m.Duplicates, 10) }},
 	{"status", func(m *Measures) string { return string(m.Status) }},
@@ -168,10 +187,22 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t", col.Variant.Name)
 	}
 	fmt.Fprintln(tw)
+	hasAll := false
+	for _, col := range c.Columns {
+		hasAll = hasAll || !math.IsNaN(col.Measures.P99AllMs)
+	}
 	for _, r := range tableRows {
+		if r.label == allLatencyRow && !hasAll {
+			continue // no result has it (load mode, older results)
+		}
 		fmt.Fprintf(tw, "%*s\t", -width, r.label)
 		for i := range c.Columns {
-			fmt.Fprintf(tw, "%s\t", r.cell(&c.Columns[i].Measures))
+			m := &c.Columns[i].Measures
+			cell := r.cell(m)
+			if m.NotRun && r.label != "verdict" && r.label != "status" {
+				cell = "-" // no figure, which must not read as a collapse
+			}
+			fmt.Fprintf(tw, "%s\t", cell)
 		}
 		fmt.Fprintln(tw)
 	}
@@ -180,27 +211,117 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "peak amplification: %s; whole run: the busiest service's attempts over the run per request offered in it\n", metrics.PeakBasis)
+	reasons := false
 	for _, col := range c.Columns {
-		v := col.Variant
-		switch {
-		case v.Name == Baseline:
-			fmt.Fprintf(w, "%s: the scenario as written\n", v.Name)
-		case v.File != "":
-			fmt.Fprintf(w, "%s: %s (seed replaced by %d)", v.Name, v.File, c.Seed)
-			for _, s := range v.Sets {
-				fmt.Fprintf(w, " %s", s)
-			}
-			fmt.Fprintln(w)
-		default:
-			fmt.Fprintf(w, "%s:", v.Name)
-			for _, s := range v.Sets {
-				fmt.Fprintf(w, " %s", s)
-			}
-			_, err := fmt.Fprintln(w)
-			if err != nil {
-				return err
-			}
+		if col.Measures.Reason != "" {
+			fmt.Fprintf(w, "%s %s: %s\n", col.Variant.Name, col.Measures.Verdict, col.Measures.Reason)
+			reasons = true
+		}
+	}
+	if reasons {
+		fmt.Fprintln(w)
+	}
+	for _, col := range c.Columns {
+		if _, err := fmt.Fprintln(w, strings.TrimSpace(col.Variant.Name+": "+c.Changes(col.Variant))); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// Changes says what variant v changes: "the scenario as written" for the
+// baseline, else its file (run with the comparison's seed) and overrides.
+func (c *Comparison) Changes(v Variant) string {
+	switch {
+	case v.Name == Baseline:
+		return "the scenario as written"
+	case v.File != "":
+		s := fmt.Sprintf("%s (seed replaced by %d)", v.File, c.Seed)
+		for _, set := range v.Sets {
+			s += " " + set
+		}
+		return s
+	}
+	return strings.Join(v.Sets, " ")
+}
+
+// ComparisonJSON is the JSON form of a Comparison (compare.json and
+// `stormsim compare --format json`): a contract like the run summary's,
+// extended and never renamed.
+type ComparisonJSON struct {
+	Scenario string       `json:"scenario"`
+	Seed     uint64       `json:"seed"`
+	Variants []ColumnJSON `json:"variants"`
+}
+
+// ColumnJSON is one variant of a ComparisonJSON: what it changed, its
+// verdict and its measures. Latency quantiles are over the succeeded
+// requests (null when none succeeded); a variant that was not run has
+// not_run set and no figures to read.
+type ColumnJSON struct {
+	Name string   `json:"name"`
+	File string   `json:"file,omitempty"`
+	Sets []string `json:"sets,omitempty"`
+	// Verdict is the table's verdict cell ("recovered in 3 s", "not
+	// recovered", "diverged at 12.5 s", "interrupted at 20 s", "not run");
+	// Outcome its metrics.Outcome constant; Reason its one-line why.
+	Verdict string         `json:"verdict"`
+	Outcome string         `json:"outcome,omitempty"`
+	Reason  string         `json:"reason,omitempty"`
+	NotRun  bool           `json:"not_run,omitempty"`
+	Status  metrics.Status `json:"status"`
+	// RecoveredAfterS is how long after the trigger the variant recovered.
+	RecoveredAfterS *float64 `json:"recovered_after_s,omitempty"`
+	GoodputRPS      float64  `json:"goodput_rps"`
+	Offered         int64    `json:"offered"`
+	Succeeded       int64    `json:"succeeded"`
+	Failed          int64    `json:"failed"`
+	Unknown         int64    `json:"unknown"`
+	P50Ms           *float64 `json:"p50_ms_succeeded"`
+	P99Ms           *float64 `json:"p99_ms_succeeded"`
+	// P99AllMs is over every offered request (latency_all_ms), failed and
+	// unknown ones at their time to their outcome.
+	P99AllMs      *float64 `json:"p99_ms_all"`
+	Amplification float64  `json:"amplification"`
+	// PeakAmplification is the largest attempts per request offered in one
+	// interval (metrics.PeakBasis), beside the whole run's Amplification.
+	PeakAmplification float64 `json:"peak_amplification"`
+	PeakQueue         int64   `json:"peak_queue"`
+	Duplicates        int64   `json:"duplicates"`
+	// SLO is the variant judged against --slo (absent without one).
+	SLO *metrics.SLOReport `json:"slo,omitempty"`
+}
+
+// JSON returns the comparison's JSON form.
+func (c *Comparison) JSON() ComparisonJSON {
+	out := ComparisonJSON{Scenario: c.Scenario, Seed: c.Seed, Variants: []ColumnJSON{}}
+	num := func(x float64) *float64 {
+		if math.IsNaN(x) {
+			return nil
+		}
+		return &x
+	}
+	for _, col := range c.Columns {
+		m := col.Measures
+		j := ColumnJSON{
+			Name: col.Variant.Name, File: col.Variant.File, Sets: col.Variant.Sets,
+			Verdict: m.Verdict, Reason: m.Reason, NotRun: m.NotRun, Status: m.Status,
+			GoodputRPS: m.GoodputRPS, Offered: m.Offered, Succeeded: m.Succeeded, Failed: m.Failed, Unknown: m.Unknown,
+			P50Ms: num(m.P50Ms), P99Ms: num(m.P99Ms), P99AllMs: num(m.P99AllMs), Amplification: m.Amplification, PeakQueue: m.PeakQueue, Duplicates: m.Duplicates,
+		}
+		if v := col.Result.Summary.Verdict; v != nil {
+			j.Outcome, j.RecoveredAfterS, j.PeakAmplification = v.Outcome, v.RecoveredAfterS, v.PeakAmplification
+		}
+		j.SLO = col.Result.Summary.SLO
+		out.Variants = append(out.Variants, j)
+	}
+	return out
+}
+
+// WriteJSON writes the comparison's JSON form, indented.
+func (c *Comparison) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(c.JSON())
 }

@@ -56,3 +56,49 @@ func TestRunMetastableInterrupted(t *testing.T) {
 		t.Errorf("error %v, want boom", err)
 	}
 }
+
+// TestCompareInterruptedVariants (issue 36 item 6): in a comparison a
+// signal stopped, a variant that never started reads "not run" with no
+// figures, and one stopped during the fault "interrupted at T", never
+// goodput 0 or amplification 0.00x, which look like a collapse.
+func TestCompareInterruptedVariants(t *testing.T) {
+	run := RunnerFunc(func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
+		r, err := fakeRun(ctx, sc)
+		switch {
+		case strings.Contains(sc.Description, "note=never"):
+			r = &metrics.Result{Summary: metrics.Summary{Scenario: sc.Name, Seed: sc.Seed, Status: metrics.StatusInterrupted}}
+		case strings.Contains(sc.Description, "note=midway"):
+			r.Summary.Status, r.Summary.SimTimeS = metrics.StatusInterrupted, 10 // during the 8 s–12 s fault
+			r.Series.Rows = r.Series.Rows[:10]
+		}
+		return r, err
+	})
+	vs := []Variant{{Name: Baseline}, {Name: "midway", Sets: []string{"note=midway"}}, {Name: "never", Sets: []string{"note=never"}}}
+	c, err := Compare(context.Background(), run, fakeBuild, vs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := c.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	cells := map[string][]string{}
+	for _, l := range strings.Split(b.String(), "\n") {
+		f := strings.Fields(l)
+		for _, label := range []string{"verdict", "goodput", "amplification,", "status"} {
+			if len(f) > 0 && f[0] == label {
+				cells[label] = f
+			}
+		}
+	}
+	last := func(label string) string { f := cells[label]; return f[len(f)-1] }
+	if v := cells["verdict"]; !strings.Contains(strings.Join(v, " "), "interrupted at 10.0 s not run") {
+		t.Errorf("verdicts %q, want midway interrupted at 10.0 s and never not run:\n%s", v, b.String())
+	}
+	if last("goodput") != "-" || last("amplification,") != "-" || last("status") != "interrupted" {
+		t.Errorf("never-run column: goodput %q, amplification %q, status %q; want -, -, interrupted:\n%s", last("goodput"), last("amplification,"), last("status"), b.String())
+	}
+	if mid := c.Columns[1].Result.Summary.Verdict; mid.Recovery == "not recovered" || mid.Outcome != metrics.OutcomeInterrupted {
+		t.Errorf("midway verdict %+v, want interrupted, never not recovered", mid)
+	}
+}

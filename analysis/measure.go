@@ -22,12 +22,29 @@ type Measures struct {
 	// make a collapsed system look fast.
 	P50Ms float64
 	P99Ms float64
+	// P99AllMs is the p99 over every offered request, failed and unknown
+	// ones at their time to their outcome (latency_all_ms); NaN when the
+	// result does not have it.
+	P99AllMs float64
 	// Amplification is the largest service amplification (attempts that
 	// reached a service per offered logical request).
 	Amplification float64
-	Duplicates    int64
+	// PeakAmplification is the verdict's: the largest attempts at one
+	// service in one interval per request offered in that interval
+	// (metrics.PeakBasis); NaN when not assessed.
+	PeakAmplification float64
+	Duplicates        int64
 	// PeakQueue is the largest queue length seen at any service.
 	PeakQueue int64
+	// Verdict is the run's outcome for a table ("recovered in 3 s", "not
+	// recovered", "diverged at 12.5 s", "interrupted at 20 s", "not run"),
+	// from its summary's verdict (metrics.OutcomeText); Reason the
+	// verdict's one-line why, if any.
+	Verdict string
+	Reason  string
+	// NotRun reports a run interrupted before it offered a request after
+	// warm-up: it has no figures at all.
+	NotRun bool
 }
 
 // MeasuresOf extracts the measures of a result's summary.
@@ -48,11 +65,24 @@ func MeasuresOf(r *metrics.Result) Measures {
 	if m.Succeeded == 0 {
 		m.P50Ms, m.P99Ms = math.NaN(), math.NaN()
 	}
+	m.P99AllMs = math.NaN()
+	if l := s.LatencyAllMs; l != nil && l.Count > 0 {
+		m.P99AllMs = l.P99
+	}
 	for _, svc := range s.Services {
 		m.PeakQueue = max(m.PeakQueue, svc.QueueMax)
 	}
 	if m.Status == "" {
 		m.Status = metrics.StatusComplete
+	}
+	m.Verdict = metrics.OutcomeText(s)
+	m.NotRun = m.Verdict == metrics.OutcomeNotRun
+	m.PeakAmplification = math.NaN()
+	if v := s.Verdict; v != nil {
+		m.Reason = v.Reason
+		if v.PeakService != "" {
+			m.PeakAmplification = v.PeakAmplification
+		}
 	}
 	return m
 }

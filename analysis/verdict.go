@@ -30,8 +30,32 @@ func Assess(sc *topology.Scenario, r *metrics.Result) *metrics.Verdict {
 			}
 		}
 	}
+	v.WholeRunAmplification = s.Amplification
+	if v.PeakService != "" {
+		v.PeakBasis = metrics.PeakBasis
+	}
 	judgeRecovery(v, sc, r)
+	v.Outcome = outcomeOf(v, s)
+	if v.Outcome == metrics.OutcomeNotRecovered || v.Outcome == metrics.OutcomeInterrupted || v.Outcome == metrics.OutcomeDiverged {
+		v.Reason = reasonOf(sc, r)
+	}
 	return v
+}
+
+// outcomeOf is the verdict in one word or two, from the recovery judged
+// and the run's status: a diverged run and an interrupted one are said so
+// rather than "not recovered", and an interrupted run that offered nothing
+// after warm-up was not run at all.
+func outcomeOf(v *metrics.Verdict, s *metrics.Summary) string {
+	switch {
+	case s.Status == metrics.StatusDiverged:
+		return metrics.OutcomeDiverged
+	case s.Status == metrics.StatusInterrupted && s.Requests.Offered == 0:
+		return metrics.OutcomeNotRun
+	case s.Status == metrics.StatusInterrupted && v.Recovery != "recovered" && v.Recovery != "recovered late":
+		return metrics.OutcomeInterrupted
+	}
+	return v.Recovery
 }
 
 // attemptColumns returns the services that have an attempts/S column.
@@ -118,13 +142,29 @@ func judgeRecovery(v *metrics.Verdict, sc *topology.Scenario, r *metrics.Result)
 		v.Recovery, v.Note = "not recovered", fmt.Sprintf("the run diverged at %.1f s (%s)", d.AtS, d.Reason)
 		return
 	}
-	s, err := SeriesOf(r, sc.Duration)
+	// An interrupted run is judged on the arrivals it simulated: a
+	// recovery seen in them stands, anything else is "interrupted", never
+	// "not recovered" over time it never reached.
+	end, interrupted := sc.Duration, r.Summary.Status == metrics.StatusInterrupted
+	if interrupted {
+		end = min(end, time.Duration(r.Summary.SimTimeS*float64(time.Second)))
+		if end < t.End {
+			notJudged(fmt.Sprintf("interrupted at %v, before the trigger ended at %v", end.Round(100*time.Millisecond), t.End))
+			return
+		}
+	}
+	s, err := SeriesOf(r, end)
 	if err != nil {
 		notJudged(err.Error())
 		return
 	}
 	cfg := DetectorConfig{}.WithDefaults()
-	room := sc.Duration - t.End - time.Duration(cfg.Consecutive)*s.Interval
+	room := end - t.End - time.Duration(cfg.Consecutive)*s.Interval
+	if room < 0 && interrupted {
+		notJudged(fmt.Sprintf("interrupted at %v, %v after the trigger ended: too soon to judge recovery (needs %d intervals)",
+			end.Round(100*time.Millisecond), (end - t.End).Round(100*time.Millisecond), cfg.Consecutive))
+		return
+	}
 	if room < 0 {
 		notJudged(fmt.Sprintf("the arrivals end %v after the trigger; judging recovery needs %d intervals of them", max(sc.Duration-t.End, 0), cfg.Consecutive))
 		return
@@ -142,6 +182,10 @@ func judgeRecovery(v *metrics.Verdict, sc *topology.Scenario, r *metrics.Result)
 		v.Recovery, v.RecoveredAfterS = "recovered", &after
 	case d.Late:
 		v.Recovery, v.RecoveredAfterS = "recovered late", &after
+	case interrupted:
+		v.Recovery = "not judged"
+		v.Note = fmt.Sprintf("interrupted at %v, %v after the trigger ended, with goodput %.0f%% of its baseline and no recovery yet",
+			end.Round(100*time.Millisecond), (end - t.End).Round(100*time.Millisecond), 100*d.Final)
 	default:
 		v.Recovery = "not recovered"
 		v.Note = fmt.Sprintf("goodput %.0f%% of its baseline at the end of the arrivals, %v after the trigger", 100*d.Final, sc.Duration-t.End)

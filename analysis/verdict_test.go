@@ -103,3 +103,52 @@ func TestAssessNotJudged(t *testing.T) {
 		t.Errorf("every request lost: headline %q (bad %v)", v.Headline(), v.Bad())
 	}
 }
+
+// TestAssessInterrupted (issue 36 item 6): an interrupted run is judged on
+// the time it simulated: never "not recovered ... 59m0s after the trigger"
+// for arrivals it never reached, but "interrupted at T"; one that offered
+// nothing was not run.
+func TestAssessInterrupted(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		simTimeS float64
+		offered  int64
+		outcome  string
+		text     string
+		note     string
+	}{
+		{"during the fault", 25, -1, metrics.OutcomeInterrupted, "interrupted at 25.0 s", "interrupted at 25s, before the trigger ended at 30s"},
+		{"just after the fault", 31, -1, metrics.OutcomeInterrupted, "interrupted at 31.0 s", "too soon to judge"},
+		{"before it started", 0, 0, metrics.OutcomeNotRun, "not run", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := metricstest.Storm()
+			sc := stormScenario(t)
+			sc.Duration = 3600e9 // asked for an hour
+			r.Summary.Status, r.Summary.SimTimeS = metrics.StatusInterrupted, c.simTimeS
+			if c.offered >= 0 {
+				r.Summary.Requests = metrics.Requests{Offered: c.offered}
+			}
+			v := Assess(sc, r)
+			r.Summary.Verdict = v
+			if v.Outcome != c.outcome || v.Recovery == "not recovered" {
+				t.Errorf("outcome %q, recovery %q, want outcome %q and never not recovered", v.Outcome, v.Recovery, c.outcome)
+			}
+			if got := metrics.OutcomeText(&r.Summary); got != c.text {
+				t.Errorf("table verdict %q, want %q", got, c.text)
+			}
+			if !strings.Contains(v.Note, c.note) || strings.Contains(v.Headline(), "59m") {
+				t.Errorf("headline %q, want a note with %q", v.Headline(), c.note)
+			}
+		})
+	}
+	// Interrupted after a recovery it did see: the recovery stands.
+	r := metricstest.Storm()
+	sc := stormScenario(t)
+	full := Assess(sc, r)
+	sc.Duration = 3600e9
+	r.Summary.Status, r.Summary.SimTimeS = metrics.StatusInterrupted, 60
+	if v := Assess(sc, r); v.Outcome != metrics.OutcomeRecovered || *v.RecoveredAfterS != *full.RecoveredAfterS {
+		t.Errorf("interrupted after recovering: %+v, want recovered as the complete run (%v s)", v, *full.RecoveredAfterS)
+	}
+}

@@ -124,8 +124,25 @@ func markClipped(p *plot.Plot, xys plotter.XYs, format func(float64) string) err
 		}
 	}
 	p.Add(sc, lb)
-	p.Legend.Add("beyond the axis (drawn at its edge)", sc)
+	p.Legend.Add(clippedLegend, sc)
 	return nil
+}
+
+// clippedLegend is the legend entry of the points drawn at the axis edge.
+const clippedLegend = "beyond the axis (drawn at its edge)"
+
+// clippedLabelBox is where markClipped writes a clipped point's label: left
+// of the marker, below the top edge or above the bottom one, in fractions
+// of the data area.
+func clippedLabelBox(p *plot.Plot, xy plotter.XY, label string) box {
+	sty := draw.TextStyle{Font: font.From(p.X.Tick.Label.Font, vg.Points(10)), Handler: p.X.Tick.Label.Handler}
+	w := float64(sty.Width(label)) / float64(dataArea.w)
+	h := float64(sty.Height(label)) / float64(dataArea.h)
+	x := (xy.X - p.X.Min) / (p.X.Max - p.X.Min)
+	if xy.Y >= p.Y.Max {
+		return box{x0: x - w, x1: x, y0: 1 - h, y1: 1}
+	}
+	return box{x0: x - w, x1: x, y0: 0, y1: h}
 }
 
 // vline draws a labelled vertical line across the plot area at X.
@@ -155,9 +172,37 @@ func (v vline) Plot(c draw.Canvas, p *plot.Plot) {
 	if at == 0 {
 		at = 0.8
 	}
-	sty := draw.TextStyle{Color: v.Color, Font: font.From(p.X.Tick.Label.Font, vg.Points(10)),
+	sty := v.textStyle(p)
+	lx := x + vg.Points(3)
+	if lx+sty.Width(v.Label) > c.Max.X {
+		// Left of the line, not off the canvas, when the line is near the
+		// right edge (a recovery bound at the end of the run).
+		sty.XAlign, lx = draw.XRight, x-vg.Points(3)
+	}
+	c.FillText(sty, vg.Point{X: lx, Y: c.Min.Y + vg.Length(at)*(c.Max.Y-c.Min.Y)}, v.Label)
+}
+
+func (v vline) textStyle(p *plot.Plot) draw.TextStyle {
+	return draw.TextStyle{Color: v.Color, Font: font.From(p.X.Tick.Label.Font, vg.Points(10)),
 		Handler: p.X.Tick.Label.Handler, XAlign: draw.XLeft, YAlign: draw.YCenter}
-	c.FillText(sty, vg.Point{X: x + vg.Points(3), Y: c.Min.Y + vg.Length(at)*(c.Max.Y-c.Min.Y)}, v.Label)
+}
+
+// labelBox is where Plot writes the line's label, in fractions of the data
+// area (see dataArea), for placeLegend.
+func (v vline) labelBox(p *plot.Plot) box {
+	sty := v.textStyle(p)
+	w := float64(sty.Width(v.Label)+vg.Points(3)) / float64(dataArea.w)
+	h := float64(sty.Height(v.Label)) / float64(dataArea.h)
+	at := v.LabelAt
+	if at == 0 {
+		at = 0.8
+	}
+	x := (v.X - p.X.Min) / (p.X.Max - p.X.Min)
+	b := box{x0: x, x1: x + w, y0: at - h/2, y1: at + h/2}
+	if b.x1 > 1 {
+		b.x0, b.x1 = x-w, x
+	}
+	return b
 }
 
 // DataRange implements plot.DataRanger, so the line's X is inside the
@@ -220,6 +265,7 @@ func (o *Outcome) SLOPlots() ([]*plot.Plot, error) {
 			scale = 100
 		}
 		var xy errXY
+		var labels []string
 		for _, pt := range o.Points {
 			if pt.Failed != "" {
 				continue // not judged: its runs failed
@@ -244,7 +290,8 @@ func (o *Outcome) SLOPlots() ([]*plot.Plot, error) {
 			}
 			bars.Color = dataColor
 			p.Add(line, pts, bars)
-			p.Legend.Add(t.Name()+" (mean, confidence bound)", line, pts)
+			labels = append(labels, t.Name()+" (mean, confidence bound)")
+			p.Legend.Add(labels[len(labels)-1], line, pts)
 		}
 		lo, hi := o.Search.withDefaults().Lo, o.Search.withDefaults().Hi
 		th, err := plotter.NewLine(plotter.XYs{{X: lo, Y: t.Threshold * scale}, {X: hi, Y: t.Threshold * scale}})
@@ -254,22 +301,31 @@ func (o *Outcome) SLOPlots() ([]*plot.Plot, error) {
 		th.Color = thresholdColor
 		th.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 		p.Add(th)
-		p.Legend.Add("threshold "+t.Op.String()+" "+t.Format(t.Threshold), th)
+		labels = append(labels, "threshold "+t.Op.String()+" "+t.Format(t.Threshold))
+		p.Legend.Add(labels[len(labels)-1], th)
+		setZoom(p, xy.XYs, t.Threshold*scale, t.Upper())
+		ob := obstacles{lines: []plotter.XYs{xy.XYs, th.XYs}}
 		if b, ok := o.boundaryLine(); ok {
 			// Clear of the passing values (low for an upper limit, high
-			// for a lower one) and of the legend in the other corner.
+			// for a lower one).
 			b.LabelAt = 0.8
 			if !t.Upper() {
 				b.LabelAt = 0.35
 			}
 			p.Add(b)
+			ob.vx, ob.boxes = append(ob.vx, b.X), append(ob.boxes, b.labelBox(p))
 		}
-		// Passing values sit at the left: low for upper limits, high
-		// for lower ones. The legend goes in the opposite corner.
-		p.Legend.Top, p.Legend.Left = t.Upper(), true
-		if err := zoom(p, xy.XYs, t.Threshold*scale, t.Upper(), func(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) + unitSuffix(t.unit()) }); err != nil {
+		format := func(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) + unitSuffix(t.unit()) }
+		if c := clipped(p, xy.XYs, format); len(c.XYs) > 0 {
+			labels = append(labels, clippedLegend)
+			for i, xy := range c.XYs {
+				ob.boxes = append(ob.boxes, clippedLabelBox(p, xy, c.Labels[i]))
+			}
+		}
+		if err := markClipped(p, xy.XYs, format); err != nil {
 			return nil, err
 		}
+		placeLegend(p, labels, ob)
 		out = append(out, p)
 	}
 	return out, nil
@@ -318,7 +374,9 @@ func (o *Outcome) UtilizationPlot() (*plot.Plot, error) {
 	if len(names) == 0 {
 		return nil, errors.New("capacity: utilization plot: no service figures")
 	}
+	var ob obstacles
 	for i, n := range names {
+		ob.lines = append(ob.lines, lines[n])
 		line, pts, err := plotter.NewLinePoints(lines[n])
 		if err != nil {
 			return nil, fmt.Errorf("capacity: utilization plot: %w", err)
@@ -328,11 +386,12 @@ func (o *Outcome) UtilizationPlot() (*plot.Plot, error) {
 		p.Add(line, pts)
 		p.Legend.Add(n, line, pts)
 	}
+	p.Y.Min, p.Y.Max = 0, 100/(1-min(0.6, 0.1+0.065*float64(len(names))))
 	if b, ok := o.boundaryLine(); ok {
 		p.Add(b)
+		ob.vx, ob.boxes = append(ob.vx, b.X), append(ob.boxes, b.labelBox(p))
 	}
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Y.Min, p.Y.Max = 0, 100/(1-min(0.6, 0.1+0.065*float64(len(names))))
+	placeLegend(p, names, ob)
 	return p, nil
 }
 
@@ -347,8 +406,11 @@ func (o *Outcome) RecoveryPlot() (*plot.Plot, error) {
 	f := o.Search.valueFormat()
 	p := plots.NewPlot("recovery at the boundary: goodput over time, with the faults", "time (s)", "goodput (req/s)")
 	p.Add(band{From: o.Trigger.Start.Seconds(), To: o.Trigger.End.Seconds(), Label: "fault: " + o.Trigger.Label})
-	p.Add(vline{X: (o.Trigger.End + o.Search.withDefaults().Detector.RecoveryBound).Seconds(), Label: "recovery bound", Color: thresholdColor, Dash: true})
+	bound := vline{X: (o.Trigger.End + o.Search.withDefaults().Detector.RecoveryBound).Seconds(), Label: "recovery bound", Color: thresholdColor, Dash: true}
+	p.Add(bound)
 	drawn := 0
+	var labels []string
+	var ob obstacles
 	for i, pt := range []*Point{o.PassPoint(), o.FailPoint()} {
 		if pt == nil || len(pt.Replicas) == 0 {
 			continue
@@ -393,15 +455,20 @@ func (o *Outcome) RecoveryPlot() (*plot.Plot, error) {
 			rec = "recovers"
 		}
 		p.Add(line)
-		p.Legend.Add(fmt.Sprintf("%s=%s (%s; replica %d %s, %d of %d recover)", o.Search.Param, f(pt.Value), what, rep.Replica, rec, pt.Recovered, len(pt.Replicas)), line)
+		labels = append(labels, fmt.Sprintf("%s=%s (%s; replica %d %s, %d of %d recover)", o.Search.Param, f(pt.Value), what, rep.Replica, rec, pt.Recovered, len(pt.Replicas)))
+		p.Legend.Add(labels[len(labels)-1], line)
+		ob.lines = append(ob.lines, xys)
 		drawn++
 	}
 	if drawn == 0 {
 		return nil, errors.New("capacity: recovery plot: no recovery series at the boundary")
 	}
-	p.Legend.Top = true
+	// The axes are final (the lines and the bound set their range): the
+	// legend can be placed.
 	p.Y.Min = 0
 	p.Y.Max *= 1.4
+	ob.vx, ob.boxes = append(ob.vx, bound.X), append(ob.boxes, bound.labelBox(p))
+	placeLegend(p, labels, ob)
 	return p, nil
 }
 

@@ -80,3 +80,43 @@ func TestZoomMarksClippedPoints(t *testing.T) {
 		t.Errorf("clipped = %v %q, want (800, %g) \"40%% (clipped)\"", c.XYs, c.Labels, p.Y.Min)
 	}
 }
+
+// TestPlaceLegend (issue 36 item 14): the legend goes to the first corner,
+// top right first, that no line, vertical line or label crosses; when every
+// corner is crossed, to the one crossed least.
+func TestPlaceLegend(t *testing.T) {
+	type corner struct{ top, left bool }
+	for _, tc := range []struct {
+		name string
+		ob   obstacles
+		want corner
+	}{
+		{"nothing drawn", obstacles{}, corner{true, false}},
+		{"a line through the top right", obstacles{lines: []plotter.XYs{{{X: 0, Y: 0}, {X: 100, Y: 100}}}}, corner{true, true}},
+		{"rising at the right, capacity at the left", obstacles{lines: []plotter.XYs{{{X: 0, Y: 5}, {X: 60, Y: 5}, {X: 100, Y: 100}}}, vx: []float64{10}},
+			corner{false, false}},
+		{"a label in the top right", obstacles{boxes: []box{{x0: 0.9, y0: 0.9, x1: 1, y1: 1}}}, corner{true, true}},
+		{"a segment crossing a corner with both ends outside it", obstacles{lines: []plotter.XYs{{{X: 80, Y: 100}, {X: 100, Y: 80}}, {{X: 0, Y: 80}, {X: 20, Y: 100}}, {{X: 80, Y: 0}, {X: 100, Y: 20}}}},
+			corner{false, true}},
+	} {
+		p := plot.New()
+		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 100, 0, 100
+		placeLegend(p, []string{"a legend entry"}, tc.ob)
+		if got := (corner{p.Legend.Top, p.Legend.Left}); got != tc.want {
+			t.Errorf("%s: legend top %v left %v, want %+v", tc.name, got.top, got.left, tc.want)
+		}
+	}
+}
+
+// A vertical line's label near the right edge is written left of it, so
+// "recovery bound" at the end of a run is not cut off.
+func TestVlineLabelStaysInside(t *testing.T) {
+	p := plot.New()
+	p.X.Min, p.X.Max = 0, 60
+	for _, x := range []float64{10, 59} {
+		b := vline{X: x, Label: "recovery bound"}.labelBox(p)
+		if b.x0 < 0 || b.x1 > 1 {
+			t.Errorf("line at %g: label box %+v leaves the data area", x, b)
+		}
+	}
+}

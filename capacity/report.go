@@ -189,6 +189,11 @@ func RetryShare(amplification float64) float64 {
 
 // valueFormat writes values of a search at a precision that shows its
 // resolution.
+// FormatValue writes a value of the searched parameter as the report does
+// (an integer, a duration, or a number rounded to the search's resolution),
+// "-" for NaN.
+func (s Search) FormatValue(v float64) string { return s.valueFormat()(v) }
+
 func (s Search) valueFormat() func(v float64) string {
 	f := s.kindFormat()
 	return func(v float64) string {
@@ -359,9 +364,9 @@ func (r *Report) writeCapacity(bw *metrics.ErrWriter, o *Outcome) {
 	conf := pct(s.Confidence)
 	switch a.Status {
 	case "bracketed":
-		bw.Printf("capacity: holds at %s%s with %s confidence", f(a.HoldsAt), u, conf)
+		bw.Printf("capacity: holds at %s%s: the steady-state SLO with %s confidence", f(a.HoldsAt), u, conf)
 		if pp := o.PassPoint(); o.HasFaults && pp != nil {
-			bw.Printf(" in the steady-state SLO and %d of %d replicas recovering", pp.Recovered, len(pp.Replicas))
+			bw.Printf("; %s", newRecoveryClaim(pp.Recovered, len(pp.Replicas), s.Confidence))
 		}
 		bw.Printf("; not shown to hold at %s%s", f(a.NotShownAt), u)
 		if !math.IsNaN(a.FailsAt) && a.FailsAt != a.NotShownAt {
@@ -542,6 +547,36 @@ type jsonSearch struct {
 	Steps       int         `json:"steps"`
 	Bottleneck  *Bottleneck `json:"bottleneck,omitempty"`
 	Points      []jsonPoint `json:"points"`
+	// HoldsAtRecovery is what the recovery of the replicas at the holding
+	// point shows, with its own confidence (only with faults).
+	HoldsAtRecovery *RecoveryClaim `json:"holds_at_recovery,omitempty"`
+}
+
+// RecoveryClaim is what k of n replicas recovering shows: a run recovers
+// with probability at least LowerBound, at level Confidence (one-sided
+// Clopper–Pearson); ReplicasToShow replicas, all recovering, would raise
+// that bound to Confidence itself. The steady-state SLO's confidence is
+// the search's Confidence; this is recovery's, stated apart.
+type RecoveryClaim struct {
+	Recovered      int     `json:"recovered"`
+	Replicas       int     `json:"replicas"`
+	Confidence     float64 `json:"confidence"`
+	LowerBound     float64 `json:"per_run_recovery_lower_bound"`
+	ReplicasToShow int     `json:"replicas_to_show_confidence"`
+}
+
+// newRecoveryClaim is the claim k of n recovering supports at level conf.
+func newRecoveryClaim(k, n int, conf float64) RecoveryClaim {
+	return RecoveryClaim{Recovered: k, Replicas: n, Confidence: conf, LowerBound: RecoveryLowerBound(k, n, conf), ReplicasToShow: ReplicasToShow(conf, conf)}
+}
+
+// String states the claim in words.
+func (c RecoveryClaim) String() string {
+	s := fmt.Sprintf("after the faults %d of %d replicas recovered: a run recovers with probability ≥ %s at %s confidence", c.Recovered, c.Replicas, pct(c.LowerBound), pct(c.Confidence))
+	if c.LowerBound < c.Confidence {
+		s += fmt.Sprintf(" (%d replicas, all recovering, would show ≥ %s)", c.ReplicasToShow, pct(c.Confidence))
+	}
+	return s
 }
 
 type jsonRecovery struct {
@@ -588,6 +623,10 @@ func searchJSON(o *Outcome) jsonSearch {
 	}
 	if b, ok := o.Bottleneck(); ok {
 		js.Bottleneck = &b
+	}
+	if pp := o.PassPoint(); o.HasFaults && pp != nil {
+		c := newRecoveryClaim(pp.Recovered, len(pp.Replicas), s.Confidence)
+		js.HoldsAtRecovery = &c
 	}
 	for _, p := range o.Points {
 		jp := jsonPoint{Value: p.Value, Step: p.Step, Verdict: p.Verdict, Steady: p.Steady, Recovery: p.Recovery,

@@ -108,13 +108,35 @@ var serviceAliases = map[string]string{
 	"rejected":      "rejected_rate",
 }
 
+// Population is which logical requests a run-wide latency term is over.
+type Population int
+
+// The populations a latency term can name: p99 or p99(ok) is over the
+// succeeded requests (what latency_ms holds); p99(all) over every offered
+// request, a failed or unknown one at its time to failure (latency_all_ms).
+const (
+	Succeeded Population = iota
+	AllRequests
+)
+
+// String is the population as a report labels it.
+func (p Population) String() string {
+	if p == AllRequests {
+		return "all requests"
+	}
+	return "succeeded requests"
+}
+
 // Term is one condition of an SLO, such as p99<300ms or db.utilization<0.8.
 type Term struct {
 	// Service is set for per-service metrics (db in db.utilization).
 	Service string
 	// Metric names the metric (p99, success, utilization, …).
 	Metric string
-	Op     Op
+	// Population is which requests a run-wide latency is over: Succeeded
+	// (the default, also written p99(ok)) or AllRequests (p99(all)).
+	Population Population
+	Op         Op
 	// Threshold is in the metric's unit: milliseconds for latencies, a
 	// fraction in [0, 1] for shares, requests per second for goodput.
 	Threshold float64
@@ -124,20 +146,24 @@ type Term struct {
 
 // String returns the term in canonical form, e.g. "p99<300ms".
 func (t Term) String() string {
-	name := t.Metric
-	if t.Service != "" {
-		name = t.Service + "." + t.Metric
-	}
-	return name + t.Op.String() + formatValue(t.unit(), t.Threshold)
+	return t.Name() + t.Op.String() + formatValue(t.unit(), t.Threshold)
 }
 
-// Name returns the metric's name as the term writes it (db.utilization).
+// Name returns the metric's name as the term writes it (db.utilization,
+// p99(all)).
 func (t Term) Name() string {
 	if t.Service != "" {
 		return t.Service + "." + t.Metric
 	}
+	if t.Population == AllRequests {
+		return t.Metric + "(all)"
+	}
 	return t.Metric
 }
+
+// IsLatency reports whether the term is a run-wide latency, whose
+// population (Population) a report must say.
+func (t Term) IsLatency() bool { return t.Service == "" && t.unit() == unitMs }
 
 func (t Term) unit() unit { return metricDefs[t.Metric].unit }
 
@@ -168,20 +194,35 @@ func (t Term) Value(s *metrics.Summary) (float64, error) {
 		}
 		return v
 	}
+	latency := &s.LatencyMs
+	if t.Service == "" && t.Population == AllRequests {
+		if latency = s.LatencyAllMs; latency == nil {
+			if s.Requests.Offered == 0 {
+				return math.Inf(1), nil
+			}
+			return 0, fmt.Errorf("slo: term %q: the result has no latency over all requests (latency_all_ms: the simulator records it; load mode does not yet): use %s over the succeeded ones", t.Text, t.Metric)
+		}
+		lat = func(v float64) float64 {
+			if latency.Count == 0 {
+				return math.Inf(1)
+			}
+			return v
+		}
+	}
 	if t.Service == "" {
 		switch t.Metric {
 		case "p50":
-			return lat(s.LatencyMs.P50), nil
+			return lat(latency.P50), nil
 		case "p90":
-			return lat(s.LatencyMs.P90), nil
+			return lat(latency.P90), nil
 		case "p99":
-			return lat(s.LatencyMs.P99), nil
+			return lat(latency.P99), nil
 		case "p999":
-			return lat(s.LatencyMs.P999), nil
+			return lat(latency.P999), nil
 		case "mean":
-			return lat(s.LatencyMs.Mean), nil
+			return lat(latency.Mean), nil
 		case "max":
-			return lat(s.LatencyMs.Max), nil
+			return lat(latency.Max), nil
 		case "success":
 			return share(s.Requests.Succeeded), nil
 		case "failed":
@@ -276,7 +317,8 @@ func (s SLO) Check(sc *topology.Scenario) error {
 // ParseSLO parses an SLO expression: terms separated by commas, each
 // METRIC OP THRESHOLD with OP one of <, <=, >, >= (also ≤ and ≥). Metrics
 // are p50, p90, p99, p999, mean, max (thresholds as durations, 300ms, or
-// bare milliseconds), success, failed, unknown (percentages, 99.9%, or
+// bare milliseconds; over the succeeded requests, or, written p99(all),
+// over every request with failed ones at their time to failure), success, failed, unknown (percentages, 99.9%, or
 // fractions), goodput (requests per second, optionally with /s) and
 // amplification; per-service metrics are written SERVICE.METRIC with
 // METRIC one of utilization, queue, queue_max, attempts (alias
@@ -341,11 +383,21 @@ func parseTerm(s string) (Term, error) {
 		}
 		t.Service, t.Metric = svc, m
 	} else {
-		def, ok := metricDefs[name]
-		if !ok || def.service {
-			return Term{}, fmt.Errorf("unknown metric %q (want %s, or SERVICE.METRIC)", name, metricNames(false))
+		base, pop, err := cutPopulation(name)
+		if err != nil {
+			return Term{}, err
 		}
-		t.Metric = name
+		def, ok := metricDefs[base]
+		if !ok || def.service {
+			return Term{}, fmt.Errorf("unknown metric %q (want %s, or SERVICE.METRIC)", base, metricNames(false))
+		}
+		if pop != "" && def.unit != unitMs {
+			return Term{}, fmt.Errorf("%s(%s): only the latencies (p50, p90, p99, p999, mean, max) are over a population of requests", base, pop)
+		}
+		t.Metric = base
+		if pop == "all" {
+			t.Population = AllRequests
+		}
 	}
 	v, err := parseThreshold(t.unit(), val)
 	if err != nil {
@@ -353,6 +405,27 @@ func parseTerm(s string) (Term, error) {
 	}
 	t.Threshold = v
 	return t, nil
+}
+
+// cutPopulation splits "p99(all)" into "p99" and "all"; a name without
+// parentheses has no population. The populations are all and ok.
+func cutPopulation(name string) (base, pop string, err error) {
+	base, rest, ok := strings.Cut(name, "(")
+	if !ok {
+		if strings.Contains(name, ")") {
+			return "", "", fmt.Errorf("metric %q: want METRIC or METRIC(all), e.g. p99(all)", name)
+		}
+		return name, "", nil
+	}
+	pop, ok = strings.CutSuffix(strings.TrimSpace(rest), ")")
+	base, pop = strings.TrimSpace(base), strings.TrimSpace(pop)
+	if !ok || strings.ContainsAny(pop, "()") {
+		return "", "", fmt.Errorf("metric %q: want METRIC or METRIC(all), e.g. p99(all)", name)
+	}
+	if pop != "all" && pop != "ok" {
+		return "", "", fmt.Errorf("metric %q: population %q: want all (every request, failed ones at their time to failure) or ok (succeeded ones, the default)", name, pop)
+	}
+	return base, pop, nil
 }
 
 func metricNames(service bool) string {
@@ -457,6 +530,9 @@ func (s SLO) Report(sum *metrics.Summary) (*metrics.SLOReport, error) {
 			return nil, err
 		}
 		rt := metrics.SLOTerm{Term: t.String(), Met: t.Satisfied(v), ValueText: "no data"}
+		if t.IsLatency() {
+			rt.Population = t.Population.String()
+		}
 		if !math.IsInf(v, 0) && !math.IsNaN(v) {
 			rt.Value, rt.ValueText = &v, t.Format(roundSig(v, 4))
 		}

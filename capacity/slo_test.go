@@ -134,7 +134,7 @@ func FuzzParseSLO(f *testing.F) {
 	for _, s := range []string{
 		"p99<300ms,success>=99.9%,amplification<=1.5",
 		"db.utilization<0.8", "goodput>=500/s", "p50<=1.5s", "failed<0.1%", "p99≤20", "x.queue<3",
-		"", ",", "p99<", "<", "p99<300ms<1s", "success>=1e-300%", "p99<1e308ms", "p99<9223372036854775807ns",
+		"p99(all)<1s", "p50(ok)<=2", "", ",", "p99<", "<", "p99<300ms<1s", "success>=1e-300%", "p99<1e308ms", "p99<9223372036854775807ns",
 	} {
 		f.Add(s)
 	}
@@ -159,7 +159,7 @@ func FuzzParseSLO(f *testing.F) {
 			t.Fatalf("canonical form not stable: %q -> %q", canon, got)
 		}
 		for i := range s {
-			if s[i].Metric != s2[i].Metric || s[i].Service != s2[i].Service || s[i].Op != s2[i].Op {
+			if s[i].Metric != s2[i].Metric || s[i].Service != s2[i].Service || s[i].Op != s2[i].Op || s[i].Population != s2[i].Population {
 				t.Fatalf("term %d changed: %+v -> %+v", i, s[i], s2[i])
 			}
 			if d := math.Abs(s[i].Threshold - s2[i].Threshold); d > 1e-9*math.Max(1, math.Abs(s[i].Threshold)) {
@@ -186,6 +186,64 @@ func BenchmarkSLOHolds(b *testing.B) {
 	for b.Loop() {
 		if ok, _, err := s.Holds(sum); !ok || err != nil {
 			b.Fatal(ok, err)
+		}
+	}
+}
+
+// TestLatencyPopulation (issue 36 item 10): p99 and p99(ok) read the
+// succeeded requests' latency, p99(all) every request's, failed ones at
+// their time to failure; reports label the population.
+func TestLatencyPopulation(t *testing.T) {
+	sum := &metrics.Summary{
+		Requests:     metrics.Requests{Offered: 1000, Succeeded: 300, Failed: 700},
+		LatencyMs:    metrics.Latency{P50: 20, P99: 88.6, Max: 120},
+		LatencyAllMs: &metrics.Latency{P50: 900, P99: 2000, Max: 2000, Count: 1000},
+	}
+	for _, tc := range []struct {
+		term, canon string
+		want        float64
+		met         bool
+		population  string
+	}{
+		{"p99<100ms", "p99<100ms", 88.6, true, "succeeded requests"},
+		{"p99(ok)<100ms", "p99<100ms", 88.6, true, "succeeded requests"},
+		{"p99(all)<100ms", "p99(all)<100ms", 2000, false, "all requests"},
+		{"p50( all )<1s", "p50(all)<1000ms", 900, true, "all requests"},
+		{"success>=99%", "success>=99%", 0.3, false, ""},
+	} {
+		s, err := ParseSLO(tc.term)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.term, err)
+		}
+		if s.String() != tc.canon {
+			t.Errorf("%s: canonical %q, want %q", tc.term, s.String(), tc.canon)
+		}
+		rep, err := s.Report(sum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt := rep.Terms[0]
+		if *rt.Value != tc.want || rt.Met != tc.met || rt.Population != tc.population {
+			t.Errorf("%s: value %v met %v population %q, want %v %v %q", tc.term, *rt.Value, rt.Met, rt.Population, tc.want, tc.met, tc.population)
+		}
+		if tc.population != "" && !strings.Contains(rep.Line(), " of "+tc.population+" = ") {
+			t.Errorf("%s: line %q does not name the population", tc.term, rep.Line())
+		}
+	}
+	// A result without the all-requests latency (load mode) says so.
+	s, _ := ParseSLO("p99(all)<1s")
+	if _, err := s[0].Value(&metrics.Summary{Requests: metrics.Requests{Offered: 5, Succeeded: 5}}); err == nil || !strings.Contains(err.Error(), "latency_all_ms") {
+		t.Errorf("no latency_all_ms: err %v", err)
+	}
+	for _, bad := range []struct{ in, want string }{
+		{"success(all)>=99%", "only the latencies"},
+		{"p99(some)<1s", `population "some"`},
+		{"p99(all<1s", "METRIC(all)"},
+		{"p99)<1s", "METRIC(all)"},
+		{"db.p99(all)<1s", "unknown service metric"},
+	} {
+		if _, err := ParseSLO(bad.in); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("ParseSLO(%q) = %v, want an error mentioning %q", bad.in, err, bad.want)
 		}
 	}
 }

@@ -123,3 +123,25 @@ func RecoveryLowerBound(k, n int, conf float64) float64 {
 	}
 	return distuv.Beta{Alpha: float64(k), Beta: float64(n - k + 1)}.Quantile(alpha)
 }
+
+// ReplicasToShow is the fewest replicas that, all recovering, bound the
+// probability that a run recovers below by p at level conf (Clopper–Pearson,
+// as RecoveryLowerBound): the smallest n with (1−conf)^(1/n) ≥ p, that is
+// n ≥ ln(1−conf) / ln p. It is 0 for p ≤ 0, and -1 (never) for p ≥ 1.
+func ReplicasToShow(p, conf float64) int {
+	switch {
+	case p <= 0:
+		return 0
+	case p >= 1:
+		return -1
+	}
+	n := int(math.Ceil(math.Log(1-conf) / math.Log(p)))
+	// Guard the ceiling against rounding: the bound at n must reach p.
+	for n > 1 && RecoveryLowerBound(n-1, n-1, conf) >= p {
+		n--
+	}
+	for RecoveryLowerBound(n, n, conf) < p {
+		n++
+	}
+	return n
+}

@@ -57,3 +57,27 @@ func TestRecoveryLowerBound(t *testing.T) {
 		t.Error("0/5 must bound nothing")
 	}
 }
+
+// TestReplicasToShow: n is the fewest all-recovering replicas whose
+// Clopper–Pearson bound reaches p: n−1 do not. At 95 %, 3 of 3 show only
+// 0.05^(1/3) ≈ 36.8 %; showing 95 % takes ⌈ln 0.05 / ln 0.95⌉ = 59.
+func TestReplicasToShow(t *testing.T) {
+	if got := RecoveryLowerBound(3, 3, 0.95); math.Abs(got-0.368) > 5e-4 {
+		t.Errorf("3 of 3 at 95%%: %g, want 0.368", got)
+	}
+	for _, tc := range []struct {
+		p, conf float64
+		want    int
+	}{{0.95, 0.95, 59}, {0.9, 0.95, 29}, {0.368, 0.95, 3}, {0.99, 0.99, 459}, {0.5, 0.95, 5}} {
+		n := ReplicasToShow(tc.p, tc.conf)
+		if n != tc.want {
+			t.Errorf("p %g at %g: %d replicas, want %d", tc.p, tc.conf, n, tc.want)
+		}
+		if RecoveryLowerBound(n, n, tc.conf) < tc.p || (n > 1 && RecoveryLowerBound(n-1, n-1, tc.conf) >= tc.p) {
+			t.Errorf("p %g at %g: %d is not the fewest replicas reaching it", tc.p, tc.conf, n)
+		}
+	}
+	if ReplicasToShow(0, 0.95) != 0 || ReplicasToShow(1, 0.95) != -1 {
+		t.Error("edges: p 0 needs none, p 1 is never shown")
+	}
+}

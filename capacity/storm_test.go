@@ -2,6 +2,9 @@ package capacity
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +52,33 @@ func TestStormBoundByRecovery(t *testing.T) {
 		}
 		if !strings.Contains(buf.String(), "bound by: recovery at ") {
 			t.Errorf("the report does not say the bound was recovery:\n%s", buf.String())
+		}
+		// Issue 36 item 8: each part of the headline carries its own
+		// confidence; 2 of 2 recovering bound a run's recovery only at
+		// 0.05^(1/2) = 22.4 %, not at 95 %.
+		pp := out.PassPoint()
+		if pp == nil || pp.Recovered != len(pp.Replicas) {
+			t.Fatalf("pass point %+v: want every replica recovered there", pp)
+		}
+		claim := fmt.Sprintf(": the steady-state SLO with 95%% confidence; after the faults %d of %d replicas recovered: a run recovers with probability ≥ %s at 95%% confidence (59 replicas, all recovering, would show ≥ 95%%)",
+			pp.Recovered, len(pp.Replicas), pct(math.Pow(0.05, 1/float64(len(pp.Replicas)))))
+		if !strings.Contains(buf.String(), claim) {
+			t.Errorf("headline does not state the recovery's own confidence, want %q in:\n%s", claim, buf.String())
+		}
+		buf.Reset()
+		if err := rep.WriteJSON(&buf); err != nil {
+			t.Fatal(err)
+		}
+		var js struct {
+			Capacity struct {
+				HoldsAtRecovery *RecoveryClaim `json:"holds_at_recovery"`
+			} `json:"capacity"`
+		}
+		if err := json.Unmarshal([]byte(buf.String()), &js); err != nil {
+			t.Fatal(err)
+		}
+		if c := js.Capacity.HoldsAtRecovery; c == nil || c.Replicas != len(pp.Replicas) || c.ReplicasToShow != 59 || math.Abs(c.LowerBound-math.Pow(0.05, 1/float64(c.Replicas))) > 1e-12 {
+			t.Errorf("capacity.holds_at_recovery = %+v", c)
 		}
 	}
 	t.Logf("plain: %+v; budgeted: %+v", answers[0], answers[1])

@@ -119,7 +119,39 @@
     return Math.max(320, Math.min(1100, (root.clientWidth || 900) - 10));
   }
 
-  function newPlot(root, prefix, id, title, xLabel, unit, labels, points) {
+  // faultFill is the shading of a fault window, the static plots' own.
+  var faultFill = "rgba(214, 39, 40, 0.15)", faultText = "#9b1c1c";
+
+  // shadeFaults returns a uPlot hook that shades each fault window
+  // ({at_s, for_s, label}) across the plot area, under the series, and
+  // writes its label at the top, as the static plots do.
+  function shadeFaults(faults) {
+    return function (u) {
+      var ctx = u.ctx, b = u.bbox;
+      ctx.save();
+      faults.forEach(function (f, i) {
+        var x0 = Math.max(u.valToPos(f.at_s, "x", true), b.left);
+        var x1 = Math.min(u.valToPos(f.at_s + f.for_s, "x", true), b.left + b.width);
+        if (!(x1 > x0)) {
+          return;
+        }
+        ctx.fillStyle = faultFill;
+        ctx.fillRect(x0, b.top, x1 - x0, b.height);
+        ctx.fillStyle = faultText;
+        ctx.font = Math.round(11 * devicePixelRatio) + "px sans-serif";
+        ctx.textBaseline = "top";
+        ctx.fillText(f.label || "fault", x0 + 3 * devicePixelRatio, b.top + (3 + 13 * (i % 3)) * devicePixelRatio);
+      });
+      ctx.restore();
+      u.faultsDrawn = faults.length;
+    };
+  }
+
+  // newPlot makes one chart. opts.colors maps a series label (a service,
+  // an edge) to its colour, so a series has the colour the static plots
+  // give it; opts.faults are shaded on time charts.
+  function newPlot(root, opts, id, title, xLabel, unit, labels, points) {
+    var prefix = opts.prefix || "", colors = opts.colors || {};
     var box = document.createElement("div");
     box.className = "stormchart";
     box.id = "chart-" + prefix + id;
@@ -128,7 +160,7 @@
     labels.forEach(function (l, i) {
       // Time series leave uPlot to show points where they are sparse (a
       // value between two gaps is a dot, not nothing).
-      var s = { label: l, stroke: palette[i % palette.length], width: 1.5, spanGaps: !!points };
+      var s = { label: l, stroke: colors[l] || palette[i % palette.length], width: 1.5, spanGaps: !!points };
       if (points) {
         s.points = { show: true };
       }
@@ -136,17 +168,22 @@
     });
     var data = [[]];
     labels.forEach(function () { data.push([]); });
-    var opts = {
+    var uopts = {
       title: title, width: width(root), height: 240, series: series,
       scales: { x: { time: false } },
       axes: [{ label: xLabel }, { label: unit, size: 60 }]
     };
-    return { id: id, box: box, plot: new uPlot(opts, data, box), data: data };
+    if (!points && opts.faults && opts.faults.length) {
+      uopts.hooks = { drawClear: [shadeFaults(opts.faults)] };
+    }
+    return { id: id, box: box, plot: new uPlot(uopts, data, box), data: data };
   }
 
   // StormCharts draws a run's charts into root. opts.onDraw(charts) is
   // called after each drawing; opts.prefix sets apart the element ids of
-  // several StormCharts on one page.
+  // several StormCharts on one page; opts.colors ({label: "#rrggbb"})
+  // gives series their colours; opts.faults ([{at_s, for_s, label}])
+  // are shaded on the time charts.
   function StormCharts(root, opts) {
     this.root = root;
     this.opts = opts || {};
@@ -189,7 +226,7 @@
           title = w[1];
           unit = w[2];
         }
-        var c = newPlot(root, this.opts.prefix || "", specs[i].id, title, "time (s)", unit,
+        var c = newPlot(root, this.opts, specs[i].id, title, "time (s)", unit,
           s.map(function (x) { return x.label; }), false);
         c.series = s;
         this.charts.push(c);
@@ -269,7 +306,7 @@
       var n = names[i], c = this.pointCharts[n];
       if (!c) {
         var t = pointTitles[n] || [n, n];
-        c = this.pointCharts[n] = newPlot(this.root, this.opts.prefix || "", "point-" + n.replace(/[^A-Za-z0-9_-]/g, "_"), t[0],
+        c = this.pointCharts[n] = newPlot(this.root, this.opts, "point-" + n.replace(/[^A-Za-z0-9_-]/g, "_"), t[0],
           this.pointLabel, t[1], this.pointSeries, true);
       }
       var data = [this.pointXs.slice()];
@@ -306,7 +343,7 @@
       for (var i = 0; i < url.length; i++) {
         h = (h * 31 + url.charCodeAt(i)) | 0;
       }
-      out.push({ id: c.id, xs: c.drawnXs || 0, digest: h });
+      out.push({ id: c.id, xs: c.drawnXs || 0, digest: h, faults: c.plot.faultsDrawn || 0 });
     });
     return { rows: this.drawnRows, points: this.drawnPoints, charts: out };
   };

@@ -50,7 +50,7 @@ func TestFormatTextVerdictFirst(t *testing.T) {
 	r := metricstest.Storm()
 	after := 6.0
 	r.Summary.Verdict = &metrics.Verdict{Recovery: "recovered", RecoveredAfterS: &after, Trigger: "orders capacity 0.5 for 10s at 20s",
-		PeakAmplification: 3.25, PeakService: "orders", PeakAtS: 27,
+		PeakAmplification: 3.25, PeakService: "orders", PeakAtS: 27, WholeRunAmplification: 1.6, PeakBasis: metrics.PeakBasis,
 		Windows:     []metrics.WindowAmplification{{Label: "orders capacity 0.5 for 10s at 20s", AtS: 20, ForS: 10, Service: "orders", Amplification: 2.9}},
 		FailedShare: 0.0996, UnknownShare: 0.0948}
 	var buf bytes.Buffer
@@ -60,7 +60,7 @@ func TestFormatTextVerdictFirst(t *testing.T) {
 	lines := strings.Split(buf.String(), "\n")
 	for i, want := range []string{
 		"verdict    recovered 6 s after the trigger ended (trigger: orders capacity 0.5 for 10s at 20s)",
-		"           peak amplification 3.25× at orders in the interval from 27 s; 2.90× at orders during the fault (orders capacity 0.5 for 10s at 20s)",
+		"           peak amplification 3.25× at orders in the interval from 27 s (attempts in that interval per request offered in it; whole run 1.60×); 2.90× at orders during the fault (orders capacity 0.5 for 10s at 20s)",
 		"           10.0% of requests failed, 9.5% unknown",
 	} {
 		if lines[i+1] != want {
@@ -68,8 +68,9 @@ func TestFormatTextVerdictFirst(t *testing.T) {
 		}
 	}
 	golden.Check(t, "testdata/summary-verdict.golden.txt", buf.Bytes())
-	r.Summary.Verdict = &metrics.Verdict{Recovery: "not recovered", Note: "goodput 3% of its baseline at the end of the arrivals"}
-	if buf.Reset(); metrics.FormatText(&buf, &r.Summary) != nil || !strings.Contains(buf.String(), "verdict    NOT RECOVERED: goodput 3% of its baseline") {
+	r.Summary.Verdict = &metrics.Verdict{Recovery: "not recovered", Note: "goodput 3% of its baseline at the end of the arrivals", Reason: "db's queue wait ≈250ms exceeds orders' 80ms timeout"}
+	if buf.Reset(); metrics.FormatText(&buf, &r.Summary) != nil || !strings.Contains(buf.String(), "verdict    NOT RECOVERED: goodput 3% of its baseline") ||
+		!strings.Contains(buf.String(), "\n           why: db's queue wait ≈250ms exceeds orders' 80ms timeout\n") {
 		t.Errorf("not recovered:\n%s", buf.String())
 	}
 }

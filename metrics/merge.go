@@ -405,6 +405,7 @@ func mergeSummary(parts []*Result, out *Result) Summary {
 		// Without their histograms, the lost requests' latencies of
 		// several parts cannot be combined; one part keeps its own.
 		s.LatencyFailedMs, s.LatencyUnknownMs = parts[0].Summary.LatencyFailedMs, parts[0].Summary.LatencyUnknownMs
+		s.LatencyAllMs = parts[0].Summary.LatencyAllMs
 	}
 
 	edgeIdx := map[[2]string]int{}

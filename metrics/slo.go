@@ -26,6 +26,23 @@ type SLOTerm struct {
 	// "99.2%"), or "no data".
 	ValueText string `json:"value_text"`
 	Met       bool   `json:"met"`
+	// Population says which requests a run-wide latency term is over:
+	// "succeeded requests" (p99, p99(ok)) or "all requests" (p99(all));
+	// empty for other terms.
+	Population string `json:"population,omitempty"`
+}
+
+// Label names the term's metric with its population, for a report line:
+// "p99 of succeeded requests", "p99 of all requests" (for p99(all)),
+// "success".
+func (t SLOTerm) Label() string {
+	name, _, _ := strings.Cut(t.Term, "<")
+	name, _, _ = strings.Cut(name, ">")
+	if t.Population != "" {
+		name, _, _ = strings.Cut(name, "(")
+		name += " of " + t.Population
+	}
+	return name
 }
 
 // Breached returns the terms that do not hold.
@@ -44,8 +61,7 @@ func (r *SLOReport) Breached() []SLOTerm {
 func (r *SLOReport) Line() string {
 	var bad, good []string
 	for _, t := range r.Terms {
-		name, _, _ := strings.Cut(t.Term, "<")
-		name, _, _ = strings.Cut(name, ">")
+		name := t.Label()
 		if t.Met {
 			good = append(good, fmt.Sprintf("%s = %s (%s)", name, t.ValueText, t.Term))
 		} else {

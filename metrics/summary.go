@@ -25,6 +25,12 @@ type Summary struct {
 	// producer does not record them): a fast failure is not a fast success.
 	LatencyFailedMs  *Latency `json:"latency_failed_ms,omitempty"`
 	LatencyUnknownMs *Latency `json:"latency_unknown_ms,omitempty"`
+	// LatencyAllMs is the end-to-end latency of every logical request
+	// offered after warm-up, each at the time its caller knew its outcome:
+	// a failed or unknown request at its time to failure (nil when the
+	// producer does not record it). It is what an SLO's p99(all) reads;
+	// LatencyMs, over the survivors only, flatters a collapsing system.
+	LatencyAllMs *Latency `json:"latency_all_ms,omitempty"`
 	// Amplification is the largest service amplification.
 	Amplification float64 `json:"amplification"`
 	// Duplicates counts side-effect executions beyond the first per logical write.

@@ -54,6 +54,10 @@ func FormatText(w io.Writer, s *Summary) error {
 	if len(lost) > 0 {
 		p("           %s (ms)\n", strings.Join(lost, "; "))
 	}
+	if l := s.LatencyAllMs; l != nil && len(lost) > 0 {
+		p("           all %d requests, each at its time to its outcome: mean %s, p50 %s, p99 %s (ms; what an SLO's p99(all) reads)\n",
+			l.Count, num(l.Mean), num(l.P50), num(l.P99))
+	}
 	p("amplify    %s× (busiest service: its attempts over the whole run, drain included, per request offered)", num(s.Amplification))
 	if s.Duplicates > 0 {
 		p("  duplicates %d", s.Duplicates)

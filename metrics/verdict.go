@@ -42,7 +42,41 @@ type Verdict struct {
 	// requests that failed or ended unknown.
 	FailedShare  float64 `json:"failed_share"`
 	UnknownShare float64 `json:"unknown_share"`
+
+	// Outcome is the verdict in the fewest words, for a comparison's
+	// table: one of the Outcome constants. It is Recovery, except that a
+	// diverged run is OutcomeDiverged and an interrupted one that did not
+	// recover in what it simulated OutcomeInterrupted (or OutcomeNotRun).
+	Outcome string `json:"outcome,omitempty"`
+	// Reason says in one line why the run did not recover, where the
+	// result shows it (e.g. a callee whose queue wait exceeds its
+	// caller's timeout); empty when it recovered or nothing explains it.
+	Reason string `json:"reason,omitempty"`
+	// WholeRunAmplification is Summary.Amplification, repeated beside the
+	// peak so the two are read together: the busiest service's attempts
+	// over the whole run per request offered in the whole run.
+	WholeRunAmplification float64 `json:"whole_run_amplification"`
+	// PeakBasis says what PeakAmplification divides by (PeakBasis when a
+	// peak was measured): the requests offered in the peak's interval
+	// only, so retries of requests offered earlier can lift it above the
+	// product of the hops' attempts.
+	PeakBasis string `json:"peak_amplification_basis,omitempty"`
 }
+
+// Outcomes of a Verdict, beside the Recovery values they extend.
+const (
+	OutcomeRecovered     = "recovered"
+	OutcomeRecoveredLate = "recovered late"
+	OutcomeNotRecovered  = "not recovered"
+	OutcomeDiverged      = "diverged"
+	OutcomeInterrupted   = "interrupted"
+	OutcomeNotRun        = "not run"
+	OutcomeNoTrigger     = "no trigger"
+	OutcomeNotJudged     = "not judged"
+)
+
+// PeakBasis is what a Verdict's peak amplification is measured against.
+const PeakBasis = "attempts in that interval per request offered in it"
 
 // WindowAmplification is the amplification during one fault window: the
 // attempts that arrived at the busiest service in the intervals inside the
@@ -53,6 +87,38 @@ type WindowAmplification struct {
 	ForS          float64 `json:"for_s"`
 	Service       string  `json:"service"`
 	Amplification float64 `json:"amplification"`
+}
+
+// OutcomeText is a run's verdict in the fewest words, for a table: its
+// Verdict's Outcome with the time that goes with it ("recovered in 3 s",
+// "diverged at 12.5 s", "interrupted at 20 s"), "not run" for an
+// interrupted run that offered nothing after warm-up, and "-" for a run
+// nobody assessed.
+func OutcomeText(s *Summary) string {
+	if s.Status == StatusInterrupted && s.Requests.Offered == 0 {
+		return OutcomeNotRun
+	}
+	v := s.Verdict
+	if v == nil {
+		return "-"
+	}
+	at := strconv.FormatFloat(s.SimTimeS, 'f', 1, 64) + " s"
+	switch v.Outcome {
+	case OutcomeRecovered:
+		return "recovered in " + secs(v.RecoveredAfterS)
+	case OutcomeRecoveredLate:
+		return "recovered late, in " + secs(v.RecoveredAfterS)
+	case OutcomeDiverged:
+		if s.Diverged != nil {
+			at = strconv.FormatFloat(s.Diverged.AtS, 'f', 1, 64) + " s"
+		}
+		return "diverged at " + at
+	case OutcomeInterrupted:
+		return "interrupted at " + at
+	case "":
+		return v.Recovery
+	}
+	return v.Outcome
 }
 
 // Headline returns the verdict's first line: the recovery, in words, after
@@ -95,8 +161,12 @@ func (v *Verdict) Amplification() string {
 	if v.PeakService == "" {
 		return "no amplification measured per interval"
 	}
-	s := fmt.Sprintf("peak amplification %s× at %s in the interval from %s s", num(v.PeakAmplification), v.PeakService,
-		strconv.FormatFloat(v.PeakAtS, 'f', -1, 64))
+	whole := ""
+	if v.WholeRunAmplification > 0 {
+		whole = "; whole run " + num(v.WholeRunAmplification) + "×"
+	}
+	s := fmt.Sprintf("peak amplification %s× at %s in the interval from %s s (%s%s)", num(v.PeakAmplification), v.PeakService,
+		strconv.FormatFloat(v.PeakAtS, 'f', -1, 64), PeakBasis, whole)
 	for _, w := range v.Windows {
 		s += fmt.Sprintf("; %s× at %s during the fault (%s)", num(w.Amplification), w.Service, w.Label)
 	}
@@ -111,6 +181,9 @@ func (v *Verdict) Losses() string {
 // writeVerdict prints the verdict's lines under a "verdict" label.
 func writeVerdict(w io.Writer, v *Verdict) {
 	fmt.Fprintf(w, "verdict    %s\n", v.Headline())
+	if v.Reason != "" {
+		fmt.Fprintf(w, "           why: %s\n", v.Reason)
+	}
 	fmt.Fprintf(w, "           %s\n", v.Amplification())
 	fmt.Fprintf(w, "           %s\n", v.Losses())
 }

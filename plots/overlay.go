@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/stormsim/stormsim/metrics"
@@ -29,8 +30,9 @@ func WithYLabel(l string) OverlayOption { return func(c *overlayConfig) { c.yLab
 // WithLogY puts the y axis on a log scale (points ≤ 0 are dropped).
 func WithLogY() OverlayOption { return func(c *overlayConfig) { c.logY = true } }
 
-// WithOrder fixes the variants' order (and so their colours); variants it
-// does not name follow in name order.
+// WithOrder fixes the variants' order and their colours, by position in
+// names, so that a variant keeps its colour when another has no line;
+// variants it does not name follow in name order.
 func WithOrder(names ...string) OverlayOption { return func(c *overlayConfig) { c.order = names } }
 
 // Overlay draws one line per variant of the same series column, to compare
@@ -41,6 +43,15 @@ func WithOrder(names ...string) OverlayOption { return func(c *overlayConfig) { 
 // otherwise; the fault windows of the first variant are shaded. A variant
 // without the column is an error naming it.
 func Overlay(dir, name string, results map[string]*metrics.Result, column string, opts ...OverlayOption) ([]string, error) {
+	f, err := overlayFigure(name, results, column, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return Write(dir, name, f.Plot)
+}
+
+// overlayFigure draws Overlay's figure.
+func overlayFigure(name string, results map[string]*metrics.Result, column string, opts ...OverlayOption) (*figure, error) {
 	cfg := overlayConfig{title: column, yLabel: column}
 	for _, o := range opts {
 		o(&cfg)
@@ -65,6 +76,7 @@ func Overlay(dir, name string, results map[string]*metrics.Result, column string
 
 	f := newFigure(cfg.title, "time (s)", cfg.yLabel)
 	var span *metrics.Result
+	all := make([]plotter.XYs, len(names))
 	for i, n := range names {
 		r := results[n]
 		ts, err := series(r)
@@ -75,12 +87,34 @@ func Overlay(dir, name string, results map[string]*metrics.Result, column string
 		if err != nil {
 			return nil, fmt.Errorf("plots: overlay %s: variant %q: %w", name, n, err)
 		}
-		xys := timeXYs(ts, ys, func(_ int, y float64) bool { return !cfg.logY || y > 0 })
-		if err := f.line(xys, n, palette[i%len(palette)], vg.Points(2), i >= len(palette)); err != nil {
-			return nil, err
-		}
+		all[i] = timeXYs(ts, ys, func(_ int, y float64) bool { return !cfg.logY || y > 0 })
 		if span == nil || len(ts.Rows) > len(span.Series.Rows) {
 			span = r
+		}
+	}
+	// Variants share their arrivals (common random numbers), so their
+	// lines often coincide for a while: earlier lines are drawn wider, so
+	// a later one over them leaves a halo of their colour. A variant
+	// identical to an earlier one is also drawn dashed, and its legend
+	// says whose line it repeats.
+	same := identicalTo(all)
+	width := func(i int) vg.Length {
+		if len(names) < 2 {
+			return vg.Points(2)
+		}
+		return vg.Points(2 + 1.75*float64(len(names)-1-i)/float64(len(names)-1))
+	}
+	for i, n := range names {
+		ci := len(cfg.order) + i // the colour's index
+		if k := slices.Index(cfg.order, n); k >= 0 {
+			ci = k
+		}
+		label := n
+		if same[i] >= 0 {
+			label = n + " = " + names[same[i]]
+		}
+		if err := f.line(all[i], label, palette[ci%len(palette)], width(i), ci >= len(palette) || same[i] >= 0); err != nil {
+			return nil, err
 		}
 	}
 	f.timeAxis(&metrics.Result{Series: span.Series, Faults: results[names[0]].Faults})
@@ -92,7 +126,37 @@ func Overlay(dir, name string, results map[string]*metrics.Result, column string
 	} else {
 		f.headroom()
 	}
-	return Write(dir, name, f.Plot)
+	return f, nil
+}
+
+// identicalTo returns, for each line, the index of the first earlier line
+// with exactly the same points (NaN gaps included), or -1.
+func identicalTo(lines []plotter.XYs) []int {
+	out := make([]int, len(lines))
+	for i := range lines {
+		out[i] = -1
+		for j := range i {
+			if out[j] < 0 && sameXYs(lines[i], lines[j]) {
+				out[i] = j
+				break
+			}
+		}
+	}
+	return out
+}
+
+// sameXYs reports whether a and b are the same points, NaN equal to NaN.
+func sameXYs(a, b plotter.XYs) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	eq := func(x, y float64) bool { return x == y || (math.IsNaN(x) && math.IsNaN(y)) }
+	for i := range a {
+		if !eq(a[i].X, b[i].X) || !eq(a[i].Y, b[i].Y) {
+			return false
+		}
+	}
+	return true
 }
 
 // columnValues returns the values a plot draws for a series column, NaN

@@ -2,8 +2,12 @@ package plots
 
 import (
 	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"gonum.org/v1/plot/plotter"
 
 	"github.com/stormsim/stormsim/metrics"
 )
@@ -41,5 +45,62 @@ func TestOverlayNoDataIsAGap(t *testing.T) {
 	}
 	if good[0] != 4 || good[1] != 0 || good[2] != 2 {
 		t.Errorf("goodput = %v, want [4 0 2]", good)
+	}
+}
+
+// TestOverlayIdenticalVariants (issue 36 item 5): a variant whose line is
+// exactly another's is drawn dashed over it, and the legend names the
+// variant it repeats, so neither hides the other.
+func TestOverlayIdenticalVariants(t *testing.T) {
+	mk := func(good ...float64) *metrics.Result {
+		ts := &metrics.TimeSeries{Interval: time.Second, Columns: []string{"succeeded"}}
+		for _, g := range good {
+			ts.Rows = append(ts.Rows, []float64{g})
+		}
+		return &metrics.Result{Series: ts}
+	}
+	results := map[string]*metrics.Result{
+		"baseline":         mk(10, 0, 5),
+		"budget":           mk(10, 9, 9),
+		"edge-only-jitter": mk(10, 0, 5),
+		"other":            mk(10, 0, 6),
+	}
+	f, err := overlayFigure("goodput", results, "goodput", WithOrder("baseline", "budget", "edge-only-jitter", "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range f.lines {
+		got = append(got, l.name)
+	}
+	want := []string{"baseline", "budget", "edge-only-jitter = baseline", "other"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("legend %q, want %q", got, want)
+	}
+}
+
+func TestIdenticalTo(t *testing.T) {
+	nan := math.NaN()
+	xy := func(ys ...float64) plotter.XYs {
+		out := make(plotter.XYs, len(ys))
+		for i, y := range ys {
+			out[i] = plotter.XY{X: float64(i), Y: y}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name  string
+		lines []plotter.XYs
+		want  []int
+	}{
+		{"all different", []plotter.XYs{xy(1, 2), xy(1, 3), xy(2, 2)}, []int{-1, -1, -1}},
+		{"gaps are equal", []plotter.XYs{xy(1, nan, 2), xy(1, nan, 2)}, []int{-1, 0}},
+		{"a gap is not a value", []plotter.XYs{xy(1, nan, 2), xy(1, 0, 2)}, []int{-1, -1}},
+		{"three of a kind point at the first", []plotter.XYs{xy(4), xy(5), xy(4), xy(4)}, []int{-1, -1, 0, 0}},
+		{"a prefix is not identical", []plotter.XYs{xy(1, 2), xy(1, 2, 3)}, []int{-1, -1}},
+	} {
+		if got := identicalTo(c.lines); !slices.Equal(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"html/template"
+	"image/color"
 	"io"
 	"os"
 	"path/filepath"
@@ -32,16 +33,34 @@ func WriteReport(dir string, r *metrics.Result, plotFiles []string) error {
 	if err != nil {
 		return err
 	}
-	data := reportData{Result: r, S: &r.Summary, Figures: figs, Series: charts.SeriesOf(r.Series)}
+	data := reportData{Result: r, S: &r.Summary, Series: charts.SeriesOf(r.Series)}
 	if data.Series != nil {
 		data.ChartScript, data.ChartStyle = charts.Script(), charts.Style()
+		data.ChartOptions = chartOptionsOf(r)
+		// The interactive charts draw these series: a static twin would
+		// draw each again, so it is left to its file.
+		for _, f := range figs {
+			if chartDrawn[f.Name] {
+				data.Files = append(data.Files, f.Name)
+			} else {
+				data.Figures = append(data.Figures, f)
+			}
+		}
+	} else {
+		data.Figures = figs
 	}
+	return writePage(dir, reportTmpl, data)
+}
+
+// writePage executes t with data and writes the page as dir/report.html,
+// atomically, creating dir if needed.
+func writePage(dir string, t *template.Template, data any) error {
 	var buf bytes.Buffer
-	if err := reportTmpl.Execute(&buf, data); err != nil {
-		return fmt.Errorf("plots: report: %w", err)
+	if err := t.Execute(&buf, data); err != nil {
+		return fmt.Errorf("plots: %s: %w", t.Name(), err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("plots: report: %w", err)
+		return fmt.Errorf("plots: %s: %w", t.Name(), err)
 	}
 	return metrics.WriteFileAtomic(filepath.Join(dir, ReportFile), func(w io.Writer) error {
 		_, err := w.Write(buf.Bytes())
@@ -49,15 +68,74 @@ func WriteReport(dir string, r *metrics.Result, plotFiles []string) error {
 	})
 }
 
+// pageStyle is the style both pages share (report.html of a run and of a
+// comparison): type, tables, figures, the verdict's colours.
+const pageStyle = `body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sans", sans-serif; color: #222; margin: 2em auto; max-width: 1100px; padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+.meta { color: #666; }
+table { border-collapse: collapse; margin: 0.5em 0; }
+th, td { padding: 0.25em 0.8em; border-bottom: 1px solid #eee; text-align: right; }
+th { background: #f5f5f5; font-weight: 600; }
+td:first-child, th:first-child, .text { text-align: left; }
+figure { margin: 1.5em 0; }
+figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }`
+
 type reportData struct {
 	Result  *metrics.Result
 	S       *metrics.Summary
 	Figures []figureData
 	// Series, ChartScript and ChartStyle draw the interactive charts with
 	// the live page's chart module (package charts); nil without a series.
-	Series      *charts.Series
-	ChartScript template.JS
-	ChartStyle  template.CSS
+	Series       *charts.Series
+	ChartScript  template.JS
+	ChartStyle   template.CSS
+	ChartOptions chartOptions
+	// Files are the static plots the charts stand for, by name, written
+	// beside the report as PNG and SVG.
+	Files []string
+}
+
+// chartDrawn names the Standard plots whose series the interactive charts
+// draw (charts.js: throughput, amplification, queue, latency, breaker,
+// budget).
+var chartDrawn = map[string]bool{"throughput": true, "amplification": true, "queue": true, "latency": true, "breaker": true, "budget": true}
+
+// chartOptions are the interactive charts' options (StormCharts' opts):
+// each service's and edge's colour, the one the static plots give it
+// (Colors), and the fault windows to shade.
+type chartOptions struct {
+	Colors map[string]string `json:"colors"`
+	Faults []chartFault      `json:"faults"`
+}
+
+type chartFault struct {
+	AtS   float64 `json:"at_s"`
+	ForS  float64 `json:"for_s"`
+	Label string  `json:"label"`
+}
+
+func chartOptionsOf(r *metrics.Result) chartOptions {
+	o := chartOptions{Colors: map[string]string{}, Faults: []chartFault{}}
+	cs := NewColors(r)
+	hex := func(name string) string {
+		c := color.NRGBAModel.Convert(cs.Of(name)).(color.NRGBA)
+		return string(cssColor(c))
+	}
+	for _, s := range r.Summary.Services {
+		o.Colors[s.Name] = hex(s.Name)
+	}
+	for _, e := range r.Summary.Edges {
+		o.Colors[e.From+"->"+e.To] = hex(e.From + "->" + e.To)
+	}
+	for _, f := range r.Faults {
+		label := f.Label
+		if label == "" {
+			label = "fault: " + f.Service
+		}
+		o.Faults = append(o.Faults, chartFault{AtS: f.At.Seconds(), ForS: f.For.Seconds(), Label: label})
+	}
+	return o
 }
 
 type figureData struct {
@@ -169,28 +247,36 @@ var reportFuncs = template.FuncMap{
 	"title": func(name string) string {
 		return strings.ReplaceAll(name, "_", " ")
 	},
+	"pageStyle": func() template.CSS { return pageStyle },
 }
 
-var reportTmpl = template.Must(template.New("report").Funcs(reportFuncs).Parse(`<!DOCTYPE html>
+// pagePartials are the parts both pages draw alike: the fault windows'
+// table (given the windows) and the inline figures (given figureData).
+const pagePartials = `{{define "faults"}}{{if .}}<h2>Faults</h2>
+<table>
+<tr><th>service</th><th>from</th><th>for</th><th class="text">what</th></tr>
+{{range .}}<tr><td>{{.Service}}</td><td>{{secs .At}}</td><td>{{secs .For}}</td><td class="text">{{.Label}}</td></tr>
+{{end}}</table>{{end}}{{end}}{{define "figures"}}{{range .}}<figure id="fig-{{.Name}}">
+{{if .SVG}}{{.SVG}}{{else}}<img alt="{{title .Name}}" src="{{.PNG}}">{{end}}
+</figure>
+{{end}}{{end}}`
+
+// newPage parses a page's template with the shared partials.
+func newPage(name string, funcs template.FuncMap, text string) *template.Template {
+	return template.Must(template.Must(template.New(name).Funcs(funcs).Parse(pagePartials)).Parse(text))
+}
+
+var reportTmpl = newPage("report", reportFuncs, `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>stormsim report: {{.S.Scenario}}</title>
 <style>
-body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sans", sans-serif; color: #222; margin: 2em auto; max-width: 1100px; padding: 0 1em; }
-h1 { font-size: 1.6em; margin-bottom: 0.2em; }
-h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
-.meta { color: #666; }
+{{pageStyle}}
 .warn { background: #fdecea; border-left: 4px solid #d62728; padding: 0.6em 1em; }
 .ok { background: #edf7ed; border-left: 4px solid #59a14f; padding: 0.6em 1em; }
 #verdict p { margin: 0.2em 0; }
-table { border-collapse: collapse; margin: 0.5em 0; }
-th, td { padding: 0.25em 0.8em; border-bottom: 1px solid #eee; text-align: right; }
-th { background: #f5f5f5; font-weight: 600; }
-td:first-child, th:first-child, .text { text-align: left; }
-figure { margin: 1.5em 0; }
-figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }
 {{.ChartStyle}}
 </style>
 </head>
@@ -224,6 +310,7 @@ figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }
 <tr><td>succeeded requests ({{.S.Requests.Succeeded}})</td><td>{{num .S.LatencyMs.Mean}}</td><td>{{num .S.LatencyMs.P50}}</td><td>{{num .S.LatencyMs.P90}}</td><td>{{num .S.LatencyMs.P99}}</td><td>{{num .S.LatencyMs.P999}}</td><td>{{num .S.LatencyMs.Max}}</td></tr>
 {{with .S.LatencyFailedMs}}<tr><td>failed requests ({{.Count}})</td><td>{{num .Mean}}</td><td>{{num .P50}}</td><td>{{num .P90}}</td><td>{{num .P99}}</td><td>{{num .P999}}</td><td>{{num .Max}}</td></tr>
 {{end}}{{with .S.LatencyUnknownMs}}<tr><td>unknown requests ({{.Count}})</td><td>{{num .Mean}}</td><td>{{num .P50}}</td><td>{{num .P90}}</td><td>{{num .P99}}</td><td>{{num .P999}}</td><td>{{num .Max}}</td></tr>
+{{end}}{{with .S.LatencyAllMs}}<tr><td>all requests ({{.Count}}), each at its time to its outcome</td><td>{{num .Mean}}</td><td>{{num .P50}}</td><td>{{num .P90}}</td><td>{{num .P99}}</td><td>{{num .P999}}</td><td>{{num .Max}}</td></tr>
 {{end}}
 </table>
 
@@ -256,23 +343,17 @@ figure svg, figure img { width: 100%; height: auto; border: 1px solid #eee; }
 {{end}}<tr><td colspan="7">not sent {{.NotSent}}; {{.NewConnections}} new connections, {{.Handshakes}} handshakes, {{.Reused}} attempts on a reused one, {{.Waited}} waited for one{{with .GRPCTransparentRetries}}; {{.}} streams grpc-go sent again itself, unseen by the callee (transparent retry){{end}}</td></tr>
 </table>{{end}}{{end}}{{end}}
 
-{{if .Result.Faults}}<h2>Faults</h2>
-<table>
-<tr><th>service</th><th>from</th><th>for</th><th class="text">what</th></tr>
-{{range .Result.Faults}}<tr><td>{{.Service}}</td><td>{{secs .At}}</td><td>{{secs .For}}</td><td class="text">{{.Label}}</td></tr>
-{{end}}</table>{{end}}
+{{template "faults" .Result.Faults}}
 
 {{with .Series}}<h2>Charts</h2>
 <p class="meta">The charts of the live view (--live), drawn from timeseries.csv.</p>
 <div id="charts"></div>
 <script>{{$.ChartScript}}</script>
-<script>StormCharts.fromSeries(document.getElementById("charts"), {{.}});</script>
+<script>StormCharts.fromSeries(document.getElementById("charts"), {{.}}, {{$.ChartOptions}});</script>
+{{with $.Files}}<p class="meta">The same series as static plots, beside this page: {{range $i, $f := .}}{{if $i}}, {{end}}{{$f}}.png/.svg{{end}}.</p>{{end}}
 {{end}}
 {{if .Figures}}<h2>Plots</h2>
-{{range .Figures}}<figure id="fig-{{.Name}}">
-{{if .SVG}}{{.SVG}}{{else}}<img alt="{{title .Name}}" src="{{.PNG}}">{{end}}
-</figure>
-{{end}}{{end}}
+{{template "figures" .Figures}}{{end}}
 </body>
 </html>
-`))
+`)

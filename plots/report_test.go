@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"image"
+	"image/color"
 	"image/png"
 	"io"
 	"os"
@@ -104,15 +106,51 @@ func TestReportSelfContained(t *testing.T) {
 			t.Errorf("report contains %q", bad)
 		}
 	}
-	if want := len(files) / 2; svgs != want {
-		t.Errorf("%d inline SVGs, want %d", svgs, want)
+	// The plots the interactive charts draw are not drawn again: only
+	// the others are inline (issue 36 item 14: each series was drawn twice,
+	// in two colours).
+	want := 0
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".svg")
+		if strings.HasSuffix(f, ".svg") && !map[string]bool{"throughput": true, "amplification": true, "queue": true, "latency": true, "breaker": true, "budget": true}[name] {
+			want++
+		}
+	}
+	if svgs != want || want == 0 {
+		t.Errorf("%d inline SVGs, want %d (the plots the charts do not draw)", svgs, want)
 	}
 	if tables < 4 {
 		t.Errorf("%d tables, want summary, latency, services, calls, faults", tables)
 	}
-	for _, want := range []string{"synthetic-storm", "orders", "gateway → orders", "orders capacity ×0.5", "Amplification per service", "goodput"} {
+	for _, want := range []string{"synthetic-storm", "orders", "gateway → orders", "orders capacity ×0.5", "amplification.png/.svg", "goodput"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("report text lacks %q", want)
+		}
+	}
+}
+
+// TestReportChartOptions: the interactive charts get each service's colour,
+// the one its static plots use, and the fault windows to shade.
+func TestReportChartOptions(t *testing.T) {
+	dir, _ := writeReport(t)
+	b, err := os.ReadFile(filepath.Join(dir, plots.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	r := metricstest.Storm()
+	colors := plots.NewColors(r)
+	for _, svc := range []string{"gateway", "orders", "db"} {
+		c := color.NRGBAModel.Convert(colors.Of(svc)).(color.NRGBA)
+		want := fmt.Sprintf(`"%s":"#%02x%02x%02x"`, svc, c.R, c.G, c.B)
+		if !strings.Contains(page, want) {
+			t.Errorf("chart options lack %s", want)
+		}
+	}
+	for _, f := range r.Faults {
+		want := fmt.Sprintf(`{"at_s":%g,"for_s":%g,`, f.At.Seconds(), f.For.Seconds())
+		if !strings.Contains(page, want) {
+			t.Errorf("chart options lack the fault %s", want)
 		}
 	}
 }
@@ -120,11 +158,11 @@ func TestReportSelfContained(t *testing.T) {
 func TestReportPNGFallback(t *testing.T) {
 	dir := t.TempDir()
 	r := metricstest.Storm()
-	p, err := plots.Queue(r)
+	p, err := plots.LatencyCDF(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := plots.Write(dir, "queue", p)
+	files, err := plots.Write(dir, "latency_cdf", p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +188,7 @@ func render(t *testing.T, bin, page string) (console []string, shot image.Image)
 	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--user-data-dir="+t.TempDir(), "--enable-logging=stderr", "--v=0",
-		"--screenshot="+out, "--window-size=1200,2000", "file://"+page)
+		"--screenshot="+out, "--window-size=1200,4000", "file://"+page)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.Stdout = &stderr
@@ -189,6 +227,36 @@ func TestReportInBrowser(t *testing.T) {
 	if len(console) > 0 {
 		t.Errorf("console output while rendering the report:\n%s", strings.Join(console, "\n"))
 	}
+	requireInked(t, img, "report-screenshot.png")
+	// The interactive charts shade the storm's fault windows (issue 36
+	// item 14), and the only static plot left on the page, the CDF, has
+	// none: the shading's colour must be on the screenshot.
+	if n := faultPixels(img); n < 20000 { // about 150000 when shaded, 1200 (antialiased red lines) when not
+		t.Errorf("%d pixels of fault shading: the charts do not shade the faults", n)
+	}
+}
+
+// faultPixels counts the pixels of img in the colour of the fault shading
+// (faultFill, 15 % of #d62728, over white).
+func faultPixels(img image.Image) int {
+	n := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			r, g, bl = r>>8, g>>8, bl>>8
+			if r >= 240 && g >= 210 && g <= 230 && bl >= 210 && bl <= 230 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// requireInked fails when a screenshot looks blank (little ink, hardly any
+// colour), and keeps it under -keep as name.
+func requireInked(t *testing.T, img image.Image, name string) {
+	t.Helper()
 	b := img.Bounds()
 	ink, colored := 0, 0
 	for y := b.Min.Y; y < b.Max.Y; y += 2 {
@@ -208,7 +276,7 @@ func TestReportInBrowser(t *testing.T) {
 		t.Errorf("screenshot looks blank: %d of %d sampled pixels inked, %d coloured", ink, total, colored)
 	}
 	if *keep != "" {
-		f, err := os.Create(filepath.Join(*keep, "report-screenshot.png"))
+		f, err := os.Create(filepath.Join(*keep, name))
 		if err == nil {
 			png.Encode(f, img)
 			f.Close()
@@ -221,7 +289,11 @@ func TestReportVerdictFirst(t *testing.T) {
 	r := metricstest.Storm()
 	r.Summary.Verdict = &metrics.Verdict{Recovery: "not recovered", Note: "goodput 3% of its baseline at the end of the arrivals",
 		PeakAmplification: 27.6, PeakService: "db", PeakAtS: 21, FailedShare: 0.713, UnknownShare: 0.012}
+	r.Summary.LatencyAllMs = &metrics.Latency{Mean: 118, P50: 98, P90: 300, P99: 511, P999: 1000, Max: 1514, Count: 22099}
 	page := reportPage(t, r)
+	if !strings.Contains(page, "<td>all requests (22099), each at its time to its outcome</td><td>118</td><td>98.0</td><td>300</td><td>511</td>") {
+		t.Error("report lacks the latency of all requests")
+	}
 	v, summary := strings.Index(page, `<div id="verdict" class="warn">`), strings.Index(page, "<h2>Summary</h2>")
 	if v < 0 || summary < 0 || v > summary {
 		t.Fatalf("verdict at %d, summary at %d: want a flagged verdict before the summary", v, summary)

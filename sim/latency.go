@@ -254,6 +254,31 @@ func (c *latencyCounts) lostLatency() *metrics.Latency {
 	return &l
 }
 
+// latencyOfAll is latency() over the values of every part together (the
+// run's succeeded, failed and unknown requests: each request at the time
+// its outcome was known), nil when they hold none. The parts are unchanged.
+func latencyOfAll(parts ...*latencyCounts) *metrics.Latency {
+	sum := newLatencyCounts()
+	defer sum.release()
+	for _, p := range parts {
+		if p.total == 0 {
+			continue
+		}
+		lo, hi := p.span()
+		for i := lo; i <= hi; i++ {
+			sum.counts[i] += p.counts[i]
+		}
+		sum.total += p.total
+		sum.sumUs += p.sumUs
+		sum.max = max(sum.max, p.max)
+	}
+	if sum.total == 0 {
+		return nil
+	}
+	l := sum.latency()
+	return &l
+}
+
 // hist returns an HdrHistogram holding the same values.
 func (c *latencyCounts) hist() *hdrhistogram.Histogram {
 	s := *latTemplate

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/topology"
 )
 
 // TestLatencyLayoutMatchesHdr records the same durations — spread from
@@ -136,4 +137,59 @@ func TestLatencyHistWithout(t *testing.T) {
 			require.Equal(t, before, all.hist().Export().Counts, "all's counts restored")
 		})
 	}
+}
+
+// TestLatencyOfAll: the latency of all requests is exactly that of one
+// histogram holding the succeeded, failed and unknown requests' values
+// together, and leaves the parts as they were.
+func TestLatencyOfAll(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	parts := []*latencyCounts{newLatencyCounts(), newLatencyCounts(), newLatencyCounts()}
+	one := newLatencyCounts()
+	defer one.release()
+	for _, p := range parts {
+		defer p.release()
+	}
+	for k := range 9000 {
+		d := time.Duration(math.Exp(r.Float64()*math.Log(1e9)) * 1000)
+		share := [...]int{0, 0, 0, 0, 1, 1, 2} // uneven: most succeed, few are unknown
+		parts[share[k%len(share)]].record(d)
+		one.record(d)
+	}
+	before := parts[1].latency()
+	got := latencyOfAll(parts...)
+	require.NotNil(t, got)
+	require.Equal(t, one.latency(), *got)
+	require.Equal(t, int64(9000), got.Count)
+	require.Equal(t, before, parts[1].latency(), "parts unchanged")
+	require.Nil(t, latencyOfAll(newLatencyCounts()), "no request, no latency")
+}
+
+// TestRunLatencyAll: a run's latency_all_ms counts every offered request
+// once, each at its time to its outcome.
+func TestRunLatencyAll(t *testing.T) {
+	sc, err := topology.Parse("lossy.yaml", []byte(`
+name: lossy
+duration: 20s
+workload: {entry: api, rate: 200, deadline: 300ms, client: {timeout: 100ms}}
+services:
+  - {name: api, workers: 2, queue: 5, service_time: {dist: exponential, mean: 8ms}, error_rate: 0.05}
+`), nil)
+	require.NoError(t, err)
+	res := runScenario(t, sc)
+	s := res.Summary
+	require.Positive(t, s.Requests.Failed+s.Requests.Unknown, "the scenario must lose requests")
+	all := s.LatencyAllMs
+	require.NotNil(t, all)
+	require.Equal(t, s.Requests.Offered, all.Count)
+	var sum int64
+	worst := s.LatencyMs.Max
+	for _, l := range []*metrics.Latency{&s.LatencyMs, s.LatencyFailedMs, s.LatencyUnknownMs} {
+		if l != nil {
+			sum += l.SumUs
+			worst = max(worst, l.Max)
+		}
+	}
+	require.Equal(t, sum, all.SumUs)
+	require.Equal(t, worst, all.Max)
 }

@@ -385,6 +385,7 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 		LatencyMs:           m.lat.latency(),
 		LatencyFailedMs:     m.lost[0].lostLatency(),
 		LatencyUnknownMs:    m.lost[1].lostLatency(),
+		LatencyAllMs:        latencyOfAll(m.lat, m.lost[0], m.lost[1]),
 		Duplicates:          lt.Duplicates,
 		UnknownCommitted:    lt.UnknownCommitted,
 		UnknownNotCommitted: lt.UnknownNotCommitted,

@@ -70,6 +70,11 @@ func PlotTail(w io.Writer, h *HopPlan, opt Options) error {
 		p.Legend.Add(sr.label, l)
 	}
 	p.Y.Min, p.Y.Max = ymin, 1
+	var drawn []plotter.XYs
+	for _, sr := range all {
+		drawn = append(drawn, sr.xy)
+	}
+	p.X.Min, p.X.Max = logPadded(drawn...)
 	wt, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, "png")
 	if err != nil {
 		return fmt.Errorf("plot %s: %w", h.Name, err)
@@ -105,6 +110,26 @@ func tailPoints(s Samples, d time.Duration) (measured, hedged plotter.XYs) {
 		}
 	}
 	return measured, hedged
+}
+
+// logPad is the room logPadded leaves on a log axis beyond the extreme
+// values, as a factor: a recommended timeout is often the largest value
+// drawn, and on the border it reads as the axis' edge, not as a mark.
+const logPad = 1.5
+
+// logPadded returns a log x axis range holding every point of xys, with a
+// factor logPad of room on each side.
+func logPadded(xys ...plotter.XYs) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, l := range xys {
+		for _, xy := range l {
+			lo, hi = math.Min(lo, xy.X), math.Max(hi, xy.X)
+		}
+	}
+	if math.IsInf(lo, 0) {
+		return 1e-3, 1
+	}
+	return lo / logPad, hi * logPad
 }
 
 func vline(t time.Duration, ymin float64) plotter.XYs {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"gonum.org/v1/plot/plotter"
+
 	"github.com/stormsim/stormsim/internal/golden"
 )
 
@@ -97,5 +99,28 @@ func TestSaveWritesPlots(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(dir, ".*tmp*"))
 	if len(left) != 0 {
 		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+// TestLogPadded (issue 36 item 14): the tail plot's x axis leaves room
+// beyond the largest value drawn, so a timeout at the largest sample is a
+// mark inside the plot, not its border.
+func TestLogPadded(t *testing.T) {
+	lo, hi := logPadded(plotter.XYs{{X: 2, Y: 1}, {X: 40, Y: 0.01}}, plotter.XYs{{X: 40, Y: 1e-3}, {X: 40, Y: 1}})
+	if lo != 2/logPad || hi != 40*logPad || !(hi > 40*1.4) {
+		t.Errorf("range [%g, %g], want [%g, %g]", lo, hi, 2/logPad, 40*logPad)
+	}
+	if lo, hi := logPadded(); lo <= 0 || hi <= lo {
+		t.Errorf("empty: [%g, %g], want a valid log range", lo, hi)
+	}
+	// On a plan, the timeout line lies strictly inside the axis the plot uses.
+	p := testPlan(t)
+	for _, h := range p.Hops {
+		measured, _ := tailPoints(h.samples, h.HedgeDelay)
+		lo, hi := logPadded(measured, vline(h.Timeout, 1e-3), vline(h.HedgeDelay, 1e-3))
+		x := vline(h.Timeout, 1e-3)[0].X
+		if !(x*1.4 < hi && x > lo) {
+			t.Errorf("%s: timeout at %g ms on an axis [%g, %g]: on or near the border", h.Name, x, lo, hi)
+		}
 	}
 }

@@ -50,7 +50,7 @@ func TestCompareCommand(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "cmp")
 	stdout, stderr, code := runCLI(t, "compare", sc, "--variant", "no-retry:services.api.calls.db.retry.max_attempts=1", "--out", out)
 	require.Equal(t, 0, code, stderr)
-	for _, s := range []string{"baseline", "budget", "no-retry", "goodput (req/s)", "max amplification", "duplicates"} {
+	for _, s := range []string{"baseline", "budget", "no-retry", "goodput (req/s)", "amplification, whole run", "peak amplification, interval", "duplicates"} {
 		require.Contains(t, stdout, s)
 	}
 	for _, f := range []string{"compare.txt", "goodput.png", "amplification_db.svg", "queue_db.png", "budget/summary.json", "no-retry/timeseries.csv"} {

@@ -55,6 +55,8 @@ type capacityCommand struct {
 	shardWait  time.Duration
 	col        collapseCapacityFlags
 	live       liveFlags
+	// variantArgs are the --variant flags: one capacity study per variant.
+	variantArgs []string
 }
 
 // flags declares the command's flags on fs.
@@ -82,6 +84,7 @@ func (c *capacityCommand) flags(fs *pflag.FlagSet) {
 	c.sh.Register(fs)
 	fs.DurationVar(&c.shardWait, "shard-wait", 6*time.Hour, "with --shard: how long to wait for the other shards' results of a step")
 	c.col.declare(fs)
+	fs.StringArrayVar(&c.variantArgs, "variant", nil, "also search a variant, as compare does: `NAME:path=value,...` or NAME=FILE, run with the same seed; repeatable (the baseline is searched first)")
 }
 
 // run runs the command with the arguments left after the flags.
@@ -96,6 +99,9 @@ func (c *capacityCommand) run(ctx context.Context, args []string, w io.Writer) e
 		return &exitError{exitUsage, errors.New("--slo is required, e.g. --slo 'p99<300ms,success>=99.9%'")}
 	}
 	if collapse.IsSLO(c.slo) {
+		if len(c.variantArgs) > 0 {
+			return &exitError{exitUsage, errors.New("--variant is for SLO searches on the simulator, not collapse(...) objectives")}
+		}
 		return c.runCollapse(ctx, args[0], w)
 	}
 	s, err := capacity.ParseSLO(c.slo)
@@ -112,6 +118,9 @@ func (c *capacityCommand) run(ctx context.Context, args []string, w io.Writer) e
 	if err != nil {
 		return err
 	}
+	if len(c.variantArgs) > 0 {
+		return c.runVariants(ctx, base, s, w)
+	}
 	if err := s.Check(base); err != nil {
 		return &exitError{exitUsage, err}
 	}
@@ -119,20 +128,8 @@ func (c *capacityCommand) run(ctx context.Context, args []string, w io.Writer) e
 	if err != nil {
 		return &exitError{exitUsage, err}
 	}
-	opt, err := c.options()
-	if err != nil {
-		return &exitError{exitUsage, err}
-	}
-	lv, err := c.live.start(ctx, "capacity "+base.Name, false)
-	if err != nil {
-		return err
-	}
-	defer lv.close()
-	bar := newCountProgress(os.Stderr, c.progress, "capacity")
-	opt.Progress = bar.update
-	rep, err := plan.Run(ctx, lv.points(simRunner(), c.livePoint), opt)
-	bar.finish()
-	lv.srv.End()
+	reps, err := c.runPlans(ctx, base.Name, []*capacity.Plan{plan})
+	rep := reps[0]
 	if rep == nil {
 		if err != nil && ctx.Err() != nil {
 			return fmt.Errorf("%w: %v", errInterrupted, err)
@@ -157,6 +154,38 @@ func (c *capacityCommand) run(ctx context.Context, args []string, w io.Writer) e
 		return fmt.Errorf("%d points failed (marked failed in the report, counted as not meeting the SLO); the lowest: %s", len(failed), failed[0].Failed)
 	}
 	return err
+}
+
+// runPlans runs the plans in order with the flags' options, progress bar
+// and live view, and returns their reports: one per plan, nil for a plan a
+// signal or a failure kept from running. It stops after an interrupted or
+// failed plan and returns that plan's error.
+func (c *capacityCommand) runPlans(ctx context.Context, name string, plans []*capacity.Plan) ([]*capacity.Report, error) {
+	reps := make([]*capacity.Report, len(plans))
+	opt, err := c.options()
+	if err != nil {
+		return reps, &exitError{exitUsage, err}
+	}
+	lv, err := c.live.start(ctx, "capacity "+name, false)
+	if err != nil {
+		return reps, err
+	}
+	defer lv.close()
+	bar := newCountProgress(os.Stderr, c.progress, "capacity")
+	opt.Progress = bar.update
+	defer bar.finish()
+	defer lv.srv.End()
+	for i, plan := range plans {
+		if i > 0 && ctx.Err() != nil {
+			break // the rest were not run
+		}
+		rep, err := plan.Run(ctx, lv.points(simRunner(), c.livePoint), opt)
+		reps[i] = rep
+		if rep == nil || rep.Interrupted || err != nil {
+			return reps, err
+		}
+	}
+	return reps, nil
 }
 
 // livePoint places a run of the search on the live view: at its value of

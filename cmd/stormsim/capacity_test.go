@@ -174,3 +174,50 @@ func TestCapacityFailedPoints(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(txt), "failed points (counted as not meeting the SLO):")
 }
+
+// TestCapacityVariants (issue 36 item 8): capacity --variant searches each
+// variant with the baseline's seed, as compare runs them, and says each
+// one's capacity; the baseline's matches a search without --variant.
+func TestCapacityVariants(t *testing.T) {
+	dir := t.TempDir()
+	single, errOut, code := runCLI(t, append(capacityArgs, "--format", "json")...)
+	require.Equal(t, 0, code, errOut)
+	out, errOut, code := runCLI(t, append(capacityArgs, "--variant", "big:services.db.workers=8", "--format", "json", "--out", dir)...)
+	require.Equal(t, 0, code, errOut)
+	var doc struct {
+		Variants []struct {
+			Name    string          `json:"name"`
+			Changes string          `json:"changes"`
+			Report  json.RawMessage `json:"report"`
+		} `json:"variants"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	require.Len(t, doc.Variants, 2)
+	require.Equal(t, "baseline", doc.Variants[0].Name)
+	require.Equal(t, "big", doc.Variants[1].Name)
+	require.Equal(t, "services.db.workers=8", doc.Variants[1].Changes)
+	require.JSONEq(t, single, string(doc.Variants[0].Report), "the baseline's search is the one without --variant")
+	type answer struct {
+		Capacity struct {
+			Answer struct {
+				Status  string   `json:"status"`
+				HoldsAt *float64 `json:"holds_at"`
+			} `json:"answer"`
+		} `json:"capacity"`
+	}
+	var base, big answer
+	require.NoError(t, json.Unmarshal(doc.Variants[0].Report, &base))
+	require.NoError(t, json.Unmarshal(doc.Variants[1].Report, &big))
+	require.Greater(t, *big.Capacity.Answer.HoldsAt, *base.Capacity.Answer.HoldsAt, "twice the db workers hold more load")
+	for _, f := range []string{"baseline/capacity.json", "big/capacity.txt", "capacity-variants.txt"} {
+		require.FileExists(t, filepath.Join(dir, f))
+	}
+	table, err := os.ReadFile(filepath.Join(dir, "capacity-variants.txt"))
+	require.NoError(t, err)
+	require.Contains(t, string(table), "big")
+	require.Contains(t, string(table), "bound by")
+
+	_, errOut, code = runCLI(t, append(capacityArgs, "--variant", "nope")...)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "--variant")
+}

@@ -37,17 +37,19 @@ func init() {
 
 // compareCommand is `stormsim compare`: its flags, and the run that uses them.
 type compareCommand struct {
-	ef   experimentFlags
-	out  string
-	sh   shard.Flags
-	slo  sloFlag
-	live liveFlags
+	ef     experimentFlags
+	out    string
+	format string
+	sh     shard.Flags
+	slo    sloFlag
+	live   liveFlags
 }
 
 // flags declares the command's flags on fs.
 func (c *compareCommand) flags(fs *pflag.FlagSet) {
 	c.ef.declare(fs)
-	fs.StringVar(&c.out, "out", "", "write compare.txt, each variant's summary and series, and overlay plots to `DIR`")
+	fs.StringVar(&c.out, "out", "", "write compare.txt, compare.json, report.html, each variant's summary and series, and overlay plots to `DIR`")
+	fs.StringVar(&c.format, "format", "text", "output format: text or json (the comparison's verdicts and measures, as compare.json)")
 	c.sh.Register(fs)
 	c.slo.declare(fs)
 	c.live.declare(fs, true, true)
@@ -57,6 +59,9 @@ func (c *compareCommand) flags(fs *pflag.FlagSet) {
 func (c *compareCommand) run(ctx context.Context, args []string, w io.Writer) error {
 	if len(args) != 1 {
 		return &exitError{exitUsage, fmt.Errorf("want one scenario, got %d arguments", len(args))}
+	}
+	if c.format != "text" && c.format != "json" {
+		return &exitError{exitUsage, fmt.Errorf("--format: want text or json, got %q", c.format)}
 	}
 	b, base, err := c.ef.builder(args[0])
 	if err != nil {
@@ -107,26 +112,35 @@ func (c *compareCommand) run(ctx context.Context, args []string, w io.Writer) er
 	for _, col := range cmp.Columns {
 		partial = partial || col.Result.Summary.Status == sim.StatusInterrupted
 	}
-	if partial {
-		fmt.Fprintln(w, partialNote)
+	text := w
+	if c.format == "json" {
+		text = io.Discard
 	}
-	if err := cmp.WriteTable(w); err != nil {
+	if partial {
+		fmt.Fprintln(text, partialNote)
+	}
+	if err := cmp.WriteTable(text); err != nil {
 		return err
 	}
 	for _, col := range cmp.Columns {
 		for _, h := range col.Result.Summary.Hints {
-			fmt.Fprintf(w, "%s: %s\n", col.Variant.Name, h)
+			fmt.Fprintf(text, "%s: %s\n", col.Variant.Name, h)
 		}
 	}
-	sloErr, err := judgeVariants(w, &c.slo, cmp)
+	sloErr, err := judgeVariants(text, &c.slo, cmp)
 	if err != nil {
 		return err
+	}
+	if c.format == "json" {
+		if err := cmp.WriteJSON(w); err != nil {
+			return err
+		}
 	}
 	if c.out != "" {
 		if err := writeComparison(c.out, cmp, partial); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "\nwrote %s\n", c.out)
+		fmt.Fprintf(text, "\nwrote %s\n", filepath.Join(c.out, "report.html"))
 	}
 	if partial {
 		return fmt.Errorf("%w: partial comparison written", errInterrupted)
@@ -255,7 +269,11 @@ func writeComparison(dir string, c *analysis.Comparison, partial bool) error {
 	}); err != nil {
 		return err
 	}
+	if err := metrics.WriteFileAtomic(filepath.Join(dir, "compare.json"), c.WriteJSON); err != nil {
+		return err
+	}
 	results := map[string]*metrics.Result{}
+	page := &plots.Comparison{Scenario: c.Scenario, Seed: c.Seed}
 	var order []string
 	for _, col := range c.Columns {
 		sub := filepath.Join(dir, metrics.PathComponent(col.Variant.Name))
@@ -265,11 +283,26 @@ func writeComparison(dir string, c *analysis.Comparison, partial bool) error {
 		if err := metrics.Save(sub, col.Result); err != nil {
 			return fmt.Errorf("variant %s: %w", col.Variant.Name, err)
 		}
-		results[col.Variant.Name] = col.Result
+		m := col.Measures
+		page.Variants = append(page.Variants, plots.ComparedVariant{Name: col.Variant.Name, Changes: c.Changes(col.Variant),
+			Verdict: m.Verdict, Reason: m.Reason, NotRun: m.NotRun, Result: col.Result})
+		// Every variant keeps its column's colour; one not run has no line.
 		order = append(order, col.Variant.Name)
+		if !m.NotRun {
+			results[col.Variant.Name] = col.Result
+		}
 	}
-	_, err := writeOverlays(dir, c.Scenario, results, order)
-	return err
+	var files []string
+	if len(results) > 0 {
+		var err error
+		if files, err = writeOverlays(dir, c.Scenario, results, order); err != nil {
+			return err
+		}
+	}
+	if err := plots.WriteComparisonReport(dir, page, files); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
 }
 
 // writeOverlays draws the variants' goodput, and each service's
@@ -278,7 +311,13 @@ func writeComparison(dir string, c *analysis.Comparison, partial bool) error {
 func writeOverlays(dir, scenario string, results map[string]*metrics.Result, order []string) ([]string, error) {
 	type overlay struct{ name, column, label string }
 	overlays := []overlay{{"goodput", metrics.ColGoodput, "goodput (req/s)"}}
-	for _, svc := range results[order[0]].Summary.Services {
+	var first *metrics.Result
+	for _, n := range order {
+		if first = results[n]; first != nil {
+			break
+		}
+	}
+	for _, svc := range first.Summary.Services {
 		overlays = append(overlays,
 			overlay{"amplification_" + svc.Name, "amplification/" + svc.Name, "attempts at " + svc.Name + " per offered request"},
 			overlay{"queue_" + svc.Name, metrics.Column(metrics.MetricQueue, svc.Name), "queue length at " + svc.Name})
@@ -398,9 +437,7 @@ func judgeVariants(w io.Writer, slo *sloFlag, c *analysis.Comparison) (error, er
 		}
 		var why []string
 		for _, t := range rep.Breached() {
-			name, _, _ := strings.Cut(t.Term, "<")
-			name, _, _ = strings.Cut(name, ">")
-			why = append(why, name+" = "+t.ValueText)
+			why = append(why, t.Label()+" = "+t.ValueText)
 		}
 		parts = append(parts, fmt.Sprintf("%s BREACHED (%s)", col.Variant.Name, strings.Join(why, ", ")))
 		breached = append(breached, col.Variant.Name)

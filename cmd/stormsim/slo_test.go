@@ -38,7 +38,7 @@ func TestRunSLO(t *testing.T) {
 
 	text, _, code := runCLI(t, "run", sc, "--slo", "p99<1ms")
 	require.Equal(t, exitSLO, code)
-	require.Contains(t, text, "slo        BREACHED: p99 =")
+	require.Contains(t, text, "slo        BREACHED: p99 of succeeded requests =")
 
 	_, errOut, code = runCLI(t, "run", sc, "--slo", "success>=1%", "--format", "json")
 	require.Equal(t, 0, code, errOut)
@@ -58,4 +58,21 @@ func TestCompareSLO(t *testing.T) {
 	require.Equal(t, exitSLO, code, out)
 	require.Contains(t, out, "slo success>=20%: baseline met")
 	require.Contains(t, out, "slow BREACHED (success =")
+}
+
+// TestSLOPopulation (issue 36 item 10): --slo 'p99<…' judges the survivors
+// and says so; p99(all) counts the failed requests too, at their time to
+// failure, and can breach where p99 is met.
+func TestSLOPopulation(t *testing.T) {
+	sc := "testdata/capacity/tiny.yaml"
+	text, errOut, code := runCLI(t, "run", sc, "--slo", "p99<120ms")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, text, "met: p99 of succeeded requests = ")
+	text, _, code = runCLI(t, "run", sc, "--slo", "p99(ok)<120ms,p99(all)<120ms")
+	require.Equal(t, exitSLO, code, text)
+	require.Contains(t, text, "BREACHED: p99 of all requests = ")
+	require.Contains(t, text, "met: p99 of succeeded requests = ")
+	out, _, code := runCLI(t, "compare", sc, "--slo", "p99(all)<120ms")
+	require.Equal(t, exitSLO, code)
+	require.Contains(t, out, "BREACHED (p99 of all requests = ")
 }

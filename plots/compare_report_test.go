@@ -1,0 +1,95 @@
+package plots_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stormsim/stormsim/internal/chromium"
+	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/metrics/metricstest"
+	"github.com/stormsim/stormsim/plots"
+)
+
+// writeComparisonReport writes a comparison of three variants of the
+// storm (one recovered, one not, one not run) with its overlays.
+func writeComparisonReport(t *testing.T) string {
+	t.Helper()
+	dir := outDir(t)
+	base, budget := metricstest.Storm(), metricstest.Storm()
+	after := 4.0
+	base.Summary.Verdict = &metrics.Verdict{Recovery: "not recovered", Outcome: metrics.OutcomeNotRecovered, PeakAmplification: 27.6, PeakService: "orders", PeakAtS: 21,
+		Reason: "orders' queue wait ≈253ms at the end of the arrivals exceeds gateway's 80ms timeout"}
+	budget.Summary.Verdict = &metrics.Verdict{Recovery: "recovered", Outcome: metrics.OutcomeRecovered, RecoveredAfterS: &after}
+	qi := budget.Series.Column("queue/orders")
+	for _, row := range budget.Series.Rows {
+		row[qi] /= 10
+	}
+	notRun := &metrics.Result{Summary: metrics.Summary{Scenario: "synthetic-storm", Status: metrics.StatusInterrupted}}
+	c := &plots.Comparison{Scenario: "synthetic-storm", Seed: 7, Variants: []plots.ComparedVariant{
+		{Name: "baseline", Changes: "the scenario as written", Verdict: "not recovered", Reason: base.Summary.Verdict.Reason, Result: base},
+		{Name: "budget", Changes: "services.gateway.calls.orders.budget.ratio=0.1", Verdict: "recovered in 4 s", Result: budget},
+		{Name: "late", Changes: "workload.rate=900", Verdict: "not run", NotRun: true, Result: notRun},
+	}}
+	results := map[string]*metrics.Result{"baseline": base, "budget": budget}
+	var files []string
+	for _, col := range []string{"goodput", "queue/orders"} {
+		out, err := plots.Overlay(dir, strings.ReplaceAll(col, "/", "_"), results, col, plots.WithOrder("baseline", "budget", "late"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, out...)
+	}
+	if err := plots.WriteComparisonReport(dir, c, files); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, plots.ReportFile)
+}
+
+// TestComparisonReport (issue 36 item 4): compare's report.html shows the
+// variants side by side: a verdict per variant, flagged, with the reason;
+// the figures, none for a variant not run; the latency's population; the
+// overlays inline.
+func TestComparisonReport(t *testing.T) {
+	b, err := os.ReadFile(writeComparisonReport(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{
+		`<td class="warn"><strong>not recovered</strong></td>`,
+		`<td class="ok"><strong>recovered in 4 s</strong></td>`,
+		`<td class="notrun"><strong>not run</strong></td>`,
+		"<strong>baseline</strong> not recovered: orders&#39; queue wait ≈253ms",
+		"p99 latency, succeeded requests (ms)",
+		"peak amplification, per request offered in the interval",
+		"27.6× at orders, 21 s",
+		"services.gateway.calls.orders.budget.ratio=0.1",
+		`<figure id="fig-goodput">`, `<figure id="fig-queue_orders">`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("comparison report lacks %q", want)
+		}
+	}
+	// The not-run column has no figures: a dash in every row, no 0.
+	i := strings.Index(page, "<tr><td>goodput (req/s)</td>")
+	row := page[i : i+strings.Index(page[i:], "</tr>")]
+	if !strings.HasSuffix(row, "<td>–</td>") {
+		t.Errorf("goodput row %q: the variant not run should show –", row)
+	}
+	if n := strings.Count(page, "<svg"); n != 2 {
+		t.Errorf("%d inline SVGs, want the 2 overlays", n)
+	}
+}
+
+// TestComparisonReportInBrowser renders the comparison page in headless
+// Chromium: no console errors, and not blank.
+func TestComparisonReportInBrowser(t *testing.T) {
+	bin := chromium.Path(t)
+	console, img := render(t, bin, writeComparisonReport(t))
+	if len(console) > 0 {
+		t.Errorf("console output while rendering the comparison:\n%s", strings.Join(console, "\n"))
+	}
+	requireInked(t, img, "comparison-screenshot.png")
+}
