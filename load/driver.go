@@ -68,6 +68,11 @@ type Options struct {
 	// IdempotencyKeys each write carries an Idempotency-Key.
 	WriteFraction   float64
 	IdempotencyKeys bool
+	// Request, if set, makes Body a template expanded per logical request
+	// and gives every logical request its own idempotency key, reused by
+	// all its attempts, and a tenant (see RequestTemplate); it overrides
+	// IdempotencyKeys.
+	Request *RequestTemplate
 	// Workers is the number of sender goroutines (default 512), hence the
 	// bound on logical requests in flight; Connections bounds the TCP
 	// connections to the target (default Workers; for a grpc:// target, the
@@ -260,6 +265,18 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	}
 
 	d := &driver{opt: opt, ec: ec, epoch: epoch, rec: newRecorder(opt.Warmup, opt.Interval, opt.Duration)}
+	if opt.Request != nil {
+		if d.tmpl, err = opt.Request.compile(opt.Body); err != nil {
+			return nil, err
+		}
+		if opt.Request.Tenant != "" {
+			d.opt.Header = opt.Header.Clone()
+			if d.opt.Header == nil {
+				d.opt.Header = http.Header{}
+			}
+			d.opt.Header[opt.Request.tenantHeader()] = []string{opt.Request.Tenant}
+		}
+	}
 	d.url, _ = url.Parse(opt.Target) // defaults checked it
 	// The lean client opens no spans: a traced run keeps net/http's,
 	// wrapped by the tracing transport. It drives one target, so not a
@@ -345,6 +362,9 @@ type driver struct {
 	rec   *recorder
 	url   *url.URL // opt.Target, parsed once for every attempt
 	lean  bool     // send with a leanClient
+
+	// tmpl is opt.Request compiled; nil without one.
+	tmpl *template
 
 	// lastDispatch is when the scheduler handed off its last request
 	// (written by the scheduler, read after it returned).
@@ -560,6 +580,9 @@ func (d *driver) serve(ctx, hard context.Context, j job, a *Attempt, attempts *s
 	}
 	if j.write && opt.IdempotencyKeys {
 		a.IdempotencyKey = "req-" + id
+	}
+	if d.tmpl != nil {
+		d.tmpl.apply(a, id)
 	}
 	co := policies.CallOptions{Write: j.write, Counted: counted}
 	if opt.Deadline > 0 {
