@@ -136,6 +136,10 @@ type Options struct {
 	// OnDone, if set, is called when a logical request ends; counted says
 	// it arrived after the warm-up.
 	OnDone func(id uint64, write, counted bool, r policies.CallResult)
+	// OnAttempt, if set, is called when each attempt ends (retries and
+	// hedges included), from the goroutine that sent it: a results file's
+	// feed (VegetaWriter).
+	OnAttempt func(AttemptResult)
 	// Epoch is the instant time 0 of the schedule (default: when Run
 	// starts); a scenario run shares it with its services' fault windows.
 	Epoch time.Time
@@ -285,6 +289,13 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	d.lean = rt != nil && !opt.NetHTTP && opt.Tracing == nil && leanUsable(d.url) && len(opt.Replicas) < 2 && !ec.phaseAware
 	if err := d.fleet(root, client); err != nil {
 		return nil, err
+	}
+	if opt.OnAttempt != nil {
+		for _, e := range append([]*EdgeClient{ec}, d.ecs...) {
+			e.OnAttempt = func(a *Attempt, start time.Time, took time.Duration, ans Answer) {
+				opt.OnAttempt(attemptResult(a, start, took, ans))
+			}
+		}
 	}
 	return d.run(ctx, root, stopAttempts)
 }

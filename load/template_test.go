@@ -18,7 +18,7 @@ import (
 // arrival is what a target saw of one attempt.
 type arrival struct {
 	id, attempt, method, path, key, stdKey, tenant, ctype, body string
-	length                                                     int64
+	length                                                      int64
 }
 
 // recordingTarget answers 503 to the first two attempts of every logical
@@ -58,6 +58,12 @@ func recordingTarget(t *testing.T, keyHeader string) (url string, got func() []a
 // driver with the given template and transport.
 func runTemplate(t *testing.T, target string, netHTTP bool, tmpl *RequestTemplate, body string) {
 	t.Helper()
+	runTemplateWith(t, target, netHTTP, tmpl, body, nil)
+}
+
+// runTemplateWith is runTemplate reporting every attempt to onAttempt.
+func runTemplateWith(t *testing.T, target string, netHTTP bool, tmpl *RequestTemplate, body string, onAttempt func(AttemptResult)) {
+	t.Helper()
 	pol := topology.Call{Timeout: 2 * time.Second, Retry: policies.RetryConfig{MaxAttempts: 3,
 		Backoff: policies.BackoffConfig{Initial: time.Millisecond, Max: time.Millisecond, Multiplier: 1}}}
 	res, err := Run(context.Background(), Options{
@@ -65,7 +71,7 @@ func runTemplate(t *testing.T, target string, netHTTP bool, tmpl *RequestTemplat
 		Header: http.Header{"Content-Type": {"application/json"}}, Request: tmpl,
 		WriteFraction: 1, IdempotencyKeys: true, // overridden by the template
 		Pacer: ConstantPacer{Rate: 100, Duration: time.Second}, Duration: time.Second, MaxRequests: 3,
-		Policy: pol, NetHTTP: netHTTP, Workers: 4,
+		Policy: pol, NetHTTP: netHTTP, Workers: 4, OnAttempt: onAttempt,
 	})
 	if err != nil {
 		t.Fatal(err)
