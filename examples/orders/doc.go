@@ -28,7 +28,7 @@
 //     concurrent claim win. A loser reads the record: a different digest
 //     is refused with Options.MismatchStatus; DONE is replayed (the stored
 //     status and body, with Idempotent-Replayed: true); PROCESSING under a
-//     live lease is answered 409 in_progress with Retry-After; PROCESSING
+//     live lease is answered 425 in_progress with Retry-After: 1; PROCESSING
 //     with an expired lease is taken over by raising the fence
 //     (compare-and-swap on the fence the loser saw).
 //  2. Work: Options.Work of processing time.

@@ -208,7 +208,7 @@ var scenarios = []scenario{
 				switch r.status {
 				case http.StatusCreated:
 					created++
-				case http.StatusConflict:
+				case http.StatusTooEarly:
 					busy++
 				}
 			}
@@ -239,7 +239,7 @@ var scenarios = []scenario{
 			return fmt.Sprintf("orders=%d first=%s second=%s retry_after=%s",
 				e.count("", k), status(first), status(second), second.header.Get("Retry-After"))
 		},
-		want: "orders=1 first=201 second=409 retry_after=10",
+		want: "orders=1 first=201 second=425 retry_after=1",
 		wrong: map[Bug]string{
 			BugCheckThenAct:      "orders=2 first=201 second=201 retry_after=",
 			BugRecordAfterEffect: "orders=2 first=201 second=201 retry_after=",
@@ -265,7 +265,7 @@ var scenarios = []scenario{
 			})
 			return fmt.Sprintf("orders=%d first=%s second=%s", e.count("", k), status(first), status(second))
 		},
-		want: "orders=1 first=409 second=201",
+		want: "orders=1 first=425 second=201",
 		wrong: map[Bug]string{
 			BugCheckThenAct:      "orders=2 first=201 second=201",
 			BugRecordAfterEffect: "orders=2 first=201 second=201",

@@ -120,8 +120,10 @@ func (o Options) withDefaults() Options {
 //   - a later one with the same payload gets the stored answer again, the
 //     same status and body, with "Idempotent-Replayed: true";
 //   - one arriving while another request owns the key (its lease not yet
-//     expired) gets 409 {"code":"in_progress",…} with Retry-After, as the
-//     IETF idempotency-key draft says; nothing is written;
+//     expired) gets 425 Too Early {"code":"in_progress",…} with
+//     Retry-After: 1, so that a retrying client comes back for the replay
+//     (the IETF draft suggests 409, which this service keeps for the
+//     mismatch when MismatchStatus is 409); nothing is written;
 //   - one with a different payload gets MismatchStatus
 //     {"code":"idempotency_key_mismatch",…}; nothing is written.
 //
@@ -286,9 +288,13 @@ func replay(status int, body []byte) answer {
 	return answer{status: status, body: body, replayed: true}
 }
 
-// inProgress is the answer to a duplicate while another request owns the key.
-func inProgress(retryAfter time.Duration) answer {
-	return answer{status: http.StatusConflict, retryAfter: max(retryAfter, time.Second),
+// inProgress is the answer to a duplicate while another request owns the
+// key: 425 Too Early with Retry-After: 1, which a retrying client (stormsim's
+// in_progress class among them) retries after the hint, to be answered with
+// the replay once the owner is done. 409 is kept for the payload mismatch
+// (when MismatchStatus selects it), so the two never read alike.
+func inProgress() answer {
+	return answer{status: http.StatusTooEarly, retryAfter: time.Second,
 		body: errorBody("in_progress", "a request with this idempotency key is still being processed; retry later")}
 }
 
@@ -325,14 +331,14 @@ func (s *Service) createIdempotent(ctx context.Context, tenant, key string, in o
 		case rec.state == stateDone:
 			return replay(rec.status, rec.body), nil
 		case rec.leaseUntil.After(now):
-			return inProgress(rec.leaseUntil.Sub(now)), nil
+			return inProgress(), nil
 		}
 		ok, err := s.db.takeOver(ctx, recTenant, key, rec.fence, now, now.Add(s.opts.Lease))
 		if err != nil {
 			return answer{}, err
 		}
 		if !ok {
-			return inProgress(s.opts.Lease), nil
+			return inProgress(), nil
 		}
 		fence = rec.fence + 1
 	}
@@ -346,7 +352,7 @@ func (s *Service) createIdempotent(ctx context.Context, tenant, key string, in o
 		if found && rec.state == stateDone {
 			return replay(rec.status, rec.body), nil
 		}
-		return inProgress(s.opts.Lease), nil
+		return inProgress(), nil
 	}
 	if err != nil {
 		return answer{}, err
@@ -454,7 +460,7 @@ func (s *Service) createMemoryDedup(ctx context.Context, tenant, key string, in 
 	case e.digest != digest:
 		a = s.mismatch()
 	case e.body == nil:
-		a = inProgress(s.opts.Lease)
+		a = inProgress()
 	default:
 		a = replay(statusCreated, e.body)
 	}

@@ -112,8 +112,8 @@ func TestTwoProcesses(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(v.Count, " ", countOf(statuses, 201), " ", countOf(statuses, 409)); got != "1 1 3" {
-		t.Errorf("orders, 201s, 409s = %s, want 1 1 3 (statuses %v)", got, statuses)
+	if got := fmt.Sprint(v.Count, " ", countOf(statuses, 201), " ", countOf(statuses, 425)); got != "1 1 3" {
+		t.Errorf("orders, 201s, 425s = %s, want 1 1 3 (statuses %v)", got, statuses)
 	}
 }
 
