@@ -192,3 +192,10 @@ func (c *template) apply(a *Attempt, id string) {
 	a.keyHeader = c.keyHeader
 	a.Body = c.expand(id, a.IdempotencyKey)
 }
+
+// Validate reports the first field that cannot be sent: a header name that
+// is not a token, or a value holding a line break.
+func (t *RequestTemplate) Validate() error {
+	_, err := t.compile(nil)
+	return err
+}
