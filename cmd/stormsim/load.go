@@ -32,6 +32,9 @@ func init() {
 		example: `  stormsim load --target http://127.0.0.1:8080/ --rate 500 --duration 30s
   stormsim load --target http://127.0.0.1:8080/orders --method POST --body '{"n":1}' \
       --header 'Content-Type: application/json' --policy client.yaml --out out/load
+  stormsim load --target http://127.0.0.1:8081/orders --method POST --rate 200/s -H 'Content-Type: application/json' \
+      --body '{"sku":"sku-42","qty":{n}}' --retries 2 --timeout 500ms --output results.json
+  echo 'GET http://127.0.0.1:8080/' | stormsim load --rate 300/s --duration 30s
   stormsim load experiments/retry-storm.yaml --format json
   stormsim load experiments/retry-storm.yaml --protocol grpc
   stormsim load --target grpc://127.0.0.1:9000/pkg.Orders/Create --data '{"id": 1}' --protoset orders.pb
