@@ -129,6 +129,20 @@ func together(n int, fn func(i int)) {
 	done.Wait()
 }
 
+// duplicateAfter sends a request with key k to instance 0 and, delay
+// later while it is still being worked on, the same request to instance 1.
+func (e *env) duplicateAfter(delay time.Duration, k string) (first, second reply) {
+	together(2, func(i int) {
+		if i == 0 {
+			first = e.post(0, "", k, bodyA)
+			return
+		}
+		time.Sleep(delay)
+		second = e.post(1, "", k, bodyA)
+	})
+	return first, second
+}
+
 func status(r reply) string {
 	if r.err != nil {
 		return "none"
@@ -227,15 +241,7 @@ var scenarios = []scenario{
 		opts: func(o *Options) { o.Work = work },
 		run: func(e *env) string {
 			k := e.key("1")
-			var first, second reply
-			together(2, func(i int) {
-				if i == 0 {
-					first = e.post(0, "", k, bodyA)
-					return
-				}
-				time.Sleep(work / 4)
-				second = e.post(1, "", k, bodyA)
-			})
+			first, second := e.duplicateAfter(work/4, k)
 			return fmt.Sprintf("orders=%d first=%s second=%s retry_after=%s",
 				e.count("", k), status(first), status(second), second.header.Get("Retry-After"))
 		},
@@ -254,15 +260,7 @@ var scenarios = []scenario{
 		opts: func(o *Options) { o.Work, o.Lease = work, work/4 },
 		run: func(e *env) string {
 			k := e.key("1")
-			var first, second reply
-			together(2, func(i int) {
-				if i == 0 {
-					first = e.post(0, "", k, bodyA)
-					return
-				}
-				time.Sleep(work / 2)
-				second = e.post(1, "", k, bodyA)
-			})
+			first, second := e.duplicateAfter(work/2, k)
 			return fmt.Sprintf("orders=%d first=%s second=%s", e.count("", k), status(first), status(second))
 		},
 		want: "orders=1 first=425 second=201",
