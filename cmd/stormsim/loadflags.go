@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"strconv"
@@ -72,9 +73,10 @@ func (r *rateValue) Set(s string) error {
 // parseRate parses a rate as --rate takes it.
 func parseRate(s string) (float64, error) {
 	num, per, hasPer := strings.Cut(strings.TrimSpace(s), "/")
+	// A rate ≤ 0 parses, to be refused where the run is set up, as it always was.
 	n, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-	if err != nil || !(n > 0) || n > 1e9 {
-		return 0, fmt.Errorf("want a rate > 0 such as 300, 300/s or 1000/1m")
+	if err != nil || math.IsNaN(n) || math.Abs(n) > 1e9 {
+		return 0, fmt.Errorf("want a rate such as 300, 300/s or 1000/1m")
 	}
 	if !hasPer {
 		return n, nil
