@@ -207,3 +207,35 @@ func FuzzExpandPlaceholders(f *testing.F) {
 		}
 	})
 }
+
+// TestRequestTemplateHedgesShareTheKey: a hedge is another attempt of the
+// same intent, so it carries the intent's key and body too.
+func TestRequestTemplateHedgesShareTheKey(t *testing.T) {
+	for _, netHTTP := range []bool{false, true} {
+		var mu sync.Mutex
+		seen := map[string][]string{} // attempt number -> key, body
+		srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			seen[r.Header.Get(HeaderAttempt)] = []string{r.Header.Get(HeaderIdempotencyKey), string(b)}
+			mu.Unlock()
+			if r.Header.Get(HeaderAttempt) == "1" {
+				time.Sleep(150 * time.Millisecond) // slow enough to be hedged
+			}
+		})
+		pol := topology.Call{Timeout: 2 * time.Second, Hedge: &policies.HedgeConfig{Delay: 20 * time.Millisecond, MaxAttempts: 2}}
+		_, err := Run(context.Background(), Options{
+			Target: srv.URL, Method: http.MethodPost, Body: []byte(`{"n":{n}}`), Request: &RequestTemplate{KeyPrefix: "h-"},
+			Pacer: ConstantPacer{Rate: 10, Duration: time.Second}, Duration: time.Second, MaxRequests: 1,
+			Policy: pol, NetHTTP: netHTTP,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		if got := fmt.Sprint(seen); got != `map[1:[h-1 {"n":1}] 2:[h-1 {"n":1}]]` {
+			t.Errorf("net/http %v: attempts arrived as %s, want the first and its hedge with key h-1", netHTTP, got)
+		}
+		mu.Unlock()
+	}
+}
