@@ -222,7 +222,7 @@ var scenarios = []scenario{
 				switch r.status {
 				case http.StatusCreated:
 					created++
-				case http.StatusTooEarly:
+				case InProgressStatus:
 					busy++
 				}
 			}

@@ -26,6 +26,10 @@ const (
 // idempotency record rather than produced by this request.
 const ReplayedHeader = "Idempotent-Replayed"
 
+// InProgressStatus answers a request whose key another request owns and is
+// still working on (425 Too Early, with Retry-After: 1).
+const InProgressStatus = http.StatusTooEarly
+
 // Limits on what a request may carry.
 const (
 	maxBodyBytes = 64 << 10
@@ -294,7 +298,7 @@ func replay(status int, body []byte) answer {
 // the replay once the owner is done. 409 is kept for the payload mismatch
 // (when MismatchStatus selects it), so the two never read alike.
 func inProgress() answer {
-	return answer{status: http.StatusTooEarly, retryAfter: time.Second,
+	return answer{status: InProgressStatus, retryAfter: time.Second,
 		body: errorBody("in_progress", "a request with this idempotency key is still being processed; retry later")}
 }
 
