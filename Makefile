@@ -4,7 +4,7 @@ BIN     := bin/stormsim
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build test test-short bench demo lint fmt vet docs clean proxy-tools test-proxies
+.PHONY: all build test test-short test-postgres bench demo lint fmt vet docs clean proxy-tools test-proxies
 
 all: build
 
@@ -14,6 +14,12 @@ build:
 # The full suite, including the long statistical and experiment tests.
 test:
 	$(GO) test -count=1 -timeout 15m ./...
+
+# The orders example's tests against PostgreSQL as well as SQLite: a
+# throwaway cluster on a free loopback port, removed afterwards (installs
+# Debian's postgresql when missing and run as root).
+test-postgres:
+	examples/orders/with-postgres.sh $(GO) test -count=1 ./examples/orders/...
 
 # A quick subset for the edit-compile loop.
 test-short:

@@ -40,6 +40,10 @@ type EdgeClient struct {
 	// Root bounds every attempt, abandoned ones included: cancelling it
 	// ends them all. Nil means context.Background().
 	Root context.Context
+	// OnAttempt, if set, is called when each attempt ends, from the
+	// goroutine that sent it, with when it started, how long it took and
+	// its answer. It must not keep a, which may be reused once it returns.
+	OnAttempt func(a *Attempt, start time.Time, took time.Duration, ans Answer)
 
 	mu   *sync.Mutex
 	edge *policies.Edge
@@ -432,9 +436,11 @@ func (ec *EdgeClient) answered(c *policies.Call, an answer) policies.Action {
 // sendInline sends one attempt from the caller's goroutine, bounded by
 // timeout (0: none) and by ctx, whose end cancels it.
 func (ec *EdgeClient) sendInline(ctx context.Context, a *Attempt, timeout time.Duration) Answer {
+	start := ec.attemptStart()
 	if ec.lean != nil && a.url != nil {
 		ans := ec.lean.do(ctx, a, timeout, &ec.Phases)
 		ec.settle(ctx, a, ans)
+		ec.observe(a, start, ans)
 		return ans
 	}
 	actx := ctx
@@ -445,7 +451,23 @@ func (ec *EdgeClient) sendInline(ctx context.Context, a *Attempt, timeout time.D
 	}
 	ans := ec.send(actx, a)
 	ec.settle(ctx, a, ans)
+	ec.observe(a, start, ans)
 	return ans
+}
+
+// attemptStart is when an attempt starts, read only for OnAttempt.
+func (ec *EdgeClient) attemptStart() time.Time {
+	if ec.OnAttempt == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// observe reports an attempt that started at start to OnAttempt.
+func (ec *EdgeClient) observe(a *Attempt, start time.Time, ans Answer) {
+	if ec.OnAttempt != nil {
+		ec.OnAttempt(a, start, time.Since(start), ans)
+	}
 }
 
 // send performs one attempt over the edge's transport.
@@ -471,9 +493,11 @@ func (ec *EdgeClient) attempt(ctx context.Context, run *callRun, a *Attempt, tim
 			wg.Done()
 		}
 	}()
+	start := ec.attemptStart()
 	if ec.lean != nil && a.url != nil {
 		ans := ec.lean.do(ctx, a, timeout, &ec.Phases)
 		ec.settle(ctx, a, ans)
+		ec.observe(a, start, ans)
 		answers <- answer{k: a.Number, a: ans}
 		return
 	}
@@ -485,5 +509,6 @@ func (ec *EdgeClient) attempt(ctx context.Context, run *callRun, a *Attempt, tim
 	}
 	ans := ec.send(actx, a)
 	ec.settle(ctx, a, ans)
+	ec.observe(a, start, ans)
 	answers <- answer{k: a.Number, a: ans}
 }

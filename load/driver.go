@@ -68,6 +68,11 @@ type Options struct {
 	// IdempotencyKeys each write carries an Idempotency-Key.
 	WriteFraction   float64
 	IdempotencyKeys bool
+	// Request, if set, makes Body a template expanded per logical request
+	// and gives every logical request its own idempotency key, reused by
+	// all its attempts, and a tenant (see RequestTemplate); it overrides
+	// IdempotencyKeys.
+	Request *RequestTemplate
 	// Workers is the number of sender goroutines (default 512), hence the
 	// bound on logical requests in flight; Connections bounds the TCP
 	// connections to the target (default Workers; for a grpc:// target, the
@@ -131,6 +136,10 @@ type Options struct {
 	// OnDone, if set, is called when a logical request ends; counted says
 	// it arrived after the warm-up.
 	OnDone func(id uint64, write, counted bool, r policies.CallResult)
+	// OnAttempt, if set, is called when each attempt ends (retries and
+	// hedges included), from the goroutine that sent it: a results file's
+	// feed (VegetaWriter).
+	OnAttempt func(AttemptResult)
 	// Epoch is the instant time 0 of the schedule (default: when Run
 	// starts); a scenario run shares it with its services' fault windows.
 	Epoch time.Time
@@ -260,6 +269,18 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	}
 
 	d := &driver{opt: opt, ec: ec, epoch: epoch, rec: newRecorder(opt.Warmup, opt.Interval, opt.Duration)}
+	if opt.Request != nil {
+		if d.tmpl, err = opt.Request.compile(opt.Body); err != nil {
+			return nil, err
+		}
+		if opt.Request.Tenant != "" {
+			d.opt.Header = opt.Header.Clone()
+			if d.opt.Header == nil {
+				d.opt.Header = http.Header{}
+			}
+			d.opt.Header[opt.Request.tenantHeader()] = []string{opt.Request.Tenant}
+		}
+	}
 	d.url, _ = url.Parse(opt.Target) // defaults checked it
 	// The lean client opens no spans: a traced run keeps net/http's,
 	// wrapped by the tracing transport. It drives one target, so not a
@@ -268,6 +289,13 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	d.lean = rt != nil && !opt.NetHTTP && opt.Tracing == nil && leanUsable(d.url) && len(opt.Replicas) < 2 && !ec.phaseAware
 	if err := d.fleet(root, client); err != nil {
 		return nil, err
+	}
+	if opt.OnAttempt != nil {
+		for _, e := range append([]*EdgeClient{ec}, d.ecs...) {
+			e.OnAttempt = func(a *Attempt, start time.Time, took time.Duration, ans Answer) {
+				opt.OnAttempt(attemptResult(a, start, took, ans))
+			}
+		}
 	}
 	return d.run(ctx, root, stopAttempts)
 }
@@ -345,6 +373,9 @@ type driver struct {
 	rec   *recorder
 	url   *url.URL // opt.Target, parsed once for every attempt
 	lean  bool     // send with a leanClient
+
+	// tmpl is opt.Request compiled; nil without one.
+	tmpl *template
 
 	// lastDispatch is when the scheduler handed off its last request
 	// (written by the scheduler, read after it returned).
@@ -560,6 +591,9 @@ func (d *driver) serve(ctx, hard context.Context, j job, a *Attempt, attempts *s
 	}
 	if j.write && opt.IdempotencyKeys {
 		a.IdempotencyKey = "req-" + id
+	}
+	if d.tmpl != nil {
+		d.tmpl.apply(a, id)
 	}
 	co := policies.CallOptions{Write: j.write, Counted: counted}
 	if opt.Deadline > 0 {

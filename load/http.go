@@ -2,6 +2,7 @@ package load
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -212,6 +213,9 @@ type Attempt struct {
 	IdempotencyKey string
 	// Remaining is the end-to-end budget left when sent; ≤ 0 means none.
 	Remaining time.Duration
+	// keyHeader, if set, is the canonical name IdempotencyKey is sent
+	// under instead of HeaderIdempotencyKey (a RequestTemplate's).
+	keyHeader string
 
 	// url, if set, is URL parsed, by a sender that sends many attempts to
 	// it: they then share it instead of parsing it each time.
@@ -311,6 +315,6 @@ func (a *Attempt) eachHeader(set func(k, v string)) {
 		set(HeaderWarmup, "1")
 	}
 	if a.IdempotencyKey != "" {
-		set(HeaderIdempotencyKey, a.IdempotencyKey)
+		set(cmp.Or(a.keyHeader, HeaderIdempotencyKey), a.IdempotencyKey)
 	}
 }

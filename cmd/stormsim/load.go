@@ -32,6 +32,9 @@ func init() {
 		example: `  stormsim load --target http://127.0.0.1:8080/ --rate 500 --duration 30s
   stormsim load --target http://127.0.0.1:8080/orders --method POST --body '{"n":1}' \
       --header 'Content-Type: application/json' --policy client.yaml --out out/load
+  stormsim load --target http://127.0.0.1:8081/orders --method POST --rate 200/s -H 'Content-Type: application/json' \
+      --body '{"sku":"sku-42","qty":{n}}' --retries 2 --timeout 500ms --output results.json
+  echo 'GET http://127.0.0.1:8080/' | stormsim load --rate 300/s --duration 30s
   stormsim load experiments/retry-storm.yaml --format json
   stormsim load experiments/retry-storm.yaml --protocol grpc
   stormsim load --target grpc://127.0.0.1:9000/pkg.Orders/Create --data '{"id": 1}' --protoset orders.pb
@@ -44,7 +47,7 @@ func init() {
 type loadCommand struct {
 	sf        scenarioFlags
 	target    string
-	rate      float64
+	rate      rateValue
 	arrival   string
 	duration  time.Duration
 	maxReq    uint64
@@ -73,6 +76,7 @@ type loadCommand struct {
 	live      liveFlags
 	gf        grpcLoadFlags
 	nats      natsFlag
+	x         loadExtras
 	// fs tells which flags were given: in SCENARIO mode they override
 	// the scenario (scenarioLoadSets).
 	fs *pflag.FlagSet
@@ -82,12 +86,13 @@ type loadCommand struct {
 func (c *loadCommand) flags(fs *pflag.FlagSet) {
 	c.fs = fs
 	fs.StringVar(&c.target, "target", "", "URL to drive (loopback only unless --allow-remote)")
-	fs.Float64Var(&c.rate, "rate", 50, "logical requests per second (SCENARIO: sets workload.rate)")
+	c.rate = 50
+	fs.Var(&c.rate, "rate", "logical requests per second: 300, 300/s, 1000/1m (SCENARIO: sets workload.rate)")
 	fs.StringVar(&c.arrival, "arrival", "constant", "arrival process: constant or poisson (SCENARIO: sets workload.arrival)")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to schedule requests (SCENARIO: sets duration)")
 	fs.Uint64Var(&c.maxReq, "max-requests", 0, "stop after this many logical requests (0: no limit)")
 	fs.StringVar(&c.method, "method", "GET", "HTTP method (--target only)")
-	fs.StringArrayVar(&c.headers, "header", nil, "extra header `'Name: value'` (repeatable)")
+	fs.StringArrayVarP(&c.headers, "header", "H", nil, "extra header `'Name: value'` (repeatable)")
 	fs.StringVar(&c.body, "body", "", "request body; @FILE reads it from a file")
 	fs.StringVar(&c.policy, "policy", "", "read the client call policy from `FILE` (YAML: timeout, retry, budget, breaker, hedge, throttle, honor_pushback, propagate_deadline)")
 	fs.DurationVar(&c.deadline, "deadline", 0, "end-to-end deadline of each logical request (0: none)")
@@ -114,6 +119,7 @@ func (c *loadCommand) flags(fs *pflag.FlagSet) {
 	c.sh.Register(fs)
 	c.sh.RegisterStartAt(fs)
 	c.live.declare(fs, false, false)
+	c.x.declare(fs)
 }
 
 // run runs the command with the arguments left after the flags.
@@ -123,6 +129,14 @@ func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error
 	}
 	if c.client != "lean" && c.client != "net" {
 		return &exitError{exitUsage, fmt.Errorf("--http-client: want lean or net, got %q", c.client)}
+	}
+	if err := c.x.applyWorkers(c.fs, &c.workers); err != nil {
+		return &exitError{exitUsage, err}
+	}
+	if c.target == "-" || (c.target == "" && len(args) == 0 && stdinHasTargets()) {
+		if err := c.readStdinTarget(); err != nil {
+			return err
+		}
 	}
 	bar := newLoadProgress(os.Stderr, c.progress)
 	if len(args) == 1 && c.target == "" {
@@ -163,7 +177,7 @@ func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error
 		return err
 	}
 	opt.OnRow = lv.onRow(ctx, opt.Interval)
-	res, err := load.Run(ctx, opt)
+	res, err := c.runTarget(ctx, opt)
 	bar.finish()
 	lv.srv.End()
 	if err = errors.Join(err, closeTracing(opt.Tracing)); err != nil {
@@ -274,6 +288,14 @@ func (c *loadCommand) options() (load.Options, error) {
 			return opt, err
 		}
 	}
+	if call, ok, err := c.x.quickPolicy(c.fs, c.policy); err != nil {
+		return opt, &exitError{exitUsage, err}
+	} else if ok {
+		opt.Policy = call
+	}
+	if opt.Request, err = c.x.requestTemplate(c.fs, c.method); err != nil {
+		return opt, &exitError{exitUsage, err}
+	}
 	if c.propagate && c.deadline > 0 {
 		opt.Policy.PropagateDeadline = true
 	}
@@ -282,9 +304,9 @@ func (c *loadCommand) options() (load.Options, error) {
 	}
 	switch c.arrival {
 	case "constant":
-		opt.Pacer = load.ConstantPacer{Rate: c.rate, Duration: c.duration}
+		opt.Pacer = load.ConstantPacer{Rate: float64(c.rate), Duration: c.duration}
 	case "poisson":
-		if opt.Pacer, err = load.NewPoissonPacer(c.rate, nil, c.duration, rand.New(rand.NewPCG(opt.Seed, 1))); err != nil {
+		if opt.Pacer, err = load.NewPoissonPacer(float64(c.rate), nil, c.duration, rand.New(rand.NewPCG(opt.Seed, 1))); err != nil {
 			return opt, err
 		}
 	default:
@@ -320,7 +342,7 @@ var targetOnlyFlags = []string{"method", "header", "body", "policy", "propagate-
 // the command line stand for in SCENARIO mode, or a usage error naming a
 // flag that has no meaning there.
 func scenarioLoadSets(fs *pflag.FlagSet) ([]string, error) {
-	for _, name := range targetOnlyFlags {
+	for _, name := range append(targetOnlyFlags[:len(targetOnlyFlags):len(targetOnlyFlags)], loadExtraFlags...) {
 		if fs.Changed(name) {
 			return nil, fmt.Errorf("--%s applies to --target only: a scenario's services and workload.client define the requests (use --set)", name)
 		}
