@@ -97,12 +97,12 @@ func fidelityUpstream(t *testing.T) *httptest.Server {
 
 // answer is what a client saw of one response.
 type answer struct {
-	status   int
-	header   http.Header
-	body     string
-	trailer  http.Header
-	chunked  bool
-	reused   bool
+	status      int
+	header      http.Header
+	body        string
+	trailer     http.Header
+	chunked     bool
+	reused      bool
 	continue100 bool
 }
 
