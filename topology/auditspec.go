@@ -34,8 +34,12 @@ type AuditSpec struct {
 	// InProgressStatus lists the statuses that say "the key's first request
 	// is still running, retry later" (default 409 and 425): an answer a
 	// concurrent duplicate may get instead of the replayed result.
-	InProgressStatus []int        `yaml:"in_progress_status"`
-	Effects          AuditEffects `yaml:"effects"`
+	InProgressStatus []int `yaml:"in_progress_status"`
+	// Result is a JSON path to the resource's id in a success answer
+	// ($.id), which every answer for one intent must repeat; empty: the
+	// whole body must be the same.
+	Result  string       `yaml:"result"`
+	Effects AuditEffects `yaml:"effects"`
 	// Checks lists the checks to run, or "all" (the default).
 	Checks AuditCheckList `yaml:"checks"`
 	// Seed drives the proxy's draws, the keys and the amplification
@@ -250,6 +254,11 @@ func (v *validator) auditSpec(s *AuditSpec) {
 	v.statuses("mismatch_status", s.MismatchStatus)
 	v.statuses("in_progress_status", s.InProgressStatus)
 	v.effects(&s.Effects)
+	if s.Result != "" {
+		if _, err := ParseJSONPath(s.Result); err != nil {
+			v.add("result", "%v", err)
+		}
+	}
 	seen := map[string]bool{}
 	for i, c := range s.Checks {
 		p := fmt.Sprintf("checks[%d]", i)
