@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -75,20 +74,20 @@ func driveAmplification(ctx context.Context, a *auditor, _ int) []*Intent {
 	for k, v := range s.Request.Headers {
 		header.Set(k, v)
 	}
-	if s.TenantHeader != "" {
-		header.Set(s.TenantHeader, s.Tenants[0])
-	}
 	urls := make([]string, len(a.proxies))
 	for i, p := range a.proxies {
 		urls[i] = p.URL + s.Request.Path
 	}
 	dur := time.Duration(len(am.Latency)) * am.Step
-	body := strings.NewReplacer("{n}", "0", "{key}", "amplification-"+a.nonce).Replace(s.Request.Body)
+	prefix := "audit-" + a.nonce + "-amplification-"
 	opt := load.Options{
-		Target: urls[0], Method: s.Request.Method, WriteMethod: s.Request.Method, Header: header, Body: []byte(body),
-		Pacer: load.ConstantPacer{Rate: am.Rate, Duration: dur}, Duration: dur,
+		Target: urls[0], Method: s.Request.Method, WriteMethod: s.Request.Method, Header: header, Body: []byte(s.Request.Body),
+		// One key per intent, reused by its retries: each intent is one
+		// order, however many attempts reach the upstream.
+		Request: &load.RequestTemplate{KeyHeader: s.KeyHeader, KeyPrefix: prefix, Tenant: a.tenant(0), TenantHeader: s.TenantHeader},
+		Pacer:   load.ConstantPacer{Rate: am.Rate, Duration: dur}, Duration: dur,
 		MaxRequests: uint64(run.perStep * float64(len(am.Latency))),
-		Policy:      am.Client, WriteFraction: 1, IdempotencyKeys: true, Seed: s.Seed,
+		Policy:      am.Client, WriteFraction: 1, Seed: s.Seed,
 		Grace: time.Second, ServiceName: "audit",
 		OnDone: func(n uint64, _, _ bool, _ policies.CallResult) {
 			run.mu.Lock()
@@ -125,10 +124,11 @@ func driveAmplification(ctx context.Context, a *auditor, _ int) []*Intent {
 			continue
 		}
 		_, step, _ := run.stepOf(strconv.FormatUint(n+1, 10))
-		in := &Intent{Role: fmt.Sprintf("step %d", step+1), Key: "req-" + strconv.FormatUint(n+1, 10), Effects: -1, step: step}
+		in := &Intent{Role: fmt.Sprintf("step %d", step+1), Key: prefix + strconv.FormatUint(n+1, 10), Tenant: a.tenant(0), Effects: -1, step: step}
 		for _, r := range run.records[n] {
 			if r.Forwarded() {
-				in.Attempts = append(in.Attempts, &Attempt{RequestID: r.RequestID, Number: r.Attempt, Target: -1, Status: r.Status, Proxy: &r})
+				in.Attempts = append(in.Attempts, &Attempt{RequestID: r.RequestID, Number: r.Attempt, Target: -1,
+					Status: r.Status, Error: r.Error, SentMS: r.AtMS, DoneMS: r.DoneMS, Proxy: &r})
 			}
 		}
 		h = append(h, in)

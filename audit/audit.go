@@ -156,7 +156,7 @@ func (a *auditor) preflight(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, a.spec.Timeout)
 	defer cancel()
 	key := "audit-" + a.nonce + "-never-sent"
-	n, err := a.oracle.count(ctx, key, a.spec.Tenants[0])
+	n, err := a.oracle.count(ctx, key, a.tenant(0))
 	if err != nil {
 		return fmt.Errorf("effects: %w: %v", ErrTarget, err)
 	}
@@ -199,6 +199,16 @@ func (a *auditor) intent(check string, i int, role, key, tenant string, p plan) 
 	}
 	a.plans.Store(id, p)
 	return in
+}
+
+// tenant returns the spec's tenant i, or "" when the spec names no tenant
+// header: the service then files every request under no tenant, and the
+// oracle must ask for that one.
+func (a *auditor) tenant(i int) string {
+	if a.spec.TenantHeader == "" {
+		return ""
+	}
+	return a.spec.Tenants[i]
 }
 
 // body fills the request's body template for intent in with number n.

@@ -179,7 +179,7 @@ func driveLostReply(ctx context.Context, a *auditor, n int) []*Intent {
 		if i%2 == 1 {
 			lose = faultproxy.Decision{Fault: faultproxy.ResetAfter, Source: "audit: reset after the answer"}
 		}
-		in := a.intent(topology.CheckLostReply, i, "retried", "", a.spec.Tenants[0], func(r *faultproxy.Request) faultproxy.Decision {
+		in := a.intent(topology.CheckLostReply, i, "retried", "", a.tenant(0), func(r *faultproxy.Request) faultproxy.Decision {
 			if r.Attempt == 1 {
 				return lose
 			}
@@ -264,7 +264,7 @@ func driveConcurrentFirst(ctx context.Context, a *auditor, n int) []*Intent {
 		release := make(chan struct{})
 		var mu sync.Mutex
 		arrived := 0
-		in := a.intent(topology.CheckConcurrentFirst, i, "concurrent", "", a.spec.Tenants[0], func(r *faultproxy.Request) faultproxy.Decision {
+		in := a.intent(topology.CheckConcurrentFirst, i, "concurrent", "", a.tenant(0), func(r *faultproxy.Request) faultproxy.Decision {
 			mu.Lock()
 			if arrived++; arrived == k {
 				close(release)
@@ -329,7 +329,7 @@ func drivePayloadMismatch(ctx context.Context, a *auditor, n int) []*Intent {
 		if ctx.Err() != nil {
 			break
 		}
-		in := a.intent(topology.CheckPayloadMismatch, i, "reused with another body", "", a.spec.Tenants[0], nil)
+		in := a.intent(topology.CheckPayloadMismatch, i, "reused with another body", "", a.tenant(0), nil)
 		h = append(h, in)
 		a.send(ctx, in, a.target(i, 0), 1, a.body(in, a.number()))
 		if ctx.Err() == nil {
@@ -387,7 +387,7 @@ func driveInFlight(ctx context.Context, a *auditor, n int) []*Intent {
 		var once sync.Once
 		free := func() { once.Do(func() { close(release) }) }
 		offset := inFlightOffsets[i%len(inFlightOffsets)]
-		in := a.intent(topology.CheckInFlight, i, "duplicated in flight", "", a.spec.Tenants[0], func(r *faultproxy.Request) faultproxy.Decision {
+		in := a.intent(topology.CheckInFlight, i, "duplicated in flight", "", a.tenant(0), func(r *faultproxy.Request) faultproxy.Decision {
 			if r.Attempt == 1 {
 				return faultproxy.Decision{Source: "audit: the first", Forwarded: func(time.Duration) { time.AfterFunc(offset, free) }}
 			}
@@ -459,8 +459,8 @@ func driveNewIntent(ctx context.Context, a *auditor, n int) []*Intent {
 		if ctx.Err() != nil {
 			break
 		}
-		first := a.intent(topology.CheckNewIntent, i, "first", "", a.spec.Tenants[0], nil)
-		second := a.intent(topology.CheckNewIntent, i, "same body, new key", first.Key+"-new", a.spec.Tenants[0], nil)
+		first := a.intent(topology.CheckNewIntent, i, "first", "", a.tenant(0), nil)
+		second := a.intent(topology.CheckNewIntent, i, "same body, new key", first.Key+"-new", a.tenant(0), nil)
 		h = append(h, first, second)
 		body := a.body(first, a.number())
 		a.send(ctx, first, a.target(i, 0), 1, body)
@@ -513,7 +513,7 @@ func driveKeyScope(ctx context.Context, a *auditor, n int) []*Intent {
 		if ctx.Err() != nil {
 			break
 		}
-		first := a.intent(topology.CheckKeyScope, i, "tenant "+a.spec.Tenants[0], "", a.spec.Tenants[0], nil)
+		first := a.intent(topology.CheckKeyScope, i, "tenant "+a.spec.Tenants[0], "", a.tenant(0), nil)
 		second := a.intent(topology.CheckKeyScope, i, "tenant "+a.spec.Tenants[1], first.Key, a.spec.Tenants[1], nil)
 		h = append(h, first, second)
 		body := a.body(first, a.number())

@@ -30,7 +30,8 @@ type Intent struct {
 type Attempt struct {
 	RequestID string `json:"request_id"`
 	Number    int    `json:"attempt"`
-	// Target is the index of the instance the attempt went to.
+	// Target is the index of the instance the attempt went to (-1: the
+	// load driver's balancer chose, in the amplification check).
 	Target int    `json:"target"`
 	Body   string `json:"body,omitempty"`
 	// Status is the answer's status (0: no answer; Error says why);

@@ -145,7 +145,11 @@ func writeIntent(w io.Writer, in *Intent) {
 	if in.Tenant != "" {
 		tenant = " tenant " + in.Tenant
 	}
-	fmt.Fprintf(w, "    key %s%s: %d effects\n", in.Key, tenant, in.Effects)
+	effects := fmt.Sprintf("%d effects", in.Effects)
+	if in.Effects < 0 {
+		effects = "effects not counted"
+	}
+	fmt.Fprintf(w, "    key %s%s: %s\n", in.Key, tenant, effects)
 	for _, a := range in.Attempts {
 		ans := a.Error
 		if a.Status != 0 {
@@ -167,7 +171,11 @@ func writeIntent(w io.Writer, in *Intent) {
 				px += fmt.Sprintf(", answered %.1fms", p.AnsweredMS)
 			}
 		}
-		fmt.Fprintf(w, "    %s #%d -> target %d at %.1fms: %s%s\n", a.RequestID, a.Number, a.Target, a.SentMS, ans, px)
+		to := fmt.Sprintf(" -> target %d", a.Target)
+		if a.Target < 0 {
+			to = "" // the load driver's balancer chose
+		}
+		fmt.Fprintf(w, "    %s #%d%s at %.1fms: %s%s\n", a.RequestID, a.Number, to, a.SentMS, ans, px)
 	}
 }
 
