@@ -205,11 +205,17 @@ func judgeLostReply(s *topology.AuditSpec, h []*Intent) verdict {
 			continue
 		}
 		first := in.Attempts[0]
-		if !first.lost() || !first.upstreamOK() {
-			t.inconclusive(in, "its first attempt did not reach the upstream and succeed there (%s)", proxyLine(first))
+		if !t.oracleOK(in) {
 			continue
 		}
-		if !t.oracleOK(in) {
+		if !first.lost() || !first.upstreamOK() {
+			// Whatever became of the first attempt (the service may have
+			// crashed after its effect), one intent has one effect at most.
+			if in.Effects > 1 {
+				t.violated(in, "%d attempts with one key made %d effects (want 1); attempt 1: %s", len(in.Attempts), in.Effects, proxyLine(first))
+			} else {
+				t.inconclusive(in, "its first attempt did not reach the upstream and succeed there (%s)", proxyLine(first))
+			}
 			continue
 		}
 		retries := in.Attempts[1:]
