@@ -250,7 +250,7 @@ func (p *Proxy) forward(r *http.Request, d *Decision, rec *Record) (*http.Respon
 	}
 	var body []byte
 	if r.Body != nil && r.Body != http.NoBody {
-		b, err := io.ReadAll(io.LimitReader(r.Body, p.maxBody+1))
+		b, err := readAll(r.Body, r.ContentLength, p.maxBody)
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading the request body: %w", err)
 		}
@@ -266,36 +266,39 @@ func (p *Proxy) forward(r *http.Request, d *Decision, rec *Record) (*http.Respon
 		u.RawPath = strings.TrimSuffix(p.up.EscapedPath(), "/") + r.URL.RawPath
 	}
 	u.RawQuery = r.URL.RawQuery
-	forwarded := d.Forwarded
-	ctx := httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
-		at := p.since()
-		rec.ForwardedMS = ms(at)
-		if forwarded != nil {
-			forwarded(at)
-		}
-	}})
-	out, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(body))
-	if err != nil {
-		return nil, nil, err
+	ctx := r.Context()
+	// The instant the request was written to the upstream is worth a
+	// trace only to someone who reads it: a rule, the log, a record's
+	// reader.
+	if forwarded := d.Forwarded; forwarded != nil || p.log != nil || p.onRecord != nil {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+			at := p.since()
+			rec.ForwardedMS = ms(at)
+			if forwarded != nil {
+				forwarded(at)
+			}
+		}})
 	}
-	if body == nil {
-		out.Body = http.NoBody
+	out := (&http.Request{
+		Method: r.Method, URL: &u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: r.Header.Clone(), Body: http.NoBody, Host: p.up.Host,
+	}).WithContext(ctx)
+	if len(body) > 0 {
+		out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		// No GetBody: net/http may then not send a write twice on its own.
 	}
-	out.ContentLength = int64(len(body))
-	out.Header = make(http.Header, len(r.Header))
-	copyHeader(out.Header, r.Header)
 	removeHopByHop(out.Header)
 	out.Header.Del("Expect") // the body is here already
 	if _, ok := r.Header["User-Agent"]; !ok {
 		out.Header["User-Agent"] = nil // as the client sent it: none
 	}
-	out.Close = false
 	resp, err := p.rt.RoundTrip(out)
 	if err != nil {
 		return nil, nil, fmt.Errorf("upstream %s: %w", p.up.Host, err)
 	}
+	rec.forwarded = true
 	defer resp.Body.Close()
-	rb, err := io.ReadAll(io.LimitReader(resp.Body, p.maxResp+1))
+	rb, err := readAll(resp.Body, resp.ContentLength, p.maxResp)
 	if err != nil {
 		return nil, nil, fmt.Errorf("upstream %s: reading the answer: %w", p.up.Host, err)
 	}
@@ -305,11 +308,25 @@ func (p *Proxy) forward(r *http.Request, d *Decision, rec *Record) (*http.Respon
 	return resp, rb, nil
 }
 
+// readAll reads r to its end, at most limit+1 bytes, into a buffer sized
+// for a declared length n (-1: unknown).
+func readAll(r io.Reader, n, limit int64) ([]byte, error) {
+	if n < 0 || n > limit {
+		return io.ReadAll(io.LimitReader(r, limit+1))
+	}
+	b := make([]byte, 0, n+1) // +1: the read that finds the end
+	buf := bytes.NewBuffer(b)
+	_, err := buf.ReadFrom(io.LimitReader(r, limit+1))
+	return buf.Bytes(), err
+}
+
 // reply writes the upstream's answer: its headers but the hop-by-hop
 // ones, its length if it gave one (else chunked), its body and trailers.
 func (p *Proxy) reply(w http.ResponseWriter, resp *http.Response, body []byte) {
 	h := w.Header()
-	copyHeader(h, resp.Header)
+	for k, vs := range resp.Header {
+		h[k] = vs // resp is the proxy's own: its values are not shared
+	}
 	removeHopByHop(h)
 	for k := range resp.Trailer {
 		h.Add("Trailer", k)
@@ -437,12 +454,6 @@ func removeHopByHop(h http.Header) {
 	}
 	for _, k := range hopByHop {
 		h.Del(k)
-	}
-}
-
-func copyHeader(dst, src http.Header) {
-	for k, vs := range src {
-		dst[k] = append([]string(nil), vs...)
 	}
 }
 

@@ -39,14 +39,16 @@ type Record struct {
 	LatencyReplyMS float64 `json:"latency_reply_ms,omitempty"`
 	// Error says what failed: the upstream, or the client gone.
 	Error string `json:"error,omitempty"`
+
+	forwarded bool // the upstream answered, traced or not
 }
 
-// Forwarded reports whether the request reached the upstream.
-func (r *Record) Forwarded() bool { return r.ForwardedMS > 0 }
+// Forwarded reports whether the request was written to the upstream.
+func (r *Record) Forwarded() bool { return r.ForwardedMS > 0 || r.forwarded }
 
 // record logs, counts and hands on rec.
 func (p *Proxy) record(rec *Record) {
-	p.metrics.requests.WithLabelValues(rec.Fault).Inc()
+	p.metrics.count(rec.Fault)
 	if rec.Forwarded() {
 		p.metrics.forwarded.Inc()
 	}
@@ -72,6 +74,7 @@ func (p *Proxy) record(rec *Record) {
 type metrics struct {
 	reg       *prometheus.Registry
 	requests  *prometheus.CounterVec
+	byFault   map[string]prometheus.Counter // requests' counters, resolved once
 	forwarded prometheus.Counter
 	delivered prometheus.Counter
 }
@@ -92,11 +95,21 @@ func newMetrics() *metrics {
 			Help: "Upstream answers delivered to the client.",
 		}),
 	}
+	m.byFault = make(map[string]prometheus.Counter, len(faultNames))
 	for _, n := range faultNames {
-		m.requests.WithLabelValues(n) // every fault listed, from 0
+		m.byFault[n] = m.requests.WithLabelValues(n) // every fault listed, from 0
 	}
 	m.reg.MustRegister(m.requests, m.forwarded, m.delivered)
 	return m
+}
+
+// count counts a request with fault.
+func (m *metrics) count(fault string) {
+	if c, ok := m.byFault[fault]; ok {
+		c.Inc()
+		return
+	}
+	m.requests.WithLabelValues(fault).Inc()
 }
 
 // Metrics returns the handler of the proxy's /metrics (Prometheus text).
