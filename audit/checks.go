@@ -460,18 +460,26 @@ func judgeInFlight(s *topology.AuditSpec, h []*Intent) verdict {
 
 // driveNewIntent: the same body is sent under two new keys.
 func driveNewIntent(ctx context.Context, a *auditor, n int) []*Intent {
+	return drivePairs(ctx, a, n, topology.CheckNewIntent, func(i int, first *Intent) *Intent {
+		return a.intent(topology.CheckNewIntent, i, "same body, new key", first.Key+"-new", a.tenant(0), nil)
+	})
+}
+
+// drivePairs sends n pairs of intents with one body: first a new intent,
+// then the one second makes of it, to another instance.
+func drivePairs(ctx context.Context, a *auditor, n int, check string, second func(i int, first *Intent) *Intent) []*Intent {
 	var h []*Intent
 	for i := range n {
 		if ctx.Err() != nil {
 			break
 		}
-		first := a.intent(topology.CheckNewIntent, i, "first", "", a.tenant(0), nil)
-		second := a.intent(topology.CheckNewIntent, i, "same body, new key", first.Key+"-new", a.tenant(0), nil)
-		h = append(h, first, second)
-		body := a.body(first, a.number())
-		a.send(ctx, first, a.target(i, 0), 1, body)
+		x := a.intent(check, i, "first", "", a.tenant(0), nil)
+		y := second(i, x)
+		h = append(h, x, y)
+		body := a.body(x, a.number())
+		a.send(ctx, x, a.target(i, 0), 1, body)
 		if ctx.Err() == nil {
-			a.send(ctx, second, a.target(i, 1), 1, body)
+			a.send(ctx, y, a.target(i, 1), 1, body)
 		}
 	}
 	return h
@@ -514,21 +522,9 @@ func judgeNewIntent(_ *topology.AuditSpec, h []*Intent) verdict {
 
 // driveKeyScope: one key is sent from two tenants.
 func driveKeyScope(ctx context.Context, a *auditor, n int) []*Intent {
-	var h []*Intent
-	for i := range n {
-		if ctx.Err() != nil {
-			break
-		}
-		first := a.intent(topology.CheckKeyScope, i, "tenant "+a.spec.Tenants[0], "", a.tenant(0), nil)
-		second := a.intent(topology.CheckKeyScope, i, "tenant "+a.spec.Tenants[1], first.Key, a.spec.Tenants[1], nil)
-		h = append(h, first, second)
-		body := a.body(first, a.number())
-		a.send(ctx, first, a.target(i, 0), 1, body)
-		if ctx.Err() == nil {
-			a.send(ctx, second, a.target(i, 1), 1, body)
-		}
-	}
-	return h
+	return drivePairs(ctx, a, n, topology.CheckKeyScope, func(i int, first *Intent) *Intent {
+		return a.intent(topology.CheckKeyScope, i, "tenant "+a.spec.Tenants[1], first.Key, a.spec.Tenants[1], nil)
+	})
 }
 
 func judgeKeyScope(s *topology.AuditSpec, h []*Intent) verdict {

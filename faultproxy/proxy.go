@@ -396,24 +396,21 @@ func hijack(w http.ResponseWriter) (net.Conn, error) {
 }
 
 // reset resets the client's connection: an RST, no answer.
-func (p *Proxy) reset(w http.ResponseWriter, rec *Record) {
-	c, err := hijack(w)
-	if err != nil {
-		rec.Error = err.Error()
-		return
-	}
-	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetLinger(0)
-	}
-	c.Close()
-}
+func (p *Proxy) reset(w http.ResponseWriter, rec *Record) { p.drop(w, rec, true) }
 
 // closeConn closes the client's connection without an answer.
-func (p *Proxy) closeConn(w http.ResponseWriter, rec *Record) {
+func (p *Proxy) closeConn(w http.ResponseWriter, rec *Record) { p.drop(w, rec, false) }
+
+// drop takes over the client's connection and closes it, with an RST
+// when rst.
+func (p *Proxy) drop(w http.ResponseWriter, rec *Record, rst bool) {
 	c, err := hijack(w)
 	if err != nil {
 		rec.Error = err.Error()
 		return
+	}
+	if tc, ok := c.(*net.TCPConn); ok && rst {
+		tc.SetLinger(0)
 	}
 	c.Close()
 }
