@@ -153,3 +153,28 @@ func FuzzParseAuditSpec(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseProxyFaults checks that any fault file either parses into
+// faults whose outcome probabilities are valid, or fails with Problems
+// naming the file.
+func FuzzParseProxyFaults(f *testing.F) {
+	f.Add([]byte("seed: 3\nfaults:\n  - {at: 1s, for: 2s, drop_response: 0.3, drop: hold}\n"))
+	f.Add([]byte("faults: [{reset_before: 0.5, reset_after: 0.5}, {latency_add: 1ms, method: GET, path: /x}]\n"))
+	f.Add([]byte("faults: [{error_rate: 0.1, retry_after: 1s}]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pf, err := ParseProxyFaults("fuzz.yaml", data)
+		if err != nil {
+			var ps Problems
+			if !errors.As(err, &ps) {
+				t.Fatalf("error %v is not Problems", err)
+			}
+			return
+		}
+		for i, fl := range pf.Faults {
+			sum := fl.ResetBefore + fl.Blackhole + fl.ErrorRate + fl.ResetAfter + fl.DropResponse
+			if sum > 1+1e-9 || fl.At < 0 || fl.For < 0 || fl.LatencyAdd < 0 || fl.Drop == "" {
+				t.Fatalf("accepted faults[%d] = %+v", i, fl)
+			}
+		}
+	})
+}

@@ -62,17 +62,23 @@ func (c *proxyCommand) loadFaults() (*topology.ProxyFaults, error) {
 	if c.faults != "" {
 		data, err := inputfile.Read(c.faults, topology.MaxFileSize)
 		if err != nil {
-			return nil, err
+			return nil, &exitError{exitUsage, err}
 		}
 		if pf, err = topology.ParseProxyFaults(c.faults, data); err != nil {
-			return nil, err
+			return nil, &exitError{exitUsage, err}
 		}
 	}
 	for i, s := range c.inline {
 		name := fmt.Sprintf("--fault #%d", i+1)
 		one, err := topology.ParseProxyFaults(name, []byte("faults:\n- "+strings.ReplaceAll(s, "\n", "\n  ")+"\n"))
+		if ps, ok := errors.AsType[topology.Problems](err); ok {
+			for i := range ps {
+				ps[i].Line = 0 // a line of the flag's wrapping, not of anything the user wrote
+			}
+			return nil, &exitError{exitUsage, ps}
+		}
 		if err != nil {
-			return nil, err
+			return nil, &exitError{exitUsage, err}
 		}
 		if len(one.Faults) != 1 {
 			return nil, fmt.Errorf("%s: want one fault mapping, got %q", name, s)
@@ -110,7 +116,7 @@ func (c *proxyCommand) run(ctx context.Context, args []string, w io.Writer) (err
 	}
 	srv, err := faultproxy.Listen(p, c.listen, c.remote)
 	if err != nil {
-		return err
+		return &exitError{exitUsage, err}
 	}
 	maddr := c.metrics
 	if maddr == "" {
