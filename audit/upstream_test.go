@@ -100,7 +100,8 @@ func (o *orders) create(w http.ResponseWriter, r *http.Request, inst int) {
 		writeOrder(w, id)
 		return
 	}
-	if rec, ok := recs[rk]; ok {
+	if r, ok := recs[rk]; ok {
+		rec := *r // read under the lock: its owner completes it under the lock
 		o.mu.Unlock()
 		switch {
 		case rec.digest != digest && o.bug != noDigest && o.bug != replayEverything:
