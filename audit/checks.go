@@ -114,6 +114,11 @@ func (t *tally) violated(in *Intent, format string, args ...any) {
 	t.bad = append(t.bad, Evidence{Note: fmt.Sprintf(format, args...), Intent: in})
 }
 
+// violatedPair notes a violation of in, compared with other.
+func (t *tally) violatedPair(in, other *Intent, format string, args ...any) {
+	t.bad = append(t.bad, Evidence{Note: fmt.Sprintf(format, args...), Intent: in, Other: other})
+}
+
 func (t *tally) inconclusive(in *Intent, format string, args ...any) {
 	t.unsure = append(t.unsure, Evidence{Note: fmt.Sprintf(format, args...), Intent: in})
 }
@@ -502,13 +507,13 @@ func judgePair(h []*Intent, what, held string) verdict {
 			t.inconclusive(a, "the first request %s", failure(x))
 		case !t.oracleOK(a) || !t.oracleOK(b):
 		case y.ok() && y.Result == x.Result:
-			t.violated(b, "%s was answered with the first's result %s: deduplicated, not a new resource (effects: first %d, second %d)", what, x.Result, a.Effects, b.Effects)
+			t.violatedPair(b, a, "%s was answered with the first's result %s: deduplicated, not a new resource (effects: first %d, second %d)", what, x.Result, a.Effects, b.Effects)
 		case !y.ok() && y.Status != 0:
-			t.violated(b, "%s was refused: %s", what, failure(y))
+			t.violatedPair(b, a, "%s was refused: %s", what, failure(y))
 		case !y.ok():
 			t.inconclusive(b, "%s got %s", what, failure(y))
 		case a.Effects != 1 || b.Effects != 1:
-			t.violated(b, "%s: effects first %d, second %d (want 1 each)", what, a.Effects, b.Effects)
+			t.violatedPair(b, a, "%s: effects first %d, second %d (want 1 each)", what, a.Effects, b.Effects)
 		default:
 			t.held(b)
 		}

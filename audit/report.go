@@ -58,6 +58,9 @@ type Result struct {
 type Evidence struct {
 	Note   string  `json:"note"`
 	Intent *Intent `json:"intent,omitempty"`
+	// Other is the intent Intent was compared with, when the check sends
+	// pairs (new-intent: the first key; key-scope: the first tenant).
+	Other *Intent `json:"other,omitempty"`
 }
 
 // Step is one step of the amplification check: the latency the proxy
@@ -129,6 +132,9 @@ func (r *Report) WriteText(w io.Writer) error {
 				break
 			}
 			fmt.Fprintf(w, "  - %s\n", e.Note)
+			if e.Other != nil {
+				writeIntent(w, e.Other)
+			}
 			if e.Intent != nil {
 				writeIntent(w, e.Intent)
 			}
