@@ -61,7 +61,7 @@ func (r *ampRun) count(rec *faultproxy.Record) {
 // simulator's), rate × step of them per step, while the proxies slow the
 // answers step by step. Its history has one intent per logical request,
 // whose attempts are those that reached an upstream.
-func driveAmplification(ctx context.Context, a *auditor, _ int) []*Intent {
+func driveAmplification(ctx context.Context, a *auditor, _ int) ([]*Intent, error) {
 	am := &a.spec.Amplification
 	run := &ampRun{latency: am.Latency, perStep: am.Rate * am.Step.Seconds(), offered: map[uint64]bool{}, records: map[uint64][]faultproxy.Record{}}
 	if run.perStep < 1 {
@@ -98,7 +98,10 @@ func driveAmplification(ctx context.Context, a *auditor, _ int) []*Intent {
 	if len(urls) > 1 {
 		opt.Replicas = urls
 	}
-	load.Run(ctx, opt) // its outcomes are not the check's: the upstream's attempts are
+	// The run's own outcomes are not the check's: the upstream's attempts are.
+	if _, err := load.Run(ctx, opt); err != nil && ctx.Err() == nil {
+		return nil, fmt.Errorf("the load driver: %w", err)
+	}
 	// The proxies record an attempt when they are done with it: wait
 	// until no record has come for a while (bounded by the longest step).
 	wait := time.Now().Add(slices.Max(am.Latency) + time.Second)
@@ -133,7 +136,7 @@ func driveAmplification(ctx context.Context, a *auditor, _ int) []*Intent {
 		}
 		h = append(h, in)
 	}
-	return h
+	return h, nil
 }
 
 func judgeAmplification(s *topology.AuditSpec, h []*Intent) verdict {

@@ -25,9 +25,10 @@ type check struct {
 	// limits.requests / cost intents are run.
 	cost func(s *topology.AuditSpec) int
 	// drive sends the check's requests, stopping when ctx ends, and
-	// returns its history; the audit then attaches the proxies' records
-	// and, with oracle, the effects counted per intent.
-	drive  func(ctx context.Context, a *auditor, n int) []*Intent
+	// returns its history (and an error when it could not run at all);
+	// the audit then attaches the proxies' records and, with oracle, the
+	// effects counted per intent.
+	drive  func(ctx context.Context, a *auditor, n int) ([]*Intent, error)
 	oracle bool
 	// judge decides the verdict.
 	judge func(s *topology.AuditSpec, h []*Intent) verdict
@@ -81,9 +82,14 @@ func (a *auditor) runCheck(ctx context.Context, c check) Result {
 	}
 	n := max(1, a.spec.Limits.Requests/max(1, c.cost(a.spec)))
 	cctx, cancel := context.WithTimeout(ctx, a.spec.Limits.Time)
-	h := c.drive(cctx, a, n)
+	h, err := c.drive(cctx, a, n)
 	cut := cctx.Err() != nil
 	cancel()
+	if err != nil {
+		r.Verdict, r.Incomplete, r.Why = Skipped, true, "could not run: "+err.Error()
+		r.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+		return r
+	}
 	if c.oracle {
 		a.settle(h)
 	}
@@ -174,7 +180,7 @@ func (a *auditor) target(i, j int) int { return (i + j) % len(a.proxies) }
 // driveLostReply: each intent's first attempt is answered by the upstream
 // and its reply lost (dropped, or the connection reset, after the answer);
 // the client retries twice with the same key and body, on other instances.
-func driveLostReply(ctx context.Context, a *auditor, n int) []*Intent {
+func driveLostReply(ctx context.Context, a *auditor, n int) ([]*Intent, error) {
 	var h []*Intent
 	for i := range n {
 		if ctx.Err() != nil {
@@ -199,7 +205,7 @@ func driveLostReply(ctx context.Context, a *auditor, n int) []*Intent {
 			a.send(ctx, in, a.target(i, j), j+1, body)
 		}
 	}
-	return h
+	return h, nil
 }
 
 func judgeLostReply(s *topology.AuditSpec, h []*Intent) verdict {
@@ -265,7 +271,7 @@ func proxyLine(at *Attempt) string {
 // driveConcurrentFirst: K attempts with one new key, spread over the
 // instances, are held at the proxies until all K have arrived and then
 // released together.
-func driveConcurrentFirst(ctx context.Context, a *auditor, n int) []*Intent {
+func driveConcurrentFirst(ctx context.Context, a *auditor, n int) ([]*Intent, error) {
 	k := a.spec.Concurrent
 	var h []*Intent
 	for i := range n {
@@ -291,7 +297,7 @@ func driveConcurrentFirst(ctx context.Context, a *auditor, n int) []*Intent {
 		}
 		wg.Wait()
 	}
-	return h
+	return h, nil
 }
 
 func judgeConcurrentFirst(s *topology.AuditSpec, h []*Intent) verdict {
@@ -334,7 +340,7 @@ func judgeConcurrentFirst(s *topology.AuditSpec, h []*Intent) verdict {
 
 // drivePayloadMismatch: a key is used, then used again, on another
 // instance, with a different body.
-func drivePayloadMismatch(ctx context.Context, a *auditor, n int) []*Intent {
+func drivePayloadMismatch(ctx context.Context, a *auditor, n int) ([]*Intent, error) {
 	var h []*Intent
 	for i := range n {
 		if ctx.Err() != nil {
@@ -347,7 +353,7 @@ func drivePayloadMismatch(ctx context.Context, a *auditor, n int) []*Intent {
 			a.send(ctx, in, a.target(i, 1), 2, a.body(in, a.number()))
 		}
 	}
-	return h
+	return h, nil
 }
 
 func judgePayloadMismatch(s *topology.AuditSpec, h []*Intent) verdict {
@@ -388,7 +394,7 @@ var inFlightOffsets = []time.Duration{0, time.Millisecond, 3 * time.Millisecond,
 // driveInFlight: the duplicate is held at its proxy until the first
 // attempt has been written to the upstream (plus an offset), so that it
 // reaches the service while the first is being processed.
-func driveInFlight(ctx context.Context, a *auditor, n int) []*Intent {
+func driveInFlight(ctx context.Context, a *auditor, n int) ([]*Intent, error) {
 	var h []*Intent
 	for i := range n {
 		if ctx.Err() != nil {
@@ -414,7 +420,7 @@ func driveInFlight(ctx context.Context, a *auditor, n int) []*Intent {
 		wg.Go(func() { a.send(ctx, in, a.target(i, 1), 2, body) })
 		wg.Wait()
 	}
-	return h
+	return h, nil
 }
 
 func judgeInFlight(s *topology.AuditSpec, h []*Intent) verdict {
@@ -464,7 +470,7 @@ func judgeInFlight(s *topology.AuditSpec, h []*Intent) verdict {
 }
 
 // driveNewIntent: the same body is sent under two new keys.
-func driveNewIntent(ctx context.Context, a *auditor, n int) []*Intent {
+func driveNewIntent(ctx context.Context, a *auditor, n int) ([]*Intent, error) {
 	return drivePairs(ctx, a, n, topology.CheckNewIntent, func(i int, first *Intent) *Intent {
 		return a.intent(topology.CheckNewIntent, i, "same body, new key", first.Key+"-new", a.tenant(0), nil)
 	})
@@ -472,7 +478,7 @@ func driveNewIntent(ctx context.Context, a *auditor, n int) []*Intent {
 
 // drivePairs sends n pairs of intents with one body: first a new intent,
 // then the one second makes of it, to another instance.
-func drivePairs(ctx context.Context, a *auditor, n int, check string, second func(i int, first *Intent) *Intent) []*Intent {
+func drivePairs(ctx context.Context, a *auditor, n int, check string, second func(i int, first *Intent) *Intent) ([]*Intent, error) {
 	var h []*Intent
 	for i := range n {
 		if ctx.Err() != nil {
@@ -487,7 +493,7 @@ func drivePairs(ctx context.Context, a *auditor, n int, check string, second fun
 			a.send(ctx, y, a.target(i, 1), 1, body)
 		}
 	}
-	return h
+	return h, nil
 }
 
 // judgePair judges intents in pairs that must be two resources: the
@@ -526,7 +532,7 @@ func judgeNewIntent(_ *topology.AuditSpec, h []*Intent) verdict {
 }
 
 // driveKeyScope: one key is sent from two tenants.
-func driveKeyScope(ctx context.Context, a *auditor, n int) []*Intent {
+func driveKeyScope(ctx context.Context, a *auditor, n int) ([]*Intent, error) {
 	return drivePairs(ctx, a, n, topology.CheckKeyScope, func(i int, first *Intent) *Intent {
 		return a.intent(topology.CheckKeyScope, i, "tenant "+a.spec.Tenants[1], first.Key, a.spec.Tenants[1], nil)
 	})

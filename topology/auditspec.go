@@ -296,6 +296,9 @@ func (v *validator) auditSpec(s *AuditSpec) {
 	for i, d := range a.Latency {
 		v.nonNegative(fmt.Sprintf("amplification.latency[%d]", i), d)
 	}
+	if run := time.Duration(len(a.Latency)) * a.Step; slices.Contains(s.Checks, CheckAmplification) && a.Step > 0 && run >= s.Limits.Time {
+		v.add("amplification.step", "%d steps of %v take %v, not within limits.time %v: shorten the steps or raise the limit", len(a.Latency), a.Step, run, s.Limits.Time)
+	}
 	const cp = "amplification.client"
 	if a.Client.To != "" || len(a.Client.Parallel) > 0 || a.Client.Fanout > 1 || a.Client.WaitFor != 0 {
 		v.add(cp+".to", "a client policy calls its one target: to, parallel, fanout and wait_for do not apply")
