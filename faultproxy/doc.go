@@ -1,4 +1,4 @@
-// Package faultproxy is an HTTP/1.1 reverse proxy that puts per-request
+// Package faultproxy is an HTTP/1.1 (and, with H2C, h2c) reverse proxy that puts per-request
 // faults between a client and a real upstream: the reply lost after the
 // upstream did the work, a reset before or after forwarding, added
 // latency, a 503 with Retry-After, a blackhole. It is `stormsim proxy`,
@@ -49,6 +49,12 @@
 // chunked, with its trailers, and one with a length keeps it. A header
 // block over MaxHeaderBytes is refused with 431 by the server Listen
 // starts. An upstream that cannot be reached is a 502 naming it.
+//
+// With Config.H2C the server also accepts HTTP/2 without TLS (prior
+// knowledge, as gRPC clients speak it) and forwards those requests over
+// h2c, TE: trailers included; there a drop or reset resets the request's
+// stream (the connection carries others) and a hold keeps the stream
+// unanswered.
 //
 // # Records and metrics
 //

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync/atomic"
 
 	"github.com/stormsim/stormsim/faultproxy"
@@ -16,6 +17,7 @@ import (
 // work twice for a client that retries, and the record says so.
 func Example() {
 	var orders atomic.Int64
+	records := make(chan faultproxy.Record, 2)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "order %d", orders.Add(1))
 	}))
@@ -28,9 +30,7 @@ func Example() {
 			}
 			return faultproxy.Decision{}, false
 		},
-		OnRecord: func(r faultproxy.Record) {
-			fmt.Printf("attempt %d: %s, upstream %d, delivered %v\n", r.Attempt, r.Fault, r.UpstreamStatus, r.Delivered)
-		},
+		OnRecord: func(r faultproxy.Record) { records <- r },
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -55,9 +55,15 @@ func Example() {
 		resp.Body.Close()
 		fmt.Println("client:", string(b))
 	}
+	// A request's record comes when the proxy is done with it: in any order.
+	got := []faultproxy.Record{<-records, <-records}
+	slices.SortFunc(got, func(a, b faultproxy.Record) int { return a.Attempt - b.Attempt })
+	for _, r := range got {
+		fmt.Printf("proxy: attempt %d: %s, upstream %d, delivered %v\n", r.Attempt, r.Fault, r.UpstreamStatus, r.Delivered)
+	}
 	// Output:
-	// attempt 1: drop_response, upstream 200, delivered false
 	// client: no reply
-	// attempt 2: none, upstream 200, delivered true
 	// client: order 2
+	// proxy: attempt 1: drop_response, upstream 200, delivered false
+	// proxy: attempt 2: none, upstream 200, delivered true
 }

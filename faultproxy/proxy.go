@@ -60,6 +60,11 @@ type Config struct {
 	// Transport, if set, carries requests to the upstream instead of the
 	// proxy's own keep-alive transport.
 	Transport http.RoundTripper
+	// H2C makes the server of Listen accept HTTP/2 without TLS (prior
+	// knowledge, as gRPC clients send it) beside HTTP/1.1; a request that
+	// came over it goes to the upstream over h2c too. Its faults reset the
+	// request's stream where HTTP/1 closes or resets the connection.
+	H2C bool
 }
 
 // Proxy is the fault proxy, an http.Handler. Build it with New.
@@ -74,7 +79,9 @@ type Proxy struct {
 	maxHold   time.Duration
 	epoch     time.Time
 	rt        http.RoundTripper
-	own       *http.Transport // rt when the proxy built it, to close
+	rt2       http.RoundTripper // h2c to the upstream, for requests that came over h2c
+	own       []*http.Transport // the transports the proxy built, to close
+	h2c       bool
 	maxHeader int
 	onRecord  func(Record)
 	log       io.Writer
@@ -98,7 +105,7 @@ func New(cfg Config) (*Proxy, error) {
 		up: up, lines: newLines(cfg.Faults), seed: cfg.Seed, rule: cfg.Rule,
 		keyHeader: cfg.KeyHeader, maxBody: cfg.MaxBodyBytes, maxResp: cfg.MaxResponseBytes,
 		maxHold: cfg.MaxHold, epoch: cfg.Epoch, rt: cfg.Transport, maxHeader: cfg.MaxHeaderBytes,
-		onRecord: cfg.OnRecord, log: cfg.Log, metrics: newMetrics(), done: make(chan struct{}),
+		onRecord: cfg.OnRecord, log: cfg.Log, metrics: newMetrics(), done: make(chan struct{}), h2c: cfg.H2C,
 	}
 	if p.seed == 0 {
 		p.seed = topology.DefaultSeed
@@ -121,15 +128,26 @@ func New(cfg Config) (*Proxy, error) {
 	if p.epoch.IsZero() {
 		p.epoch = time.Now()
 	}
-	if p.rt == nil {
-		p.own = &http.Transport{
+	newTransport := func(h2c bool) *http.Transport {
+		t := &http.Transport{
 			DialContext:            (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			MaxIdleConnsPerHost:    1024,
 			IdleConnTimeout:        90 * time.Second,
 			DisableCompression:     true, // the client's Accept-Encoding goes through as it is
 			MaxResponseHeaderBytes: int64(p.maxHeader),
 		}
-		p.rt = p.own
+		if h2c {
+			t.Protocols = new(http.Protocols)
+			t.Protocols.SetUnencryptedHTTP2(true)
+		}
+		p.own = append(p.own, t)
+		return t
+	}
+	if p.rt == nil {
+		p.rt = newTransport(false)
+	}
+	if p.h2c {
+		p.rt2 = newTransport(true)
 	}
 	return p, nil
 }
@@ -137,8 +155,8 @@ func New(cfg Config) (*Proxy, error) {
 // Close ends every hold and closes the proxy's idle upstream connections.
 func (p *Proxy) Close() {
 	p.closeOnce.Do(func() { close(p.done) })
-	if p.own != nil {
-		p.own.CloseIdleConnections()
+	for _, t := range p.own {
+		t.CloseIdleConnections()
 	}
 }
 
@@ -176,6 +194,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.serve(w, r, &d, &rec)
 	rec.DoneMS = ms(p.since())
 	p.record(&rec)
+	if rec.abort {
+		panic(http.ErrAbortHandler) // net/http resets the stream, quietly
+	}
 }
 
 // serve carries out d for r, filling rec.
@@ -187,10 +208,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, d *Decision, rec *
 	}
 	switch d.Fault {
 	case ResetBefore:
-		p.reset(w, rec)
+		p.drop(w, r, rec, true)
 		return
 	case Blackhole:
-		p.hold(w, rec)
+		p.hold(w, r, rec)
 		return
 	case Error:
 		if d.RetryAfter > 0 {
@@ -225,13 +246,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, d *Decision, rec *
 	}
 	switch d.Fault {
 	case ResetAfter:
-		p.reset(w, rec)
+		p.drop(w, r, rec, true)
 		return
 	case DropResponse:
 		if d.Drop == topology.DropHold {
-			p.hold(w, rec)
+			p.hold(w, r, rec)
 		} else {
-			p.closeConn(w, rec)
+			p.drop(w, r, rec, false)
 		}
 		return
 	}
@@ -287,12 +308,22 @@ func (p *Proxy) forward(r *http.Request, d *Decision, rec *Record) (*http.Respon
 		out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		// No GetBody: net/http may then not send a write twice on its own.
 	}
+	te := r.Header.Values("Te")
 	removeHopByHop(out.Header)
 	out.Header.Del("Expect") // the body is here already
+	for _, v := range te {
+		if strings.EqualFold(strings.TrimSpace(v), "trailers") {
+			out.Header.Set("Te", "trailers") // the one TE that goes on: gRPC needs it
+		}
+	}
 	if _, ok := r.Header["User-Agent"]; !ok {
 		out.Header["User-Agent"] = nil // as the client sent it: none
 	}
-	resp, err := p.rt.RoundTrip(out)
+	rt := p.rt
+	if r.ProtoMajor >= 2 && p.rt2 != nil {
+		rt = p.rt2
+	}
+	resp, err := rt.RoundTrip(out)
 	if err != nil {
 		return nil, nil, fmt.Errorf("upstream %s: %w", p.up.Host, err)
 	}
@@ -395,15 +426,14 @@ func hijack(w http.ResponseWriter) (net.Conn, error) {
 	return c, err
 }
 
-// reset resets the client's connection: an RST, no answer.
-func (p *Proxy) reset(w http.ResponseWriter, rec *Record) { p.drop(w, rec, true) }
-
-// closeConn closes the client's connection without an answer.
-func (p *Proxy) closeConn(w http.ResponseWriter, rec *Record) { p.drop(w, rec, false) }
-
-// drop takes over the client's connection and closes it, with an RST
-// when rst.
-func (p *Proxy) drop(w http.ResponseWriter, rec *Record, rst bool) {
+// drop takes over the client's connection and closes it, with a TCP RST
+// when rst. An HTTP/2 request's stream is reset instead (the connection
+// carries other streams): the handler aborts once the request is recorded.
+func (p *Proxy) drop(w http.ResponseWriter, r *http.Request, rec *Record, rst bool) {
+	if r.ProtoMajor >= 2 {
+		rec.abort = true
+		return
+	}
 	c, err := hijack(w)
 	if err != nil {
 		rec.Error = err.Error()
@@ -415,9 +445,21 @@ func (p *Proxy) drop(w http.ResponseWriter, rec *Record, rst bool) {
 	c.Close()
 }
 
-// hold keeps the client's connection open and unanswered until the client
-// closes it, the proxy closes or MaxHold passes.
-func (p *Proxy) hold(w http.ResponseWriter, rec *Record) {
+// hold keeps the client's connection (an HTTP/2 request: its stream) open
+// and unanswered until the client gives up, the proxy closes or MaxHold
+// passes.
+func (p *Proxy) hold(w http.ResponseWriter, r *http.Request, rec *Record) {
+	if r.ProtoMajor >= 2 {
+		t := time.NewTimer(p.maxHold)
+		defer t.Stop()
+		select {
+		case <-r.Context().Done():
+		case <-p.done:
+		case <-t.C:
+		}
+		rec.abort = true
+		return
+	}
 	c, err := hijack(w)
 	if err != nil {
 		rec.Error = err.Error()

@@ -41,6 +41,7 @@ type Record struct {
 	Error string `json:"error,omitempty"`
 
 	forwarded bool // the upstream answered, traced or not
+	abort     bool // reset the HTTP/2 stream once recorded
 }
 
 // Forwarded reports whether the request was written to the upstream.

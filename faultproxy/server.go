@@ -42,6 +42,11 @@ func Listen(p *Proxy, addr string, allowRemote bool) (*Server, error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
+	if p.h2c {
+		s.srv.Protocols = new(http.Protocols)
+		s.srv.Protocols.SetHTTP1(true)
+		s.srv.Protocols.SetUnencryptedHTTP2(true)
+	}
 	go func() {
 		err := s.srv.Serve(l)
 		if errors.Is(err, http.ErrServerClosed) {

@@ -41,6 +41,7 @@ type proxyCommand struct {
 	keyHeader string
 	maxHold   time.Duration
 	remote    bool
+	h2c       bool
 }
 
 func (c *proxyCommand) flags(fs *pflag.FlagSet) {
@@ -53,6 +54,7 @@ func (c *proxyCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.logPath, "log", "", "write one JSON line per request to `FILE` (renamed into place when the proxy stops), or - for stdout")
 	fs.StringVar(&c.keyHeader, "key-header", "Idempotency-Key", "the idempotency key `header` the records name")
 	fs.DurationVar(&c.maxHold, "max-hold", faultproxy.DefaultMaxHold, "longest a blackhole or a held drop keeps a connection")
+	fs.BoolVar(&c.h2c, "h2c", false, "also accept HTTP/2 without TLS (gRPC's prior knowledge), forwarded over h2c; its drops and resets reset the stream")
 	fs.BoolVar(&c.remote, "allow-remote", false, "allow a listen address off the loopback interface")
 }
 
@@ -110,7 +112,7 @@ func (c *proxyCommand) run(ctx context.Context, args []string, w io.Writer) (err
 		return err
 	}
 	defer func() { err = errors.Join(err, lg.close(w)) }()
-	p, err := faultproxy.New(faultproxy.Config{Upstream: c.upstream, Faults: pf.Faults, Seed: pf.Seed, Log: lg.w, KeyHeader: c.keyHeader, MaxHold: c.maxHold})
+	p, err := faultproxy.New(faultproxy.Config{Upstream: c.upstream, Faults: pf.Faults, Seed: pf.Seed, Log: lg.w, KeyHeader: c.keyHeader, MaxHold: c.maxHold, H2C: c.h2c})
 	if err != nil {
 		return &exitError{exitUsage, err}
 	}
