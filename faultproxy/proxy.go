@@ -207,11 +207,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, d *Decision, rec *
 		return
 	}
 	switch d.Fault {
-	case ResetBefore:
-		p.drop(w, r, rec, true)
-		return
-	case Blackhole:
-		p.hold(w, r, rec)
+	case ResetBefore, Blackhole:
+		p.withhold(w, r, d, rec)
 		return
 	case Error:
 		if d.RetryAfter > 0 {
@@ -244,16 +241,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, d *Decision, rec *
 		rec.Error = "client gone before the answer was delivered"
 		return
 	}
-	switch d.Fault {
-	case ResetAfter:
-		p.drop(w, r, rec, true)
-		return
-	case DropResponse:
-		if d.Drop == topology.DropHold {
-			p.hold(w, r, rec)
-		} else {
-			p.drop(w, r, rec, false)
-		}
+	if d.Fault == ResetAfter || d.Fault == DropResponse {
+		p.withhold(w, r, d, rec)
 		return
 	}
 	p.reply(w, resp, body)
@@ -424,6 +413,17 @@ func hijack(w http.ResponseWriter) (net.Conn, error) {
 	}
 	c, _, err := hj.Hijack()
 	return c, err
+}
+
+// withhold does not answer r, as d's fault says: a reset, a close, or a
+// hold until the client gives up.
+func (p *Proxy) withhold(w http.ResponseWriter, r *http.Request, d *Decision, rec *Record) {
+	switch {
+	case d.Fault == Blackhole || d.Fault == DropResponse && d.Drop == topology.DropHold:
+		p.hold(w, r, rec)
+	default:
+		p.drop(w, r, rec, d.Fault != DropResponse)
+	}
 }
 
 // drop takes over the client's connection and closes it, with a TCP RST
