@@ -425,7 +425,13 @@ func TestFaults(t *testing.T) {
 			var mu sync.Mutex
 			px := startProxy(t, Config{Upstream: up.URL, Faults: []topology.ProxyFault{tc.fault},
 				OnRecord: func(r Record) { mu.Lock(); recs = append(recs, r); mu.Unlock() }})
-			client := &http.Client{Timeout: 300 * time.Millisecond, Transport: &http.Transport{}}
+			// The client gives up after 300ms where that is the point (a
+			// hold); elsewhere a loaded machine must not fail the test.
+			timeout := 5 * time.Second
+			if tc.timeout {
+				timeout = 300 * time.Millisecond
+			}
+			client := &http.Client{Timeout: timeout, Transport: &http.Transport{}}
 			defer client.CloseIdleConnections()
 			req, _ := http.NewRequest("POST", px.URL+"/orders", strings.NewReader("{}"))
 			req.Header.Set("X-Stormsim-Request-Id", "a")
