@@ -124,8 +124,10 @@ func TestAmplification(t *testing.T) {
 		if c.Verdict != tc.want || len(c.Steps) != 2 {
 			t.Fatalf("%d attempts: %s (%s), steps %+v; want %s", tc.attempts, c.Verdict, c.Why, c.Steps, tc.want)
 		}
-		if a := c.Steps[0].Amplification; a < 0.99 || a > 1.01 {
-			t.Errorf("%d attempts: without added latency %.2f attempts per intent, want 1", tc.attempts, a)
+		// Without added latency an answer takes far less than the 150ms
+		// timeout; a loaded machine may make a few retries all the same.
+		if a := c.Steps[0].Amplification; a < 0.99 || a > 1.25 {
+			t.Errorf("%d attempts: without added latency %.2f attempts per intent, want about 1", tc.attempts, a)
 		}
 		if a := c.Steps[1].Amplification; a < float64(tc.attempts)-0.3 {
 			t.Errorf("%d attempts: at +300ms against a 150ms timeout %.2f attempts per intent, want about %d", tc.attempts, a, tc.attempts)
