@@ -49,7 +49,7 @@ func (c *proxyCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:0", "the proxy's `host:port` (port 0: any free port)")
 	fs.StringVar(&c.metrics, "metrics-listen", "", "serve the proxy's Prometheus /metrics at `host:port` (default: next to the proxy on a free port)")
 	fs.StringVar(&c.faults, "faults", "", "read the seed and faults from `FILE` (YAML: seed, faults: [{at, for, method, path, drop_response, drop, reset_before, reset_after, error_rate, retry_after, blackhole, latency_add, latency_reply}])")
-	fs.StringArrayVar(&c.inline, "fault", nil, "add one fault written as a YAML mapping, e.g. '{drop_response: 0.3, drop: hold}' (repeatable; after --faults')")
+	fs.StringArrayVar(&c.inline, "fault", nil, "add one fault, a `YAML` mapping such as '{drop_response: 0.3, drop: hold}' (repeatable; after those of --faults)")
 	fs.Uint64Var(&c.seed, "seed", 0, "seed of the per-request draws (default: the faults file's, else 1)")
 	fs.StringVar(&c.logPath, "log", "", "write one JSON line per request to `FILE` (renamed into place when the proxy stops), or - for stdout")
 	fs.StringVar(&c.keyHeader, "key-header", "Idempotency-Key", "the idempotency key `header` the records name")
