@@ -173,6 +173,16 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 	case reflect.Struct:
 		d.decodeStruct(n, v, path, depth)
 	case reflect.Slice:
+		if n.Kind == yaml.ScalarNode {
+			// A list type with a one-word spelling (checks: all) reads
+			// its scalar itself.
+			if u, ok := v.Addr().Interface().(encoding.TextUnmarshaler); ok {
+				if err := u.UnmarshalText([]byte(n.Value)); err != nil {
+					d.add(n, path, "%s", explain(err))
+				}
+				return
+			}
+		}
 		if n.Kind != yaml.SequenceNode {
 			d.add(n, path, "expected a list, got %s", kindName(n))
 			return
@@ -182,6 +192,8 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 			d.decode(c, s.Index(i), fmt.Sprintf("%s[%d]", path, i), depth+1)
 		}
 		v.Set(s)
+	case reflect.Map:
+		d.decodeMap(n, v, path, depth)
 	default:
 		if n.Kind != yaml.ScalarNode {
 			d.add(n, path, "expected a single value, got %s", kindName(n))
@@ -249,6 +261,38 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string, depth
 		seen[key] = true
 		d.decode(vn, v.FieldByIndex(f), kp, depth+1)
 	}
+}
+
+// decodeMap decodes a mapping of free keys (a request's headers) into a
+// map with string keys: each key once, each value decoded as the map's
+// element type. The key's path is written path.key.
+func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string, depth int) {
+	if n.Kind != yaml.MappingNode {
+		d.add(n, path, "expected a mapping, got %s", kindName(n))
+		return
+	}
+	if v.Type().Key().Kind() != reflect.String {
+		d.add(n, path, "cannot hold a mapping of Go type %v", v.Type())
+		return
+	}
+	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn, vn := resolve(n.Content[i]), n.Content[i+1]
+		if kn.Kind != yaml.ScalarNode {
+			d.add(kn, path, "expected a key, got %s", kindName(kn))
+			continue
+		}
+		kp := joinPath(path, Shorten(kn.Value))
+		key := reflect.ValueOf(kn.Value).Convert(v.Type().Key())
+		if m.MapIndex(key).IsValid() {
+			d.add(kn, kp, "duplicate key")
+			continue
+		}
+		e := reflect.New(v.Type().Elem()).Elem()
+		d.decode(vn, e, kp, depth+1)
+		m.SetMapIndex(key, e)
+	}
+	v.Set(m)
 }
 
 // setScalar parses s into v according to v's Go type.

@@ -62,6 +62,8 @@ const (
 	exitUsage       = 2
 	exitDiverged    = 3 // the simulated system ran away and the run was stopped
 	exitSLO         = 4 // the run completed and breached its --slo
+	exitViolated    = 5 // stormsim audit: a check was violated
+	exitTarget      = 6 // stormsim audit: a target did not answer, or a check could not finish
 	exitInterrupted = 130
 )
 
