@@ -19,7 +19,7 @@ test:
 # throwaway cluster on a free loopback port, removed afterwards (installs
 # Debian's postgresql when missing and run as root).
 test-postgres:
-	examples/orders/with-postgres.sh $(GO) test -count=1 ./examples/orders/...
+	examples/orders/with-postgres.sh $(GO) test -count=1 ./examples/orders/... ./audit/...
 
 # A quick subset for the edit-compile loop.
 test-short:

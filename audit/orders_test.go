@@ -23,21 +23,67 @@ import (
 func startOrders(t *testing.T, b orders.Bug) ([]string, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "orders.db")
-	db, err := orders.Open("sqlite://" + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	return startOrdersOn(t, b, "sqlite://"+path), path
+}
+
+// startOrdersOn starts two instances of the reference orders service with
+// bug b on the database dsn, each with its own connection pool as two
+// processes would have, and returns their URLs.
+func startOrdersOn(t *testing.T, b orders.Bug, dsn string) []string {
+	t.Helper()
 	// Work keeps a first request in flight long enough for a duplicate
 	// to reach the service while it is processed.
 	opts := orders.Options{Bug: b, Work: 30 * time.Millisecond}
 	var urls []string
 	for range 2 {
+		db, err := orders.Open(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
 		srv := httptest.NewServer(orders.New(db, opts))
-		t.Cleanup(srv.Close)
+		t.Cleanup(func() { srv.Close(); db.Close() })
 		urls = append(urls, srv.URL)
 	}
-	return urls, path
+	return urls
+}
+
+// TestAuditOrdersPostgres runs the audit against the reference service on
+// PostgreSQL, with the SQL oracle querying the same database: the correct
+// service holds, and per-instance memory dedup violates lost-reply.
+// make test-postgres starts a throwaway PostgreSQL and sets the DSN (CI
+// runs it); the audit's keys carry a per-run nonce, so a shared database
+// is fine.
+func TestAuditOrdersPostgres(t *testing.T) {
+	dsn := os.Getenv("STORMSIM_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("STORMSIM_POSTGRES_DSN not set: make test-postgres runs this against a throwaway PostgreSQL")
+	}
+	effects := "sql: {db: '" + dsn + "', query: 'SELECT count(*) FROM orders WHERE tenant = :tenant AND idem_key = :key'}"
+	for _, tc := range []struct {
+		name     string
+		bug      orders.Bug
+		violated []string
+	}{
+		{"correct", orders.BugNone, nil},
+		{"memory-dedup", orders.BugMemoryDedup, []string{topology.CheckLostReply, topology.CheckConcurrentFirst}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := exampleSpec(t, startOrdersOn(t, tc.bug, dsn), effects, "[lost-reply, concurrent-first, key-scope]")
+			rep, err := audit.Run(context.Background(), audit.Options{Spec: s})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range rep.Checks {
+				want := audit.Held
+				if slices.Contains(tc.violated, c.Name) {
+					want = audit.Violated
+				}
+				if c.Verdict != want {
+					t.Errorf("%s: %s (%s), want %s", c.Name, c.Verdict, c.Why, want)
+				}
+			}
+		})
+	}
 }
 
 // exampleSpec is examples/orders/audit.yaml with the targets replaced,
