@@ -495,3 +495,33 @@ func runSim(t *testing.T, sc *topology.Scenario) metrics.Summary {
 	}
 	return res.Summary
 }
+
+// TestConformanceRules: one row per rule the simulator and serve each
+// decided while wiring a scenario, where they disagreed (issue 32); each
+// is now decided once, in model.
+func TestConformanceRules(t *testing.T) {
+	rows := []struct {
+		name  string
+		check func(t *testing.T)
+	}{
+		{"a fault with several effects is labelled with all of them", func(t *testing.T) {
+			sc := parseScenario(t, `
+name: label
+seed: 1
+duration: 1s
+workload: {entry: svc, rate: 10}
+services:
+  - {name: svc, workers: 1, service_time: {dist: constant, value: 1ms}}
+faults:
+  - {service: svc, at: 100ms, for: 200ms, capacity: 0.5, latency_add: 5ms, drop_response: 0.1}
+`)
+			res, err := sim.Run(context.Background(), sc, sim.Options{})
+			require.NoError(t, err)
+			require.Equal(t, res.Faults, faultWindows(sc), "serve's fault windows, the simulator's")
+			require.Contains(t, res.Faults[0].Label, "drop 0.1", "the simulator's label misses an effect")
+		}},
+	}
+	for _, row := range rows {
+		t.Run(row.name, row.check)
+	}
+}

@@ -321,11 +321,9 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 		s.cm.ShareStore(c.First.cm)
 	}
 	s.cm.TrackCancelled(func(w *waiter) bool { return w.state == cancelled }, func(*waiter) {})
-	for _, f := range sc.Faults {
-		if f.Service == name && slices.Contains(f.ReplicasHit(svc), c.Replica) {
-			s.faults = append(s.faults, f)
-			s.edges = append(s.edges, f.At, f.At+f.For)
-		}
+	for _, f := range model.ReplicaFaults(sc, name, c.Replica) {
+		s.faults = append(s.faults, *f)
+		s.edges = append(s.edges, f.At, f.At+f.For)
 	}
 	slices.Sort(s.edges)
 	s.execs = make(map[string]uint32)

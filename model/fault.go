@@ -1,7 +1,10 @@
 package model
 
 import (
+	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/stormsim/stormsim/topology"
@@ -49,14 +52,44 @@ func (fs FaultState) Workers(workers int) int {
 	return int(math.Floor(float64(workers)*fs.Capacity + 1e-9))
 }
 
-// Active returns the faults of service whose window [At, At+For) holds
-// now, in scenario order, appended to dst.
-func Active(dst []*topology.Fault, faults []topology.Fault, service string, now time.Duration) []*topology.Fault {
-	for i := range faults {
-		f := &faults[i]
-		if f.Service == service && now >= f.At && now < f.At+f.For {
-			dst = append(dst, f)
+// ReplicaFaults returns the faults of scenario sc that hit replica rep
+// of service name (topology.Fault.ReplicasHit), in scenario order: the one
+// answer to "which faults hit replica r", which the simulator's callee,
+// consumer and publishers and serve's alike act on. A fault confined to
+// other replicas is not among them, nor are its connection resets.
+func ReplicaFaults(sc *topology.Scenario, name string, rep int) []*topology.Fault {
+	svc := sc.Service(name)
+	if svc == nil {
+		return nil
+	}
+	var fs []*topology.Fault
+	for i := range sc.Faults {
+		if f := &sc.Faults[i]; f.Service == name && slices.Contains(f.ReplicasHit(svc), rep) {
+			fs = append(fs, f)
 		}
 	}
-	return dst
+	return fs
+}
+
+// FaultLabel names the effects of fault f for plots and results (a
+// metrics.FaultWindow's label): every effect it has, joined in a fixed
+// order, "fault" when it has none of them.
+func FaultLabel(f *topology.Fault) string {
+	var parts []string
+	if f.Capacity != nil {
+		parts = append(parts, fmt.Sprintf("capacity ×%g", *f.Capacity))
+	}
+	if f.LatencyAdd > 0 {
+		parts = append(parts, fmt.Sprintf("latency +%v", f.LatencyAdd))
+	}
+	if f.ErrorRate != nil {
+		parts = append(parts, fmt.Sprintf("error rate %g", *f.ErrorRate))
+	}
+	if f.DropResponse > 0 {
+		parts = append(parts, fmt.Sprintf("drop %g", f.DropResponse))
+	}
+	if len(parts) == 0 {
+		return "fault"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/stormsim/stormsim/dist"
@@ -102,7 +101,7 @@ func (b *builder) buildAsync() error {
 		c := &consumer{svc: s, topic: cc.Topic, g: g, slow: s.cfg.SlowdownPerInflight, deadline: cc.AckDeadline,
 			keys: keys[cc.Topic]}
 		for k, rs := range s.reps {
-			c.members = append(c.members, member{faults: b.faultsOn(s.cfg, rs.rep), rng: m.stream("consumer/" + s.name + model.ReplicaTag(rs.rep))})
+			c.members = append(c.members, member{faults: model.ReplicaFaults(b.sc, s.name, rs.rep), rng: m.stream(model.ConsumerStream(s.name, rs.rep))})
 			for range cc.Concurrency {
 				c.idle = append(c.idle, k)
 			}
@@ -130,7 +129,7 @@ func (b *builder) buildAsync() error {
 			// Each replica publishes through its own outbox and loop.
 			for _, rs := range s.reps {
 				p := &publisher{c: c, outbox: pb.Via == "outbox", interval: pb.OutboxInterval, keys: pb.Keys,
-					faults: b.faultsOn(s.cfg, rs.rep), rng: m.stream(fmt.Sprintf("publish/%s/%d", s.name+model.ReplicaTag(rs.rep), j))}
+					faults: model.ReplicaFaults(b.sc, s.name, rs.rep), rng: m.stream(model.PublishStream(s.name, rs.rep, j))}
 				p.hPass = func(*Engine, any) { ar.pass(p) }
 				p.crashFn = func() bool { return ar.crash(p.rng, p.faults, model.CrashPublishMark) }
 				rs.steps[j].pub = p
@@ -141,16 +140,6 @@ func (b *builder) buildAsync() error {
 	return nil
 }
 
-// faultsOn returns the scenario's faults that hit replica rep of service s.
-func (b *builder) faultsOn(s *topology.Service, rep int) []*topology.Fault {
-	var fs []*topology.Fault
-	for i := range b.sc.Faults {
-		if f := &b.sc.Faults[i]; f.Service == s.Name && slices.Contains(f.ReplicasHit(s), rep) {
-			fs = append(fs, f)
-		}
-	}
-	return fs
-}
 
 // crash draws whether a crash fault hits boundary b now; without an
 // active crash fault it draws nothing, so streams stay as they were.

@@ -236,7 +236,7 @@ func newRun(sc *topology.Scenario) *run {
 		maxInflight: sc.Limits.MaxInflight, maxEvents: uint64(sc.Limits.MaxEvents),
 		lat: newLatencyCounts(), ivLat: newLatencyCounts(), lost: [2]*latencyCounts{newLatencyCounts(), newLatencyCounts()},
 	}
-	m.arrivals = m.stream("arrivals")
+	m.arrivals = m.stream(model.ArrivalsStream)
 	if m.maxInflight <= 0 {
 		m.maxInflight = DefaultMaxInflight
 	}
@@ -314,13 +314,13 @@ func (b *builder) calls() error {
 	client := b.sc.Workload.Client
 	client.To = b.sc.Workload.Entry
 	var err error
-	if b.m.client, err = b.edge("client", "", b.sc.Workload.ZoneOf(0), &client, "workload.client"); err != nil {
+	if b.m.client, err = b.edge(model.Client, "", b.sc.Workload.ZoneOf(0), &client, "workload.client"); err != nil {
 		return err
 	}
 	if n := b.sc.Workload.Instances; n > 1 {
 		b.m.fleet = append(make([]*edge, 0, n), b.m.client)
 		for k := 1; k < n; k++ {
-			e, err := b.edge("client", model.InstanceTag(k), b.sc.Workload.ZoneOf(k), &client, "workload.client")
+			e, err := b.edge(model.Client, model.InstanceTag(k), b.sc.Workload.ZoneOf(k), &client, "workload.client")
 			if err != nil {
 				return err
 			}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -466,31 +466,12 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 		sum.Diverged = d
 	}
 	for _, f := range sc.Faults {
-		res.Faults = append(res.Faults, metrics.FaultWindow{Service: f.Service, At: f.At, For: f.For, Label: faultLabel(&f)})
+		res.Faults = append(res.Faults, metrics.FaultWindow{Service: f.Service, At: f.At, For: f.For, Label: model.FaultLabel(&f)})
 	}
 	res.Summary = sum
 	return res
 }
 
-func faultLabel(f *topology.Fault) string {
-	var parts []string
-	if f.Capacity != nil {
-		parts = append(parts, fmt.Sprintf("capacity ×%g", *f.Capacity))
-	}
-	if f.LatencyAdd > 0 {
-		parts = append(parts, fmt.Sprintf("latency +%v", f.LatencyAdd))
-	}
-	if f.ErrorRate != nil {
-		parts = append(parts, fmt.Sprintf("error rate %g", *f.ErrorRate))
-	}
-	if f.DropResponse > 0 {
-		parts = append(parts, fmt.Sprintf("drop %g", f.DropResponse))
-	}
-	if len(parts) == 0 {
-		return "fault"
-	}
-	return strings.Join(parts, ", ")
-}
 
 // ivPending reports whether the current interval has counted anything not
 // yet written to a row.
