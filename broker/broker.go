@@ -135,7 +135,6 @@ func Keys(sc *topology.Scenario) map[string]int {
 	return keys
 }
 
-
 // Walk publishes n intents of topic as sc's producer does and consumes
 // them as its consumer does, through the JetStream server at url, and
 // returns the consumer's summary once every intent has folded (each of its

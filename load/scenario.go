@@ -246,7 +246,6 @@ func faultWindows(sc *topology.Scenario) []metrics.FaultWindow {
 	return fw
 }
 
-
 func formatID(n uint64) string { return strconv.FormatUint(n+1, 10) }
 
 // add appends v to the column of metric for entity.

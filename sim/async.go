@@ -140,7 +140,6 @@ func (b *builder) buildAsync() error {
 	return nil
 }
 
-
 // crash draws whether a crash fault hits boundary b now; without an
 // active crash fault it draws nothing, so streams stay as they were.
 func (ar *asyncRun) crash(rng *rand.Rand, faults []*topology.Fault, b model.CrashBoundary) bool {

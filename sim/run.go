@@ -472,7 +472,6 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 	return res
 }
 
-
 // ivPending reports whether the current interval has counted anything not
 // yet written to a row.
 func (m *run) ivPending() bool {
