@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -65,9 +66,8 @@ type Cluster struct {
 	grpc *grpcCluster
 	// CertPEM is the self-signed certificate of a TLS cluster.
 	CertPEM []byte
-	// Resetters close each service's connections at its reset_connections
-	// faults; resetTimers arm them.
-	Resetters   map[string]*connResetter
+	// resetTimers close a replica's connections at the reset_connections
+	// faults that hit it.
 	resetTimers []*time.Timer
 	// async is the real broker of the scenario's topics, nil without.
 	async *asyncCluster
@@ -230,14 +230,11 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 			IdleTimeout:       serverIdleTimeout,
 			MaxHeaderBytes:    maxHeaderBytes,
 		}
-		// Only a service with a reset_connections fault pays for tracking.
-		if r := newConnResetter(); hasReset(sc.Faults, s.name) {
-			if c.Resetters == nil {
-				c.Resetters = map[string]*connResetter{}
-			}
+		// Only a replica hit by a reset_connections fault pays for tracking.
+		if at := model.ResetTimes(model.ReplicaFaults(sc, s.name, s.rep)); len(at) > 0 {
+			r := newConnResetter()
 			r.install(srv)
-			c.Resetters[s.name] = r
-			c.resetTimers = append(c.resetTimers, scheduleResets(r, sc.Faults, s.name, opt.Epoch)...)
+			c.resetTimers = append(c.resetTimers, scheduleResets(r, at, opt.Epoch)...)
 		}
 		done := make(chan struct{})
 		c.servers = append(c.servers, srv)

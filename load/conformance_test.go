@@ -3,9 +3,11 @@ package load
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"slices"
 	"strings"
 	"sync"
@@ -480,6 +482,87 @@ services:
 			if err == nil || !strings.Contains(err.Error(), "wait_for") {
 				t.Errorf("got %v, want an error naming wait_for", err)
 			}
+		}},
+		{"pool.size bounds the connections to each replica", func(t *testing.T) {
+			// Two replicas, a pool of one connection, calls that hold it
+			// 50 ms arriving every 20 ms, spread round robin: each replica
+			// gets one every 40 ms, slower than its one connection frees
+			// (50 ms), so the calls wait; with one connection per edge they
+			// would wait for both. net/http's MaxConnsPerHost, serve's
+			// bound, is per replica (host) too.
+			sc := parseScenario(t, `
+name: pool
+seed: 1
+duration: 2s
+workload:
+  entry: svc
+  arrival: constant
+  rate: 50
+  client: {balance: round_robin, pool: {size: 1}}
+services:
+  - {name: svc, replicas: 2, workers: 4, service_time: {dist: constant, value: 30ms}}
+`)
+			p := runSim(t, sc).Edges[0].Pool
+			require.NotNil(t, p)
+			require.Zero(t, p.Waited, "a call waited for a connection to another replica")
+			require.Equal(t, int64(2), p.Handshakes, "one connection to each replica")
+			cl := &Cluster{CertPEM: nil}
+			client, conns := clientFor(cl, sc.Workload.Client.Pool, 8)
+			require.Equal(t, 1, conns)
+			require.Equal(t, 1, client.Transport.(*http.Transport).MaxConnsPerHost, "serve's bound per replica")
+		}},
+		{"reset_connections on one replica resets that replica's connections only", func(t *testing.T) {
+			yaml := func(replica int) string {
+				return fmt.Sprintf(`
+name: reset
+seed: 1
+duration: 1s
+workload:
+  entry: svc
+  arrival: constant
+  rate: 200
+  client: {balance: round_robin, pool: {size: 2}}
+services:
+  - {name: svc, replicas: 2, workers: 8, service_time: {dist: constant, value: 1ms}}
+faults:
+  - {service: svc, replica: %d, at: 500ms, for: 100ms, reset_connections: true}
+`, replica)
+			}
+			// The simulator: the edge keeps one connection open to each
+			// replica (calls are 5 ms apart, each 1 ms); the reset closes
+			// the hit replica's, whichever it is.
+			for _, r := range []int{0, 1} {
+				p := runSim(t, parseScenario(t, yaml(r))).Edges[0].Pool
+				require.Equal(t, int64(1), p.Resets, "simulator, fault on replica %d", r)
+			}
+			// Serve: a keep-alive connection to each replica, then the
+			// fault on replica 1: only replica 1's is closed.
+			sc := parseScenario(t, yaml(1))
+			sc.Faults[0].At = 150 * time.Millisecond
+			cl, err := StartCluster(sc, ClusterOptions{Epoch: time.Now()})
+			require.NoError(t, err)
+			defer cl.Close(context.Background())
+			tr := &http.Transport{}
+			defer tr.CloseIdleConnections()
+			reused := func(url string) bool {
+				var got bool
+				trace := &httptrace.ClientTrace{GotConn: func(ci httptrace.GotConnInfo) { got = ci.Reused }}
+				req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, url, nil)
+				require.NoError(t, err)
+				resp, err := tr.RoundTrip(req)
+				require.NoError(t, err)
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				return got
+			}
+			urls := cl.ReplicaURLs["svc"]
+			require.Len(t, urls, 2)
+			for _, u := range urls {
+				reused(u)
+			}
+			time.Sleep(300 * time.Millisecond) // a real socket waits past the fault
+			require.True(t, reused(urls[0]), "replica 0's connection was reset by a fault on replica 1")
+			require.False(t, reused(urls[1]), "replica 1's connection survived its reset")
 		}},
 	}
 	for _, row := range rows {

@@ -71,6 +71,20 @@ func ReplicaFaults(sc *topology.Scenario, name string, rep int) []*topology.Faul
 	return fs
 }
 
+// ResetTimes returns when the faults fs close every connection to the
+// replica they hit (reset_connections, a deploy): at each such fault's
+// start, in fs's order. fs are one replica's (ReplicaFaults): a reset
+// closes the connections to the replicas its fault hits, no others.
+func ResetTimes(fs []*topology.Fault) []time.Duration {
+	var at []time.Duration
+	for _, f := range fs {
+		if f.ResetConnections {
+			at = append(at, f.At)
+		}
+	}
+	return at
+}
+
 // FaultLabel names the effects of fault f for plots and results (a
 // metrics.FaultWindow's label): every effect it has, joined in a fixed
 // order, "fault" when it has none of them.

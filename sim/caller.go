@@ -167,8 +167,8 @@ func (m *run) send(cr *callRun, k int, timeout time.Duration) {
 		m.notSent(a)
 		return
 	}
-	if e.pool != nil {
-		e.pool.acquire(a)
+	if e.pools != nil {
+		e.pools[a.svc.rep].acquire(a)
 		return
 	}
 	if e.hasNet {

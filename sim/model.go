@@ -183,7 +183,11 @@ type edge struct {
 	// per-attempt timers: the edge's timeout, and those cut short by a
 	// deadline; and its calls' wake-ups (hedges, backoffs)
 	tmoLane, dlLane, wakeLane Lane
-	pool                      *connPool // nil: attempts are sent at once
+	// pools holds the edge's connection pool to each replica of the
+	// callee, by replica (nil: attempts are sent at once): pool.size bounds
+	// the connections to each replica, as an HTTP client's per-host pool
+	// does, and a reset_connections fault on replica r closes pools[r]'s.
+	pools []*connPool
 }
 
 // step is one entry of a service's calls: members run at once, and the step
@@ -222,7 +226,7 @@ func build(sc *topology.Scenario) (*run, error) {
 			return nil, fmt.Errorf("%s: %w", src, err)
 		}
 	}
-	m.clientDirect = plainEdge(m.client.pe) && m.client.bal == nil && !m.client.hasX && m.client.pool == nil
+	m.clientDirect = plainEdge(m.client.pe) && m.client.bal == nil && !m.client.hasX && m.client.pools == nil
 	m.directTimed = m.client.pe.Timeout > 0 || m.deadline > 0
 	m.direct.slots = []*attempt{nil}
 	return m, nil
@@ -405,8 +409,12 @@ func (b *builder) edge(from, tag, zone string, c *topology.Call, field string) (
 	}
 	e.out = idx
 	if c.Pool != nil {
-		if e.pool, err = newConnPool(b.m, e, c.Pool, field); err != nil {
-			return nil, err
+		for range callee.reps {
+			p, err := newConnPool(b.m, e, c.Pool, field)
+			if err != nil {
+				return nil, err
+			}
+			e.pools = append(e.pools, p)
 		}
 	}
 	b.m.edges = append(b.m.edges, e)

@@ -451,8 +451,8 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 				opens = e.pe.Breaker.Opens()
 			}
 			es.Add(metrics.EdgeSummaryOf(o.from, o.to, e.pe.Stats, opens))
-			if e.pool != nil {
-				es.AddPool(e.pool.sum)
+			for _, p := range e.pools {
+				es.AddPool(p.sum)
 			}
 		}
 		es.Ejections = o.ejections()
