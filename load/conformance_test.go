@@ -483,6 +483,28 @@ services:
 				t.Errorf("got %v, want an error naming wait_for", err)
 			}
 		}},
+		{"a replayed answer draws drop_response as any answer after work", func(t *testing.T) {
+			// A write executes at 0 and its reply is lost; its retry at
+			// 500 ms is answered from the store (a replay), and that reply
+			// is lost too, as in the simulator, where an answer the store
+			// gave is an answer after work.
+			yaml := one("    service_time: {dist: constant, value: 1ms}\n", "faults:\n  - {service: svc, at: 0s, for: 1s, drop_response: 1}\n", 1, "1s")
+			yaml = strings.Replace(yaml, "  rate: 1\n", "  rate: 1\n  write_fraction: 1\n  idempotency_keys: true\n", 1)
+			sc := parseScenario(t, yaml)
+			post := func(i int) *http.Request {
+				r := httptest.NewRequest(http.MethodPost, "/svc", strings.NewReader("x"))
+				r.Header.Set(HeaderRequestID, "1")
+				r.Header.Set(HeaderWrite, "1")
+				r.Header.Set(HeaderIdempotencyKey, "k")
+				return r
+			}
+			s := newScripted(t, sc, "svc")
+			s.run([]time.Duration{0, 500 * time.Millisecond}, post)
+			st := s.svc.Stats()
+			require.Equal(t, int64(1), st.Replays, "the retry is a replay")
+			require.Equal(t, int64(2), st.All.Dropped, "replies lost: the execution's and the replay's")
+			require.Equal(t, int64(2), st.All.Succeeded, "both answered OK after work")
+		}},
 		{"pool.size bounds the connections to each replica", func(t *testing.T) {
 			// Two replicas, a pool of one connection, calls that hold it
 			// 50 ms arriving every 20 ms, spread round robin: each replica

@@ -781,7 +781,7 @@ func (s *Service) serveWork(ctx context.Context, r *http.Request, rp *reply, a a
 	ans := s.cm.PresetAnswer()
 	s.mu.Unlock()
 	if preset {
-		s.answerPreset(rp, wt, start, ans)
+		s.answerPreset(r, rp, wt, start, ans)
 		return
 	}
 	end := start + service
@@ -805,29 +805,37 @@ func (s *Service) serveWork(ctx context.Context, r *http.Request, rp *reply, a a
 	s.freeSlot(wt, end+spent)
 	s.cm.Release()
 	s.dispatchLocked(now)
-	gone := r.Context().Err() != nil
-	dropped := !gone && s.cm.Dropped()
+	fate := s.cm.Reply(true, r.Context().Err() != nil)
 	s.mu.Unlock()
 	if executed {
 		s.executed(a.id)
 	}
-	rp.worked(o)
-	switch {
-	case gone:
+	s.answerWorked(r, rp, fate, model.Answer{Outcome: o})
+}
+
+// answerWorked sends, or withholds, the answer ans to an attempt that did
+// its work (or was answered by the idempotency store), by its fate
+// (model.Callee.Reply): delivered, wasted on a caller gone, or lost.
+func (s *Service) answerWorked(r *http.Request, rp *reply, fate model.Fate, ans model.Answer) {
+	rp.worked(ans.Outcome)
+	switch fate {
+	case model.Wasted:
 		rp.add(cTimedOut, cWasted)
-		rp.record(o)
-	case dropped:
+		rp.record(ans.Outcome)
+	case model.Lost:
 		// The reply is lost: the caller hears nothing until it gives up.
 		rp.add(cDropped, cTimedOut)
-		rp.record(o)
+		rp.record(ans.Outcome)
 		select {
 		case <-r.Context().Done():
 		case <-s.stop.Done():
 		}
-	case o == policies.OK:
-		rp.send(http.StatusOK, model.Answer{Outcome: o})
-	default:
-		rp.send(statusOf(o), model.Answer{Outcome: o})
+	case model.Delivered:
+		if ans.Outcome == policies.OK {
+			rp.send(http.StatusOK, ans)
+			return
+		}
+		rp.send(statusOf(ans.Outcome), ans)
 	}
 }
 
@@ -857,13 +865,14 @@ func (s *Service) afterWork(ctx context.Context, a attemptInfo) (o policies.Outc
 // answerPreset answers with the idempotency store's decision: a replay,
 // in progress, a conflict, store full or key expired. The attempt held its
 // worker for no time.
-func (s *Service) answerPreset(rp *reply, wt *waiter, start time.Duration, ans model.Answer) {
+func (s *Service) answerPreset(r *http.Request, rp *reply, wt *waiter, start time.Duration, ans model.Answer) {
 	s.mu.Lock()
 	now := s.clock()
 	s.cm.Finish(now, ans.Outcome, false, false, "", 0)
 	s.freeSlot(wt, start)
 	s.cm.Release()
 	s.dispatchLocked(now)
+	fate := s.cm.Reply(true, r.Context().Err() != nil)
 	s.mu.Unlock()
 	switch ans.Outcome {
 	case policies.OK:
@@ -873,12 +882,7 @@ func (s *Service) answerPreset(rp *reply, wt *waiter, start time.Duration, ans m
 	case policies.Conflict, policies.Error:
 		s.conflict.Add(1)
 	}
-	rp.worked(ans.Outcome)
-	if ans.Outcome == policies.OK {
-		rp.send(http.StatusOK, ans)
-		return
-	}
-	rp.send(statusOf(ans.Outcome), ans)
+	s.answerWorked(r, rp, fate, ans)
 }
 
 // statusOf is the HTTP status a service answers a failure class with.

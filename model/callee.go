@@ -55,8 +55,8 @@ type Answer struct {
 //	work done  WorkDone -> injected error, or the downstream steps
 //	steps done DownstreamFailure maps a failed step to the answer
 //	answer     Finish records the execution, settles the key, frees the
-//	           worker; Dropped decides whether the reply is lost; Next hands
-//	           out the queued attempts now allowed to start
+//	           worker; Reply decides the answer's fate (delivered, wasted,
+//	           lost); Next hands out the queued attempts now allowed to start
 //
 // A Callee is not safe for concurrent use: serve holds a mutex around it.
 type Callee[T any] struct {
@@ -497,16 +497,67 @@ func (c *callee) settle(now time.Duration, key string, fence uint64, ok bool) {
 // Release frees a worker.
 func (c *callee) Release() { c.busy-- }
 
-// Dropped decides whether the reply of an attempt that did its work is
-// lost (drop_response faults).
-func (c *callee) Dropped() bool {
-	return c.fs.Drop > 0 && c.drawDrop()
+// Fate is what becomes of a callee's answer to an attempt (Reply).
+type Fate uint8
+
+const (
+	// Delivered: the answer goes back to the caller.
+	Delivered Fate = iota
+	// Gone: the caller stopped waiting before an answer without work (a
+	// rejection): nobody hears it, and nothing was wasted.
+	Gone
+	// Wasted: the caller stopped waiting before an answer after work:
+	// the work was done for nobody.
+	Wasted
+	// Lost: a drop_response fault lost the reply of an answer after work;
+	// the caller hears nothing and times out.
+	Lost
+)
+
+// String names the fate.
+func (f Fate) String() string {
+	switch f {
+	case Delivered:
+		return "delivered"
+	case Gone:
+		return "gone"
+	case Wasted:
+		return "wasted"
+	case Lost:
+		return "lost"
+	}
+	return fmt.Sprintf("Fate(%d)", uint8(f))
 }
 
-// drawDrop is kept out of line so that Dropped, which rarely draws, inlines.
+// Reply decides the fate of the answer to an attempt: worked says it is
+// an answer after work, which an answer the idempotency store gave (a
+// replay, in progress, a conflict) is too — the attempt held a worker and
+// was answered by the service, so its reply may be lost and it may be
+// wasted like any other; gone says the caller stopped waiting. A lost
+// reply is drawn only for an answer after work that someone waits for.
+func (c *callee) Reply(worked, gone bool) Fate {
+	if !gone {
+		if worked && c.fs.Drop > 0 {
+			return c.drawLost()
+		}
+		return Delivered // no draw: the common case, inlined
+	}
+	if worked {
+		return Wasted
+	}
+	return Gone
+}
+
+// drawLost draws whether a drop_response fault loses a reply, out of line
+// so that Reply inlines.
 //
 //go:noinline
-func (c *callee) drawDrop() bool { return c.rng.Float64() < c.fs.Drop }
+func (c *callee) drawLost() Fate {
+	if c.rng.Float64() < c.fs.Drop {
+		return Lost
+	}
+	return Delivered
+}
 
 // CancelQueued records at now that a queued attempt's caller went away: it
 // leaves the queue (lazily) and is no longer in flight.

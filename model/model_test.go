@@ -363,3 +363,28 @@ func TestCalleeEnqueueMatchesArrive(t *testing.T) {
 		})
 	}
 }
+
+// TestCalleeReply: the fate of an answer. Under drop_response 1 every
+// answer after work someone waits for is lost — a stored answer too, which
+// is an answer after work — and nothing is drawn for a rejection or a
+// caller gone.
+func TestCalleeReply(t *testing.T) {
+	c := service(t, topology.Service{Workers: 1}, false, false)
+	if got := c.Reply(true, false); got != Delivered {
+		t.Errorf("no fault: %v, want delivered", got)
+	}
+	c.SetFaults(0, []*topology.Fault{{Service: "s", For: time.Second, DropResponse: 1}})
+	for _, tc := range []struct {
+		worked, gone bool
+		want         Fate
+	}{
+		{true, false, Lost},
+		{false, false, Delivered},
+		{true, true, Wasted},
+		{false, true, Gone},
+	} {
+		if got := c.Reply(tc.worked, tc.gone); got != tc.want {
+			t.Errorf("Reply(worked %v, gone %v) = %v, want %v", tc.worked, tc.gone, got, tc.want)
+		}
+	}
+}

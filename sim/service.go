@@ -387,14 +387,17 @@ func (m *run) answer(a *attempt, o policies.Outcome, ra time.Duration, dr bool, 
 			m.dispatch(s)
 		}
 	}
-	switch {
-	case a.caller == nil:
-		if worked && a.counted {
+	switch s.cm.Reply(worked, a.caller == nil) {
+	case model.Wasted:
+		if a.counted {
 			s.c.wasted++
 		}
 		m.releaseServer(a)
 		return
-	case worked && s.cm.Dropped():
+	case model.Gone:
+		m.releaseServer(a)
+		return
+	case model.Lost:
 		m.countTimedOut(a)
 		m.releaseServer(a)
 		return
