@@ -157,7 +157,6 @@ func (s *Service) wireAsync(sc *topology.Scenario, topics map[string]*broker.Top
 		return fmt.Errorf("load: %s: the scenario has topics: run the services with StartCluster, which connects them to a NATS JetStream", s.name)
 	}
 	faults := model.ReplicaFaults(sc, s.name, s.rep)
-	s.warmup = sc.Warmup
 	for j := range svc.Calls {
 		pb := svc.Calls[j].Publish
 		if pb == nil {

@@ -505,6 +505,47 @@ services:
 			require.Equal(t, int64(2), st.All.Dropped, "replies lost: the execution's and the replay's")
 			require.Equal(t, int64(2), st.All.Succeeded, "both answered OK after work")
 		}},
+		{"utilization and queue figures count from the warm-up on", func(t *testing.T) {
+			// Five arrivals 10 ms apart into one worker of 50 ms build a
+			// queue before the warm-up (1 s); after it, one arrival works
+			// 50 ms alone. Both modes measure [warm-up, end): 50 ms busy,
+			// no queue.
+			sc := parseScenario(t, `
+name: warm
+seed: 1
+duration: 2s
+warmup: 1s
+workload:
+  entry: svc
+  arrival: constant
+  rate: 100
+  schedule: [{at: 40ms, rate: 1}]
+  client: {timeout: 10s, retry: {max_attempts: 1}}
+services:
+  - {name: svc, workers: 1, service_time: {dist: constant, value: 50ms}}
+`)
+			res, err := sim.Run(context.Background(), sc, sim.Options{})
+			require.NoError(t, err)
+			simS := res.Summary.Services[0]
+			span := res.Summary.SimTimeS - sc.Warmup.Seconds()
+			require.InDelta(t, 0.05, simS.Utilization*span, 1e-9, "the simulator's busy seconds after the warm-up")
+			var arr []time.Duration
+			p := scenarioArrivals(sc)
+			for n := uint64(0); ; n++ {
+				at, ok := p.At(n)
+				if !ok {
+					break
+				}
+				arr = append(arr, at)
+			}
+			require.Len(t, arr, 6)
+			s := newScripted(t, sc, "svc")
+			s.run(arr, get)
+			st := s.svc.Stats()
+			require.Equal(t, simS.QueueMax, st.QueueMax, "queue max: serve, simulator")
+			require.InDelta(t, simS.Utilization*span, st.BusyS, 1e-9, "busy seconds after the warm-up: serve, simulator")
+			require.InDelta(t, simS.QueueMean*span, st.QueueS, 1e-9, "queue seconds after the warm-up: serve, simulator")
+		}},
 		{"pool.size bounds the connections to each replica", func(t *testing.T) {
 			// Two replicas, a pool of one connection, calls that hold it
 			// 50 ms arriving every 20 ms, spread round robin: each replica

@@ -109,10 +109,13 @@ type Stats struct {
 	Busy     int   `json:"busy"`
 	Queue    int   `json:"queue"`
 	QueueMax int64 `json:"queue_max"`
-	// BusyS and QueueS integrate busy workers and queue length over time
-	// (worker-seconds, request-seconds): utilization and mean queue follow.
-	BusyS  float64 `json:"busy_s"`
-	QueueS float64 `json:"queue_s"`
+	// BusyS and QueueS integrate busy workers and queue length over the
+	// measured window, MeasuredS long: from the scenario's warm-up to now
+	// (worker-seconds, request-seconds); utilization and mean queue
+	// follow. QueueMax is the longest queue in it.
+	BusyS     float64 `json:"busy_s"`
+	QueueS    float64 `json:"queue_s"`
+	MeasuredS float64 `json:"measured_s"`
 	// The idempotency ledger: side-effect executions of write requests, the
 	// duplicates among them (executions beyond the first per request), and
 	// the store's decisions.
@@ -180,11 +183,13 @@ type Service struct {
 	rep    int
 	ledger *Service
 	// faults of this service, and the instants their set changes
-	faults    []topology.Fault
-	edges     []time.Duration
-	nextEdge  int
-	active    []*topology.Fault
-	queueMax  int64
+	faults   []topology.Fault
+	edges    []time.Duration
+	nextEdge int
+	active   []*topology.Fault
+	// The scenario's warm-up starts the machine's measured window
+	// (StartMeasuring) once the clock reaches it; measuring says it has.
+	measuring bool
 	latency   *hdrhistogram.Histogram // attempt latency, µs (counted attempts)
 	okLatency *hdrhistogram.Histogram // of the counted attempts answered OK
 	latSumUs  int64                   // exact sum (µs) and max of latency's values
@@ -220,8 +225,9 @@ type Service struct {
 	timers  []*time.Timer
 	metrics http.Handler
 
-	// Topics (issue 23): intents committed before warmup are not
-	// counted; consumer is the service's consumer group of topic.
+	// warmup is the scenario's: intents committed before it are not
+	// counted (topics, issue 23), and the measured window starts at it.
+	// consumer is the service's consumer group of topic.
 	warmup   time.Duration
 	consumer *broker.Consumer
 	topic    *broker.Topic
@@ -321,6 +327,7 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 		s.cm.ShareStore(c.First.cm)
 	}
 	s.cm.TrackCancelled(func(w *waiter) bool { return w.state == cancelled }, func(*waiter) {})
+	s.warmup = sc.Warmup
 	for _, f := range model.ReplicaFaults(sc, name, c.Replica) {
 		s.faults = append(s.faults, *f)
 		s.edges = append(s.edges, f.At, f.At+f.For)
@@ -438,6 +445,10 @@ func (s *Service) Close() {
 // as the simulator's fault events do.
 func (s *Service) clock() time.Duration {
 	now := s.now()
+	if !s.measuring && now >= s.warmup {
+		s.cm.StartMeasuring(max(s.warmup, 0))
+		s.measuring = true
+	}
 	if s.nextEdge < len(s.edges) && now >= s.edges[s.nextEdge] {
 		for s.nextEdge < len(s.edges) && now >= s.edges[s.nextEdge] {
 			s.nextEdge++
@@ -707,7 +718,7 @@ func (s *Service) admit(rp *reply, a attemptInfo) (_ *waiter, started bool) {
 	case model.Queued:
 		// Another goroutine may grant it from here on: the caller must
 		// not read its state without the lock, so it awaits it.
-		s.queueMax = max(s.queueMax, int64(s.cm.QueueLen()))
+		s.cm.NoteQueue()
 		s.mu.Unlock()
 		return wt, false
 	}
@@ -1021,10 +1032,11 @@ func (s *Service) Executions(id string) uint32 {
 func (s *Service) Stats() Stats {
 	st := Stats{Service: s.name, Replica: s.rep, UptimeS: time.Since(s.epoch).Seconds(), All: s.all.snapshot(), Counted: s.counted.snapshot(), Workers: s.cfg.Workers}
 	s.mu.Lock()
-	s.cm.Advance(s.clock())
-	busyA, queueA := s.cm.Areas()
-	st.Busy, st.Queue, st.QueueMax = s.cm.Busy(), s.cm.QueueLen(), s.queueMax
-	st.BusyS, st.QueueS = busyA/1e9, queueA/1e9
+	now := s.clock()
+	s.cm.Advance(now)
+	busyA, queueA := s.cm.Measured()
+	st.Busy, st.Queue, st.QueueMax = s.cm.Busy(), s.cm.QueueLen(), int64(s.cm.QueueMax())
+	st.BusyS, st.QueueS, st.MeasuredS = busyA/1e9, queueA/1e9, max(now-s.warmup, 0).Seconds()
 	if n := s.latency.TotalCount(); n > 0 {
 		l := metrics.LatencyOf(s.latency).WithExact(s.latSumUs, n, s.latMax)
 		st.LatencyMs = &l

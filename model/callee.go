@@ -106,6 +106,11 @@ type callee struct {
 	// time integrals in worker·ns and item·ns since the start
 	lastT               time.Duration
 	busyArea, queueArea float64
+	// the measured window (StartMeasuring): the integrals at its start,
+	// and the longest queue since
+	measuring           bool
+	warmBusy, warmQueue float64
+	qmax                int
 }
 
 // NewCallee builds the machine of service cfg drawing from rng. commits
@@ -220,6 +225,44 @@ func (c *callee) QueueLen() int { return c.qlen }
 // Areas returns the integrals of busy workers and queue length over time
 // (worker·ns, item·ns) up to the last Advance.
 func (c *callee) Areas() (busy, queue float64) { return c.busyArea, c.queueArea }
+
+// StartMeasuring starts the measured window at at, the end of the run's
+// warm-up: utilization, mean queue and the longest queue count from there
+// on, to the end of the run (its drain included), in the simulator and in
+// serve alike. The driver calls it once, when its clock reaches the
+// warm-up (at 0 without one), before anything else happens at at.
+func (c *callee) StartMeasuring(at time.Duration) {
+	c.advance(at)
+	c.warmBusy, c.warmQueue = c.busyArea, c.queueArea
+	c.qmax = c.qlen
+	c.measuring = true
+}
+
+// NoteQueue records the queue's length, after it grew, in the longest
+// queue of the measured window.
+func (c *callee) NoteQueue() {
+	if c.measuring && c.qlen > c.qmax {
+		c.qmax = c.qlen
+	}
+}
+
+// QueueMax returns the longest queue of the measured window so far (the
+// queue's length when it started, at least).
+func (c *callee) QueueMax() int { return c.qmax }
+
+// Measured returns the integrals of busy workers and queue length over
+// the measured window (worker·ns, item·ns), up to the last Advance: zero
+// before it starts.
+func (c *callee) Measured() (busy, queue float64) {
+	if !c.measuring {
+		return 0, 0
+	}
+	return c.busyArea - c.warmBusy, c.queueArea - c.warmQueue
+}
+
+// MeasureStart returns the integrals at the start of the measured window
+// (Areas minus Measured), for a driver summing several machines' areas.
+func (c *callee) MeasureStart() (busy, queue float64) { return c.warmBusy, c.warmQueue }
 
 // Advance integrates busy workers and queue length up to now. Time only
 // moves forward: an earlier now is a no-op.

@@ -185,9 +185,7 @@ func (m *run) interrupt() {
 func (m *run) snapshotWarmup(at time.Duration) {
 	for _, sv := range m.services {
 		for _, s := range sv.reps {
-			s.cm.Advance(at)
-			s.warmBusy, s.warmQueue = s.cm.Areas()
-			s.queueMax = s.qlen()
+			s.cm.StartMeasuring(at)
 		}
 	}
 }

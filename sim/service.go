@@ -36,13 +36,13 @@ type service struct {
 	// attempt in the common case of all answers OK.
 	notOK *latencyCounts
 
-	// snapshots of the machine's time integrals at warm-up and at the
-	// current interval's start
-	warmBusy, warmQueue float64
-	ivBusy, ivQueue     float64
-	queueMax, ivQMax    int
-	ivAttempts          int64
-	ivRejected, ivShed  int64
+	// snapshots of the machine's time integrals at the current interval's
+	// start (the machine keeps the warm-up's: model.Callee.Measured), and
+	// the interval's longest queue
+	ivBusy, ivQueue    float64
+	ivQMax             int
+	ivAttempts         int64
+	ivRejected, ivShed int64
 
 	rep  int        // this replica's index
 	reps []*service // every replica of the service, this one included
@@ -86,9 +86,7 @@ func (s *service) qlen() int { return s.cm.QueueLen() }
 func (s *service) noteQueue() {
 	if q := s.qlen(); q > s.ivQMax {
 		s.ivQMax = q
-		if q > s.queueMax && s.m.eng.Now() >= s.m.warmup {
-			s.queueMax = q
-		}
+		s.cm.NoteQueue()
 	}
 }
 
