@@ -546,6 +546,62 @@ services:
 			require.InDelta(t, simS.Utilization*span, st.BusyS, 1e-9, "busy seconds after the warm-up: serve, simulator")
 			require.InDelta(t, simS.QueueMean*span, st.QueueS, 1e-9, "queue seconds after the warm-up: serve, simulator")
 		}},
+		{"a parallel group stops starting members once its quorum is impossible", func(t *testing.T) {
+			// gw calls [a, b] needing both. a always fails and its breaker
+			// opens on the first failure: the first request starts both
+			// members; the second finds a's breaker open as a starts, the
+			// quorum impossible, and never starts b.
+			sc := parseScenario(t, `
+name: quorum
+seed: 1
+duration: 200ms
+workload:
+  entry: gw
+  arrival: constant
+  rate: 10
+  client: {timeout: 1s, retry: {max_attempts: 1}}
+services:
+  - name: gw
+    workers: 4
+    service_time: {dist: constant, value: 1ms}
+    calls:
+      - parallel:
+          - {to: a, retry: {max_attempts: 1}, breaker: {kind: consecutive, failures: 1, open_for: 1m}}
+          - {to: b, retry: {max_attempts: 1}}
+  - {name: a, workers: 4, service_time: {dist: constant, value: 1ms}, error_rate: 1}
+  - {name: b, workers: 4, service_time: {dist: constant, value: 1ms}}
+`)
+			callsTo := func(edges []metrics.EdgeSummary, to string) int64 {
+				for _, e := range edges {
+					if e.From == "gw" && e.To == to {
+						return e.Calls
+					}
+				}
+				t.Fatalf("no edge gw->%s in %+v", to, edges)
+				return 0
+			}
+			simSum := runSim(t, sc)
+			require.Equal(t, int64(2), simSum.Requests.Offered)
+			require.Equal(t, int64(1), callsTo(simSum.Edges, "b"), "simulator: calls gw->b")
+			require.Equal(t, int64(2), callsTo(simSum.Edges, "a"), "simulator: calls gw->a")
+			cl, err := StartCluster(sc, ClusterOptions{})
+			require.NoError(t, err)
+			defer cl.Close(context.Background())
+			for i := range 2 {
+				req, err := http.NewRequest(http.MethodGet, cl.URLs["gw"], nil)
+				require.NoError(t, err)
+				req.Header.Set(HeaderRequestID, fmt.Sprint(i+1))
+				resp, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				require.NotEqual(t, http.StatusOK, resp.StatusCode, "request %d", i+1)
+			}
+			edges := cl.Service("gw").Stats().Edges
+			require.Equal(t, int64(1), callsTo(edges, "b"), "serve: calls gw->b")
+			require.Equal(t, int64(2), callsTo(edges, "a"), "serve: calls gw->a")
+			require.Equal(t, int64(1), cl.Service("a").Stats().All.Attempts, "serve: a's attempts (the breaker refused the second)")
+		}},
 		{"pool.size bounds the connections to each replica", func(t *testing.T) {
 			// Two replicas, a pool of one connection, calls that hold it
 			// 50 ms arriving every 20 ms, spread round robin: each replica

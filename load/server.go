@@ -856,19 +856,20 @@ func (s *Service) afterWork(ctx context.Context, a attemptInfo) (o policies.Outc
 	s.mu.Lock()
 	o, ok := s.cm.WorkDone()
 	s.mu.Unlock()
-	if !ok {
+	if !ok || len(s.calls) == 0 {
 		return o, 0
 	}
 	from := s.now()
-	for _, spec := range s.calls {
+	for i, more := 0, true; more; {
+		spec := &s.calls[i]
+		succeeded, d := true, policies.OK
 		if spec.pub != nil {
 			s.publish(spec.pub)
-			continue
+		} else {
+			succeeded, d = s.callDownstream(ctx, spec, a, !a.warm)
 		}
-		if d := s.callDownstream(ctx, &spec, a, !a.warm); d != policies.OK {
-			o = s.cm.DownstreamFailure(d)
-			break
-		}
+		// The machine's sequence rule (no state: no lock).
+		i, more, o = s.cm.AfterStep(i, len(s.calls), succeeded, d)
 	}
 	return o, s.now() - from
 }
@@ -913,9 +914,11 @@ func statusOf(o policies.Outcome) int {
 
 // callDownstream makes one entry of the service's calls: its members at
 // once, succeeding when waitFor of them succeed and failing as soon as
-// that became impossible (the rest are abandoned).
-func (s *Service) callDownstream(ctx context.Context, spec *callSpec, a attemptInfo, counted bool) policies.Outcome {
-	one := func(ctx context.Context, ref *edgeRef) CallResult {
+// that became impossible (the rest are abandoned), as the step's
+// model.Quorum decides: the members start in order, each once the one
+// before it has started or finished, and none once the verdict is in.
+func (s *Service) callDownstream(ctx context.Context, spec *callSpec, a attemptInfo, counted bool) (succeeded bool, o policies.Outcome) {
+	one := func(ctx context.Context, ref *edgeRef, started func(bool)) CallResult {
 		method := http.MethodGet
 		if a.write {
 			method = s.writeMethod
@@ -928,36 +931,43 @@ func (s *Service) callDownstream(ctx context.Context, spec *callSpec, a attemptI
 				att.Remaining = time.Until(a.deadline)
 			}
 		}
-		return ref.ec.Do(ctx, co, &att, nil)
+		return ref.ec.do(ctx, co, &att, nil, started)
 	}
 	if len(spec.members) == 1 {
-		r := one(ctx, spec.members[0])
-		return r.Outcome
+		r := one(ctx, spec.members[0], nil)
+		return r.Result == policies.Succeeded, r.Outcome
 	}
 	gctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	results := make(chan CallResult, len(spec.members))
-	for _, ref := range spec.members {
-		go func() { results <- one(gctx, ref) }()
+	q := model.NewQuorum(spec.waitFor, len(spec.members))
+	type result struct {
+		i int
+		r CallResult
 	}
-	ok, bad := 0, 0
-	var last policies.Outcome = policies.OK
-	for range spec.members {
-		r := <-results
-		if r.Outcome == policies.OK {
-			ok++
-		} else {
-			bad++
-			last = r.Outcome
+	results := make(chan result, len(spec.members))
+	done := func(x result) int {
+		q.Done(x.r.Result == policies.Succeeded, x.r.Outcome)
+		return x.i
+	}
+	for i, ref := range spec.members {
+		if !q.Start() {
+			break // decided: the rest are not started
 		}
-		if ok >= spec.waitFor {
-			return policies.OK
-		}
-		if bad > len(spec.members)-spec.waitFor {
-			return last
+		went := make(chan bool, 1)
+		go func() { results <- result{i, one(gctx, ref, func(on bool) { went <- on })} }()
+		if !<-went {
+			// It finished as it started: it counts before the next
+			// starts (answers of earlier members met on the way too).
+			for done(<-results) != i {
+			}
 		}
 	}
-	return last
+	for {
+		if ok, o, decided := q.Verdict(); decided {
+			return ok, o
+		}
+		done(<-results)
+	}
 }
 
 // sleep waits d or until ctx ends; it reports whether d elapsed.

@@ -331,18 +331,15 @@ func (m *run) workDone(a *attempt) {
 	m.runStep(a, 0)
 }
 
-// stepDone continues a after its current step of downstream calls.
+// stepDone continues a after its current step of downstream calls, by the
+// sequence rule (model.Callee.AfterStep).
 func (m *run) stepDone(a *attempt, ok bool, o policies.Outcome) {
 	a.grp = nil
-	if ok {
-		if a.stepIdx+1 < len(a.svc.steps) {
-			m.runStep(a, a.stepIdx+1)
-			return
-		}
-		m.answer(a, policies.OK, 0, false, true)
-		return
+	if next, more, ans := a.svc.cm.AfterStep(a.stepIdx, len(a.svc.steps), ok, o); more {
+		m.runStep(a, next)
+	} else {
+		m.answer(a, ans, 0, false, true)
 	}
-	m.answer(a, a.svc.cm.DownstreamFailure(o), 0, false, true)
 }
 
 // answer ends a's stay at its callee with class o and sends the reply.
