@@ -53,11 +53,12 @@ type svcCounters struct {
 	timedOut, wasted, shed, executions    int64
 }
 
-// newService builds replica rep of service cfg; a replica after the first
+// newService binds replica rp of service sp; a replica after the first
 // shares first's latency counts and idempotency store.
-func newService(m *run, idx int, cfg *topology.Service, commits bool, rep int, first *service) (*service, error) {
-	s := &service{m: m, idx: idx, name: cfg.Name, cfg: cfg, cancel: cfg.CancelOnTimeout, rep: rep}
-	cm, err := model.NewCallee[*attempt](cfg, m.stream(model.ReplicaStream(cfg.Name, rep)), commits, m.sc.Workload.IdempotencyKeys)
+func newService(m *run, sp *model.ServicePlan, rp *model.Replica, first *service) (*service, error) {
+	cfg := sp.Config
+	s := &service{m: m, idx: sp.Index, name: cfg.Name, cfg: cfg, cancel: cfg.CancelOnTimeout, rep: rp.Index}
+	cm, err := model.NewCallee[*attempt](cfg, m.stream(rp.Stream), sp.Commits, m.plan.Keyed)
 	if err != nil {
 		return nil, err
 	}
