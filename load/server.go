@@ -164,8 +164,11 @@ type waiter struct {
 // through each edge's call policy. It is an http.Handler; safe for
 // concurrent use.
 type Service struct {
-	name  string
-	cfg   topology.Service
+	name string
+	cfg  topology.Service
+	// plan is the scenario's plan, node this replica's node in it.
+	plan  *model.Plan
+	node  *model.Replica
 	epoch time.Time
 	now   func() time.Duration
 	sleep func(ctx context.Context, d time.Duration) bool
@@ -289,21 +292,33 @@ type ServiceConfig struct {
 	// service's publish steps and its consumer group (StartCluster
 	// connects them); a scenario with topics needs them.
 	Topics map[string]*broker.Topic
+	// Plan is the scenario's plan (model.Compile), which the service binds
+	// its replica's node of; nil compiles it. StartCluster compiles once
+	// for all its services.
+	Plan *model.Plan
 }
 
 // NewService builds the emulation of service name of sc.
 func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, error) {
-	svc := sc.Service(name)
-	if svc == nil {
-		return nil, fmt.Errorf("load: no service %q in the scenario", name)
+	plan := c.Plan
+	if plan == nil {
+		var err error
+		if plan, err = model.Compile(sc); err != nil {
+			return nil, fmt.Errorf("load: %s: %w", scenarioName(sc), err)
+		}
 	}
+	rp := plan.Replica(name, c.Replica)
+	if rp == nil {
+		return nil, fmt.Errorf("load: no service %q (replica %d) in the scenario", name, c.Replica)
+	}
+	svc := plan.Service(name).Config
 	if c.Client == nil {
 		c.Client = http.DefaultClient
 	}
 	if c.Epoch.IsZero() {
 		c.Epoch = time.Now()
 	}
-	s := &Service{name: name, cfg: *svc, epoch: c.Epoch, now: c.Now, sleep: c.Sleep, latency: metrics.NewLatencyHistogram(),
+	s := &Service{name: name, cfg: *svc, plan: plan, node: rp, epoch: c.Epoch, now: c.Now, sleep: c.Sleep, latency: metrics.NewLatencyHistogram(),
 		okLatency: metrics.NewLatencyHistogram(), mu: new(sync.Mutex), rep: c.Replica, writeMethod: cmp.Or(sc.Workload.WriteMethod, http.MethodPost)}
 	s.ledger = s
 	if c.First != nil {
@@ -318,9 +333,9 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 	}
 	// Writes are deduped when the workload sends keys or the service has
 	// a store configured (a standalone serve, keys sent by another client).
-	keyed := sc.Workload.IdempotencyKeys || svc.Idempotency != nil
+	keyed := plan.Keyed || svc.Idempotency != nil
 	var err error
-	if s.cm, err = model.NewCallee[*waiter](svc, model.Stream(sc.Seed, model.ReplicaStream(name, c.Replica)), c.Commits, keyed); err != nil {
+	if s.cm, err = model.NewCallee[*waiter](svc, model.Stream(plan.Seed, rp.Stream), c.Commits, keyed); err != nil {
 		return nil, fmt.Errorf("load: services.%s.%w", name, err)
 	}
 	if c.First != nil {
@@ -328,7 +343,7 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 	}
 	s.cm.TrackCancelled(func(w *waiter) bool { return w.state == cancelled }, func(*waiter) {})
 	s.warmup = sc.Warmup
-	for _, f := range model.ReplicaFaults(sc, name, c.Replica) {
+	for _, f := range rp.Faults {
 		s.faults = append(s.faults, *f)
 		s.edges = append(s.edges, f.At, f.At+f.For)
 	}
@@ -336,11 +351,11 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 	s.execs = make(map[string]uint32)
 	s.ledgerWindow = c.LedgerWindow
 	s.stop, s.cancel = context.WithCancel(context.Background())
-	if err := s.wire(sc, c); err != nil {
+	if err := s.wire(c); err != nil {
 		s.cancel()
 		return nil, err
 	}
-	if err := s.wireAsync(sc, c.Topics); err != nil {
+	if err := s.wireAsync(c.Topics); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -354,69 +369,57 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 	return s, nil
 }
 
-// wire resolves the service's downstream calls into edges. Edge policies
-// draw from the streams the simulator names (model.EdgeStreams).
-func (s *Service) wire(sc *topology.Scenario, c ServiceConfig) error {
+// wire binds the downstream steps of the service's replica node in the
+// plan to edges: an EdgeClient per plan edge (a fan-out's members share
+// it), drawing from the streams the plan names.
+func (s *Service) wire(c ServiceConfig) error {
 	var shared *sync.Mutex // edges sharing a service-scoped budget
 	var sharedBudget policies.Budget
-	streams := model.EdgeStreams{}
-	newEdge := func(call topology.Call, path string) (*edgeRef, error) {
-		u, ok := c.URLs[call.To]
-		if !ok {
-			return nil, fmt.Errorf("load: %s.to: no service %q", path, call.To)
+	refs := map[*model.Edge]*edgeRef{}
+	bind := func(pe *model.Edge) (*edgeRef, error) {
+		if ref := refs[pe]; ref != nil {
+			return ref, nil
 		}
-		stream := streams.Name(s.name+model.ReplicaTag(s.rep), call.To)
-		edge, err := policies.NewEdge(call.EdgeConfig(), model.Stream(sc.Seed, stream))
+		u, ok := c.URLs[pe.To]
+		if !ok {
+			return nil, fmt.Errorf("load: %s.to: no service %q", pe.Field, pe.To)
+		}
+		edge, err := policies.NewEdge(pe.Call.EdgeConfig(), model.Stream(s.plan.Seed, pe.Stream))
 		if err != nil {
-			return nil, fmt.Errorf("load: %s: %w", path, err)
+			return nil, fmt.Errorf("load: %s.%w", pe.Field, err)
 		}
 		var mu *sync.Mutex
-		if call.Budget != nil && call.Budget.Scope == "service" {
+		if pe.SharedBudget != "" {
 			if shared == nil {
 				shared, sharedBudget = new(sync.Mutex), edge.Budget
 			}
 			mu, edge.Budget = shared, sharedBudget
 		}
-		ref := &edgeRef{to: call.To, url: u, cfg: call, ec: NewEdgeClient(c.Epoch, c.Client, edge, mu)}
-		if urls := c.ReplicaURLs[call.To]; len(urls) > 1 {
-			if err := ref.ec.SetReplicas(urls, &call, model.Stream(sc.Seed, model.BalanceStream(stream))); err != nil {
-				return nil, fmt.Errorf("load: %s.%w", path, err)
+		ref := &edgeRef{to: pe.To, url: u, cfg: *pe.Call, ec: NewEdgeClient(c.Epoch, c.Client, edge, mu)}
+		if urls := c.ReplicaURLs[pe.To]; pe.Replicas > 1 && len(urls) > 1 {
+			if err := ref.ec.SetReplicas(urls, pe.Call, model.Stream(s.plan.Seed, pe.BalanceStream)); err != nil {
+				return nil, fmt.Errorf("load: %s.%w", pe.Field, err)
 			}
-			if zone := s.cfg.ZoneOf(s.rep); call.ZoneAware && zone != "" {
-				ref.ec.PreferLocal(model.LocalReplicas(sc.Service(call.To), zone))
+			if pe.Local != nil {
+				ref.ec.PreferLocal(pe.Local)
 			}
 		}
 		// Attempts abandoned by a finished call (losing hedges) end with
 		// their timeout, or when the service closes.
 		ref.ec.Root = s.stop
 		ref.ec.Sender, ref.ec.GRPC = c.Sender, c.GRPC
+		refs[pe] = ref
 		s.outEdges = append(s.outEdges, ref)
 		return ref, nil
 	}
-	for i, call := range s.cfg.Calls {
-		path := fmt.Sprintf("services.%s.calls[%d]", s.name, i)
-		var spec callSpec
-		if call.Publish != nil {
-			s.calls = append(s.calls, spec) // wireAsync gives it its producer
-			continue
-		}
-		members := []topology.Call{call}
-		if len(call.Parallel) > 0 {
-			members = call.Parallel
-		}
-		for _, m := range members {
-			ref, err := newEdge(m, path)
+	for _, st := range s.node.Steps {
+		spec := callSpec{waitFor: st.Need} // a publish step: wireAsync gives it its producer
+		for _, pe := range st.Members {
+			ref, err := bind(pe)
 			if err != nil {
 				return err
 			}
-			for range max(m.Fanout, 1) {
-				spec.members = append(spec.members, ref)
-			}
-		}
-		// topology rejects a wait_for outside [0, members]; 0 means all.
-		spec.waitFor = call.WaitFor
-		if spec.waitFor <= 0 {
-			spec.waitFor = len(spec.members)
+			spec.members = append(spec.members, ref)
 		}
 		s.calls = append(s.calls, spec)
 	}

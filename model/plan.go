@@ -287,3 +287,22 @@ func (c *compiler) step(rp *Replica, call *topology.Call, field string, j int) (
 	}
 	return st, nil
 }
+
+// Service returns the plan of the service named name, or nil.
+func (p *Plan) Service(name string) *ServicePlan {
+	for _, sp := range p.Services {
+		if sp.Name == name {
+			return sp
+		}
+	}
+	return nil
+}
+
+// Replica returns replica rep of the service named name, or nil.
+func (p *Plan) Replica(name string, rep int) *Replica {
+	sp := p.Service(name)
+	if sp == nil || rep < 0 || rep >= len(sp.Replicas) {
+		return nil
+	}
+	return sp.Replicas[rep]
+}
