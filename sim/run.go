@@ -470,6 +470,17 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 	return res
 }
 
+// PlanOf returns the plan a run of sc is bound to (model.Compile's, as the
+// run's builder binds it), checking that the run builds: what serve binds
+// for the same scenario is the same value.
+func PlanOf(sc *topology.Scenario) (*model.Plan, error) {
+	m, err := build(sc)
+	if err != nil {
+		return nil, err
+	}
+	return m.plan, nil
+}
+
 // ivPending reports whether the current interval has counted anything not
 // yet written to a row.
 func (m *run) ivPending() bool {
