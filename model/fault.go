@@ -16,8 +16,10 @@ type FaultState struct {
 	Capacity float64
 	// LatencyAdd is added to every service time: the sum of the active ones.
 	LatencyAdd time.Duration
-	// ErrorRate, when HasErrorRate, replaces the service's error_rate: the
-	// last active fault (in scenario order) that sets one wins.
+	// ErrorRate, when HasErrorRate, replaces the service's error_rate: of
+	// the active faults that set one, the last in the order given to
+	// Combine wins — the order they started in, ties in scenario order,
+	// as both drivers apply them (Callee.SetFaults).
 	ErrorRate    float64
 	HasErrorRate bool
 	// Drop is the probability that a reply is lost: each active fault
@@ -27,7 +29,8 @@ type FaultState struct {
 	Refuse bool
 }
 
-// Combine is the one rule for overlapping faults.
+// Combine is the one rule for overlapping faults, given the active ones in
+// the order they started (ties in scenario order).
 func Combine(active []*topology.Fault) FaultState {
 	fs := FaultState{Capacity: 1}
 	keep := 1.0
