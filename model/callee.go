@@ -115,8 +115,8 @@ type callee struct {
 
 // NewCallee builds the machine of service cfg drawing from rng. commits
 // marks the committing service (Plan.Committer, topology's rule); keyed
-// says whether writes
-// carry idempotency keys, which the committing service then dedupes.
+// says whether writes carry idempotency keys, which the committing service
+// then dedupes.
 func NewCallee[T any](cfg *topology.Service, rng *rand.Rand, commits, keyed bool) (*Callee[T], error) {
 	c := &Callee[T]{callee: callee{name: cfg.Name, rng: rng, workers: cfg.Workers, allowed: cfg.Workers,
 		slow: cfg.SlowdownPerInflight, errorRate: cfg.ErrorRate, rejectExp: cfg.RejectExpired,
