@@ -369,7 +369,7 @@ func (b *builder) edge(pe *model.Edge) (*edge, error) {
 	}
 	if pe.SharedBudget != "" {
 		if pol.Budget = b.budgets[pe.SharedBudget]; pol.Budget == nil {
-			if pol.Budget, err = policies.NewBudget(*c.Budget, pol.Rand); err != nil {
+			if pol.Budget, err = policies.NewBudget(*c.Budget); err != nil {
 				return nil, fmt.Errorf("%s.%w", field, err)
 			}
 			b.budgets[pe.SharedBudget] = pol.Budget
