@@ -338,7 +338,7 @@ services:
 					if preset {
 						want = cm.PresetAnswer()
 					}
-					cm.Finish(t0+d, want.Outcome, !preset, true, "k", fence)
+					cm.Finish(t0+d, model.Ending{Outcome: want.Outcome, Worked: !preset, Write: true, Key: "k", Fence: fence})
 					cm.Release()
 				}
 				got := s.answers[i].Header().Get(HeaderOutcome)

@@ -725,7 +725,7 @@ func (s *Service) admit(rp *reply, a attemptInfo) (_ *waiter, started bool) {
 		s.mu.Unlock()
 		return wt, false
 	}
-	s.cm.Finish(now, ans.Outcome, false, false, "", 0)
+	s.cm.Finish(now, model.Ending{Outcome: ans.Outcome})
 	s.mu.Unlock()
 	s.reject(rp, ans)
 	return nil, false
@@ -773,7 +773,7 @@ func (s *Service) await(ctx context.Context, rp *reply, wt *waiter) bool {
 	default: // expired
 		ans = model.Answer{Outcome: policies.Timeout}
 	}
-	s.cm.Finish(now, ans.Outcome, false, false, "", 0)
+	s.cm.Finish(now, model.Ending{Outcome: ans.Outcome})
 	s.mu.Unlock()
 	s.reject(rp, ans)
 	return false
@@ -815,7 +815,7 @@ func (s *Service) serveWork(ctx context.Context, r *http.Request, rp *reply, a a
 	}
 	s.mu.Lock()
 	now = s.clock()
-	executed := s.cm.Finish(now, o, true, a.write, key, fence)
+	executed := s.cm.Finish(now, model.Ending{Outcome: o, Worked: true, Write: a.write, Key: key, Fence: fence})
 	s.freeSlot(wt, end+spent)
 	s.cm.Release()
 	s.dispatchLocked(now)
@@ -883,7 +883,7 @@ func (s *Service) afterWork(ctx context.Context, a attemptInfo) (o policies.Outc
 func (s *Service) answerPreset(r *http.Request, rp *reply, wt *waiter, start time.Duration, ans model.Answer) {
 	s.mu.Lock()
 	now := s.clock()
-	s.cm.Finish(now, ans.Outcome, false, false, "", 0)
+	s.cm.Finish(now, model.Ending{Outcome: ans.Outcome})
 	s.freeSlot(wt, start)
 	s.cm.Release()
 	s.dispatchLocked(now)

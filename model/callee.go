@@ -504,16 +504,33 @@ func (c *callee) DownstreamFailure(o policies.Outcome) policies.Outcome {
 	return o
 }
 
-// Finish ends an attempt's stay at now with class o: worked says it did
-// its work (it was not rejected, nor preset by the store). It settles the
-// key the attempt owns (fence) and reports whether the write's side effect
-// executed. The worker, if held, is freed by Release.
-func (c *callee) Finish(now time.Duration, o policies.Outcome, worked, write bool, key string, fence uint64) (executed bool) {
+// Ending is how an attempt's stay at a callee ended (Finish). The zero
+// Ending but for its Outcome is an attempt answered without work: refused,
+// shed, expired, or answered by the idempotency store.
+type Ending struct {
+	// Outcome is the class of the answer.
+	Outcome policies.Outcome
+	// Worked: the attempt did its work (it was not refused, nor answered
+	// by the store).
+	Worked bool
+	// Write: the attempt is a write's.
+	Write bool
+	// Key and Fence name the idempotency key the attempt owns, from Begin
+	// (Fence 0: none), which Finish commits or aborts.
+	Key   string
+	Fence uint64
+}
+
+// Finish ends an attempt's stay at now as e says. It settles the key the
+// attempt owns and reports whether the write's side effect executed: a
+// write that worked and answered OK at the committing service. The
+// worker, if held, is freed by Release.
+func (c *callee) Finish(now time.Duration, e Ending) (executed bool) {
 	c.advance(now)
 	c.inflight--
-	executed = worked && o == policies.OK && c.commits && write
-	if fence > 0 {
-		c.settle(now, key, fence, executed)
+	executed = e.Worked && e.Outcome == policies.OK && c.commits && e.Write
+	if e.Fence > 0 {
+		c.settle(now, e.Key, e.Fence, executed)
 	}
 	return executed
 }

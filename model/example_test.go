@@ -27,7 +27,7 @@ func ExampleCallee() {
 	}
 	d, _, _ := c.Begin(0, false, "", 0)
 	fmt.Println("a works for", d)
-	c.Finish(d, policies.OK, true, false, "", 0)
+	c.Finish(d, model.Ending{Outcome: policies.OK, Worked: true})
 	c.Release()
 	next, _ := c.Next(d, nil)
 	fmt.Println("then", next)

@@ -86,7 +86,7 @@ func TestCalleeSlowdownCountsQueued(t *testing.T) {
 	if d, _, _ := c.Begin(0, false, "", 0); d != 12*time.Millisecond {
 		t.Errorf("first start with 3 in flight: %v, want 10 ms + 2 × 1 ms", d)
 	}
-	c.Finish(10*time.Millisecond, policies.OK, true, false, "", 0)
+	c.Finish(10*time.Millisecond, Ending{Outcome: policies.OK, Worked: true})
 	c.Release()
 	if _, ok := c.Next(10*time.Millisecond, nil); !ok {
 		t.Fatal("nothing queued to start")
@@ -120,7 +120,7 @@ func TestCalleeIdempotency(t *testing.T) {
 	if w := begin(time.Millisecond); !w.preset || w.answer.Outcome != policies.InProgress || w.answer.RetryAfter != 30*time.Millisecond {
 		t.Errorf("while working: %+v, want in_progress after 30 ms", w)
 	}
-	if !c.Finish(10*time.Millisecond, policies.OK, true, true, "k", first.fence) {
+	if !c.Finish(10*time.Millisecond, Ending{Outcome: policies.OK, Worked: true, Write: true, Key: "k", Fence: first.fence}) {
 		t.Error("the owner's success did not execute the write")
 	}
 	if w := begin(20 * time.Millisecond); !w.preset || w.answer.Outcome != policies.OK {

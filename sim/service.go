@@ -418,7 +418,7 @@ func (m *run) finishWrite(a *attempt, o policies.Outcome, worked bool) {
 	if a.fence > 0 {
 		key = a.req.key
 	}
-	if s.cm.Finish(m.eng.Now(), o, worked && !a.preset, write, key, a.fence) {
+	if s.cm.Finish(m.eng.Now(), model.Ending{Outcome: o, Worked: worked && !a.preset, Write: write, Key: key, Fence: a.fence}) {
 		a.req.executions++
 		if a.counted {
 			s.c.executions++
