@@ -209,6 +209,21 @@ func constantArrivals(rate float64, d time.Duration) []time.Duration {
 	}
 }
 
+// keyedWrites makes a one-service scenario's workload (rate 1) all writes
+// with idempotency keys.
+func keyedWrites(yaml string) string {
+	return strings.Replace(yaml, "  rate: 1\n", "  rate: 1\n  write_fraction: 1\n  idempotency_keys: true\n", 1)
+}
+
+// keyedPost is a retry of one keyed write: request 1, key k, whatever i.
+func keyedPost(int) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/svc", strings.NewReader("x"))
+	r.Header.Set(HeaderRequestID, "1")
+	r.Header.Set(HeaderWrite, "1")
+	r.Header.Set(HeaderIdempotencyKey, "k")
+	return r
+}
+
 func get(i int) *http.Request {
 	r := httptest.NewRequest(http.MethodGet, "/svc", nil)
 	r.Header.Set(HeaderRequestID, fmt.Sprint(i+1))
@@ -314,18 +329,10 @@ services:
 		}},
 		{"an expired idempotency key answers error, which a caller may retry", func(t *testing.T) {
 			yaml := one("    service_time: {dist: constant, value: 1ms}\n    idempotency: {retention: 1s, lease: 100ms}\n", "", 1, "1s")
-			yaml = strings.Replace(yaml, "  rate: 1\n", "  rate: 1\n  write_fraction: 1\n  idempotency_keys: true\n", 1)
-			sc := parseScenario(t, yaml)
-			post := func(i int) *http.Request {
-				r := httptest.NewRequest(http.MethodPost, "/svc", strings.NewReader("x"))
-				r.Header.Set(HeaderRequestID, "1")
-				r.Header.Set(HeaderWrite, "1")
-				r.Header.Set(HeaderIdempotencyKey, "k")
-				return r
-			}
+			sc := parseScenario(t, keyedWrites(yaml))
 			at := []time.Duration{0, 500 * time.Millisecond, 1500 * time.Millisecond}
 			s := newScripted(t, sc, "svc")
-			s.run(at, post)
+			s.run(at, keyedPost)
 			// The simulator's side: the very machine sim builds for svc.
 			cm, err := model.NewCallee[int](&sc.Services[0], model.Stream(sc.Seed, model.ServiceStream("svc")), true, true)
 			if err != nil {
@@ -489,17 +496,9 @@ services:
 			// is lost too, as in the simulator, where an answer the store
 			// gave is an answer after work.
 			yaml := one("    service_time: {dist: constant, value: 1ms}\n", "faults:\n  - {service: svc, at: 0s, for: 1s, drop_response: 1}\n", 1, "1s")
-			yaml = strings.Replace(yaml, "  rate: 1\n", "  rate: 1\n  write_fraction: 1\n  idempotency_keys: true\n", 1)
-			sc := parseScenario(t, yaml)
-			post := func(i int) *http.Request {
-				r := httptest.NewRequest(http.MethodPost, "/svc", strings.NewReader("x"))
-				r.Header.Set(HeaderRequestID, "1")
-				r.Header.Set(HeaderWrite, "1")
-				r.Header.Set(HeaderIdempotencyKey, "k")
-				return r
-			}
+			sc := parseScenario(t, keyedWrites(yaml))
 			s := newScripted(t, sc, "svc")
-			s.run([]time.Duration{0, 500 * time.Millisecond}, post)
+			s.run([]time.Duration{0, 500 * time.Millisecond}, keyedPost)
 			st := s.svc.Stats()
 			require.Equal(t, int64(1), st.Replays, "the retry is a replay")
 			require.Equal(t, int64(2), st.All.Dropped, "replies lost: the execution's and the replay's")
@@ -604,11 +603,11 @@ services:
 		}},
 		{"pool.size bounds the connections to each replica", func(t *testing.T) {
 			// Two replicas, a pool of one connection, calls that hold it
-			// 50 ms arriving every 20 ms, spread round robin: each replica
-			// gets one every 40 ms, slower than its one connection frees
-			// (50 ms), so the calls wait; with one connection per edge they
-			// would wait for both. net/http's MaxConnsPerHost, serve's
-			// bound, is per replica (host) too.
+			// 30 ms arriving every 20 ms, spread round robin: each replica
+			// gets one every 40 ms, after its one connection is free
+			// again, so no call waits; one connection for the edge, held
+			// 30 ms of every 20, would keep calls waiting. net/http's
+			// MaxConnsPerHost, serve's bound, is per replica (host) too.
 			sc := parseScenario(t, `
 name: pool
 seed: 1
