@@ -121,18 +121,15 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 		want = 1
 	}
 	client, conns := clientFor(cl, w.Client.Pool, want)
-	clientStream := func(k int) string { return model.ClientStream(w.Entry, k) }
+	// The client fleet's edges are the plan's, as the simulator binds them.
+	fleet := cl.Plan().Client
+	clientStream := func(k int) string { return fleet[k].Stream }
 	res, err := Run(ctx, Options{Client: client,
 		Replicas: cl.ReplicaURLs[w.Entry], BalanceRand: model.Stream(sc.Seed, model.BalanceStream(clientStream(0))),
 		Instances: w.Instances, Instance: func(k int) (policy, balance *rand.Rand) {
 			return model.Stream(sc.Seed, clientStream(k)), model.Stream(sc.Seed, model.BalanceStream(clientStream(k)))
 		},
-		Local: func(k int) []bool {
-			if !w.Client.ZoneAware {
-				return nil
-			}
-			return model.LocalReplicas(sc.Service(w.Entry), w.ZoneOf(k))
-		},
+		Local:  func(k int) []bool { return fleet[k].Local },
 		Target: entry, Method: http.MethodGet, WriteMethod: cmp.Or(w.WriteMethod, http.MethodPost), Pacer: pacer, Duration: sc.Duration, Warmup: sc.Warmup, Interval: sc.Interval,
 		Deadline: w.Deadline, Policy: policy, GRPCServiceConfig: opt.GRPCServiceConfig, WriteFraction: w.WriteFraction, IdempotencyKeys: w.IdempotencyKeys,
 		Workers: opt.Workers, Connections: conns, Seed: seed, Rand: model.Stream(sc.Seed, clientStream(0)), Scenario: sc.Name, Version: opt.Version,
