@@ -69,8 +69,6 @@ type connResetter struct {
 	mu    sync.Mutex
 	epoch uint64
 	conns map[net.Conn]*connEpoch
-	// Resets counts connections closed by resets.
-	resets int64
 }
 
 type connEpoch struct {
@@ -132,18 +130,10 @@ func (r *connResetter) reset() {
 	defer r.mu.Unlock()
 	r.epoch++
 	for c, ce := range r.conns {
-		r.resets++
 		if ce.idle {
 			c.Close()
 		}
 	}
-}
-
-// Resets returns how many connections resets closed.
-func (r *connResetter) Resets() int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.resets
 }
 
 // scheduleResets arms r's reset at each instant of at (offsets from
