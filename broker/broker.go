@@ -61,6 +61,9 @@ type hop struct {
 	st       dist.Sampler
 	slow     time.Duration
 	consName string
+	// pubStream names the producer's stream: its service's first replica
+	// and the publish step's index, as the simulator and serve name it.
+	pubStream string
 }
 
 func resolveHop(sc *topology.Scenario, topic string) (*hop, error) {
@@ -72,11 +75,11 @@ func resolveHop(sc *topology.Scenario, topic string) (*hop, error) {
 		s := &sc.Services[i]
 		for j := range s.Calls {
 			if p := s.Calls[j].Publish; p != nil && p.Topic == topic && h.pub == nil {
-				h.pub, h.prodF = p, faultsOf(sc, s.Name)
+				h.pub, h.prodF, h.pubStream = p, model.ReplicaFaults(sc, s.Name, 0), model.PublishStream(s.Name, 0, j)
 			}
 		}
 		if c := s.Consumes; c != nil && c.Topic == topic {
-			h.cons, h.consF, h.consName, h.slow = c, faultsOf(sc, s.Name), s.Name, s.SlowdownPerInflight
+			h.cons, h.consF, h.consName, h.slow = c, model.ReplicaFaults(sc, s.Name, 0), s.Name, s.SlowdownPerInflight
 			var err error
 			if h.st, _, err = model.Delay(&s.ServiceTime, fmt.Sprintf("services[%d].service_time", i)); err != nil {
 				return nil, err
@@ -132,17 +135,6 @@ func Keys(sc *topology.Scenario) map[string]int {
 	return keys
 }
 
-// faultsOf returns the scenario's faults on service name.
-func faultsOf(sc *topology.Scenario, name string) []*topology.Fault {
-	var fs []*topology.Fault
-	for i := range sc.Faults {
-		if sc.Faults[i].Service == name {
-			fs = append(fs, &sc.Faults[i])
-		}
-	}
-	return fs
-}
-
 // Walk publishes n intents of topic as sc's producer does and consumes
 // them as its consumer does, through the JetStream server at url, and
 // returns the consumer's summary once every intent has folded (each of its
@@ -167,7 +159,7 @@ func Walk(ctx context.Context, url string, sc *topology.Scenario, topic string, 
 	start := time.Now()
 	now := func() time.Duration { return time.Since(start) }
 	c, err := t.Consume(ctx, ConsumerConfig{Service: h.consName, Consume: h.cons, ServiceTime: h.st, SlowdownPerInflight: h.slow,
-		Faults: h.consF, Rand: model.Stream(seed, "consumer/"+h.consName), Now: now})
+		Faults: h.consF, Rand: model.Stream(seed, model.ConsumerStream(h.consName, 0)), Now: now})
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +167,7 @@ func Walk(ctx context.Context, url string, sc *topology.Scenario, topic string, 
 
 	// The producer: n commits, each published by dual write or through
 	// the outbox, whose publisher loop runs every outbox_interval.
-	p := t.NewProducer(h.pub, h.prodF, model.Stream(seed, "publish/"+topic), now)
+	p := t.NewProducer(h.pub, h.prodF, model.Stream(seed, h.pubStream), now)
 	for range n {
 		if err := p.Commit(ctx, true); err != nil {
 			return nil, err

@@ -35,57 +35,35 @@ const (
 	kEmpirical
 )
 
-// New builds a sampler, checking the parameters.
+// New builds a sampler of d, which must be valid by topology's one rule
+// (topology.Dist.Check, what validation applies to a scenario file): the
+// error is Check's.
 func New(d topology.Dist) (Sampler, error) {
+	if err := d.Check(); err != nil {
+		return Sampler{}, fmt.Errorf("%s: %w", d.Dist, err)
+	}
 	switch d.Dist {
 	case "constant":
-		if d.Value < 0 {
-			return Sampler{}, fmt.Errorf("constant: value must be ≥ 0, got %v", d.Value)
-		}
 		return Sampler{kind: kConstant, a: float64(d.Value)}, nil
 	case "exponential":
-		if d.Mean <= 0 {
-			return Sampler{}, fmt.Errorf("exponential: mean must be > 0, got %v", d.Mean)
-		}
 		return Sampler{kind: kExponential, a: float64(d.Mean)}, nil
 	case "uniform":
-		if d.Min < 0 || d.Max < d.Min {
-			return Sampler{}, fmt.Errorf("uniform: need 0 ≤ min ≤ max, got min %v max %v", d.Min, d.Max)
-		}
 		return Sampler{kind: kUniform, a: float64(d.Min), b: float64(d.Max)}, nil
 	case "normal":
-		if d.Mean < 0 || d.Stddev < 0 {
-			return Sampler{}, fmt.Errorf("normal: need mean ≥ 0 and stddev ≥ 0, got mean %v stddev %v", d.Mean, d.Stddev)
-		}
 		return Sampler{kind: kNormal, a: float64(d.Mean), b: float64(d.Stddev)}, nil
 	case "lognormal":
-		switch {
-		case d.P50 > 0 || d.P99 > 0:
-			if d.P50 <= 0 || d.P99 <= d.P50 {
-				return Sampler{}, fmt.Errorf("lognormal: need 0 < p50 < p99, got p50 %v p99 %v", d.P50, d.P99)
-			}
+		if d.P50 > 0 {
 			mu := math.Log(float64(d.P50))
 			sigma := (math.Log(float64(d.P99)) - mu) / z99
 			return Sampler{kind: kLognormal, a: mu, b: sigma}, nil
-		case d.Mean > 0:
-			if d.Stddev < 0 {
-				return Sampler{}, fmt.Errorf("lognormal: stddev must be ≥ 0, got %v", d.Stddev)
-			}
-			m, s := float64(d.Mean), float64(d.Stddev)
-			sigma2 := math.Log1p(s * s / (m * m))
-			return Sampler{kind: kLognormal, a: math.Log(m) - sigma2/2, b: math.Sqrt(sigma2)}, nil
 		}
-		return Sampler{}, fmt.Errorf("lognormal: give p50 and p99, or mean and stddev")
-	case "mixture", "bimodal":
-		if len(d.Modes) == 0 {
-			return Sampler{}, fmt.Errorf("%s: needs modes", d.Dist)
-		}
+		m, s := float64(d.Mean), float64(d.Stddev)
+		sigma2 := math.Log1p(s * s / (m * m))
+		return Sampler{kind: kLognormal, a: math.Log(m) - sigma2/2, b: math.Sqrt(sigma2)}, nil
+	case "mixture":
 		s := Sampler{kind: kMixture}
 		total := 0.0
 		for i, m := range d.Modes {
-			if !(m.Weight > 0) || math.IsInf(m.Weight, 0) {
-				return Sampler{}, fmt.Errorf("%s: modes[%d].weight must be > 0, got %v", d.Dist, i, m.Weight)
-			}
 			ms, err := New(m.Dist)
 			if err != nil {
 				return Sampler{}, fmt.Errorf("%s: modes[%d]: %w", d.Dist, i, err)
@@ -98,15 +76,9 @@ func New(d topology.Dist) (Sampler, error) {
 			s.cum[i] /= total
 		}
 		return s, nil
-	case "empirical":
-		if len(d.Samples) == 0 {
-			return Sampler{}, fmt.Errorf("empirical: no samples loaded (file %q)", d.File)
-		}
-		return Sampler{kind: kEmpirical, samples: d.Samples}, nil
-	case "":
-		return Sampler{}, fmt.Errorf("dist: missing (want constant, exponential, uniform, normal, lognormal, mixture or empirical)")
 	}
-	return Sampler{}, fmt.Errorf("dist: unknown %q (want constant, exponential, uniform, normal, lognormal, mixture or empirical)", d.Dist)
+	// empirical: Check saw its samples
+	return Sampler{kind: kEmpirical, samples: d.Samples}, nil
 }
 
 // maxSample caps a draw, leaving headroom to add it to a clock.

@@ -202,3 +202,39 @@ func ExampleExp() {
 	fmt.Println(Exp(r1, mean) == s.Sample(r2))
 	// Output: true
 }
+
+// TestValidityIsTopologys: a distribution is valid by one rule,
+// topology's: what a scenario file may hold is what New builds, and what
+// it rejects New refuses too (issue 32: normal means and lognormal stddevs
+// had other limits here). Each row is one distribution as YAML, for
+// topology, and as the value it decodes to, for New.
+func TestValidityIsTopologys(t *testing.T) {
+	ms := time.Millisecond
+	c1 := topology.Dist{Dist: "constant", Value: ms}
+	for _, tc := range []struct {
+		yaml string
+		d    topology.Dist
+	}{
+		{"{dist: normal, mean: 0s, stddev: 1ms}", topology.Dist{Dist: "normal", Stddev: ms}},
+		{"{dist: normal, mean: 1ms, stddev: 0s}", topology.Dist{Dist: "normal", Mean: ms}},
+		{"{dist: lognormal, mean: 1ms, stddev: 0s}", topology.Dist{Dist: "lognormal", Mean: ms}},
+		{"{dist: lognormal, mean: 1ms, stddev: 1ms}", topology.Dist{Dist: "lognormal", Mean: ms, Stddev: ms}},
+		{"{dist: lognormal, p50: 1ms, p99: 5ms, mean: 2ms}", topology.Dist{Dist: "lognormal", P50: ms, P99: 5 * ms, Mean: 2 * ms}},
+		{"{dist: lognormal, p50: 1ms, p99: 5ms}", topology.Dist{Dist: "lognormal", P50: ms, P99: 5 * ms}},
+		{"{dist: exponential, mean: 1ms}", topology.Dist{Dist: "exponential", Mean: ms}},
+		{"{dist: exponential, mean: 0s}", topology.Dist{Dist: "exponential"}},
+		{"{dist: uniform, min: 2ms, max: 1ms}", topology.Dist{Dist: "uniform", Min: 2 * ms, Max: ms}},
+		{"{dist: constant, value: 1ms, mean: 2ms}", topology.Dist{Dist: "constant", Value: ms, Mean: 2 * ms}},
+		{"{dist: mixture, modes: [{weight: .inf, dist: constant, value: 1ms}]}", topology.Dist{Dist: "mixture", Modes: []topology.Mode{{Weight: math.Inf(1), Dist: c1}}}},
+		{"{dist: mixture, modes: [{weight: .nan, dist: constant, value: 1ms}]}", topology.Dist{Dist: "mixture", Modes: []topology.Mode{{Weight: math.NaN(), Dist: c1}}}},
+		{"{dist: mixture, modes: [{weight: 1, dist: normal, mean: 0s, stddev: 1ms}]}", topology.Dist{Dist: "mixture", Modes: []topology.Mode{{Weight: 1, Dist: topology.Dist{Dist: "normal", Stddev: ms}}}}},
+		{"{dist: mixture, modes: [{weight: 2, dist: constant, value: 1ms}]}", topology.Dist{Dist: "mixture", Modes: []topology.Mode{{Weight: 2, Dist: c1}}}},
+	} {
+		yaml := "name: d\nduration: 1s\nworkload: {entry: s, rate: 1}\nservices:\n  - {name: s, workers: 1, service_time: " + tc.yaml + "}\n"
+		_, perr := topology.Parse("d.yaml", []byte(yaml), nil)
+		_, nerr := New(tc.d)
+		if (perr == nil) != (nerr == nil) {
+			t.Errorf("%s: topology says %v, New says %v", tc.yaml, perr, nerr)
+		}
+	}
+}

@@ -40,31 +40,11 @@ func BenchmarkStoreCycle(b *testing.B) {
 	}
 }
 
-// BenchmarkLedger is the simulator's per-request cost: two executions and a
-// finish with about a thousand requests alive.
+// BenchmarkLedger is the simulator's per-request cost: one fold.
 func BenchmarkLedger(b *testing.B) {
 	var l Ledger
-	const alive = 1024
 	b.ReportAllocs()
-	for i := uint64(0); b.Loop(); i++ {
-		l.Executed(i)
-		l.Executed(i)
-		if i >= alive {
-			l.Finish(i-alive, Unknown)
-		}
+	for i := int64(0); b.Loop(); i++ {
+		l.Fold(i%3, CallerView(i%3))
 	}
-}
-
-func BenchmarkLockedBegin(b *testing.B) {
-	l, err := NewLocked(Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	l.Begin(0, "svc", "k", 1)
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			l.Begin(time.Millisecond, "svc", "k", 1)
-		}
-	})
 }

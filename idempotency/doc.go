@@ -46,14 +46,14 @@
 //
 // The zero Store is ready to use with the default Config (retention 24h,
 // lease 10s, in-progress retry-after 100ms, tombstones kept as long as the
-// retention, 1,000,000 records). A Store is not safe for concurrent use;
-// Locked is the same store behind a mutex.
+// retention, 1,000,000 records). A Store is not safe for concurrent use:
+// its drivers hold it under their own lock (serve's service mutex).
 //
 // # Ledger
 //
-// Ledger records each execution of a logical request's side effect
-// (Executed) while the request's attempts are alive, and when the request
-// finishes folds the count into Totals along with how its caller saw it end
+// Ledger folds each finished logical request — the executions of its side
+// effect, which the driver counted while its attempts were alive — into
+// Totals along with how its caller saw it end
 // (Succeeded, Failed, Unknown): executions, duplicates Σ max(0, n−1), and
 // unknown outcomes split into committed (n ≥ 1) and not committed (n = 0).
 // Its memory is proportional to the live requests. The zero Ledger is ready

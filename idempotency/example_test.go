@@ -62,13 +62,13 @@ func ExampleStore_fencing() {
 // caller saw.
 func ExampleLedger() {
 	var l idempotency.Ledger
-	l.Executed(1) // request 1: first attempt executed, reply lost
-	l.Executed(1) // its retry executed again
-	l.Finish(1, idempotency.Succeeded)
-	l.Executed(2) // request 2 executed, but the caller timed out
-	l.Finish(2, idempotency.Unknown)
+	// request 1: its first attempt executed and the reply was lost, its
+	// retry executed again and succeeded
+	l.Fold(2, idempotency.Succeeded)
+	// request 2 executed, but the caller timed out
+	l.Fold(1, idempotency.Unknown)
 	t := l.Totals()
-	fmt.Println("executions:", t.Executions, "duplicates:", t.Duplicates, "unknown but committed:", t.UnknownCommitted, "live:", l.Live())
+	fmt.Println("executions:", t.Executions, "duplicates:", t.Duplicates, "unknown but committed:", t.UnknownCommitted)
 	// Output:
-	// executions: 3 duplicates: 1 unknown but committed: 1 live: 0
+	// executions: 3 duplicates: 1 unknown but committed: 1
 }

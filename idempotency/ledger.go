@@ -43,41 +43,24 @@ type Totals struct {
 	FailedCommitted int64
 }
 
-// Ledger is the server side's truth about side effects: it counts how many
-// times each live logical request's effect executed, and folds the count
-// into Totals when the request finishes. Memory is proportional to the
-// requests alive at once: a request's entry is deleted on Finish.
+// Ledger is the server side's truth about side effects: it folds each
+// finished logical request — how many times its effect executed, and how
+// its caller saw it end — into Totals. The drivers count a live request's
+// executions themselves (the simulator in its request record, load mode at
+// the committing service) and Fold it once the request is over, so memory
+// does not grow with the requests.
 //
 // The zero Ledger is ready to use. It is not safe for concurrent use.
 type Ledger struct {
-	live map[uint64]uint32
-	t    Totals
-}
-
-// Executed records one execution of request req's side effect.
-func (l *Ledger) Executed(req uint64) {
-	if l.live == nil {
-		l.live = make(map[uint64]uint32)
-	}
-	l.live[req]++
-}
-
-// Finish folds request req into the totals, as its caller saw it end. Call
-// it once, after the last attempt of req has ended: an execution recorded
-// after Finish starts a new entry. A view outside the three constants is
-// counted as Unknown.
-func (l *Ledger) Finish(req uint64, v CallerView) {
-	n := int64(l.live[req])
-	delete(l.live, req)
-	l.Fold(n, v)
+	t Totals
 }
 
 // Fold adds one finished request whose side effect executed n times, as
-// its caller saw it end, to the totals. It is Finish for a driver that
-// counts a live request's executions itself: the simulator keeps them in
-// its request record (no map per request), load mode reads them from the
-// committing service when the run is over. Both modes thus derive
-// duplicates and unknown outcomes by this one rule.
+// its caller saw it end, to the totals; a view outside the three constants
+// is counted as Unknown. The simulator keeps a request's executions in its
+// request record, load mode reads them from the committing service when
+// the run is over: both derive duplicates and unknown outcomes by this one
+// rule.
 func (l *Ledger) Fold(n int64, v CallerView) {
 	t := &l.t
 	t.Requests++
@@ -102,9 +85,6 @@ func (l *Ledger) Fold(n int64, v CallerView) {
 		}
 	}
 }
-
-// Live returns the number of requests with executions not yet finished.
-func (l *Ledger) Live() int { return len(l.live) }
 
 // Totals returns the counts over finished requests.
 func (l *Ledger) Totals() Totals { return l.t }

@@ -121,7 +121,7 @@ const none = -1
 // not go backwards: an earlier now is treated as the latest seen.
 //
 // The zero Store is ready to use with the default Config. A Store is not
-// safe for concurrent use; see Locked.
+// safe for concurrent use.
 type Store struct {
 	cfg       Config
 	idx       map[recKey]int32

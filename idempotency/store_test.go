@@ -288,11 +288,4 @@ func TestZeroValues(t *testing.T) {
 	if d, _, _ := s.Begin(DefaultRetention, "svc", "k", 1); d != Expired {
 		t.Fatalf("zero Store: Begin at default retention %v, want expired", d)
 	}
-	var l Locked
-	if d, _, _ := l.Begin(0, "svc", "k", 1); d != Execute {
-		t.Fatalf("zero Locked: first Begin %v", d)
-	}
-	if d, _, _ := l.Begin(DefaultLease-1, "svc", "k", 1); d != InProgress {
-		t.Fatalf("zero Locked: Begin within default lease %v, want in_progress", d)
-	}
 }

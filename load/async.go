@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -145,7 +144,7 @@ func (a *asyncCluster) inFlight() int {
 // replica publishes through its own outbox and is one member of its
 // service's consumer group (the durable consumer they share), with the
 // faults that hit it and its own streams, as simulated.
-func (s *Service) wireAsync(sc *topology.Scenario, topics map[string]*broker.Topic) error {
+func (s *Service) wireAsync(topics map[string]*broker.Topic) error {
 	svc := &s.cfg
 	hasPub := false
 	for _, c := range svc.Calls {
@@ -157,16 +156,9 @@ func (s *Service) wireAsync(sc *topology.Scenario, topics map[string]*broker.Top
 	if topics == nil {
 		return fmt.Errorf("load: %s: the scenario has topics: run the services with StartCluster, which connects them to a NATS JetStream", s.name)
 	}
-	var faults []*topology.Fault
-	for i := range sc.Faults {
-		if f := &sc.Faults[i]; f.Service == s.name && slices.Contains(f.ReplicasHit(svc), s.rep) {
-			faults = append(faults, f)
-		}
-	}
-	tag := model.ReplicaTag(s.rep)
-	s.warmup = sc.Warmup
-	for j := range svc.Calls {
-		pb := svc.Calls[j].Publish
+	faults := s.node.Faults
+	for j, st := range s.node.Steps {
+		pb := st.Publish
 		if pb == nil {
 			continue
 		}
@@ -174,7 +166,7 @@ func (s *Service) wireAsync(sc *topology.Scenario, topics map[string]*broker.Top
 		if t == nil {
 			return fmt.Errorf("load: services.%s.calls[%d].publish.topic: no service consumes %q", s.name, j, pb.Topic)
 		}
-		p := t.NewProducer(pb, faults, model.Stream(sc.Seed, fmt.Sprintf("publish/%s/%d", s.name+tag, j)), s.now)
+		p := t.NewProducer(pb, faults, model.Stream(s.plan.Seed, st.PublishStream), s.now)
 		s.calls[j].pub = p
 		go p.Run(s.stop)
 	}
@@ -187,7 +179,7 @@ func (s *Service) wireAsync(sc *topology.Scenario, topics map[string]*broker.Top
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		s.consumer, err = t.Consume(ctx, broker.ConsumerConfig{Service: s.name, Consume: c, ServiceTime: st,
-			SlowdownPerInflight: svc.SlowdownPerInflight, Faults: faults, Rand: model.Stream(sc.Seed, "consumer/"+s.name+tag), Now: s.now, Members: svc.ReplicaCount()})
+			SlowdownPerInflight: svc.SlowdownPerInflight, Faults: faults, Rand: model.Stream(s.plan.Seed, s.node.ConsumerStream), Now: s.now, Members: svc.ReplicaCount()})
 		if err != nil {
 			return err
 		}

@@ -248,6 +248,15 @@ func (r *callRun) finish(cancelAll bool) {
 // attempt goroutines, which may outlive Do when they are abandoned rather
 // than cancelled; each is bounded by its attempt timeout or ctx.
 func (ec *EdgeClient) Do(ctx context.Context, opt policies.CallOptions, tmpl *Attempt, wg *sync.WaitGroup) CallResult {
+	return ec.do(ctx, opt, tmpl, wg, nil)
+}
+
+// do is Do, calling started, if set, once the call policy decided the
+// call's start: with true when it goes on (an attempt is sent or waited
+// for), false when it finished at once (a breaker open, a budget spent),
+// before Do returns. A parallel step needs it to start its members in
+// order (model.Quorum).
+func (ec *EdgeClient) do(ctx context.Context, opt policies.CallOptions, tmpl *Attempt, wg *sync.WaitGroup, started func(bool)) CallResult {
 	c := ec.calls.Get().(*policies.Call)
 	defer ec.calls.Put(c)
 	d := &doing{ec: ec, c: c, ctx: ctx, opt: opt, tmpl: tmpl, wg: wg}
@@ -255,6 +264,9 @@ func (ec *EdgeClient) Do(ctx context.Context, opt policies.CallOptions, tmpl *At
 	ec.mu.Lock()
 	act := c.Start(time.Since(ec.Epoch), ec.edge, opt)
 	ec.mu.Unlock()
+	if started != nil {
+		started(act.Kind != policies.Finish)
+	}
 	for {
 		switch act.Kind {
 		case policies.Send:

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -65,13 +66,18 @@ type Cluster struct {
 	grpc *grpcCluster
 	// CertPEM is the self-signed certificate of a TLS cluster.
 	CertPEM []byte
-	// Resetters close each service's connections at its reset_connections
-	// faults; resetTimers arm them.
-	Resetters   map[string]*connResetter
+	// resetTimers close a replica's connections at the reset_connections
+	// faults that hit it.
 	resetTimers []*time.Timer
 	// async is the real broker of the scenario's topics, nil without.
 	async *asyncCluster
+	// plan is the scenario's plan, which every service binds.
+	plan *model.Plan
 }
+
+// Plan returns the scenario's plan (model.Compile) that the cluster's
+// services bound: the simulator binds the same value for the scenario.
+func (c *Cluster) Plan() *model.Plan { return c.plan }
 
 // StartCluster starts every service of sc on its own loopback listener,
 // each replica of a replicated service on one of its own.
@@ -113,7 +119,11 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 	if opt.TLS && opt.Protocol == ProtocolGRPC {
 		return nil, fmt.Errorf("load: TLS serves HTTP only, not protocol grpc")
 	}
-	c := &Cluster{URLs: map[string]string{}, ReplicaURLs: map[string][]string{}, Epoch: opt.Epoch, tr: NewTransport(opt.Connections)}
+	plan, err := model.Compile(sc)
+	if err != nil {
+		return nil, fmt.Errorf("load: %s: %w", scenarioName(sc), err)
+	}
+	c := &Cluster{URLs: map[string]string{}, ReplicaURLs: map[string][]string{}, Epoch: opt.Epoch, tr: NewTransport(opt.Connections), plan: plan}
 	lns := make([]net.Listener, 0, nListen)
 	fail := func(err error) (*Cluster, error) {
 		for _, ln := range lns {
@@ -184,8 +194,8 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 	if c.async, err = startAsync(sc, opt.NATS); err != nil {
 		return fail(err)
 	}
-	committer := CommittingService(sc)
-	for _, svc := range sc.Services {
+	for _, sp := range plan.Services {
+		svc := sp.Config
 		cl := client
 		if opt.Tracing != nil {
 			cl = &http.Client{Transport: opt.Tracing.Transport(svc.Name, c.tr)}
@@ -199,8 +209,9 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		}
 		var first *Service
 		for r := range svc.ReplicaCount() {
-			s, err := NewService(sc, svc.Name, ServiceConfig{Epoch: opt.Epoch, URLs: c.URLs, Client: cl, Commits: svc.Name == committer,
-				LedgerWindow: opt.LedgerWindow, Replica: r, First: first, ReplicaURLs: c.ReplicaURLs, GRPC: grpcClient, Topics: c.async.topicMap()})
+			s, err := NewService(sc, svc.Name, ServiceConfig{Epoch: opt.Epoch, URLs: c.URLs, Client: cl, Commits: sp.Commits,
+				LedgerWindow: opt.LedgerWindow, Replica: r, First: first, ReplicaURLs: c.ReplicaURLs, GRPC: grpcClient,
+				Topics: c.async.topicMap(), Plan: plan})
 			if err != nil {
 				for _, s := range c.Services {
 					s.Close()
@@ -230,14 +241,11 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 			IdleTimeout:       serverIdleTimeout,
 			MaxHeaderBytes:    maxHeaderBytes,
 		}
-		// Only a service with a reset_connections fault pays for tracking.
-		if r := newConnResetter(); hasReset(sc.Faults, s.name) {
-			if c.Resetters == nil {
-				c.Resetters = map[string]*connResetter{}
-			}
+		// Only a replica hit by a reset_connections fault pays for tracking.
+		if at := s.node.Resets; len(at) > 0 {
+			r := newConnResetter()
 			r.install(srv)
-			c.Resetters[s.name] = r
-			c.resetTimers = append(c.resetTimers, scheduleResets(r, sc.Faults, s.name, opt.Epoch)...)
+			c.resetTimers = append(c.resetTimers, scheduleResets(r, at, opt.Epoch)...)
 		}
 		done := make(chan struct{})
 		c.servers = append(c.servers, srv)

@@ -3,9 +3,11 @@ package load
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"slices"
 	"strings"
 	"sync"
@@ -207,6 +209,21 @@ func constantArrivals(rate float64, d time.Duration) []time.Duration {
 	}
 }
 
+// keyedWrites makes a one-service scenario's workload (rate 1) all writes
+// with idempotency keys.
+func keyedWrites(yaml string) string {
+	return strings.Replace(yaml, "  rate: 1\n", "  rate: 1\n  write_fraction: 1\n  idempotency_keys: true\n", 1)
+}
+
+// keyedPost is a retry of one keyed write: request 1, key k, whatever i.
+func keyedPost(int) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/svc", strings.NewReader("x"))
+	r.Header.Set(HeaderRequestID, "1")
+	r.Header.Set(HeaderWrite, "1")
+	r.Header.Set(HeaderIdempotencyKey, "k")
+	return r
+}
+
 func get(i int) *http.Request {
 	r := httptest.NewRequest(http.MethodGet, "/svc", nil)
 	r.Header.Set(HeaderRequestID, fmt.Sprint(i+1))
@@ -312,18 +329,10 @@ services:
 		}},
 		{"an expired idempotency key answers error, which a caller may retry", func(t *testing.T) {
 			yaml := one("    service_time: {dist: constant, value: 1ms}\n    idempotency: {retention: 1s, lease: 100ms}\n", "", 1, "1s")
-			yaml = strings.Replace(yaml, "  rate: 1\n", "  rate: 1\n  write_fraction: 1\n  idempotency_keys: true\n", 1)
-			sc := parseScenario(t, yaml)
-			post := func(i int) *http.Request {
-				r := httptest.NewRequest(http.MethodPost, "/svc", strings.NewReader("x"))
-				r.Header.Set(HeaderRequestID, "1")
-				r.Header.Set(HeaderWrite, "1")
-				r.Header.Set(HeaderIdempotencyKey, "k")
-				return r
-			}
+			sc := parseScenario(t, keyedWrites(yaml))
 			at := []time.Duration{0, 500 * time.Millisecond, 1500 * time.Millisecond}
 			s := newScripted(t, sc, "svc")
-			s.run(at, post)
+			s.run(at, keyedPost)
 			// The simulator's side: the very machine sim builds for svc.
 			cm, err := model.NewCallee[int](&sc.Services[0], model.Stream(sc.Seed, model.ServiceStream("svc")), true, true)
 			if err != nil {
@@ -336,7 +345,7 @@ services:
 					if preset {
 						want = cm.PresetAnswer()
 					}
-					cm.Finish(t0+d, want.Outcome, !preset, true, "k", fence)
+					cm.Finish(t0+d, model.Ending{Outcome: want.Outcome, Worked: !preset, Write: true, Key: "k", Fence: fence})
 					cm.Release()
 				}
 				got := s.answers[i].Header().Get(HeaderOutcome)
@@ -481,6 +490,198 @@ services:
 				t.Errorf("got %v, want an error naming wait_for", err)
 			}
 		}},
+		{"a replayed answer draws drop_response as any answer after work", func(t *testing.T) {
+			// A write executes at 0 and its reply is lost; its retry at
+			// 500 ms is answered from the store (a replay), and that reply
+			// is lost too, as in the simulator, where an answer the store
+			// gave is an answer after work.
+			yaml := one("    service_time: {dist: constant, value: 1ms}\n", "faults:\n  - {service: svc, at: 0s, for: 1s, drop_response: 1}\n", 1, "1s")
+			sc := parseScenario(t, keyedWrites(yaml))
+			s := newScripted(t, sc, "svc")
+			s.run([]time.Duration{0, 500 * time.Millisecond}, keyedPost)
+			st := s.svc.Stats()
+			require.Equal(t, int64(1), st.Replays, "the retry is a replay")
+			require.Equal(t, int64(2), st.All.Dropped, "replies lost: the execution's and the replay's")
+			require.Equal(t, int64(2), st.All.Succeeded, "both answered OK after work")
+		}},
+		{"utilization and queue figures count from the warm-up on", func(t *testing.T) {
+			// Five arrivals 10 ms apart into one worker of 50 ms build a
+			// queue before the warm-up (1 s); after it, one arrival works
+			// 50 ms alone. Both modes measure [warm-up, end): 50 ms busy,
+			// no queue.
+			sc := parseScenario(t, `
+name: warm
+seed: 1
+duration: 2s
+warmup: 1s
+workload:
+  entry: svc
+  arrival: constant
+  rate: 100
+  schedule: [{at: 40ms, rate: 1}]
+  client: {timeout: 10s, retry: {max_attempts: 1}}
+services:
+  - {name: svc, workers: 1, service_time: {dist: constant, value: 50ms}}
+`)
+			res, err := sim.Run(context.Background(), sc, sim.Options{})
+			require.NoError(t, err)
+			simS := res.Summary.Services[0]
+			span := res.Summary.SimTimeS - sc.Warmup.Seconds()
+			require.InDelta(t, 0.05, simS.Utilization*span, 1e-9, "the simulator's busy seconds after the warm-up")
+			var arr []time.Duration
+			p := scenarioArrivals(sc)
+			for n := uint64(0); ; n++ {
+				at, ok := p.At(n)
+				if !ok {
+					break
+				}
+				arr = append(arr, at)
+			}
+			require.Len(t, arr, 6)
+			s := newScripted(t, sc, "svc")
+			s.run(arr, get)
+			st := s.svc.Stats()
+			require.Equal(t, simS.QueueMax, st.QueueMax, "queue max: serve, simulator")
+			require.InDelta(t, simS.Utilization*span, st.BusyS, 1e-9, "busy seconds after the warm-up: serve, simulator")
+			require.InDelta(t, simS.QueueMean*span, st.QueueS, 1e-9, "queue seconds after the warm-up: serve, simulator")
+		}},
+		{"a parallel group stops starting members once its quorum is impossible", func(t *testing.T) {
+			// gw calls [a, b] needing both. a always fails and its breaker
+			// opens on the first failure: the first request starts both
+			// members; the second finds a's breaker open as a starts, the
+			// quorum impossible, and never starts b.
+			sc := parseScenario(t, `
+name: quorum
+seed: 1
+duration: 200ms
+workload:
+  entry: gw
+  arrival: constant
+  rate: 10
+  client: {timeout: 1s, retry: {max_attempts: 1}}
+services:
+  - name: gw
+    workers: 4
+    service_time: {dist: constant, value: 1ms}
+    calls:
+      - parallel:
+          - {to: a, retry: {max_attempts: 1}, breaker: {kind: consecutive, failures: 1, open_for: 1m}}
+          - {to: b, retry: {max_attempts: 1}}
+  - {name: a, workers: 4, service_time: {dist: constant, value: 1ms}, error_rate: 1}
+  - {name: b, workers: 4, service_time: {dist: constant, value: 1ms}}
+`)
+			callsTo := func(edges []metrics.EdgeSummary, to string) int64 {
+				for _, e := range edges {
+					if e.From == "gw" && e.To == to {
+						return e.Calls
+					}
+				}
+				t.Fatalf("no edge gw->%s in %+v", to, edges)
+				return 0
+			}
+			simSum := runSim(t, sc)
+			require.Equal(t, int64(2), simSum.Requests.Offered)
+			require.Equal(t, int64(1), callsTo(simSum.Edges, "b"), "simulator: calls gw->b")
+			require.Equal(t, int64(2), callsTo(simSum.Edges, "a"), "simulator: calls gw->a")
+			cl, err := StartCluster(sc, ClusterOptions{})
+			require.NoError(t, err)
+			defer cl.Close(context.Background())
+			for i := range 2 {
+				req, err := http.NewRequest(http.MethodGet, cl.URLs["gw"], nil)
+				require.NoError(t, err)
+				req.Header.Set(HeaderRequestID, fmt.Sprint(i+1))
+				resp, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				require.NotEqual(t, http.StatusOK, resp.StatusCode, "request %d", i+1)
+			}
+			edges := cl.Service("gw").Stats().Edges
+			require.Equal(t, int64(1), callsTo(edges, "b"), "serve: calls gw->b")
+			require.Equal(t, int64(2), callsTo(edges, "a"), "serve: calls gw->a")
+			require.Equal(t, int64(1), cl.Service("a").Stats().All.Attempts, "serve: a's attempts (the breaker refused the second)")
+		}},
+		{"pool.size bounds the connections to each replica", func(t *testing.T) {
+			// Two replicas, a pool of one connection, calls that hold it
+			// 30 ms arriving every 20 ms, spread round robin: each replica
+			// gets one every 40 ms, after its one connection is free
+			// again, so no call waits; one connection for the edge, held
+			// 30 ms of every 20, would keep calls waiting. net/http's
+			// MaxConnsPerHost, serve's bound, is per replica (host) too.
+			sc := parseScenario(t, `
+name: pool
+seed: 1
+duration: 2s
+workload:
+  entry: svc
+  arrival: constant
+  rate: 50
+  client: {balance: round_robin, pool: {size: 1}}
+services:
+  - {name: svc, replicas: 2, workers: 4, service_time: {dist: constant, value: 30ms}}
+`)
+			p := runSim(t, sc).Edges[0].Pool
+			require.NotNil(t, p)
+			require.Zero(t, p.Waited, "a call waited for a connection to another replica")
+			require.Equal(t, int64(2), p.Handshakes, "one connection to each replica")
+			cl := &Cluster{CertPEM: nil}
+			client, conns := clientFor(cl, sc.Workload.Client.Pool, 8)
+			require.Equal(t, 1, conns)
+			require.Equal(t, 1, client.Transport.(*http.Transport).MaxConnsPerHost, "serve's bound per replica")
+		}},
+		{"reset_connections on one replica resets that replica's connections only", func(t *testing.T) {
+			yaml := func(replica int) string {
+				return fmt.Sprintf(`
+name: reset
+seed: 1
+duration: 1s
+workload:
+  entry: svc
+  arrival: constant
+  rate: 200
+  client: {balance: round_robin, pool: {size: 2}}
+services:
+  - {name: svc, replicas: 2, workers: 8, service_time: {dist: constant, value: 1ms}}
+faults:
+  - {service: svc, replica: %d, at: 500ms, for: 100ms, reset_connections: true}
+`, replica)
+			}
+			// The simulator: the edge keeps one connection open to each
+			// replica (calls are 5 ms apart, each 1 ms); the reset closes
+			// the hit replica's, whichever it is.
+			for _, r := range []int{0, 1} {
+				p := runSim(t, parseScenario(t, yaml(r))).Edges[0].Pool
+				require.Equal(t, int64(1), p.Resets, "simulator, fault on replica %d", r)
+			}
+			// Serve: a keep-alive connection to each replica, then the
+			// fault on replica 1: only replica 1's is closed.
+			sc := parseScenario(t, yaml(1))
+			sc.Faults[0].At = 150 * time.Millisecond
+			cl, err := StartCluster(sc, ClusterOptions{Epoch: time.Now()})
+			require.NoError(t, err)
+			defer cl.Close(context.Background())
+			tr := &http.Transport{}
+			defer tr.CloseIdleConnections()
+			reused := func(url string) bool {
+				var got bool
+				trace := &httptrace.ClientTrace{GotConn: func(ci httptrace.GotConnInfo) { got = ci.Reused }}
+				req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, url, nil)
+				require.NoError(t, err)
+				resp, err := tr.RoundTrip(req)
+				require.NoError(t, err)
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				return got
+			}
+			urls := cl.ReplicaURLs["svc"]
+			require.Len(t, urls, 2)
+			for _, u := range urls {
+				reused(u)
+			}
+			time.Sleep(300 * time.Millisecond) // a real socket waits past the fault
+			require.True(t, reused(urls[0]), "replica 0's connection was reset by a fault on replica 1")
+			require.False(t, reused(urls[1]), "replica 1's connection survived its reset")
+		}},
 	}
 	for _, row := range rows {
 		t.Run(row.name, row.check)
@@ -494,4 +695,34 @@ func runSim(t *testing.T, sc *topology.Scenario) metrics.Summary {
 		t.Fatal(err)
 	}
 	return res.Summary
+}
+
+// TestConformanceRules: one row per rule the simulator and serve each
+// decided while wiring a scenario, where they disagreed (issue 32); each
+// is now decided once, in model.
+func TestConformanceRules(t *testing.T) {
+	rows := []struct {
+		name  string
+		check func(t *testing.T)
+	}{
+		{"a fault with several effects is labelled with all of them", func(t *testing.T) {
+			sc := parseScenario(t, `
+name: label
+seed: 1
+duration: 1s
+workload: {entry: svc, rate: 10}
+services:
+  - {name: svc, workers: 1, service_time: {dist: constant, value: 1ms}}
+faults:
+  - {service: svc, at: 100ms, for: 200ms, capacity: 0.5, latency_add: 5ms, drop_response: 0.1}
+`)
+			res, err := sim.Run(context.Background(), sc, sim.Options{})
+			require.NoError(t, err)
+			require.Equal(t, res.Faults, faultWindows(sc), "serve's fault windows, the simulator's")
+			require.Contains(t, res.Faults[0].Label, "drop 0.1", "the simulator's label misses an effect")
+		}},
+	}
+	for _, row := range rows {
+		t.Run(row.name, row.check)
+	}
 }

@@ -109,8 +109,9 @@ func serviceSummary(reps []*Service, offered int64) (metrics.ServiceSummary, []m
 		if i == 0 {
 			ss.Name, ss.Executions, ss.Duplicates = st.Service, st.Executions, st.Duplicates
 			ss.Consumer = st.Consumer
-			// Busy time is integrated from time 0 to now, drain included.
-			elapsed = st.UptimeS
+			// Busy time is integrated over the measured window: from the
+			// warm-up to now, drain included, as simulated.
+			elapsed = st.MeasuredS
 		}
 		ss.Attempts += c.Attempts
 		ss.Succeeded += c.Succeeded
@@ -126,9 +127,9 @@ func serviceSummary(reps []*Service, offered int64) (metrics.ServiceSummary, []m
 		if len(reps) > 1 {
 			rs := metrics.ReplicaSummary{Replica: st.Replica, Attempts: c.Attempts, Succeeded: c.Succeeded, Failed: c.Failed,
 				Rejected: c.Rejected, TimedOut: c.TimedOut, Shed: c.Shed, QueueMax: st.QueueMax}
-			if st.UptimeS > 0 && st.Workers > 0 {
-				rs.Utilization = st.BusyS / (float64(st.Workers) * st.UptimeS)
-				rs.QueueMean = st.QueueS / st.UptimeS
+			if st.MeasuredS > 0 && st.Workers > 0 {
+				rs.Utilization = st.BusyS / (float64(st.Workers) * st.MeasuredS)
+				rs.QueueMean = st.QueueS / st.MeasuredS
 			}
 			ss.Replicas = append(ss.Replicas, rs)
 		}

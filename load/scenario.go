@@ -121,21 +121,18 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 		want = 1
 	}
 	client, conns := clientFor(cl, w.Client.Pool, want)
-	clientStream := func(k int) string { return model.EdgeStreams{}.Name("client"+model.InstanceTag(k), w.Entry) }
+	// The client fleet's edges are the plan's, as the simulator binds them.
+	fleet := cl.Plan().Client
+	clientStream := func(k int) string { return fleet[k].Stream }
 	res, err := Run(ctx, Options{Client: client,
 		Replicas: cl.ReplicaURLs[w.Entry], BalanceRand: model.Stream(sc.Seed, model.BalanceStream(clientStream(0))),
 		Instances: w.Instances, Instance: func(k int) (policy, balance *rand.Rand) {
 			return model.Stream(sc.Seed, clientStream(k)), model.Stream(sc.Seed, model.BalanceStream(clientStream(k)))
 		},
-		Local: func(k int) []bool {
-			if !w.Client.ZoneAware {
-				return nil
-			}
-			return model.LocalReplicas(sc.Service(w.Entry), w.ZoneOf(k))
-		},
+		Local:  func(k int) []bool { return fleet[k].Local },
 		Target: entry, Method: http.MethodGet, WriteMethod: cmp.Or(w.WriteMethod, http.MethodPost), Pacer: pacer, Duration: sc.Duration, Warmup: sc.Warmup, Interval: sc.Interval,
 		Deadline: w.Deadline, Policy: policy, GRPCServiceConfig: opt.GRPCServiceConfig, WriteFraction: w.WriteFraction, IdempotencyKeys: w.IdempotencyKeys,
-		Workers: opt.Workers, Connections: conns, Seed: seed, Rand: model.Stream(sc.Seed, model.EdgeStreams{}.Name("client", w.Entry)), Scenario: sc.Name, Version: opt.Version,
+		Workers: opt.Workers, Connections: conns, Seed: seed, Rand: model.Stream(sc.Seed, clientStream(0)), Scenario: sc.Name, Version: opt.Version,
 		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
 		MaxRequests: opt.MaxRequests, Shard: opt.Shard, Tracing: opt.Tracing, NetHTTP: opt.NetHTTP, OnRow: opt.OnRow, services: liveServices(&samples, opt.OnRow),
 		OnDone: func(id uint64, write, counted bool, r policies.CallResult) {
@@ -177,7 +174,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 // scenarioArrivals is the simulator's arrival process of sc: the same
 // requests at the same intended times, the same ones writes.
 func scenarioArrivals(sc *topology.Scenario) *model.Arrivals {
-	return model.NewArrivals(&sc.Workload, sc.Duration, model.Stream(sc.Seed, "arrivals"))
+	return model.NewArrivals(&sc.Workload, sc.Duration, model.Stream(sc.Seed, model.ArrivalsStream))
 }
 
 func scenarioName(sc *topology.Scenario) string {
@@ -231,25 +228,19 @@ func fillServices(res *metrics.Result, sc *topology.Scenario, cl *Cluster, smp *
 		res.ServiceOKLatency[ss.Name] = mergedHistogram(reps, (*Service).OKLatencyHistogram)
 	}
 	s.Edges[0].To = sc.Workload.Entry
-	for _, f := range sc.Faults {
-		res.Faults = append(res.Faults, metrics.FaultWindow{Service: f.Service, At: f.At, For: f.For, Label: faultLabel(f)})
-	}
+	res.Faults = faultWindows(sc)
 	// Re-build the series with the per-service columns sampled each interval.
 	res.Series = smp.series(res.Series)
 }
 
-func faultLabel(f topology.Fault) string {
-	switch {
-	case f.Capacity != nil:
-		return fmt.Sprintf("capacity ×%g", *f.Capacity)
-	case f.LatencyAdd > 0:
-		return "latency +" + f.LatencyAdd.String()
-	case f.ErrorRate != nil:
-		return fmt.Sprintf("error rate %g", *f.ErrorRate)
-	case f.DropResponse > 0:
-		return fmt.Sprintf("drop %g", f.DropResponse)
+// faultWindows are the result's fault windows of sc, labelled as the
+// simulator labels them.
+func faultWindows(sc *topology.Scenario) []metrics.FaultWindow {
+	var fw []metrics.FaultWindow
+	for _, f := range sc.Faults {
+		fw = append(fw, metrics.FaultWindow{Service: f.Service, At: f.At, For: f.For, Label: model.FaultLabel(&f)})
 	}
-	return "fault"
+	return fw
 }
 
 func formatID(n uint64) string { return strconv.FormatUint(n+1, 10) }

@@ -109,10 +109,13 @@ type Stats struct {
 	Busy     int   `json:"busy"`
 	Queue    int   `json:"queue"`
 	QueueMax int64 `json:"queue_max"`
-	// BusyS and QueueS integrate busy workers and queue length over time
-	// (worker-seconds, request-seconds): utilization and mean queue follow.
-	BusyS  float64 `json:"busy_s"`
-	QueueS float64 `json:"queue_s"`
+	// BusyS and QueueS integrate busy workers and queue length over the
+	// measured window, MeasuredS long: from the scenario's warm-up to now
+	// (worker-seconds, request-seconds); utilization and mean queue
+	// follow. QueueMax is the longest queue in it.
+	BusyS     float64 `json:"busy_s"`
+	QueueS    float64 `json:"queue_s"`
+	MeasuredS float64 `json:"measured_s"`
 	// The idempotency ledger: side-effect executions of write requests, the
 	// duplicates among them (executions beyond the first per request), and
 	// the store's decisions.
@@ -161,8 +164,11 @@ type waiter struct {
 // through each edge's call policy. It is an http.Handler; safe for
 // concurrent use.
 type Service struct {
-	name  string
-	cfg   topology.Service
+	name string
+	cfg  topology.Service
+	// plan is the scenario's plan, node this replica's node in it.
+	plan  *model.Plan
+	node  *model.Replica
 	epoch time.Time
 	now   func() time.Duration
 	sleep func(ctx context.Context, d time.Duration) bool
@@ -180,11 +186,13 @@ type Service struct {
 	rep    int
 	ledger *Service
 	// faults of this service, and the instants their set changes
-	faults    []topology.Fault
-	edges     []time.Duration
-	nextEdge  int
-	active    []*topology.Fault
-	queueMax  int64
+	faults   []topology.Fault
+	edges    []time.Duration
+	nextEdge int
+	active   []*topology.Fault
+	// The scenario's warm-up starts the machine's measured window
+	// (StartMeasuring) once the clock reaches it; measuring says it has.
+	measuring bool
 	latency   *hdrhistogram.Histogram // attempt latency, µs (counted attempts)
 	okLatency *hdrhistogram.Histogram // of the counted attempts answered OK
 	latSumUs  int64                   // exact sum (µs) and max of latency's values
@@ -220,8 +228,9 @@ type Service struct {
 	timers  []*time.Timer
 	metrics http.Handler
 
-	// Topics (issue 23): intents committed before warmup are not
-	// counted; consumer is the service's consumer group of topic.
+	// warmup is the scenario's: intents committed before it are not
+	// counted (topics, issue 23), and the measured window starts at it.
+	// consumer is the service's consumer group of topic.
 	warmup   time.Duration
 	consumer *broker.Consumer
 	topic    *broker.Topic
@@ -283,21 +292,33 @@ type ServiceConfig struct {
 	// service's publish steps and its consumer group (StartCluster
 	// connects them); a scenario with topics needs them.
 	Topics map[string]*broker.Topic
+	// Plan is the scenario's plan (model.Compile), which the service binds
+	// its replica's node of; nil compiles it. StartCluster compiles once
+	// for all its services.
+	Plan *model.Plan
 }
 
 // NewService builds the emulation of service name of sc.
 func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, error) {
-	svc := sc.Service(name)
-	if svc == nil {
-		return nil, fmt.Errorf("load: no service %q in the scenario", name)
+	plan := c.Plan
+	if plan == nil {
+		var err error
+		if plan, err = model.Compile(sc); err != nil {
+			return nil, fmt.Errorf("load: %s: %w", scenarioName(sc), err)
+		}
 	}
+	rp := plan.Replica(name, c.Replica)
+	if rp == nil {
+		return nil, fmt.Errorf("load: no service %q (replica %d) in the scenario", name, c.Replica)
+	}
+	svc := plan.Service(name).Config
 	if c.Client == nil {
 		c.Client = http.DefaultClient
 	}
 	if c.Epoch.IsZero() {
 		c.Epoch = time.Now()
 	}
-	s := &Service{name: name, cfg: *svc, epoch: c.Epoch, now: c.Now, sleep: c.Sleep, latency: metrics.NewLatencyHistogram(),
+	s := &Service{name: name, cfg: *svc, plan: plan, node: rp, epoch: c.Epoch, now: c.Now, sleep: c.Sleep, latency: metrics.NewLatencyHistogram(),
 		okLatency: metrics.NewLatencyHistogram(), mu: new(sync.Mutex), rep: c.Replica, writeMethod: cmp.Or(sc.Workload.WriteMethod, http.MethodPost)}
 	s.ledger = s
 	if c.First != nil {
@@ -312,30 +333,29 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 	}
 	// Writes are deduped when the workload sends keys or the service has
 	// a store configured (a standalone serve, keys sent by another client).
-	keyed := sc.Workload.IdempotencyKeys || svc.Idempotency != nil
+	keyed := plan.Keyed || svc.Idempotency != nil
 	var err error
-	if s.cm, err = model.NewCallee[*waiter](svc, model.Stream(sc.Seed, model.ReplicaStream(name, c.Replica)), c.Commits, keyed); err != nil {
+	if s.cm, err = model.NewCallee[*waiter](svc, model.Stream(plan.Seed, rp.Stream), c.Commits, keyed); err != nil {
 		return nil, fmt.Errorf("load: services.%s.%w", name, err)
 	}
 	if c.First != nil {
 		s.cm.ShareStore(c.First.cm)
 	}
 	s.cm.TrackCancelled(func(w *waiter) bool { return w.state == cancelled }, func(*waiter) {})
-	for _, f := range sc.Faults {
-		if f.Service == name && slices.Contains(f.ReplicasHit(svc), c.Replica) {
-			s.faults = append(s.faults, f)
-			s.edges = append(s.edges, f.At, f.At+f.For)
-		}
+	s.warmup = sc.Warmup
+	for _, f := range rp.Faults {
+		s.faults = append(s.faults, *f)
+		s.edges = append(s.edges, f.At, f.At+f.For)
 	}
 	slices.Sort(s.edges)
 	s.execs = make(map[string]uint32)
 	s.ledgerWindow = c.LedgerWindow
 	s.stop, s.cancel = context.WithCancel(context.Background())
-	if err := s.wire(sc, c); err != nil {
+	if err := s.wire(c); err != nil {
 		s.cancel()
 		return nil, err
 	}
-	if err := s.wireAsync(sc, c.Topics); err != nil {
+	if err := s.wireAsync(c.Topics); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -349,69 +369,57 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 	return s, nil
 }
 
-// wire resolves the service's downstream calls into edges. Edge policies
-// draw from the streams the simulator names (model.EdgeStreams).
-func (s *Service) wire(sc *topology.Scenario, c ServiceConfig) error {
+// wire binds the downstream steps of the service's replica node in the
+// plan to edges: an EdgeClient per plan edge (a fan-out's members share
+// it), drawing from the streams the plan names.
+func (s *Service) wire(c ServiceConfig) error {
 	var shared *sync.Mutex // edges sharing a service-scoped budget
 	var sharedBudget policies.Budget
-	streams := model.EdgeStreams{}
-	newEdge := func(call topology.Call, path string) (*edgeRef, error) {
-		u, ok := c.URLs[call.To]
-		if !ok {
-			return nil, fmt.Errorf("load: %s.to: no service %q", path, call.To)
+	refs := map[*model.Edge]*edgeRef{}
+	bind := func(pe *model.Edge) (*edgeRef, error) {
+		if ref := refs[pe]; ref != nil {
+			return ref, nil
 		}
-		stream := streams.Name(s.name+model.ReplicaTag(s.rep), call.To)
-		edge, err := policies.NewEdge(call.EdgeConfig(), model.Stream(sc.Seed, stream))
+		u, ok := c.URLs[pe.To]
+		if !ok {
+			return nil, fmt.Errorf("load: %s.to: no service %q", pe.Field, pe.To)
+		}
+		edge, err := policies.NewEdge(pe.Call.EdgeConfig(), model.Stream(s.plan.Seed, pe.Stream))
 		if err != nil {
-			return nil, fmt.Errorf("load: %s: %w", path, err)
+			return nil, fmt.Errorf("load: %s.%w", pe.Field, err)
 		}
 		var mu *sync.Mutex
-		if call.Budget != nil && call.Budget.Scope == "service" {
+		if pe.SharedBudget != "" {
 			if shared == nil {
 				shared, sharedBudget = new(sync.Mutex), edge.Budget
 			}
 			mu, edge.Budget = shared, sharedBudget
 		}
-		ref := &edgeRef{to: call.To, url: u, cfg: call, ec: NewEdgeClient(c.Epoch, c.Client, edge, mu)}
-		if urls := c.ReplicaURLs[call.To]; len(urls) > 1 {
-			if err := ref.ec.SetReplicas(urls, &call, model.Stream(sc.Seed, model.BalanceStream(stream))); err != nil {
-				return nil, fmt.Errorf("load: %s.%w", path, err)
+		ref := &edgeRef{to: pe.To, url: u, cfg: *pe.Call, ec: NewEdgeClient(c.Epoch, c.Client, edge, mu)}
+		if urls := c.ReplicaURLs[pe.To]; pe.Replicas > 1 && len(urls) > 1 {
+			if err := ref.ec.SetReplicas(urls, pe.Call, model.Stream(s.plan.Seed, pe.BalanceStream)); err != nil {
+				return nil, fmt.Errorf("load: %s.%w", pe.Field, err)
 			}
-			if zone := s.cfg.ZoneOf(s.rep); call.ZoneAware && zone != "" {
-				ref.ec.PreferLocal(model.LocalReplicas(sc.Service(call.To), zone))
+			if pe.Local != nil {
+				ref.ec.PreferLocal(pe.Local)
 			}
 		}
 		// Attempts abandoned by a finished call (losing hedges) end with
 		// their timeout, or when the service closes.
 		ref.ec.Root = s.stop
 		ref.ec.Sender, ref.ec.GRPC = c.Sender, c.GRPC
+		refs[pe] = ref
 		s.outEdges = append(s.outEdges, ref)
 		return ref, nil
 	}
-	for i, call := range s.cfg.Calls {
-		path := fmt.Sprintf("services.%s.calls[%d]", s.name, i)
-		var spec callSpec
-		if call.Publish != nil {
-			s.calls = append(s.calls, spec) // wireAsync gives it its producer
-			continue
-		}
-		members := []topology.Call{call}
-		if len(call.Parallel) > 0 {
-			members = call.Parallel
-		}
-		for _, m := range members {
-			ref, err := newEdge(m, path)
+	for _, st := range s.node.Steps {
+		spec := callSpec{waitFor: st.Need} // a publish step: wireAsync gives it its producer
+		for _, pe := range st.Members {
+			ref, err := bind(pe)
 			if err != nil {
 				return err
 			}
-			for range max(m.Fanout, 1) {
-				spec.members = append(spec.members, ref)
-			}
-		}
-		// topology rejects a wait_for outside [0, members]; 0 means all.
-		spec.waitFor = call.WaitFor
-		if spec.waitFor <= 0 {
-			spec.waitFor = len(spec.members)
+			spec.members = append(spec.members, ref)
 		}
 		s.calls = append(s.calls, spec)
 	}
@@ -440,6 +448,10 @@ func (s *Service) Close() {
 // as the simulator's fault events do.
 func (s *Service) clock() time.Duration {
 	now := s.now()
+	if !s.measuring && now >= s.warmup {
+		s.cm.StartMeasuring(max(s.warmup, 0))
+		s.measuring = true
+	}
 	if s.nextEdge < len(s.edges) && now >= s.edges[s.nextEdge] {
 		for s.nextEdge < len(s.edges) && now >= s.edges[s.nextEdge] {
 			s.nextEdge++
@@ -709,11 +721,11 @@ func (s *Service) admit(rp *reply, a attemptInfo) (_ *waiter, started bool) {
 	case model.Queued:
 		// Another goroutine may grant it from here on: the caller must
 		// not read its state without the lock, so it awaits it.
-		s.queueMax = max(s.queueMax, int64(s.cm.QueueLen()))
+		s.cm.NoteQueue()
 		s.mu.Unlock()
 		return wt, false
 	}
-	s.cm.Finish(now, ans.Outcome, false, false, "", 0)
+	s.cm.Finish(now, model.Ending{Outcome: ans.Outcome})
 	s.mu.Unlock()
 	s.reject(rp, ans)
 	return nil, false
@@ -761,7 +773,7 @@ func (s *Service) await(ctx context.Context, rp *reply, wt *waiter) bool {
 	default: // expired
 		ans = model.Answer{Outcome: policies.Timeout}
 	}
-	s.cm.Finish(now, ans.Outcome, false, false, "", 0)
+	s.cm.Finish(now, model.Ending{Outcome: ans.Outcome})
 	s.mu.Unlock()
 	s.reject(rp, ans)
 	return false
@@ -783,7 +795,7 @@ func (s *Service) serveWork(ctx context.Context, r *http.Request, rp *reply, a a
 	ans := s.cm.PresetAnswer()
 	s.mu.Unlock()
 	if preset {
-		s.answerPreset(rp, wt, start, ans)
+		s.answerPreset(r, rp, wt, start, ans)
 		return
 	}
 	end := start + service
@@ -803,33 +815,41 @@ func (s *Service) serveWork(ctx context.Context, r *http.Request, rp *reply, a a
 	}
 	s.mu.Lock()
 	now = s.clock()
-	executed := s.cm.Finish(now, o, true, a.write, key, fence)
+	executed := s.cm.Finish(now, model.Ending{Outcome: o, Worked: true, Write: a.write, Key: key, Fence: fence})
 	s.freeSlot(wt, end+spent)
 	s.cm.Release()
 	s.dispatchLocked(now)
-	gone := r.Context().Err() != nil
-	dropped := !gone && s.cm.Dropped()
+	fate := s.cm.Reply(true, r.Context().Err() != nil)
 	s.mu.Unlock()
 	if executed {
 		s.executed(a.id)
 	}
-	rp.worked(o)
-	switch {
-	case gone:
+	s.answerWorked(r, rp, fate, model.Answer{Outcome: o})
+}
+
+// answerWorked sends, or withholds, the answer ans to an attempt that did
+// its work (or was answered by the idempotency store), by its fate
+// (model.Callee.Reply): delivered, wasted on a caller gone, or lost.
+func (s *Service) answerWorked(r *http.Request, rp *reply, fate model.Fate, ans model.Answer) {
+	rp.worked(ans.Outcome)
+	switch fate {
+	case model.Wasted:
 		rp.add(cTimedOut, cWasted)
-		rp.record(o)
-	case dropped:
+		rp.record(ans.Outcome)
+	case model.Lost:
 		// The reply is lost: the caller hears nothing until it gives up.
 		rp.add(cDropped, cTimedOut)
-		rp.record(o)
+		rp.record(ans.Outcome)
 		select {
 		case <-r.Context().Done():
 		case <-s.stop.Done():
 		}
-	case o == policies.OK:
-		rp.send(http.StatusOK, model.Answer{Outcome: o})
-	default:
-		rp.send(statusOf(o), model.Answer{Outcome: o})
+	case model.Delivered:
+		if ans.Outcome == policies.OK {
+			rp.send(http.StatusOK, ans)
+			return
+		}
+		rp.send(statusOf(ans.Outcome), ans)
 	}
 }
 
@@ -839,19 +859,20 @@ func (s *Service) afterWork(ctx context.Context, a attemptInfo) (o policies.Outc
 	s.mu.Lock()
 	o, ok := s.cm.WorkDone()
 	s.mu.Unlock()
-	if !ok {
+	if !ok || len(s.calls) == 0 {
 		return o, 0
 	}
 	from := s.now()
-	for _, spec := range s.calls {
+	for i, more := 0, true; more; {
+		spec := &s.calls[i]
+		succeeded, d := true, policies.OK
 		if spec.pub != nil {
 			s.publish(spec.pub)
-			continue
+		} else {
+			succeeded, d = s.callDownstream(ctx, spec, a, !a.warm)
 		}
-		if d := s.callDownstream(ctx, &spec, a, !a.warm); d != policies.OK {
-			o = s.cm.DownstreamFailure(d)
-			break
-		}
+		// The machine's sequence rule (no state: no lock).
+		i, more, o = s.cm.AfterStep(i, len(s.calls), succeeded, d)
 	}
 	return o, s.now() - from
 }
@@ -859,13 +880,14 @@ func (s *Service) afterWork(ctx context.Context, a attemptInfo) (o policies.Outc
 // answerPreset answers with the idempotency store's decision: a replay,
 // in progress, a conflict, store full or key expired. The attempt held its
 // worker for no time.
-func (s *Service) answerPreset(rp *reply, wt *waiter, start time.Duration, ans model.Answer) {
+func (s *Service) answerPreset(r *http.Request, rp *reply, wt *waiter, start time.Duration, ans model.Answer) {
 	s.mu.Lock()
 	now := s.clock()
-	s.cm.Finish(now, ans.Outcome, false, false, "", 0)
+	s.cm.Finish(now, model.Ending{Outcome: ans.Outcome})
 	s.freeSlot(wt, start)
 	s.cm.Release()
 	s.dispatchLocked(now)
+	fate := s.cm.Reply(true, r.Context().Err() != nil)
 	s.mu.Unlock()
 	switch ans.Outcome {
 	case policies.OK:
@@ -875,12 +897,7 @@ func (s *Service) answerPreset(rp *reply, wt *waiter, start time.Duration, ans m
 	case policies.Conflict, policies.Error:
 		s.conflict.Add(1)
 	}
-	rp.worked(ans.Outcome)
-	if ans.Outcome == policies.OK {
-		rp.send(http.StatusOK, ans)
-		return
-	}
-	rp.send(statusOf(ans.Outcome), ans)
+	s.answerWorked(r, rp, fate, ans)
 }
 
 // statusOf is the HTTP status a service answers a failure class with.
@@ -900,9 +917,11 @@ func statusOf(o policies.Outcome) int {
 
 // callDownstream makes one entry of the service's calls: its members at
 // once, succeeding when waitFor of them succeed and failing as soon as
-// that became impossible (the rest are abandoned).
-func (s *Service) callDownstream(ctx context.Context, spec *callSpec, a attemptInfo, counted bool) policies.Outcome {
-	one := func(ctx context.Context, ref *edgeRef) CallResult {
+// that became impossible (the rest are abandoned), as the step's
+// model.Quorum decides: the members start in order, each once the one
+// before it has started or finished, and none once the verdict is in.
+func (s *Service) callDownstream(ctx context.Context, spec *callSpec, a attemptInfo, counted bool) (succeeded bool, o policies.Outcome) {
+	one := func(ctx context.Context, ref *edgeRef, started func(bool)) CallResult {
 		method := http.MethodGet
 		if a.write {
 			method = s.writeMethod
@@ -915,36 +934,43 @@ func (s *Service) callDownstream(ctx context.Context, spec *callSpec, a attemptI
 				att.Remaining = time.Until(a.deadline)
 			}
 		}
-		return ref.ec.Do(ctx, co, &att, nil)
+		return ref.ec.do(ctx, co, &att, nil, started)
 	}
 	if len(spec.members) == 1 {
-		r := one(ctx, spec.members[0])
-		return r.Outcome
+		r := one(ctx, spec.members[0], nil)
+		return r.Result == policies.Succeeded, r.Outcome
 	}
 	gctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	results := make(chan CallResult, len(spec.members))
-	for _, ref := range spec.members {
-		go func() { results <- one(gctx, ref) }()
+	q := model.NewQuorum(spec.waitFor, len(spec.members))
+	type result struct {
+		i int
+		r CallResult
 	}
-	ok, bad := 0, 0
-	var last policies.Outcome = policies.OK
-	for range spec.members {
-		r := <-results
-		if r.Outcome == policies.OK {
-			ok++
-		} else {
-			bad++
-			last = r.Outcome
+	results := make(chan result, len(spec.members))
+	done := func(x result) int {
+		q.Done(x.r.Result == policies.Succeeded, x.r.Outcome)
+		return x.i
+	}
+	for i, ref := range spec.members {
+		if !q.Start() {
+			break // decided: the rest are not started
 		}
-		if ok >= spec.waitFor {
-			return policies.OK
-		}
-		if bad > len(spec.members)-spec.waitFor {
-			return last
+		went := make(chan bool, 1)
+		go func() { results <- result{i, one(gctx, ref, func(on bool) { went <- on })} }()
+		if !<-went {
+			// It finished as it started: it counts before the next
+			// starts (answers of earlier members met on the way too).
+			for done(<-results) != i {
+			}
 		}
 	}
-	return last
+	for {
+		if ok, o, decided := q.Verdict(); decided {
+			return ok, o
+		}
+		done(<-results)
+	}
 }
 
 // sleep waits d or until ctx ends; it reports whether d elapsed.
@@ -1019,10 +1045,11 @@ func (s *Service) Executions(id string) uint32 {
 func (s *Service) Stats() Stats {
 	st := Stats{Service: s.name, Replica: s.rep, UptimeS: time.Since(s.epoch).Seconds(), All: s.all.snapshot(), Counted: s.counted.snapshot(), Workers: s.cfg.Workers}
 	s.mu.Lock()
-	s.cm.Advance(s.clock())
-	busyA, queueA := s.cm.Areas()
-	st.Busy, st.Queue, st.QueueMax = s.cm.Busy(), s.cm.QueueLen(), s.queueMax
-	st.BusyS, st.QueueS = busyA/1e9, queueA/1e9
+	now := s.clock()
+	s.cm.Advance(now)
+	busyA, queueA := s.cm.Measured()
+	st.Busy, st.Queue, st.QueueMax = s.cm.Busy(), s.cm.QueueLen(), int64(s.cm.QueueMax())
+	st.BusyS, st.QueueS, st.MeasuredS = busyA/1e9, queueA/1e9, max(now-s.warmup, 0).Seconds()
 	if n := s.latency.TotalCount(); n > 0 {
 		l := metrics.LatencyOf(s.latency).WithExact(s.latSumUs, n, s.latMax)
 		st.LatencyMs = &l

@@ -69,8 +69,6 @@ type connResetter struct {
 	mu    sync.Mutex
 	epoch uint64
 	conns map[net.Conn]*connEpoch
-	// Resets counts connections closed by resets.
-	resets int64
 }
 
 type connEpoch struct {
@@ -132,38 +130,20 @@ func (r *connResetter) reset() {
 	defer r.mu.Unlock()
 	r.epoch++
 	for c, ce := range r.conns {
-		r.resets++
 		if ce.idle {
 			c.Close()
 		}
 	}
 }
 
-// Resets returns how many connections resets closed.
-func (r *connResetter) Resets() int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.resets
-}
-
-// scheduleResets arms r's reset at each reset_connections fault of service.
-func scheduleResets(r *connResetter, faults []topology.Fault, service string, epoch time.Time) []*time.Timer {
+// scheduleResets arms r's reset at each instant of at (offsets from
+// epoch).
+func scheduleResets(r *connResetter, at []time.Duration, epoch time.Time) []*time.Timer {
 	var ts []*time.Timer
-	for _, f := range faults {
-		if f.Service == service && f.ResetConnections {
-			ts = append(ts, time.AfterFunc(time.Until(epoch.Add(f.At)), r.reset))
-		}
+	for _, t := range at {
+		ts = append(ts, time.AfterFunc(time.Until(epoch.Add(t)), r.reset))
 	}
 	return ts
-}
-
-func hasReset(faults []topology.Fault, service string) bool {
-	for _, f := range faults {
-		if f.Service == service && f.ResetConnections {
-			return true
-		}
-	}
-	return false
 }
 
 // clientFor is the driver's HTTP client toward cluster cl: nil (Run makes

@@ -8,7 +8,7 @@ type Summary struct {
 	Version  string  `json:"version,omitempty"`
 	SimTimeS float64 `json:"sim_time_s"`
 	// WindowS is the measurement window goodput is computed over, in
-	// seconds (duration − warm-up). Merge recomputes goodput from it; when
+	// seconds (duration − warm-up, or up to where a run stopped early). Merge recomputes goodput from it; when
 	// zero it is inferred from succeeded / goodput_rps.
 	WindowS float64 `json:"window_s,omitempty"`
 	// Status is complete, diverged or interrupted.
@@ -79,7 +79,11 @@ type Latency struct {
 	SumUs int64 `json:"sum_us,omitempty"`
 }
 
-// ServiceSummary is one service's view of the run.
+// ServiceSummary is one service's view of the run. Its counts are of the
+// attempts made for logical requests that arrived after the warm-up (the
+// requests counted in Requests), whenever the attempts came; Utilization,
+// QueueMean and QueueMax are over time, from the warm-up to the end of the
+// run, its drain included (model.Callee.Measured).
 type ServiceSummary struct {
 	Name string `json:"name"`
 	// Attempts that arrived at the service.

@@ -55,8 +55,8 @@ type Answer struct {
 //	work done  WorkDone -> injected error, or the downstream steps
 //	steps done DownstreamFailure maps a failed step to the answer
 //	answer     Finish records the execution, settles the key, frees the
-//	           worker; Dropped decides whether the reply is lost; Next hands
-//	           out the queued attempts now allowed to start
+//	           worker; Reply decides the answer's fate (delivered, wasted,
+//	           lost); Next hands out the queued attempts now allowed to start
 //
 // A Callee is not safe for concurrent use: serve holds a mutex around it.
 type Callee[T any] struct {
@@ -106,11 +106,17 @@ type callee struct {
 	// time integrals in worker·ns and item·ns since the start
 	lastT               time.Duration
 	busyArea, queueArea float64
+	// the measured window (StartMeasuring): the integrals at its start,
+	// and the longest queue since
+	measuring           bool
+	warmBusy, warmQueue float64
+	qmax                int
 }
 
 // NewCallee builds the machine of service cfg drawing from rng. commits
-// marks the committing service (Committer); keyed says whether writes
-// carry idempotency keys, which the committing service then dedupes.
+// marks the committing service (Plan.Committer, topology's rule); keyed
+// says whether writes carry idempotency keys, which the committing service
+// then dedupes.
 func NewCallee[T any](cfg *topology.Service, rng *rand.Rand, commits, keyed bool) (*Callee[T], error) {
 	c := &Callee[T]{callee: callee{name: cfg.Name, rng: rng, workers: cfg.Workers, allowed: cfg.Workers,
 		slow: cfg.SlowdownPerInflight, errorRate: cfg.ErrorRate, rejectExp: cfg.RejectExpired,
@@ -220,6 +226,44 @@ func (c *callee) QueueLen() int { return c.qlen }
 // Areas returns the integrals of busy workers and queue length over time
 // (worker·ns, item·ns) up to the last Advance.
 func (c *callee) Areas() (busy, queue float64) { return c.busyArea, c.queueArea }
+
+// StartMeasuring starts the measured window at at, the end of the run's
+// warm-up: utilization, mean queue and the longest queue count from there
+// on, to the end of the run (its drain included), in the simulator and in
+// serve alike. The driver calls it once, when its clock reaches the
+// warm-up (at 0 without one), before anything else happens at at.
+func (c *callee) StartMeasuring(at time.Duration) {
+	c.advance(at)
+	c.warmBusy, c.warmQueue = c.busyArea, c.queueArea
+	c.qmax = c.qlen
+	c.measuring = true
+}
+
+// NoteQueue records the queue's length, after it grew, in the longest
+// queue of the measured window.
+func (c *callee) NoteQueue() {
+	if c.measuring && c.qlen > c.qmax {
+		c.qmax = c.qlen
+	}
+}
+
+// QueueMax returns the longest queue of the measured window so far (the
+// queue's length when it started, at least).
+func (c *callee) QueueMax() int { return c.qmax }
+
+// Measured returns the integrals of busy workers and queue length over
+// the measured window (worker·ns, item·ns), up to the last Advance: zero
+// before it starts.
+func (c *callee) Measured() (busy, queue float64) {
+	if !c.measuring {
+		return 0, 0
+	}
+	return c.busyArea - c.warmBusy, c.queueArea - c.warmQueue
+}
+
+// MeasureStart returns the integrals at the start of the measured window
+// (Areas minus Measured), for a driver summing several machines' areas.
+func (c *callee) MeasureStart() (busy, queue float64) { return c.warmBusy, c.warmQueue }
 
 // Advance integrates busy workers and queue length up to now. Time only
 // moves forward: an earlier now is a no-op.
@@ -460,16 +504,33 @@ func (c *callee) DownstreamFailure(o policies.Outcome) policies.Outcome {
 	return o
 }
 
-// Finish ends an attempt's stay at now with class o: worked says it did
-// its work (it was not rejected, nor preset by the store). It settles the
-// key the attempt owns (fence) and reports whether the write's side effect
-// executed. The worker, if held, is freed by Release.
-func (c *callee) Finish(now time.Duration, o policies.Outcome, worked, write bool, key string, fence uint64) (executed bool) {
+// Ending is how an attempt's stay at a callee ended (Finish). The zero
+// Ending but for its Outcome is an attempt answered without work: refused,
+// shed, expired, or answered by the idempotency store.
+type Ending struct {
+	// Outcome is the class of the answer.
+	Outcome policies.Outcome
+	// Worked: the attempt did its work (it was not refused, nor answered
+	// by the store).
+	Worked bool
+	// Write: the attempt is a write's.
+	Write bool
+	// Key and Fence name the idempotency key the attempt owns, from Begin
+	// (Fence 0: none), which Finish commits or aborts.
+	Key   string
+	Fence uint64
+}
+
+// Finish ends an attempt's stay at now as e says. It settles the key the
+// attempt owns and reports whether the write's side effect executed: a
+// write that worked and answered OK at the committing service. The
+// worker, if held, is freed by Release.
+func (c *callee) Finish(now time.Duration, e Ending) (executed bool) {
 	c.advance(now)
 	c.inflight--
-	executed = worked && o == policies.OK && c.commits && write
-	if fence > 0 {
-		c.settle(now, key, fence, executed)
+	executed = e.Worked && e.Outcome == policies.OK && c.commits && e.Write
+	if e.Fence > 0 {
+		c.settle(now, e.Key, e.Fence, executed)
 	}
 	return executed
 }
@@ -497,16 +558,67 @@ func (c *callee) settle(now time.Duration, key string, fence uint64, ok bool) {
 // Release frees a worker.
 func (c *callee) Release() { c.busy-- }
 
-// Dropped decides whether the reply of an attempt that did its work is
-// lost (drop_response faults).
-func (c *callee) Dropped() bool {
-	return c.fs.Drop > 0 && c.drawDrop()
+// Fate is what becomes of a callee's answer to an attempt (Reply).
+type Fate uint8
+
+const (
+	// Delivered: the answer goes back to the caller.
+	Delivered Fate = iota
+	// Gone: the caller stopped waiting before an answer without work (a
+	// rejection): nobody hears it, and nothing was wasted.
+	Gone
+	// Wasted: the caller stopped waiting before an answer after work:
+	// the work was done for nobody.
+	Wasted
+	// Lost: a drop_response fault lost the reply of an answer after work;
+	// the caller hears nothing and times out.
+	Lost
+)
+
+// String names the fate.
+func (f Fate) String() string {
+	switch f {
+	case Delivered:
+		return "delivered"
+	case Gone:
+		return "gone"
+	case Wasted:
+		return "wasted"
+	case Lost:
+		return "lost"
+	}
+	return fmt.Sprintf("Fate(%d)", uint8(f))
 }
 
-// drawDrop is kept out of line so that Dropped, which rarely draws, inlines.
+// Reply decides the fate of the answer to an attempt: worked says it is
+// an answer after work, which an answer the idempotency store gave (a
+// replay, in progress, a conflict) is too — the attempt held a worker and
+// was answered by the service, so its reply may be lost and it may be
+// wasted like any other; gone says the caller stopped waiting. A lost
+// reply is drawn only for an answer after work that someone waits for.
+func (c *callee) Reply(worked, gone bool) Fate {
+	if !gone {
+		if worked && c.fs.Drop > 0 {
+			return c.drawLost()
+		}
+		return Delivered // no draw: the common case, inlined
+	}
+	if worked {
+		return Wasted
+	}
+	return Gone
+}
+
+// drawLost draws whether a drop_response fault loses a reply, out of line
+// so that Reply inlines.
 //
 //go:noinline
-func (c *callee) drawDrop() bool { return c.rng.Float64() < c.fs.Drop }
+func (c *callee) drawLost() Fate {
+	if c.rng.Float64() < c.fs.Drop {
+		return Lost
+	}
+	return Delivered
+}
 
 // CancelQueued records at now that a queued attempt's caller went away: it
 // leaves the queue (lazily) and is no longer in flight.

@@ -1,8 +1,13 @@
 // Package model is the compiled meaning of a scenario, shared by the
 // simulator (package sim) and the real services of load mode (package
-// load): the named random streams, the one rule that picks the committing
-// service, the one rule that combines overlapping faults, and the callee
-// state machine that decides what happens to an attempt at a service.
+// load): the plan, Compile's resolved form of a scenario that both modes
+// bind (replicas with their streams and faults, steps with their members
+// and quorums, the client fleet, the arrivals), the named random streams,
+// the one rule that combines overlapping faults, and the clock-free
+// machines: the callee that decides what happens to an attempt at a
+// service, the step machine of a parallel group (Quorum), the balancer, the
+// arrivals, the broker's. Which service commits writes is topology's rule
+// (topology.Scenario.Committer), which the plan records.
 //
 // Like package policies, nothing here reads a clock or blocks: time is an
 // argument and randomness an injected stream. The simulator drives a Callee

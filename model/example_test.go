@@ -27,7 +27,7 @@ func ExampleCallee() {
 	}
 	d, _, _ := c.Begin(0, false, "", 0)
 	fmt.Println("a works for", d)
-	c.Finish(d, policies.OK, true, false, "", 0)
+	c.Finish(d, model.Ending{Outcome: policies.OK, Worked: true})
 	c.Release()
 	next, _ := c.Next(d, nil)
 	fmt.Println("then", next)
@@ -113,4 +113,49 @@ func ExampleBalancer_FollowRetry() {
 	fmt.Println(tried[0] == tried[1] && tried[1] == tried[2], tried[3] != tried[2])
 	// Output:
 	// true true
+}
+
+// ExampleCompile resolves a scenario into its plan: the gateway's step
+// fans out twice to a replicated store, needing one answer; a fault hits
+// the store's second replica only.
+func ExampleCompile() {
+	sc, err := topology.Parse("plan.yaml", []byte(`
+name: plan
+duration: 1s
+workload: {entry: gw, rate: 10}
+services:
+  - name: gw
+    workers: 4
+    service_time: {dist: constant, value: 1ms}
+    calls: [{to: store, fanout: 2, wait_for: 1}]
+  - {name: store, replicas: 2, workers: 4, service_time: {dist: constant, value: 1ms}}
+faults:
+  - {service: store, replica: 1, at: 100ms, for: 100ms, latency_add: 5ms, reset_connections: true}
+`), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p, err := model.Compile(sc)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, e := range p.Client {
+		fmt.Println("client:", e.Stream)
+	}
+	for _, sp := range p.Services {
+		for _, r := range sp.Replicas {
+			fmt.Printf("%s replica %d: stream %s, %d faults, resets %v\n", sp.Name, r.Index, r.Stream, len(r.Faults), r.Resets)
+			for _, st := range r.Steps {
+				fmt.Printf("  step: %d members via %s (balance %s), need %d\n", len(st.Members), st.Members[0].Stream, st.Members[0].BalanceStream, st.Need)
+			}
+		}
+	}
+	// Output:
+	// client: edge/client->gw
+	// gw replica 0: stream service/gw, 0 faults, resets []
+	//   step: 2 members via edge/gw->store (balance balance/edge/gw->store), need 1
+	// store replica 0: stream service/store, 0 faults, resets []
+	// store replica 1: stream service/store#r1, 1 faults, resets [100ms]
 }

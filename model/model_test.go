@@ -86,7 +86,7 @@ func TestCalleeSlowdownCountsQueued(t *testing.T) {
 	if d, _, _ := c.Begin(0, false, "", 0); d != 12*time.Millisecond {
 		t.Errorf("first start with 3 in flight: %v, want 10 ms + 2 × 1 ms", d)
 	}
-	c.Finish(10*time.Millisecond, policies.OK, true, false, "", 0)
+	c.Finish(10*time.Millisecond, Ending{Outcome: policies.OK, Worked: true})
 	c.Release()
 	if _, ok := c.Next(10*time.Millisecond, nil); !ok {
 		t.Fatal("nothing queued to start")
@@ -120,7 +120,7 @@ func TestCalleeIdempotency(t *testing.T) {
 	if w := begin(time.Millisecond); !w.preset || w.answer.Outcome != policies.InProgress || w.answer.RetryAfter != 30*time.Millisecond {
 		t.Errorf("while working: %+v, want in_progress after 30 ms", w)
 	}
-	if !c.Finish(10*time.Millisecond, policies.OK, true, true, "k", first.fence) {
+	if !c.Finish(10*time.Millisecond, Ending{Outcome: policies.OK, Worked: true, Write: true, Key: "k", Fence: first.fence}) {
 		t.Error("the owner's success did not execute the write")
 	}
 	if w := begin(20 * time.Millisecond); !w.preset || w.answer.Outcome != policies.OK {
@@ -361,5 +361,30 @@ func TestCalleeEnqueueMatchesArrive(t *testing.T) {
 				t.Errorf("Enqueue queued %d attempts; want some: %v", enqueued, tc.open)
 			}
 		})
+	}
+}
+
+// TestCalleeReply: the fate of an answer. Under drop_response 1 every
+// answer after work someone waits for is lost — a stored answer too, which
+// is an answer after work — and nothing is drawn for a rejection or a
+// caller gone.
+func TestCalleeReply(t *testing.T) {
+	c := service(t, topology.Service{Workers: 1}, false, false)
+	if got := c.Reply(true, false); got != Delivered {
+		t.Errorf("no fault: %v, want delivered", got)
+	}
+	c.SetFaults(0, []*topology.Fault{{Service: "s", For: time.Second, DropResponse: 1}})
+	for _, tc := range []struct {
+		worked, gone bool
+		want         Fate
+	}{
+		{true, false, Lost},
+		{false, false, Delivered},
+		{true, true, Wasted},
+		{false, true, Gone},
+	} {
+		if got := c.Reply(tc.worked, tc.gone); got != tc.want {
+			t.Errorf("Reply(worked %v, gone %v) = %v, want %v", tc.worked, tc.gone, got, tc.want)
+		}
 	}
 }

@@ -22,6 +22,36 @@ func StreamSource(seed uint64, name string) *rand.PCG {
 	return rand.NewPCG(seed, h.Sum64())
 }
 
+// ArrivalsStream names the stream of the open-loop arrival process
+// (Arrivals): every arrival time and write draw of a run, in the simulator
+// and for the load driver alike.
+const ArrivalsStream = "arrivals"
+
+// ConsumerStream names the stream of replica rep of service name as a
+// member of its consumer group: its crash draws at the consumer's
+// boundaries. The first replica's is "consumer/NAME", replica R's
+// "consumer/NAME#rR" (ReplicaTag).
+func ConsumerStream(name string, rep int) string { return "consumer/" + name + ReplicaTag(rep) }
+
+// PublishStream names the stream of the publish step at index step of
+// the calls of replica rep of service name: its ordering keys and crash
+// draws. Each replica publishes through its own outbox, with its own
+// stream: "publish/NAME/STEP", or "publish/NAME#rR/STEP".
+func PublishStream(name string, rep, step int) string {
+	return fmt.Sprintf("publish/%s%s/%d", name, ReplicaTag(rep), step)
+}
+
+// Client is the caller name of the external client's edge toward the
+// workload's entry, in stream names and edge summaries.
+const Client = "client"
+
+// ClientStream names the stream of client instance k's edge toward entry:
+// "edge/client->ENTRY" for the first, "edge/client@K->ENTRY" for instance
+// K (InstanceTag), as EdgeStreams names them.
+func ClientStream(entry string, k int) string {
+	return EdgeStreams{}.Name(Client+InstanceTag(k), entry)
+}
+
 // ServiceStream names the stream of service name: its service times,
 // injected errors and dropped replies.
 func ServiceStream(name string) string { return "service/" + name }

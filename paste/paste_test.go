@@ -56,7 +56,7 @@ func TestEnvoy(t *testing.T) {
 	got, err = EnvoyCluster("cluster.yaml", []byte("name: x\ncircuit_breakers: {thresholds: [{max_retries: 5}]}\n"))
 	require.NoError(t, err)
 	require.Equal(t, 5, got.Budget.MinConcurrency, "max_retries without a retry_budget")
-	b, err := policies.NewBudget(*got.Budget, nil)
+	b, err := policies.NewBudget(*got.Budget)
 	require.NoError(t, err)
 	for range 1000 {
 		b.OnRequest(0)
@@ -135,7 +135,7 @@ func FuzzPaste(f *testing.F) {
 				}
 			}
 			if p.Budget != nil {
-				if _, err := policies.NewBudget(*p.Budget, nil); err != nil {
+				if _, err := policies.NewBudget(*p.Budget); err != nil {
 					t.Fatalf("accepted budget does not build: %v (%+v)", err, *p.Budget)
 				}
 			}

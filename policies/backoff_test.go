@@ -178,7 +178,7 @@ func ExampleBackoff() {
 // A Finagle-style ratio budget: 20 % of requests may be retried, plus a
 // reserve of 1 retry per second over the 10 s window.
 func ExampleNewBudget() {
-	b, _ := NewBudget(BudgetConfig{Kind: "ratio", Ratio: 0.2, MinPerSec: 1, Window: 10 * time.Second}, nil)
+	b, _ := NewBudget(BudgetConfig{Kind: "ratio", Ratio: 0.2, MinPerSec: 1, Window: 10 * time.Second})
 	for range 50 {
 		b.OnRequest(0)
 	}

@@ -2,7 +2,6 @@ package policies
 
 import (
 	"math"
-	"math/rand/v2"
 	"time"
 )
 
@@ -32,14 +31,12 @@ func CountsAsFailure(o Outcome) bool {
 }
 
 // NewBudget builds the retry budget a config describes, after applying its
-// preset and defaults. The random stream is accepted for budgets that need
-// one; none of the current kinds draws from it, so it may be nil.
+// preset and defaults. No budget kind draws randomness.
 //
 // A budget is not safe for concurrent use. A budget with Scope "service" is
 // shared by every edge of the calling service: whoever builds the call
 // policies constructs it once and hands the same value to each edge.
-func NewBudget(c BudgetConfig, r *rand.Rand) (Budget, error) {
-	_ = r
+func NewBudget(c BudgetConfig) (Budget, error) {
 	c, err := c.Resolve(nil)
 	if err != nil {
 		return nil, inField("budget", err)

@@ -155,7 +155,7 @@ func TestBudgetScripts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := NewBudget(tt.cfg, nil)
+			b, err := NewBudget(tt.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,7 +181,7 @@ func TestRatioBudgetModel(t *testing.T) {
 		ratio := []float64{0.05, 0.1, 0.2, 0.5, 1}[r.IntN(5)]
 		minPerSec := []float64{0, 0, 0.5, 10}[r.IntN(4)]
 		window := time.Duration(1+r.IntN(20)) * time.Second
-		b, err := NewBudget(BudgetConfig{Kind: "ratio", Ratio: ratio, MinPerSec: minPerSec, Window: window}, nil)
+		b, err := NewBudget(BudgetConfig{Kind: "ratio", Ratio: ratio, MinPerSec: minPerSec, Window: window})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +227,7 @@ func TestRatioBudgetModel(t *testing.T) {
 // (3× with 3 attempts and no budget): every request fails and asks for two
 // retries, and admitted retries settle at Ratio of requests.
 func TestRatioBudgetLongRun(t *testing.T) {
-	b, err := NewBudget(BudgetConfig{Preset: "sre"}, nil)
+	b, err := NewBudget(BudgetConfig{Preset: "sre"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,11 +281,11 @@ func TestBudgetValidate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%+v: error %v, want it to contain %q", tt.cfg, err, tt.want)
 		}
-		if _, err := NewBudget(tt.cfg, nil); err == nil {
+		if _, err := NewBudget(tt.cfg); err == nil {
 			t.Errorf("NewBudget(%+v) accepted an invalid config", tt.cfg)
 		}
 	}
-	if _, err := NewBudget(BudgetConfig{Preset: "nope"}, nil); err == nil || !strings.Contains(err.Error(), "budget.preset") {
+	if _, err := NewBudget(BudgetConfig{Preset: "nope"}); err == nil || !strings.Contains(err.Error(), "budget.preset") {
 		t.Errorf("unknown preset: error %v", err)
 	}
 }
@@ -293,7 +293,7 @@ func TestBudgetValidate(t *testing.T) {
 func BenchmarkBudgets(b *testing.B) {
 	for _, name := range BudgetPresetNames() {
 		b.Run(name, func(b *testing.B) {
-			bu, err := NewBudget(BudgetConfig{Preset: name}, nil)
+			bu, err := NewBudget(BudgetConfig{Preset: name})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -325,7 +325,7 @@ func TestTokenBucketThreshold(t *testing.T) {
 		{0.03, 0.95, 1},
 		{0.20, 0, 0.05},
 	} {
-		b, _ := NewBudget(BudgetConfig{Preset: "grpc"}, nil)
+		b, _ := NewBudget(BudgetConfig{Preset: "grpc"})
 		r := rand.New(rand.NewPCG(8, 9))
 		asked, admitted := 0, 0
 		for range 50_000 {

@@ -172,7 +172,7 @@ func NewEdge(c EdgeConfig, r *rand.Rand) (*Edge, error) {
 		return nil, inField("retry", err)
 	}
 	if c.Budget != nil {
-		if e.Budget, err = NewBudget(*c.Budget, r); err != nil {
+		if e.Budget, err = NewBudget(*c.Budget); err != nil {
 			return nil, err
 		}
 	}

@@ -13,7 +13,7 @@ import (
 
 func mustBudget(t *testing.T, c BudgetConfig) Budget {
 	t.Helper()
-	b, err := NewBudget(c, nil)
+	b, err := NewBudget(c)
 	require.NoError(t, err)
 	return b
 }

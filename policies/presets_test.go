@@ -151,7 +151,7 @@ func TestPresetsBuild(t *testing.T) {
 		}
 	}
 	for _, n := range BudgetPresetNames() {
-		if _, err := NewBudget(BudgetConfig{Preset: n}, nil); err != nil {
+		if _, err := NewBudget(BudgetConfig{Preset: n}); err != nil {
 			t.Errorf("budget preset %s: %v", n, err)
 		}
 	}
@@ -230,7 +230,7 @@ func TestResolveExplicitZero(t *testing.T) {
 	}
 	// Built into a budget, it admits no retry without requests: the
 	// preset's 10/s is not laid back under the explicit zero.
-	bud, err := NewBudget(b, nil)
+	bud, err := NewBudget(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestBudgetInvariants(t *testing.T) {
 			cfg, _ := BudgetPreset(name)
 			for seed := range uint64(50) {
 				r := rand.New(rand.NewPCG(seed, 99))
-				b, err := NewBudget(cfg, nil)
+				b, err := NewBudget(cfg)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/stormsim/stormsim/dist"
@@ -72,26 +71,22 @@ type delivery struct {
 	mem int // the member processing it
 }
 
-// buildAsync wires the topics; the run has none when no service consumes.
+// buildAsync binds the plan's topics: a consumer group per consuming
+// service, its replicas its members, and a publisher per replica of each
+// publish step; the run has none when no service consumes.
 func (b *builder) buildAsync() error {
 	m := b.m
-	if !b.sc.HasTopics() {
+	if !m.sc.HasTopics() {
 		return nil
 	}
 	ar := &asyncRun{m: m, byTopic: map[string]*consumer{}}
-	keys := map[string]int{}
-	for i := range b.sc.Services {
-		for _, c := range b.sc.Services[i].Calls {
-			if c.Publish != nil {
-				keys[c.Publish.Topic] = max(keys[c.Publish.Topic], c.Publish.Keys)
-			}
-		}
-	}
-	for i, s := range m.services {
-		cc := s.cfg.Consumes
+	keys := b.plan.TopicKeys
+	for i, sp := range b.plan.Services {
+		cc := sp.Config.Consumes
 		if cc == nil {
 			continue
 		}
+		s := b.reps[i][0]
 		// The group's consumers are every member's.
 		gc := *cc
 		gc.Concurrency *= len(s.reps)
@@ -101,8 +96,8 @@ func (b *builder) buildAsync() error {
 		}
 		c := &consumer{svc: s, topic: cc.Topic, g: g, slow: s.cfg.SlowdownPerInflight, deadline: cc.AckDeadline,
 			keys: keys[cc.Topic]}
-		for k, rs := range s.reps {
-			c.members = append(c.members, member{faults: b.faultsOn(s.cfg, rs.rep), rng: m.stream("consumer/" + s.name + model.ReplicaTag(rs.rep))})
+		for k, rp := range sp.Replicas {
+			c.members = append(c.members, member{faults: rp.Faults, rng: m.stream(rp.ConsumerStream)})
 			for range cc.Concurrency {
 				c.idle = append(c.idle, k)
 			}
@@ -117,39 +112,24 @@ func (b *builder) buildAsync() error {
 		ar.byTopic[cc.Topic] = c
 	}
 	ar.prev = make([]model.GroupStats, len(ar.consumers))
-	for i, s := range m.services {
-		for j := range s.cfg.Calls {
-			pb := s.cfg.Calls[j].Publish
-			if pb == nil {
-				continue
-			}
-			c := ar.byTopic[pb.Topic]
-			if c == nil {
-				return fmt.Errorf("services[%d].calls[%d].publish.topic: no service consumes %q", i, j, pb.Topic)
-			}
-			// Each replica publishes through its own outbox and loop.
-			for _, rs := range s.reps {
-				p := &publisher{c: c, outbox: pb.Via == "outbox", interval: pb.OutboxInterval, keys: pb.Keys,
-					faults: b.faultsOn(s.cfg, rs.rep), rng: m.stream(fmt.Sprintf("publish/%s/%d", s.name+model.ReplicaTag(rs.rep), j))}
+	for i, sp := range b.plan.Services {
+		// Each replica publishes through its own outbox and loop.
+		for r, rp := range sp.Replicas {
+			for j, st := range rp.Steps {
+				pb := st.Publish
+				if pb == nil {
+					continue
+				}
+				p := &publisher{c: ar.byTopic[pb.Topic], outbox: pb.Via == "outbox", interval: pb.OutboxInterval, keys: pb.Keys,
+					faults: rp.Faults, rng: m.stream(st.PublishStream)}
 				p.hPass = func(*Engine, any) { ar.pass(p) }
 				p.crashFn = func() bool { return ar.crash(p.rng, p.faults, model.CrashPublishMark) }
-				rs.steps[j].pub = p
+				b.reps[i][r].steps[j].pub = p
 			}
 		}
 	}
 	m.async = ar
 	return nil
-}
-
-// faultsOn returns the scenario's faults that hit replica rep of service s.
-func (b *builder) faultsOn(s *topology.Service, rep int) []*topology.Fault {
-	var fs []*topology.Fault
-	for i := range b.sc.Faults {
-		if f := &b.sc.Faults[i]; f.Service == s.Name && slices.Contains(f.ReplicasHit(s), rep) {
-			fs = append(fs, f)
-		}
-	}
-	return fs
 }
 
 // crash draws whether a crash fault hits boundary b now; without an

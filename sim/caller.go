@@ -9,7 +9,7 @@ import (
 
 // group is one step of downstream calls made by an attempt: its members run
 // at once and the step succeeds when need of them succeeded, failing as soon
-// as that becomes impossible. A step of a single call needs no quorum, so it
+// as that becomes impossible, as its model.Quorum decides. A step of a single call needs no quorum, so it
 // has no group: its call reports straight to the attempt (callRun.owner),
 // which holds it (attempt.call) in case it is cancelled. A logical
 // request's root call, the external client's, has neither.
@@ -17,13 +17,9 @@ type group struct {
 	owner    *attempt
 	req      *request
 	members  []*callRun
-	need     int
-	total    int
-	succ     int
-	fail     int
+	q        model.Quorum
 	starting bool
 	done     bool
-	last     policies.Outcome
 }
 
 // callRun is one logical call over one edge, driven by a policies.Call.
@@ -46,7 +42,7 @@ type callRun struct {
 func (m *run) newGroup(owner *attempt, req *request, need, total int) *group {
 	g := m.groups.get()
 	members := g.members[:0]
-	*g = group{owner: owner, req: req, need: need, total: total, members: members}
+	*g = group{owner: owner, req: req, q: model.NewQuorum(need, total), members: members}
 	return g
 }
 
@@ -167,8 +163,8 @@ func (m *run) send(cr *callRun, k int, timeout time.Duration) {
 		m.notSent(a)
 		return
 	}
-	if e.pool != nil {
-		e.pool.acquire(a)
+	if e.pools != nil {
+		e.pools[a.svc.rep].acquire(a)
 		return
 	}
 	if e.hasNet {
@@ -333,12 +329,7 @@ func (m *run) memberDone(cr *callRun, o policies.Outcome, r policies.CallResult)
 		m.stepDone(owner, r == policies.Succeeded, o)
 		return
 	}
-	if r == policies.Succeeded {
-		g.succ++
-	} else {
-		g.fail++
-		g.last = o
-	}
+	g.q.Done(r == policies.Succeeded, o)
 	if !g.starting {
 		m.evaluate(g)
 	}
@@ -346,12 +337,11 @@ func (m *run) memberDone(cr *callRun, o policies.Outcome, r policies.CallResult)
 
 // evaluate completes g once its quorum is met or can no longer be.
 func (m *run) evaluate(g *group) {
-	switch {
-	case g.done:
-	case g.succ >= g.need:
-		m.complete(g, true, policies.OK)
-	case g.fail > g.total-g.need:
-		m.complete(g, false, g.last)
+	if g.done {
+		return
+	}
+	if ok, o, decided := g.q.Verdict(); decided {
+		m.complete(g, ok, o)
 	}
 }
 
@@ -419,8 +409,8 @@ func (m *run) runStep(a *attempt, i int) {
 	g.starting = true
 	gen := a.gen
 	for _, e := range st.members {
-		if g.fail > g.total-g.need {
-			break // already impossible: do not start the rest
+		if !g.q.Start() {
+			break // already decided: do not start the rest
 		}
 		m.startCall(g, a, a.req, e)
 		if a.gen != gen {

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/stormsim/stormsim/model"
 	"github.com/stretchr/testify/require"
 )
 
@@ -121,11 +122,11 @@ func TestEngineHalt(t *testing.T) {
 }
 
 func TestStreamsAreIndependentAndReproducible(t *testing.T) {
-	a1, a2, b := Stream(1, "svc/a"), Stream(1, "svc/a"), Stream(1, "svc/b")
+	a1, a2, b := model.Stream(1, "svc/a"), model.Stream(1, "svc/a"), model.Stream(1, "svc/b")
 	x, y, z := a1.Uint64(), a2.Uint64(), b.Uint64()
 	require.Equal(t, x, y)
 	require.NotEqual(t, x, z)
-	require.NotEqual(t, x, Stream(2, "svc/a").Uint64())
+	require.NotEqual(t, x, model.Stream(2, "svc/a").Uint64())
 }
 
 func BenchmarkEngineScheduleRun(b *testing.B) {

@@ -40,3 +40,29 @@ func ExampleRun() {
 	// orders   attempts   90  amplification 9
 	// db       attempts  270  amplification 27
 }
+
+// PlanOf is the plan a run binds: here a gateway with two replicas, each
+// with its own stream and its own edge to the database.
+func ExamplePlanOf() {
+	work := topology.Dist{Dist: "constant", Value: time.Millisecond}
+	sc := &topology.Scenario{
+		Name: "plan", Seed: 1, Duration: time.Second, Interval: time.Second,
+		Workload: topology.Workload{Entry: "gateway", Arrival: "constant", Rate: 10},
+		Services: []topology.Service{
+			{Name: "gateway", Replicas: 2, Workers: 4, ServiceTime: work, Calls: []topology.Call{{To: "db"}}},
+			{Name: "db", Workers: 4, ServiceTime: work},
+		},
+	}
+	p, err := sim.PlanOf(sc)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, e := range p.Edges {
+		fmt.Println(e.Stream, "replicas:", e.Replicas)
+	}
+	// Output:
+	// edge/client->gateway replicas: 2
+	// edge/gateway->db replicas: 1
+	// edge/gateway#r1->db replicas: 1
+}

@@ -26,6 +26,7 @@ const (
 type run struct {
 	eng      *Engine
 	sc       *topology.Scenario
+	plan     *model.Plan // what build bound the run to
 	services []*service
 	edges    []*edge
 	client   *edge
@@ -183,7 +184,11 @@ type edge struct {
 	// per-attempt timers: the edge's timeout, and those cut short by a
 	// deadline; and its calls' wake-ups (hedges, backoffs)
 	tmoLane, dlLane, wakeLane Lane
-	pool                      *connPool // nil: attempts are sent at once
+	// pools holds the edge's connection pool to each replica of the
+	// callee, by replica (nil: attempts are sent at once): pool.size bounds
+	// the connections to each replica, as an HTTP client's per-host pool
+	// does, and a reset_connections fault on replica r closes pools[r]'s.
+	pools []*connPool
 }
 
 // step is one entry of a service's calls: members run at once, and the step
@@ -206,23 +211,29 @@ func (m *run) bindHandlers() {
 	m.hDeferred = func(_ *Engine, a any) { m.answerDeferred(a.(*service)) }
 }
 
-// build resolves a scenario into a run. The scenario is one topology
-// validated (topology.Load or Parse): build checks only what it must to
-// wire the run (that names resolve), not the values topology checked.
+// build binds a scenario's plan (model.Compile) to a run: a service
+// record per replica, an edge per plan edge, engine events for the fault
+// windows. The scenario is one topology validated (topology.Load or
+// Parse): neither Compile nor build check the values topology checked.
 func build(sc *topology.Scenario) (*run, error) {
 	src := sc.File
 	if src == "" {
 		src = "scenario"
 	}
+	plan, err := model.Compile(sc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
 	m := newRun(sc)
-	b := &builder{m: m, sc: sc, byName: map[string]*service{}, outIdx: map[string]int{},
-		streams: model.EdgeStreams{}, budgets: map[string]policies.Budget{}}
+	m.plan = plan
+	b := &builder{m: m, plan: plan, byName: map[string]*service{}, edges: map[*model.Edge]*edge{}, outIdx: map[string]int{},
+		budgets: map[string]policies.Budget{}}
 	for _, step := range []func() error{b.arrivals, b.services, b.calls, b.faults, b.buildAsync} {
 		if err := step(); err != nil {
 			return nil, fmt.Errorf("%s: %w", src, err)
 		}
 	}
-	m.clientDirect = plainEdge(m.client.pe) && m.client.bal == nil && !m.client.hasX && m.client.pool == nil
+	m.clientDirect = plainEdge(m.client.pe) && m.client.bal == nil && !m.client.hasX && m.client.pools == nil
 	m.directTimed = m.client.pe.Timeout > 0 || m.deadline > 0
 	m.direct.slots = []*attempt{nil}
 	return m, nil
@@ -236,7 +247,6 @@ func newRun(sc *topology.Scenario) *run {
 		maxInflight: sc.Limits.MaxInflight, maxEvents: uint64(sc.Limits.MaxEvents),
 		lat: newLatencyCounts(), ivLat: newLatencyCounts(), lost: [2]*latencyCounts{newLatencyCounts(), newLatencyCounts()},
 	}
-	m.arrivals = m.stream("arrivals")
 	if m.maxInflight <= 0 {
 		m.maxInflight = DefaultMaxInflight
 	}
@@ -256,43 +266,39 @@ func newRun(sc *topology.Scenario) *run {
 	return m
 }
 
-// builder wires a run from its scenario, one part at a time.
+// builder binds a run to its plan, one part at a time.
 type builder struct {
 	m       *run
-	sc      *topology.Scenario
-	byName  map[string]*service
-	outIdx  map[string]int // output index of each merged edge, by name
-	streams model.EdgeStreams
-	budgets map[string]policies.Budget // service-scoped budgets, by caller
+	plan    *model.Plan
+	reps    [][]*service               // each service's replicas, by plan index
+	byName  map[string]*service        // each service's first replica
+	edges   map[*model.Edge]*edge      // the edge bound to each plan edge
+	outIdx  map[string]int             // output index of each merged edge, by name
+	budgets map[string]policies.Budget // service-scoped budgets, by the plan's key
 }
 
 // arrivals sets up the open-loop arrival process or the closed clients.
 func (b *builder) arrivals() error {
-	m, w := b.m, &b.sc.Workload
-	switch w.Arrival {
-	case "", "poisson", "constant":
-		m.open = model.NewArrivals(w, b.sc.Duration, m.arrivals)
-	case "closed":
+	m, w := b.m, &b.m.sc.Workload
+	m.arrivals = m.stream(b.plan.Arrivals.Stream)
+	if b.plan.Arrivals.Closed {
 		m.closed, m.think = true, w.ThinkTime
-	default:
-		return fmt.Errorf("workload.arrival: unknown arrival %q (want poisson, constant or closed)", w.Arrival)
+		return nil
 	}
+	m.open = model.NewArrivals(w, m.sc.Duration, m.arrivals)
 	return nil
 }
 
-// services builds each service's callee machine; the committing service
-// is the model's one rule.
+// services builds each replica's callee machine.
 func (b *builder) services() error {
 	m := b.m
-	committer := b.sc.Committer()
-	for i := range b.sc.Services {
-		cfg := &b.sc.Services[i]
-		reps := make([]*service, 0, cfg.ReplicaCount())
+	for _, sp := range b.plan.Services {
+		reps := make([]*service, 0, len(sp.Replicas))
 		var first *service
-		for r := range cfg.ReplicaCount() {
-			s, err := newService(m, i, cfg, i == committer, r, first)
+		for _, rp := range sp.Replicas {
+			s, err := newService(m, sp, rp, first)
 			if err != nil {
-				return fmt.Errorf("services[%d].%w", i, err)
+				return fmt.Errorf("services[%d].%w", sp.Index, err)
 			}
 			reps = append(reps, s)
 			first = reps[0]
@@ -300,39 +306,39 @@ func (b *builder) services() error {
 		for _, s := range reps {
 			s.reps = reps
 		}
-		b.byName[cfg.Name] = reps[0]
+		b.reps = append(b.reps, reps)
+		b.byName[sp.Name] = reps[0]
 		m.services = append(m.services, reps[0])
 	}
-	if m.entry = b.byName[b.sc.Workload.Entry]; m.entry == nil {
-		return fmt.Errorf("workload.entry: no service named %q", b.sc.Workload.Entry)
-	}
+	m.entry = m.services[b.plan.Entry]
 	return nil
 }
 
-// calls builds the client's edge and each service's steps of calls.
+// calls binds the client fleet's edges and each replica's steps of calls.
 func (b *builder) calls() error {
-	client := b.sc.Workload.Client
-	client.To = b.sc.Workload.Entry
-	var err error
-	if b.m.client, err = b.edge("client", "", b.sc.Workload.ZoneOf(0), &client, "workload.client"); err != nil {
-		return err
-	}
-	if n := b.sc.Workload.Instances; n > 1 {
-		b.m.fleet = append(make([]*edge, 0, n), b.m.client)
-		for k := 1; k < n; k++ {
-			e, err := b.edge("client", model.InstanceTag(k), b.sc.Workload.ZoneOf(k), &client, "workload.client")
-			if err != nil {
-				return err
-			}
+	for k, pe := range b.plan.Client {
+		e, err := b.edge(pe)
+		if err != nil {
+			return err
+		}
+		if k == 0 {
+			b.m.client = e
+		}
+		if len(b.plan.Client) > 1 {
 			b.m.fleet = append(b.m.fleet, e)
 		}
 	}
-	for i, s := range b.m.services {
-		for _, rs := range s.reps {
-			for j := range s.cfg.Calls {
-				st, err := b.step(s.cfg.Name, model.ReplicaTag(rs.rep), s.cfg.ZoneOf(rs.rep), &s.cfg.Calls[j], fmt.Sprintf("services[%d].calls[%d]", i, j))
-				if err != nil {
-					return err
+	for i, sp := range b.plan.Services {
+		for r, rp := range sp.Replicas {
+			rs := b.reps[i][r]
+			for _, ps := range rp.Steps {
+				st := step{need: ps.Need}
+				for _, pe := range ps.Members {
+					e, err := b.edge(pe)
+					if err != nil {
+						return err
+					}
+					st.members = append(st.members, e)
 				}
 				rs.steps = append(rs.steps, st)
 			}
@@ -341,54 +347,52 @@ func (b *builder) calls() error {
 	return nil
 }
 
-// edge builds one call edge from -> c.To with its policy state, drawing
-// from the edge's named stream; a service-scoped budget is shared by the
-// caller's edges. tag names the caller's replica or client instance ("" for
-// the first, whose streams are those of a scenario without replicas).
-func (b *builder) edge(from, tag, zone string, c *topology.Call, field string) (*edge, error) {
-	callee := b.byName[c.To]
-	if callee == nil {
-		return nil, fmt.Errorf("%s.to: no service named %q", field, c.To)
+// edge binds plan edge pe (once: a fan-out's members share it) to an edge
+// with its policy state, drawing from the edge's named stream; a
+// service-scoped budget is shared by the edges with its key.
+func (b *builder) edge(pe *model.Edge) (*edge, error) {
+	if e := b.edges[pe]; e != nil {
+		return e, nil
 	}
+	c, field := pe.Call, pe.Field
+	callee := b.byName[pe.To]
 	cfg := c.EdgeConfig()
 	if c.Pool == nil {
 		cfg.Timeout = firstByteBound(cfg.Timeout, c.FirstByteTimeout)
 	}
-	shared := c.Budget != nil && c.Budget.Scope == "service"
-	if shared {
+	if pe.SharedBudget != "" {
 		cfg.Budget = nil
 	}
-	stream := b.streams.Name(from+tag, c.To)
-	pe, err := policies.NewEdge(cfg, b.m.stream(stream))
+	pol, err := policies.NewEdge(cfg, b.m.stream(pe.Stream))
 	if err != nil {
 		return nil, fmt.Errorf("%s.%w", field, err)
 	}
-	if shared {
-		if pe.Budget = b.budgets[from+tag]; pe.Budget == nil {
-			if pe.Budget, err = policies.NewBudget(*c.Budget, pe.Rand); err != nil {
+	if pe.SharedBudget != "" {
+		if pol.Budget = b.budgets[pe.SharedBudget]; pol.Budget == nil {
+			if pol.Budget, err = policies.NewBudget(*c.Budget); err != nil {
 				return nil, fmt.Errorf("%s.%w", field, err)
 			}
-			b.budgets[from+tag] = pe.Budget
+			b.budgets[pe.SharedBudget] = pol.Budget
 		}
 	}
-	e := &edge{pe: pe, from: from, to: c.To, callee: callee, propagate: c.PropagateDeadline, zone: zone}
-	if len(callee.reps) > 1 {
+	e := &edge{pe: pol, from: pe.From, to: pe.To, callee: callee, propagate: c.PropagateDeadline, zone: pe.Zone}
+	if pe.Replicas > 1 {
 		e.reps, e.otherHost = callee.reps, c.Retry.OtherHost
-		if e.bal, err = model.NewBalancer(c.Balance, len(callee.reps), c.OutlierDetection, b.m.stream(model.BalanceStream(stream))); err != nil {
+		if e.bal, err = model.NewBalancer(c.Balance, pe.Replicas, c.OutlierDetection, b.m.stream(pe.BalanceStream)); err != nil {
 			return nil, fmt.Errorf("%s.%w", field, err)
 		}
 		if err = e.bal.FollowRetry(c.Retry); err != nil {
 			return nil, fmt.Errorf("%s.%w", field, err)
 		}
-		if c.ZoneAware && zone != "" {
-			e.bal.PreferLocal(model.LocalReplicas(callee.cfg, zone))
+		if pe.Local != nil {
+			e.bal.PreferLocal(pe.Local)
 		}
 	}
 	if e.net, e.hasNet, err = model.Delay(c.Network, field+".network"); err != nil {
 		return nil, err
 	}
 	e.baseNet = e.hasNet
-	if zone != "" {
+	if pe.Zone != "" {
 		if e.xnet, e.hasX, err = model.Delay(c.CrossZoneNetwork, field+".cross_zone_network"); err != nil {
 			return nil, err
 		}
@@ -397,69 +401,33 @@ func (b *builder) edge(from, tag, zone string, c *topology.Call, field string) (
 	if mean, ok := e.net.ExpMean(); ok && !e.hasX {
 		e.netMean = mean
 	}
-	name := from + "->" + c.To
-	idx, ok := b.outIdx[name]
+	idx, ok := b.outIdx[pe.Out]
 	if !ok {
 		idx = len(b.outIdx)
-		b.outIdx[name] = idx
+		b.outIdx[pe.Out] = idx
 	}
 	e.out = idx
 	if c.Pool != nil {
-		if e.pool, err = newConnPool(b.m, e, c.Pool, field); err != nil {
-			return nil, err
+		for range callee.reps {
+			p, err := newConnPool(b.m, e, c.Pool, field)
+			if err != nil {
+				return nil, err
+			}
+			e.pools = append(e.pools, p)
 		}
 	}
+	b.edges[pe] = e
 	b.m.edges = append(b.m.edges, e)
 	return e, nil
 }
 
-// step builds one entry of a service's calls: a call, a fan-out of one
-// edge or a parallel group, with its quorum (wait_for 0: all of them).
-func (b *builder) step(from, tag, zone string, c *topology.Call, field string) (step, error) {
-	var st step
-	if c.Publish != nil {
-		return st, nil // wired by buildAsync
-	}
-	members := []*topology.Call{c}
-	if len(c.Parallel) > 0 {
-		members = members[:0]
-		for i := range c.Parallel {
-			members = append(members, &c.Parallel[i])
-		}
-	}
-	for i, p := range members {
-		f := field
-		if len(c.Parallel) > 0 {
-			f = fmt.Sprintf("%s.parallel[%d]", field, i)
-		}
-		e, err := b.edge(from, tag, zone, p, f)
-		if err != nil {
-			return st, err
-		}
-		for range max(p.Fanout, 1) {
-			st.members = append(st.members, e)
-		}
-	}
-	st.need = c.WaitFor
-	if st.need <= 0 || st.need > len(st.members) {
-		st.need = len(st.members) // topology rejects a wait_for beyond the group
-	}
-	return st, nil
-}
-
-// faults schedules each fault's start and end on its service.
+// faults schedules each fault window's start and end on the replica it
+// hits, in the plan's order.
 func (b *builder) faults() error {
-	for i := range b.sc.Faults {
-		f := &b.sc.Faults[i]
-		s := b.byName[f.Service]
-		if s == nil {
-			return fmt.Errorf("faults[%d].service: no service named %q", i, f.Service)
-		}
-		for _, r := range f.ReplicasHit(s.cfg) {
-			rs := s.reps[r]
-			b.m.eng.At(f.At, b.m.hFault, &faultEvent{svc: rs, f: f, start: true})
-			b.m.eng.At(f.At+f.For, b.m.hFault, &faultEvent{svc: rs, f: f, start: false})
-		}
+	for _, h := range b.plan.Faults {
+		rs := b.reps[h.Service][h.Replica]
+		b.m.eng.At(h.Fault.At, b.m.hFault, &faultEvent{svc: rs, f: h.Fault, start: true})
+		b.m.eng.At(h.Fault.At+h.Fault.For, b.m.hFault, &faultEvent{svc: rs, f: h.Fault, start: false})
 	}
 	return nil
 }

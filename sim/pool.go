@@ -312,7 +312,7 @@ func (m *run) poolAnswered(a *attempt) {
 	if a.pool.state != poolHolding {
 		return
 	}
-	p := a.edge.pool
+	p := a.edge.pools[a.svc.rep]
 	m.eng.Stop(a.pool.tmo)
 	epoch := a.pool.epoch
 	if epoch == p.epoch {
@@ -327,7 +327,7 @@ func (m *run) poolAnswered(a *attempt) {
 // opening joins the pool when up); a sent one's connection is closed, as
 // an HTTP/1.1 client must. It reports whether a was never sent.
 func (m *run) poolAbandon(a *attempt) bool {
-	p := a.edge.pool
+	p := a.edge.pools[a.svc.rep]
 	switch a.pool.state {
 	case poolWaiting:
 		m.eng.Stop(a.pool.tmo)
@@ -366,11 +366,12 @@ func (m *run) transmit(a *attempt) {
 	m.arrive(a)
 }
 
-// resetConnections closes every pooled connection to s (a deploy).
+// resetConnections closes every pooled connection to replica s (a deploy
+// of that replica): each edge's pool to it, and no other replica's.
 func (m *run) resetConnections(s *service) {
 	for _, e := range m.edges {
-		if e.pool != nil && e.callee == s {
-			e.pool.reset()
+		if e.pools != nil && e.callee == s.reps[0] {
+			e.pools[s.rep].reset()
 		}
 	}
 }

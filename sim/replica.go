@@ -51,15 +51,16 @@ func totalsOf(s *service) svcTotals {
 		b, q := r.cm.Areas()
 		t.busyArea += b
 		t.queueArea += q
-		t.warmBusy += r.warmBusy
-		t.warmQueue += r.warmQueue
+		wb, wq := r.cm.MeasureStart()
+		t.warmBusy += wb
+		t.warmQueue += wq
 		t.ivBusy += r.ivBusy
 		t.ivQueue += r.ivQueue
 		t.workers += r.cm.Workers()
 		t.busy += r.cm.Busy()
 		t.inflight += r.cm.Inflight()
 		t.qlen += r.qlen()
-		t.queueMax = max(t.queueMax, r.queueMax)
+		t.queueMax = max(t.queueMax, r.cm.QueueMax())
 		t.ivQMax = max(t.ivQMax, r.ivQMax)
 		t.ivAttempts += r.ivAttempts
 		t.ivRejected += r.ivRejected
@@ -78,11 +79,11 @@ func replicaSummaries(s *service, span float64) []metrics.ReplicaSummary {
 	for _, r := range s.reps {
 		rs := metrics.ReplicaSummary{Replica: r.rep, Attempts: r.c.attempts, Succeeded: r.c.succeeded,
 			Failed: r.c.failed, Rejected: r.c.rejected, TimedOut: r.c.timedOut, Shed: r.c.shed,
-			QueueMax: int64(r.queueMax)}
+			QueueMax: int64(r.cm.QueueMax())}
 		if span > 0 {
-			b, q := r.cm.Areas()
-			rs.Utilization = (b - r.warmBusy) / (span * float64(r.cm.Workers()))
-			rs.QueueMean = (q - r.warmQueue) / span
+			b, q := r.cm.Measured()
+			rs.Utilization = b / (span * float64(r.cm.Workers()))
+			rs.QueueMean = q / span
 		}
 		out = append(out, rs)
 	}

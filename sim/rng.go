@@ -6,10 +6,6 @@ import (
 	"github.com/stormsim/stormsim/model"
 )
 
-// Stream returns the random stream of one named component of a run; it is
-// model.Stream, the one derivation both modes use.
-func Stream(seed uint64, name string) *rand.Rand { return model.Stream(seed, name) }
-
 // streamSource is the source of one of a run's named streams, kept so that
 // the stream can be reseeded when a trajectory branches.
 type streamSource struct {

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -185,9 +185,7 @@ func (m *run) interrupt() {
 func (m *run) snapshotWarmup(at time.Duration) {
 	for _, sv := range m.services {
 		for _, s := range sv.reps {
-			s.cm.Advance(at)
-			s.warmBusy, s.warmQueue = s.cm.Areas()
-			s.queueMax = s.qlen()
+			s.cm.StartMeasuring(at)
 		}
 	}
 }
@@ -451,8 +449,8 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 				opens = e.pe.Breaker.Opens()
 			}
 			es.Add(metrics.EdgeSummaryOf(o.from, o.to, e.pe.Stats, opens))
-			if e.pool != nil {
-				es.AddPool(e.pool.sum)
+			for _, p := range e.pools {
+				es.AddPool(p.sum)
 			}
 		}
 		es.Ejections = o.ejections()
@@ -466,30 +464,21 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 		sum.Diverged = d
 	}
 	for _, f := range sc.Faults {
-		res.Faults = append(res.Faults, metrics.FaultWindow{Service: f.Service, At: f.At, For: f.For, Label: faultLabel(&f)})
+		res.Faults = append(res.Faults, metrics.FaultWindow{Service: f.Service, At: f.At, For: f.For, Label: model.FaultLabel(&f)})
 	}
 	res.Summary = sum
 	return res
 }
 
-func faultLabel(f *topology.Fault) string {
-	var parts []string
-	if f.Capacity != nil {
-		parts = append(parts, fmt.Sprintf("capacity ×%g", *f.Capacity))
+// PlanOf returns the plan a run of sc is bound to (model.Compile's, as the
+// run's builder binds it), checking that the run builds: what serve binds
+// for the same scenario is the same value.
+func PlanOf(sc *topology.Scenario) (*model.Plan, error) {
+	m, err := build(sc)
+	if err != nil {
+		return nil, err
 	}
-	if f.LatencyAdd > 0 {
-		parts = append(parts, fmt.Sprintf("latency +%v", f.LatencyAdd))
-	}
-	if f.ErrorRate != nil {
-		parts = append(parts, fmt.Sprintf("error rate %g", *f.ErrorRate))
-	}
-	if f.DropResponse > 0 {
-		parts = append(parts, fmt.Sprintf("drop %g", f.DropResponse))
-	}
-	if len(parts) == 0 {
-		return "fault"
-	}
-	return strings.Join(parts, ", ")
+	return m.plan, nil
 }
 
 // ivPending reports whether the current interval has counted anything not

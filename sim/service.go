@@ -36,13 +36,13 @@ type service struct {
 	// attempt in the common case of all answers OK.
 	notOK *latencyCounts
 
-	// snapshots of the machine's time integrals at warm-up and at the
-	// current interval's start
-	warmBusy, warmQueue float64
-	ivBusy, ivQueue     float64
-	queueMax, ivQMax    int
-	ivAttempts          int64
-	ivRejected, ivShed  int64
+	// snapshots of the machine's time integrals at the current interval's
+	// start (the machine keeps the warm-up's: model.Callee.Measured), and
+	// the interval's longest queue
+	ivBusy, ivQueue    float64
+	ivQMax             int
+	ivAttempts         int64
+	ivRejected, ivShed int64
 
 	rep  int        // this replica's index
 	reps []*service // every replica of the service, this one included
@@ -53,11 +53,12 @@ type svcCounters struct {
 	timedOut, wasted, shed, executions    int64
 }
 
-// newService builds replica rep of service cfg; a replica after the first
+// newService binds replica rp of service sp; a replica after the first
 // shares first's latency counts and idempotency store.
-func newService(m *run, idx int, cfg *topology.Service, commits bool, rep int, first *service) (*service, error) {
-	s := &service{m: m, idx: idx, name: cfg.Name, cfg: cfg, cancel: cfg.CancelOnTimeout, rep: rep}
-	cm, err := model.NewCallee[*attempt](cfg, m.stream(model.ReplicaStream(cfg.Name, rep)), commits, m.sc.Workload.IdempotencyKeys)
+func newService(m *run, sp *model.ServicePlan, rp *model.Replica, first *service) (*service, error) {
+	cfg := sp.Config
+	s := &service{m: m, idx: sp.Index, name: cfg.Name, cfg: cfg, cancel: cfg.CancelOnTimeout, rep: rp.Index}
+	cm, err := model.NewCallee[*attempt](cfg, m.stream(rp.Stream), sp.Commits, m.plan.Keyed)
 	if err != nil {
 		return nil, err
 	}
@@ -86,9 +87,7 @@ func (s *service) qlen() int { return s.cm.QueueLen() }
 func (s *service) noteQueue() {
 	if q := s.qlen(); q > s.ivQMax {
 		s.ivQMax = q
-		if q > s.queueMax && s.m.eng.Now() >= s.m.warmup {
-			s.queueMax = q
-		}
+		s.cm.NoteQueue()
 	}
 }
 
@@ -333,18 +332,15 @@ func (m *run) workDone(a *attempt) {
 	m.runStep(a, 0)
 }
 
-// stepDone continues a after its current step of downstream calls.
+// stepDone continues a after its current step of downstream calls, by the
+// sequence rule (model.Callee.AfterStep).
 func (m *run) stepDone(a *attempt, ok bool, o policies.Outcome) {
 	a.grp = nil
-	if ok {
-		if a.stepIdx+1 < len(a.svc.steps) {
-			m.runStep(a, a.stepIdx+1)
-			return
-		}
-		m.answer(a, policies.OK, 0, false, true)
-		return
+	if next, more, ans := a.svc.cm.AfterStep(a.stepIdx, len(a.svc.steps), ok, o); more {
+		m.runStep(a, next)
+	} else {
+		m.answer(a, ans, 0, false, true)
 	}
-	m.answer(a, a.svc.cm.DownstreamFailure(o), 0, false, true)
 }
 
 // answer ends a's stay at its callee with class o and sends the reply.
@@ -387,14 +383,17 @@ func (m *run) answer(a *attempt, o policies.Outcome, ra time.Duration, dr bool, 
 			m.dispatch(s)
 		}
 	}
-	switch {
-	case a.caller == nil:
-		if worked && a.counted {
+	switch s.cm.Reply(worked, a.caller == nil) {
+	case model.Wasted:
+		if a.counted {
 			s.c.wasted++
 		}
 		m.releaseServer(a)
 		return
-	case worked && s.cm.Dropped():
+	case model.Gone:
+		m.releaseServer(a)
+		return
+	case model.Lost:
 		m.countTimedOut(a)
 		m.releaseServer(a)
 		return
@@ -419,7 +418,7 @@ func (m *run) finishWrite(a *attempt, o policies.Outcome, worked bool) {
 	if a.fence > 0 {
 		key = a.req.key
 	}
-	if s.cm.Finish(m.eng.Now(), o, worked && !a.preset, write, key, a.fence) {
+	if s.cm.Finish(m.eng.Now(), model.Ending{Outcome: o, Worked: worked && !a.preset, Write: write, Key: key, Fence: a.fence}) {
 		a.req.executions++
 		if a.counted {
 			s.c.executions++

@@ -3,6 +3,7 @@ package topology
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -50,56 +51,102 @@ func setParams(d *Dist) []string {
 
 // dist validates a distribution and loads an empirical one's samples.
 func (v *validator) dist(d *Dist, p string) {
+	checkDist(d, p, v.add, v.loadSamples)
+}
+
+// Check reports the first reason distribution d, already decoded (an
+// empirical one's samples loaded), is not one a scenario may hold: the
+// same rule, the one rule, that validation applies to a scenario file's
+// distributions (package dist builds its samplers only from what it
+// accepts). Its error names the parameter: "mean: must be > 0, got 0s".
+func (d *Dist) Check() error {
+	var first error
+	add := func(path, format string, args ...any) {
+		if first == nil {
+			msg := fmt.Sprintf(format, args...)
+			if path = strings.TrimPrefix(path, "."); path != "" {
+				msg = path + ": " + msg
+			}
+			first = errors.New(msg)
+		}
+	}
+	checkDist(d, "", add, func(d *Dist, p string) {
+		if len(d.Samples) == 0 {
+			add(p+".file", "no samples loaded (file %q)", d.File)
+		}
+	})
+	return first
+}
+
+// checkDist is the rule of a valid distribution, reporting each problem
+// to add at its path under p; empirical is given each empirical
+// distribution met (to load or check its samples).
+func checkDist(d *Dist, p string, add func(path, format string, args ...any), empirical func(d *Dist, p string)) {
 	if d.Dist == "" {
-		v.add(p+".dist", "required (one of %s)", policies.OrList(policies.Names(distKinds)))
+		add(p+".dist", "required (one of %s)", policies.OrList(policies.Names(distKinds)))
+		return
+	}
+	if !slices.Contains(distKinds, d.Dist) {
+		add(p+".dist", "unknown %q (want %s)", d.Dist, policies.OrList(policies.Names(distKinds)))
 		return
 	}
 	for _, k := range setParams(d) {
 		if !slices.Contains(distParams[d.Dist], k) {
-			v.add(p+"."+k, "does not apply to dist %s (it takes %s)", d.Dist, policies.OrList(distParams[d.Dist]))
+			add(p+"."+k, "does not apply to dist %s (it takes %s)", d.Dist, policies.OrList(distParams[d.Dist]))
 		}
 	}
 	for _, k := range []struct {
 		key string
 		d   time.Duration
 	}{{"value", d.Value}, {"mean", d.Mean}, {"stddev", d.Stddev}, {"min", d.Min}, {"max", d.Max}, {"p50", d.P50}, {"p99", d.P99}} {
-		v.nonNegative(p+"."+k.key, k.d)
+		if k.d < 0 {
+			add(p+"."+k.key, "must be ≥ 0, got %v", k.d)
+		}
+	}
+	positive := func(key string, x time.Duration) {
+		if x <= 0 {
+			add(p+"."+key, "must be > 0, got %v", x)
+		}
 	}
 	switch d.Dist {
 	case "exponential":
-		v.positive(p+".mean", d.Mean)
+		positive("mean", d.Mean)
 	case "uniform":
 		if d.Min > d.Max {
-			v.add(p+".max", "must be ≥ min (%v), got %v", d.Min, d.Max)
+			add(p+".max", "must be ≥ min (%v), got %v", d.Min, d.Max)
 		}
 	case "normal":
-		v.positive(p+".mean", d.Mean)
+		// mean ≥ 0 (checked above): drawn truncated at 0, a normal of
+		// mean 0 is the half-normal.
 	case "lognormal":
 		switch {
 		case d.P50 == 0 && d.P99 == 0 && (d.Mean != 0 || d.Stddev != 0):
 			if d.Mean <= 0 || d.Stddev <= 0 {
-				v.add(p, "lognormal by mean and stddev needs both > 0, got mean %v, stddev %v", d.Mean, d.Stddev)
+				add(p, "lognormal by mean and stddev needs both > 0, got mean %v, stddev %v", d.Mean, d.Stddev)
 			}
 		case d.Mean != 0 || d.Stddev != 0:
-			v.add(p, "lognormal takes p50 and p99, or mean and stddev, not both")
+			add(p, "lognormal takes p50 and p99, or mean and stddev, not both")
 		case d.P50 <= 0:
-			v.add(p+".p50", "must be > 0, got %v", d.P50)
+			add(p+".p50", "must be > 0, got %v", d.P50)
 		case d.P99 <= d.P50:
-			v.add(p+".p99", "must be > p50 (%v), got %v", d.P50, d.P99)
+			add(p+".p99", "must be > p50 (%v), got %v", d.P50, d.P99)
 		}
 	case "mixture":
 		if len(d.Modes) == 0 {
-			v.add(p+".modes", "required: at least one {weight, dist, ...}")
+			add(p+".modes", "required: at least one {weight, dist, ...}")
 		}
 		for i := range d.Modes {
 			mp := fmt.Sprintf("%s.modes[%d]", p, i)
-			if w := d.Modes[i].Weight; w <= 0 {
-				v.add(mp+".weight", "must be > 0, got %v", w)
+			switch w := d.Modes[i].Weight; {
+			case !(w > 0):
+				add(mp+".weight", "must be > 0, got %v", w)
+			case math.IsInf(w, 0):
+				add(mp+".weight", "must be finite, got %v", w)
 			}
-			v.dist(&d.Modes[i].Dist, mp)
+			checkDist(&d.Modes[i].Dist, mp, add, empirical)
 		}
 	case "empirical":
-		v.loadSamples(d, p)
+		empirical(d, p)
 	}
 }
 
