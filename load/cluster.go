@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/stormsim/stormsim/load/internal/memnet"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -46,6 +47,9 @@ type ClusterOptions struct {
 	// topics; empty embeds one in-process on 127.0.0.1 (a random port,
 	// its store in a temporary directory removed at Close).
 	NATS string
+	// network, if set, is the in-memory network services listen and dial
+	// on instead of the host's (tests; network.go).
+	network *memnet.Network
 }
 
 // Cluster is a scenario's services running as HTTP (or gRPC) servers.
@@ -71,6 +75,8 @@ type Cluster struct {
 	resetTimers []*time.Timer
 	// async is the real broker of the scenario's topics, nil without.
 	async *asyncCluster
+	// network is ClusterOptions.network: where the cluster's clients dial.
+	network *memnet.Network
 }
 
 // StartCluster starts every service of sc on its own loopback listener,
@@ -113,7 +119,7 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 	if opt.TLS && opt.Protocol == ProtocolGRPC {
 		return nil, fmt.Errorf("load: TLS serves HTTP only, not protocol grpc")
 	}
-	c := &Cluster{URLs: map[string]string{}, ReplicaURLs: map[string][]string{}, Epoch: opt.Epoch, tr: NewTransport(opt.Connections)}
+	c := &Cluster{URLs: map[string]string{}, ReplicaURLs: map[string][]string{}, Epoch: opt.Epoch, tr: dialOn(opt.network, NewTransport(opt.Connections)), network: opt.network}
 	lns := make([]net.Listener, 0, nListen)
 	fail := func(err error) (*Cluster, error) {
 		for _, ln := range lns {
@@ -146,7 +152,7 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 			if port != 0 {
 				p = port + len(lns)
 			}
-			ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+			ln, err := listenOn(opt.network, net.JoinHostPort(host, strconv.Itoa(p)))
 			if err != nil {
 				return fail(fmt.Errorf("load: service %s: %w", svc.Name, err))
 			}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/load/internal/clock"
+	"github.com/stormsim/stormsim/load/internal/memnet"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
@@ -160,6 +161,9 @@ type Options struct {
 	// clk, if set, is the run's clock in place of the wall clock from
 	// Epoch: tests script it.
 	clk clock.Clock
+	// network, if set, is the in-memory network the driver dials on
+	// (tests; network.go).
+	network *memnet.Network
 	// Shard, when set, makes this driver send only the logical requests of
 	// the whole schedule whose index n is ≡ Index (mod Count): 1/Count of the
 	// rate, at the whole schedule's intended times, with the whole
@@ -230,7 +234,7 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	client := opt.Client
 	var rt http.RoundTripper
 	if client == nil {
-		tr := NewTransport(opt.Connections)
+		tr := dialOn(opt.network, NewTransport(opt.Connections))
 		defer tr.CloseIdleConnections()
 		client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 		// The client follows no redirect and keeps no cookie: attempts
@@ -401,6 +405,9 @@ func (d *driver) run(ctx context.Context, root context.Context, stopAttempts con
 	defer hardCancel()
 	if d.lean {
 		d.ec.lean = newLeanClient(d.url, opt.Connections, hard)
+		if opt.network != nil {
+			d.ec.lean.dial = opt.network.DialContext
+		}
 		defer d.ec.lean.closeIdle()
 		for _, ec := range d.ecs {
 			ec.lean = d.ec.lean // one client to the target for the fleet

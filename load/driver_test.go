@@ -10,8 +10,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/stormsim/stormsim/load/internal/clock"
+	"github.com/stormsim/stormsim/load/internal/memnet"
+	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -79,52 +83,80 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 	}
 }
 
-// TestCoordinatedOmission drives a target that can serve 320 req/s (16
-// slots × 50 ms) at 400 req/s for 10 s, with as many senders as the target
-// has slots, so that the backlog builds up in the driver: requests wait to
-// be sent, not at the target. The backlog grows by 80 req/s, so a request
-// due at the end waits about 800/320 = 2.5 s. Measured from the intended
-// send time, p99 must show it (≥ 2 s); a driver that measured from the
-// actual send would report about 50 ms, and one that slowed its schedule
-// to the target would report 50 ms too and send fewer requests.
+// TestCoordinatedOmission drives a target that serves 16 requests at a
+// time in exactly 50 ms each (320 req/s) at 400 req/s for 10 s, with as
+// many senders as the target has slots, so that the backlog builds up in
+// the driver: requests wait to be sent, not at the target. On a scripted
+// clock the run is exact: request n, due at a(n) = n × 2.5 ms, starts at
+// s(n) = max(a(n), s(n−16) + 50 ms) (the senders take requests in order,
+// each freed by the 16th request before) and ends 50 ms later; its
+// latency, measured from the intended send, is end − a(n), up to about
+// 2.5 s at the end (800 requests of backlog at 320 req/s). A driver that
+// measured from the actual send would report 50 ms for every request, and
+// one that slowed its schedule to the target would send fewer.
 func TestCoordinatedOmission(t *testing.T) {
-	if testing.Short() {
-		t.Skip("13 s: runs without -short (make test)")
-	}
-	slots := make(chan struct{}, 16)
-	srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case slots <- struct{}{}:
-		case <-r.Context().Done():
+	synctest.Test(t, func(t *testing.T) {
+		const slots, rate, n = 16, 400, 4000
+		service := 50 * time.Millisecond
+		var nw memnet.Network
+		clk := new(clock.Fake)
+		busy := make(chan struct{}, slots)
+		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case busy <- struct{}{}:
+			default:
+				t.Error("a request found all 16 slots busy: the driver sent more than its senders")
+				return
+			}
+			clock.Sleep(clk, r.Context(), service)
+			<-busy
+		})
+		var res *metrics.Result
+		runScripted(t, clk, func() {
+			var err error
+			res, err = Run(context.Background(), Options{clk: clk, network: &nw,
+				Target: target, Pacer: ConstantPacer{Rate: rate, Duration: 10 * time.Second}, Duration: 10 * time.Second,
+				Workers: slots, MaxLateness: 20 * time.Second, Grace: 10 * time.Second,
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+		if res == nil {
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
-		<-slots
+		// The exact schedule, into the histogram the driver uses.
+		want := metrics.NewLatencyHistogram()
+		var sum, worst time.Duration
+		late := 0
+		start := make([]time.Duration, n)
+		for i := range n {
+			at := time.Duration(i) * time.Second / rate
+			start[i] = at
+			if i >= slots {
+				start[i] = max(at, start[i-slots]+service)
+			}
+			if start[i]-at > DefaultLateThreshold {
+				late++
+			}
+			lat := start[i] + service - at
+			metrics.RecordLatency(want, lat)
+			sum += lat.Truncate(time.Microsecond)
+			worst = max(worst, lat)
+		}
+		wl := metrics.LatencyOf(want).WithExact(int64(sum/time.Microsecond), n, worst)
+		s := res.Summary
+		if s.Requests.Succeeded != n || s.Load.Unsent != 0 || s.Load.Late != int64(late) {
+			t.Errorf("succeeded %d unsent %d late %d, want all %d sent and served, %d of them late", s.Requests.Succeeded, s.Load.Unsent, s.Load.Late, n, late)
+		}
+		if s.LatencyMs != wl {
+			t.Errorf("latency %+v,\nwant     %+v (from the intended send time)", s.LatencyMs, wl)
+		}
+		// The schedule itself: the last requests wait about 2.5 s.
+		if wl.P99 < 2000 || wl.Max > 2600 {
+			t.Errorf("expected p99 %.0f ms max %.0f ms, want the backlog's 2–2.6 s", wl.P99, wl.Max)
+		}
 	})
-	res, err := Run(context.Background(), Options{
-		Target: srv.URL, Pacer: ConstantPacer{Rate: 400, Duration: 10 * time.Second}, Duration: 10 * time.Second,
-		Workers: 16, MaxLateness: 20 * time.Second, Grace: 10 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := res.Summary
-	if s.Requests.Succeeded != 4000 || s.Load.Unsent != 0 {
-		t.Fatalf("succeeded %d unsent %d, want all 4000 sent and served", s.Requests.Succeeded, s.Load.Unsent)
-	}
-	if s.LatencyMs.P99 < 2000 {
-		t.Errorf("p99 %.0f ms, want ≥ 2000 ms (latency must count from the intended time)", s.LatencyMs.P99)
-	}
-	// The backlog grows linearly, so the mean is about half the final
-	// wait: 1.25 s at 320 req/s; a target 12% slower than nominal (sleep
-	// overshoot on a loaded machine) gives about 2.1 s.
-	if m := s.LatencyMs.Mean; m < 1000 || m > 4000 {
-		t.Errorf("mean %.0f ms, want 1000–4000 ms", m)
-	}
-	// Most requests left late, and the report says so.
-	if s.Load.Late < 3000 {
-		t.Errorf("late %d of 4000, want most of them", s.Load.Late)
-	}
 }
 
 // TestStallShowsInP99: a target that stalls every request for one second
@@ -225,30 +257,67 @@ func TestBreakerOpensAgainstDeadTarget(t *testing.T) {
 	}
 }
 
+// TestHedgeWinsAgainstSlowFirstAttempt: every first attempt hangs until it
+// is cancelled; the hedge, sent 30 ms later, is answered at once and wins,
+// and cancel_others cancels the first. As a time script: at 29 ms only the
+// first attempt of request 1 has arrived; at 30 ms its hedge has, and the
+// call is over. Every request's latency is exactly the hedge's delay.
 func TestHedgeWinsAgainstSlowFirstAttempt(t *testing.T) {
-	srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(HeaderAttempt) == "1" {
-			select {
-			case <-time.After(time.Second):
-			case <-r.Context().Done():
+	synctest.Test(t, func(t *testing.T) {
+		var nw memnet.Network
+		clk := new(clock.Fake)
+		var firsts, hedges, cancelled atomic.Int64
+		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get(HeaderAttempt) != "1" {
+				hedges.Add(1)
+				return
+			}
+			firsts.Add(1)
+			<-r.Context().Done()
+			cancelled.Add(1)
+		})
+		pol := topology.Call{Hedge: &policies.HedgeConfig{Delay: 30 * time.Millisecond, MaxAttempts: 2, CancelOthers: true}}
+		done := make(chan *metrics.Result, 1)
+		go func() {
+			res, err := Run(context.Background(), Options{clk: clk, network: &nw,
+				Target: target, Pacer: ConstantPacer{Rate: 20, Duration: time.Second}, Duration: time.Second, Policy: pol,
+			})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- res
+		}()
+		step := func(at time.Duration, wantFirsts, wantHedges int64) {
+			t.Helper()
+			clk.AdvanceTo(at)
+			synctest.Wait()
+			if f, h := firsts.Load(), hedges.Load(); f != wantFirsts || h != wantHedges {
+				t.Fatalf("at %v: %d first attempts and %d hedges arrived, want %d and %d", at, f, h, wantFirsts, wantHedges)
 			}
 		}
+		synctest.Wait()
+		step(0, 1, 0)
+		step(29*time.Millisecond, 1, 0)
+		step(30*time.Millisecond, 1, 1)
+		if c := cancelled.Load(); c != 1 {
+			t.Fatalf("at 30 ms: %d first attempts cancelled, want the one the hedge beat", c)
+		}
+		step(50*time.Millisecond, 2, 1)
+		var res *metrics.Result
+		runScripted(t, clk, func() { res = <-done })
+		if res == nil {
+			return
+		}
+		s := res.Summary
+		e := s.Edges[0]
+		if s.Requests.Succeeded != 20 || e.HedgesSent != 20 || e.HedgesWon != 20 || firsts.Load() != 20 || cancelled.Load() != 20 {
+			t.Errorf("succeeded %d hedges sent %d won %d; first attempts %d, cancelled %d: want 20 each",
+				s.Requests.Succeeded, e.HedgesSent, e.HedgesWon, firsts.Load(), cancelled.Load())
+		}
+		if l := s.LatencyMs; l.Mean != 30 || l.Max != 30 {
+			t.Errorf("latency mean %v max %v ms, want exactly 30 ms (the hedge's delay) for every request", l.Mean, l.Max)
+		}
 	})
-	pol := topology.Call{Hedge: &policies.HedgeConfig{Delay: 30 * time.Millisecond, MaxAttempts: 2, CancelOthers: true}}
-	res, err := Run(context.Background(), Options{
-		Target: srv.URL, Pacer: ConstantPacer{Rate: 20, Duration: time.Second}, Duration: time.Second, Policy: pol,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := res.Summary
-	e := s.Edges[0]
-	if s.Requests.Succeeded != 20 || e.HedgesSent != 20 || e.HedgesWon != 20 {
-		t.Errorf("succeeded %d hedges sent %d won %d, want 20 each", s.Requests.Succeeded, e.HedgesSent, e.HedgesWon)
-	}
-	if s.LatencyMs.Max > 800 {
-		t.Errorf("max latency %.0f ms, want about 30 ms (the hedge's delay), well under the first attempt's 1 s", s.LatencyMs.Max)
-	}
 }
 
 func TestInterruptReturnsPartialResult(t *testing.T) {

@@ -65,7 +65,13 @@ func startScenarioWith(t *testing.T, name, yaml string, opt ClusterOptions) *Clu
 
 func getStats(t *testing.T, url string) Stats {
 	t.Helper()
-	resp, err := http.Get(url + "/stats")
+	return getStatsWith(t, http.DefaultClient, url)
+}
+
+// getStatsWith is getStats through client.
+func getStatsWith(t *testing.T, client *http.Client, url string) Stats {
+	t.Helper()
+	resp, err := client.Get(url + "/stats")
 	if err != nil {
 		t.Fatal(err)
 	}
