@@ -185,6 +185,9 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		if err != nil {
 			return fail(err)
 		}
+		if opt.network != nil {
+			gc.dial = opt.network.DialContext
+		}
 		c.grpc = &grpcCluster{client: gc, tracing: opt.Tracing}
 	}
 	if c.async, err = startAsync(sc, opt.NATS); err != nil {

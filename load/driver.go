@@ -274,6 +274,9 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 			return nil, fmt.Errorf("load: %w", err)
 		}
 		defer gc.Close()
+		if opt.network != nil {
+			gc.dial = opt.network.DialContext
+		}
 		ec.GRPC = gc
 	}
 
