@@ -50,9 +50,12 @@ type Options struct {
 	WriteMethod string
 	Header      http.Header
 	Body        []byte
-	// Pacer gives each logical request's intended send time; requests are
-	// scheduled while At(n) < Duration (and n < MaxRequests, if set).
-	Pacer       Pacer
+	// Arrivals gives each logical request's intended send time and
+	// whether it is a write: the simulator's arrival process (TargetArrivals
+	// for a target, the scenario's for RunScenario). Requests are scheduled
+	// while their time is before Duration (and n < MaxRequests, if set). A
+	// run draws from it: give each run its own.
+	Arrivals    *model.Arrivals
 	Duration    time.Duration
 	MaxRequests uint64
 	// Warmup: requests due before it are sent but not counted.
@@ -66,9 +69,8 @@ type Options struct {
 	// Policy is the client's call policy toward the target (timeout,
 	// retry, budget, breaker, hedge, throttle, pushback).
 	Policy topology.Call
-	// WriteFraction of logical requests are non-idempotent writes; with
-	// IdempotencyKeys each write carries an Idempotency-Key.
-	WriteFraction   float64
+	// IdempotencyKeys: each write (Arrivals says which) carries an
+	// Idempotency-Key.
 	IdempotencyKeys bool
 	// Request, if set, makes Body a template expanded per logical request
 	// and gives every logical request its own idempotency key, reused by
@@ -93,7 +95,7 @@ type Options struct {
 	// get that bound plus Grace; unbounded ones (no deadline, no timeout)
 	// get Grace alone.
 	Grace time.Duration
-	// Seed drives the arrival draws, write draws and the policies' jitter.
+	// Seed drives the policies' jitter (Arrivals have their own stream).
 	Seed uint64
 	// Rand, if set, is the client policy's random stream instead of one
 	// derived from Seed: RunScenario passes the simulator's stream of the
@@ -327,8 +329,8 @@ func (opt *Options) defaults() error {
 			return fmt.Errorf("load: target %w", err)
 		}
 	}
-	if opt.Pacer == nil {
-		return errors.New("load: no pacer (rate)")
+	if opt.Arrivals == nil {
+		return errors.New("load: no arrivals (rate)")
 	}
 	if opt.Duration <= 0 {
 		return fmt.Errorf("load: duration must be > 0, got %v", opt.Duration)
@@ -368,9 +370,6 @@ func (opt *Options) defaults() error {
 	}
 	if opt.Seed == 0 {
 		opt.Seed = 1
-	}
-	if opt.WriteFraction < 0 || opt.WriteFraction > 1 {
-		return fmt.Errorf("load: write fraction must be in [0, 1], got %v", opt.WriteFraction)
 	}
 	return nil
 }
@@ -506,26 +505,18 @@ func (opt *Options) drainLimit() time.Duration {
 // holds when the target (or the sender pool) cannot keep up.
 func (d *driver) schedule(ctx context.Context, jobs chan<- job) {
 	opt := d.opt
-	wr := rand.New(rand.NewPCG(opt.Seed, 0x7772697465))
-	// A scenario's pacer (model.Arrivals) says which requests are writes,
-	// drawn as the simulator draws them.
-	writes, _ := opt.Pacer.(interface{ Write(n uint64) bool })
 	// Its waits for the next request end within tens of microseconds of
 	// the request's time even when the process is idle (pacerTimer), so a
 	// request is not charged up to 1 ms of the runtime's sleep granularity.
 	timer, timerC := d.scheduleTimer()
 	defer timer.close()
 	for n := uint64(0); opt.MaxRequests == 0 || n < opt.MaxRequests; n++ {
-		at, ok := opt.Pacer.At(n)
+		at, ok := opt.Arrivals.At(n)
 		if !ok || at >= opt.Duration {
 			return
 		}
-		j := job{n: n, at: at}
-		if writes != nil {
-			j.write = writes.Write(n)
-		} else {
-			j.write = opt.WriteFraction > 0 && wr.Float64() < opt.WriteFraction
-		}
+		// Which requests are writes is drawn as the simulator draws it.
+		j := job{n: n, at: at, write: opt.Arrivals.Write(n)}
 		if !opt.Shard.Owns(int(n)) {
 			continue
 		}

@@ -37,7 +37,7 @@ func TestRunCountsEveryScheduledRequest(t *testing.T) {
 		}
 	})
 	res, err := Run(context.Background(), Options{
-		Target: srv.URL, Pacer: ConstantPacer{Rate: 200, Duration: time.Second}, Duration: time.Second, Workers: 16,
+		Target: srv.URL, Arrivals: constant(200, time.Second), Duration: time.Second, Workers: 16,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 	})
 	pol := topology.Call{HonorPushback: true, Retry: policies.RetryConfig{MaxAttempts: 2}}
 	res, err := Run(context.Background(), Options{
-		Target: srv.URL, Pacer: ConstantPacer{Rate: 1, Duration: time.Second}, Duration: time.Second, Policy: pol,
+		Target: srv.URL, Arrivals: constant(1, time.Second), Duration: time.Second, Policy: pol,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestCoordinatedOmission(t *testing.T) {
 		runScripted(t, clk, func() {
 			var err error
 			res, err = Run(context.Background(), Options{clk: clk, network: &nw,
-				Target: target, Pacer: ConstantPacer{Rate: rate, Duration: 10 * time.Second}, Duration: 10 * time.Second,
+				Target: target, Arrivals: constant(rate, 10*time.Second), Duration: 10 * time.Second,
 				Workers: slots, MaxLateness: 20 * time.Second, Grace: 10 * time.Second,
 			})
 			if err != nil {
@@ -173,7 +173,7 @@ func TestStallShowsInP99(t *testing.T) {
 		mu.Unlock()
 	})
 	res, err := Run(context.Background(), Options{
-		Target: srv.URL, Pacer: ConstantPacer{Rate: 100, Duration: 2 * time.Second}, Duration: 2 * time.Second, Workers: 8,
+		Target: srv.URL, Arrivals: constant(100, 2*time.Second), Duration: 2 * time.Second, Workers: 8,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +208,7 @@ func TestBudgetStopsRetries(t *testing.T) {
 	run := func(budget *policies.BudgetConfig) (offered, attempts int64, denied int64) {
 		pol := topology.Call{Retry: policies.RetryConfig{MaxAttempts: 3}, Budget: budget}
 		res, err := Run(context.Background(), Options{
-			Target: srv.URL, Pacer: ConstantPacer{Rate: 200, Duration: time.Second / 2}, Duration: time.Second / 2, Policy: pol,
+			Target: srv.URL, Arrivals: constant(200, time.Second/2), Duration: time.Second / 2, Policy: pol,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -239,7 +239,7 @@ func TestBreakerOpensAgainstDeadTarget(t *testing.T) {
 	ln.Close() // nothing listens: every connection is refused
 	pol := topology.Call{Breaker: &policies.BreakerConfig{Kind: "consecutive", Failures: 5, OpenFor: 10 * time.Second}}
 	res, err := Run(context.Background(), Options{
-		Target: dead, Pacer: ConstantPacer{Rate: 100, Duration: time.Second}, Duration: time.Second, Policy: pol,
+		Target: dead, Arrivals: constant(100, time.Second), Duration: time.Second, Policy: pol,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -280,7 +280,7 @@ func TestHedgeWinsAgainstSlowFirstAttempt(t *testing.T) {
 		done := make(chan *metrics.Result, 1)
 		go func() {
 			res, err := Run(context.Background(), Options{clk: clk, network: &nw,
-				Target: target, Pacer: ConstantPacer{Rate: 20, Duration: time.Second}, Duration: time.Second, Policy: pol,
+				Target: target, Arrivals: constant(20, time.Second), Duration: time.Second, Policy: pol,
 			})
 			if err != nil {
 				t.Error(err)
@@ -326,7 +326,7 @@ func TestInterruptReturnsPartialResult(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	res, err := Run(ctx, Options{
-		Target: srv.URL, Pacer: ConstantPacer{Rate: 100, Duration: time.Minute}, Duration: time.Minute, Grace: 200 * time.Millisecond,
+		Target: srv.URL, Arrivals: constant(100, time.Minute), Duration: time.Minute, Grace: 200 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -341,7 +341,7 @@ func TestInterruptReturnsPartialResult(t *testing.T) {
 }
 
 func TestRefusesRemoteTarget(t *testing.T) {
-	_, err := Run(context.Background(), Options{Target: "http://192.0.2.1/", Pacer: ConstantPacer{Rate: 1, Duration: time.Second}, Duration: time.Second})
+	_, err := Run(context.Background(), Options{Target: "http://192.0.2.1/", Arrivals: constant(1, time.Second), Duration: time.Second})
 	if !errors.Is(err, ErrRemote) {
 		t.Fatalf("err = %v, want ErrRemote", err)
 	}
@@ -356,7 +356,7 @@ func TestDeadlineIsPropagated(t *testing.T) {
 		}
 	})
 	res, err := Run(context.Background(), Options{
-		Target: srv.URL, Pacer: ConstantPacer{Rate: 100, Duration: 200 * time.Millisecond}, Duration: 200 * time.Millisecond,
+		Target: srv.URL, Arrivals: constant(100, 200*time.Millisecond), Duration: 200 * time.Millisecond,
 		Deadline: 500 * time.Millisecond, Policy: topology.Call{PropagateDeadline: true},
 	})
 	if err != nil {

@@ -105,7 +105,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	if seed == 0 {
 		seed = 1
 	}
-	pacer := scenarioArrivals(sc)
+	arrivals := scenarioArrivals(sc)
 	entry := cl.URLs[w.Entry]
 	if entry == "" {
 		return nil, fmt.Errorf("load: %s: workload.entry: no service %q", scenarioName(sc), w.Entry)
@@ -137,8 +137,8 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 			}
 			return model.LocalReplicas(sc.Service(w.Entry), w.ZoneOf(k))
 		},
-		Target: entry, Method: http.MethodGet, WriteMethod: cmp.Or(w.WriteMethod, http.MethodPost), Pacer: pacer, Duration: sc.Duration, Warmup: sc.Warmup, Interval: sc.Interval,
-		Deadline: w.Deadline, Policy: policy, GRPCServiceConfig: opt.GRPCServiceConfig, WriteFraction: w.WriteFraction, IdempotencyKeys: w.IdempotencyKeys,
+		Target: entry, Method: http.MethodGet, WriteMethod: cmp.Or(w.WriteMethod, http.MethodPost), Arrivals: arrivals, Duration: sc.Duration, Warmup: sc.Warmup, Interval: sc.Interval,
+		Deadline: w.Deadline, Policy: policy, GRPCServiceConfig: opt.GRPCServiceConfig, IdempotencyKeys: w.IdempotencyKeys,
 		Workers: opt.Workers, Connections: conns, Seed: seed, Rand: model.Stream(sc.Seed, model.EdgeStreams{}.Name("client", w.Entry)), Scenario: sc.Name, Version: opt.Version,
 		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, network: opt.network, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
 		MaxRequests: opt.MaxRequests, Shard: opt.Shard, Tracing: opt.Tracing, NetHTTP: opt.NetHTTP, OnRow: opt.OnRow, services: liveServices(&samples, opt.OnRow),
@@ -181,7 +181,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 // scenarioArrivals is the simulator's arrival process of sc: the same
 // requests at the same intended times, the same ones writes.
 func scenarioArrivals(sc *topology.Scenario) *model.Arrivals {
-	return model.NewArrivals(&sc.Workload, sc.Duration, model.Stream(sc.Seed, "arrivals"))
+	return model.ArrivalsFor(&sc.Workload, sc.Duration, sc.Seed)
 }
 
 func scenarioName(sc *topology.Scenario) string {

@@ -4,9 +4,12 @@ import (
 	"net/http"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stormsim/stormsim/load/internal/clock"
 	"github.com/stormsim/stormsim/load/internal/memnet"
+	"github.com/stormsim/stormsim/model"
+	"github.com/stormsim/stormsim/topology"
 )
 
 // The tests of this file's helpers run whole runs — driver, services and
@@ -54,4 +57,16 @@ func runScripted(t *testing.T, clk *clock.Fake, run func()) {
 			t.Fatalf("at %v the run waits for nothing the clock can bring", clk.Now())
 		}
 	}
+}
+
+// constant is the constant arrivals of a target run at rate over d (seed 1).
+func constant(rate float64, d time.Duration) *model.Arrivals { return constantWrites(rate, 0, d) }
+
+// constantWrites is constant with a share writes of writes.
+func constantWrites(rate, writes float64, d time.Duration) *model.Arrivals {
+	a, err := TargetArrivals(topology.ArrivalConstant, rate, writes, d, 1)
+	if err != nil {
+		panic(err)
+	}
+	return a
 }

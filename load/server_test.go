@@ -95,7 +95,7 @@ func getStatsWith(t *testing.T, client *http.Client, url string) Stats {
 func TestQueueLimitRejectsAtPredictedLoad(t *testing.T) {
 	_, srv := startService(t, oneService(2, 10, 100*time.Millisecond), false)
 	res, err := Run(context.Background(), Options{
-		Target: srv.URL + "/svc", Pacer: ConstantPacer{Rate: 40, Duration: 2 * time.Second}, Duration: 2 * time.Second,
+		Target: srv.URL + "/svc", Arrivals: constant(40, 2*time.Second), Duration: 2 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
