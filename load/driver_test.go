@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -29,58 +28,64 @@ func newTarget(t *testing.T, h http.HandlerFunc) *httptest.Server {
 }
 
 func TestRunCountsEveryScheduledRequest(t *testing.T) {
-	var hits atomic.Int64
-	srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		if r.Header.Get(HeaderRequestID) == "" || r.Header.Get(HeaderAttempt) != "1" {
-			http.Error(w, "missing stormsim headers", http.StatusBadRequest)
+	synctest.Test(t, func(t *testing.T) {
+		var hits atomic.Int64
+		var nw memnet.Network
+		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			if r.Header.Get(HeaderRequestID) == "" || r.Header.Get(HeaderAttempt) != "1" {
+				http.Error(w, "missing stormsim headers", http.StatusBadRequest)
+			}
+		})
+		res, err := Run(context.Background(), Options{
+			network: &nw, Target: target, Arrivals: constant(200, time.Second), Duration: time.Second, Workers: 16,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := res.Summary
+		if s.Requests.Offered != 200 || s.Requests.Succeeded != 200 || hits.Load() != 200 {
+			t.Fatalf("offered %d succeeded %d hits %d, want 200 each", s.Requests.Offered, s.Requests.Succeeded, hits.Load())
+		}
+		if s.Amplification != 1 || s.Load.Unsent != 0 || s.Status != "complete" {
+			t.Errorf("amplification %v unsent %d status %q", s.Amplification, s.Load.Unsent, s.Status)
 		}
 	})
-	res, err := Run(context.Background(), Options{
-		Target: srv.URL, Arrivals: constant(200, time.Second), Duration: time.Second, Workers: 16,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := res.Summary
-	if s.Requests.Offered != 200 || s.Requests.Succeeded != 200 || hits.Load() != 200 {
-		t.Fatalf("offered %d succeeded %d hits %d, want 200 each", s.Requests.Offered, s.Requests.Succeeded, hits.Load())
-	}
-	if s.Amplification != 1 || s.Load.Unsent != 0 || s.Status != "complete" {
-		t.Errorf("amplification %v unsent %d status %q", s.Amplification, s.Load.Unsent, s.Status)
-	}
 }
 
 func TestRetryAfterIsHonoured(t *testing.T) {
-	// The first attempt of every request is rejected with a 150ms
-	// pushback; the second must not arrive sooner.
-	var first atomic.Int64 // unix nanos of the rejection
-	var gap atomic.Int64
-	srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(HeaderAttempt) == "1" {
-			first.Store(time.Now().UnixNano())
-			SetRetryAfter(w.Header(), 150*time.Millisecond, false)
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
+	synctest.Test(t, func(t *testing.T) {
+		// The first attempt of every request is rejected with a 150ms
+		// pushback; the second must not arrive sooner.
+		var first atomic.Int64 // unix nanos of the rejection
+		var gap atomic.Int64
+		var nw memnet.Network
+		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get(HeaderAttempt) == "1" {
+				first.Store(time.Now().UnixNano())
+				SetRetryAfter(w.Header(), 150*time.Millisecond, false)
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			gap.Store(time.Now().UnixNano() - first.Load())
+		})
+		pol := topology.Call{HonorPushback: true, Retry: policies.RetryConfig{MaxAttempts: 2}}
+		res, err := Run(context.Background(), Options{
+			network: &nw, Target: target, Arrivals: constant(1, time.Second), Duration: time.Second, Policy: pol,
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		gap.Store(time.Now().UnixNano() - first.Load())
+		if res.Summary.Requests.Succeeded != 1 {
+			t.Fatalf("succeeded %d, want 1", res.Summary.Requests.Succeeded)
+		}
+		if g := time.Duration(gap.Load()); g < 150*time.Millisecond || g > time.Second {
+			t.Errorf("retry came %v after the rejection, want ≥ 150ms (and well under a second)", g)
+		}
+		if e := res.Summary.Edges[0]; e.PushbackWaits != 1 || e.Retries != 1 {
+			t.Errorf("pushback waits %d retries %d, want 1 and 1", e.PushbackWaits, e.Retries)
+		}
 	})
-	pol := topology.Call{HonorPushback: true, Retry: policies.RetryConfig{MaxAttempts: 2}}
-	res, err := Run(context.Background(), Options{
-		Target: srv.URL, Arrivals: constant(1, time.Second), Duration: time.Second, Policy: pol,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Summary.Requests.Succeeded != 1 {
-		t.Fatalf("succeeded %d, want 1", res.Summary.Requests.Succeeded)
-	}
-	if g := time.Duration(gap.Load()); g < 150*time.Millisecond || g > time.Second {
-		t.Errorf("retry came %v after the rejection, want ≥ 150ms (and well under a second)", g)
-	}
-	if e := res.Summary.Edges[0]; e.PushbackWaits != 1 || e.Retries != 1 {
-		t.Errorf("pushback waits %d retries %d, want 1 and 1", e.PushbackWaits, e.Retries)
-	}
 }
 
 // TestCoordinatedOmission drives a target that serves 16 requests at a
@@ -161,73 +166,77 @@ func TestCoordinatedOmission(t *testing.T) {
 
 // TestStallShowsInP99: a target that stalls every request for one second
 // once (a global pause, like a GC or a failover) must show the stall in
-// the p99 of a 100 req/s run, though it served only one slow request.
+// the p99 of a 100 req/s run, though it served only one slow request. On
+// the bubble's clock the run is exact: the 50th request, due at 490 ms,
+// holds the target until 1490 ms, and the 101 requests due from 490 ms to
+// 1490 ms end then, waiting 1000 ms down to 0 in steps of 10 ms; the other
+// 99 wait nothing. So the max is 1 s and the mean 10 ms × (0+…+100)/200 =
+// 252.5 ms; a driver measuring from the actual send would see only the 8
+// requests the senders held at the target as slow.
 func TestStallShowsInP99(t *testing.T) {
-	var mu sync.Mutex
-	var n atomic.Int64
-	srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		if n.Add(1) == 50 {
-			time.Sleep(time.Second)
-		}
-		mu.Unlock()
-	})
-	res, err := Run(context.Background(), Options{
-		Target: srv.URL, Arrivals: constant(100, 2*time.Second), Duration: 2 * time.Second, Workers: 8,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := res.Summary
-	// About 100 requests are due during the stall, waiting 1 s down to 0:
-	// the top 1% of 200 waited ≥ 0.95 s.
-	if s.LatencyMs.P99 < 900 {
-		t.Errorf("p99 %.0f ms, want ≥ 900 ms", s.LatencyMs.P99)
-	}
-	// The requests due during the stall waited 1 s down to 0, evenly: the
-	// slowest 10 % of 200 waited ≥ 0.8 s. A driver measuring from the
-	// actual send would see only the 8 requests the senders held at the
-	// target as slow.
-	if s.LatencyMs.P90 < 600 {
-		t.Errorf("p90 %.0f ms, want ≥ 600 ms", s.LatencyMs.P90)
-	}
-	if s.LatencyMs.P50 > 600 {
-		t.Errorf("p50 %.0f ms: the stall should affect about half the run at most", s.LatencyMs.P50)
-	}
-	if s.Load.Late == 0 {
-		t.Errorf("no late requests reported with only 8 senders and a 1 s stall")
-	}
-}
-
-func TestBudgetStopsRetries(t *testing.T) {
-	var hits atomic.Int64
-	srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		w.WriteHeader(http.StatusServiceUnavailable)
-	})
-	run := func(budget *policies.BudgetConfig) (offered, attempts int64, denied int64) {
-		pol := topology.Call{Retry: policies.RetryConfig{MaxAttempts: 3}, Budget: budget}
+	synctest.Test(t, func(t *testing.T) {
+		lock := make(chan struct{}, 1) // a mutex the bubble sees waiting
+		var n atomic.Int64
+		var nw memnet.Network
+		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+			lock <- struct{}{}
+			if n.Add(1) == 50 {
+				time.Sleep(time.Second)
+			}
+			<-lock
+		})
 		res, err := Run(context.Background(), Options{
-			Target: srv.URL, Arrivals: constant(200, time.Second/2), Duration: time.Second / 2, Policy: pol,
+			network: &nw, Target: target, Arrivals: constant(100, 2*time.Second), Duration: 2 * time.Second, Workers: 8,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := res.Summary
-		return s.Requests.Offered, s.Services[0].Attempts, s.Edges[0].RetriesDenied
-	}
-	off, att, _ := run(nil)
-	if att != 3*off {
-		t.Fatalf("without a budget: %d attempts for %d requests, want 3×", att, off)
-	}
-	off, att, denied := run(&policies.BudgetConfig{Kind: "ratio", Ratio: 0.1})
-	// Retries ≤ 0.1 × first attempts in the window: at most 1.1 × offered.
-	if max := off + off/10 + 1; att > max {
-		t.Errorf("with a 10%% budget: %d attempts for %d requests, want ≤ %d", att, off, max)
-	}
-	if denied == 0 {
-		t.Errorf("the budget denied no retries")
-	}
+		if l := s.LatencyMs; l.Count != 200 || l.Max != 1000 || l.Mean != 252.5 {
+			t.Errorf("%d requests, max %v ms, mean %v ms; want 200, 1000 and 252.5", l.Count, l.Max, l.Mean)
+		}
+		// The top 1 % of 200 waited ≥ 0.99 s, the top 10 % ≥ 0.8 s.
+		if s.LatencyMs.P99 < 980 || s.LatencyMs.P90 < 790 || s.LatencyMs.P50 > 10 {
+			t.Errorf("p50 %.0f p90 %.0f p99 %.0f ms, want ≤ 10, ≥ 790, ≥ 980", s.LatencyMs.P50, s.LatencyMs.P90, s.LatencyMs.P99)
+		}
+		if s.Load.Late == 0 {
+			t.Errorf("no late requests reported with only 8 senders and a 1 s stall")
+		}
+	})
+}
+
+func TestBudgetStopsRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var hits atomic.Int64
+		var nw memnet.Network
+		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			w.WriteHeader(http.StatusServiceUnavailable)
+		})
+		run := func(budget *policies.BudgetConfig) (offered, attempts int64, denied int64) {
+			pol := topology.Call{Retry: policies.RetryConfig{MaxAttempts: 3}, Budget: budget}
+			res, err := Run(context.Background(), Options{
+				network: &nw, Target: target, Arrivals: constant(200, time.Second/2), Duration: time.Second / 2, Policy: pol,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := res.Summary
+			return s.Requests.Offered, s.Services[0].Attempts, s.Edges[0].RetriesDenied
+		}
+		off, att, _ := run(nil)
+		if att != 3*off {
+			t.Fatalf("without a budget: %d attempts for %d requests, want 3×", att, off)
+		}
+		off, att, denied := run(&policies.BudgetConfig{Kind: "ratio", Ratio: 0.1})
+		// Retries ≤ 0.1 × first attempts in the window: at most 1.1 × offered.
+		if max := off + off/10 + 1; att > max {
+			t.Errorf("with a 10%% budget: %d attempts for %d requests, want ≤ %d", att, off, max)
+		}
+		if denied == 0 {
+			t.Errorf("the budget denied no retries")
+		}
+	})
 }
 
 func TestBreakerOpensAgainstDeadTarget(t *testing.T) {
@@ -321,23 +330,26 @@ func TestHedgeWinsAgainstSlowFirstAttempt(t *testing.T) {
 }
 
 func TestInterruptReturnsPartialResult(t *testing.T) {
-	srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {})
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	res, err := Run(ctx, Options{
-		Target: srv.URL, Arrivals: constant(100, time.Minute), Duration: time.Minute, Grace: 200 * time.Millisecond,
+	synctest.Test(t, func(t *testing.T) {
+		var nw memnet.Network
+		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {})
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		res, err := Run(ctx, Options{
+			network: &nw, Target: target, Arrivals: constant(100, time.Minute), Duration: time.Minute, Grace: 200 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if el := time.Since(start); el > 2*time.Second {
+			t.Errorf("interrupted run took %v", el)
+		}
+		s := res.Summary
+		if s.Status != "interrupted" || s.Requests.Offered < 10 || s.Requests.Offered > 40 {
+			t.Errorf("status %q offered %d, want interrupted after about 30", s.Status, s.Requests.Offered)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if el := time.Since(start); el > 2*time.Second {
-		t.Errorf("interrupted run took %v", el)
-	}
-	s := res.Summary
-	if s.Status != "interrupted" || s.Requests.Offered < 10 || s.Requests.Offered > 40 {
-		t.Errorf("status %q offered %d, want interrupted after about 30", s.Status, s.Requests.Offered)
-	}
 }
 
 func TestRefusesRemoteTarget(t *testing.T) {
@@ -348,21 +360,24 @@ func TestRefusesRemoteTarget(t *testing.T) {
 }
 
 func TestDeadlineIsPropagated(t *testing.T) {
-	var bad atomic.Int64
-	srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		ms, err := strconv.ParseFloat(r.Header.Get(HeaderDeadline), 64)
-		if err != nil || ms <= 0 || ms > 500 {
-			bad.Add(1)
+	synctest.Test(t, func(t *testing.T) {
+		var bad atomic.Int64
+		var nw memnet.Network
+		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+			ms, err := strconv.ParseFloat(r.Header.Get(HeaderDeadline), 64)
+			if err != nil || ms <= 0 || ms > 500 {
+				bad.Add(1)
+			}
+		})
+		res, err := Run(context.Background(), Options{
+			network: &nw, Target: target, Arrivals: constant(100, 200*time.Millisecond), Duration: 200 * time.Millisecond,
+			Deadline: 500 * time.Millisecond, Policy: topology.Call{PropagateDeadline: true},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Summary.Requests.Succeeded != 20 || bad.Load() != 0 {
+			t.Errorf("succeeded %d; %d attempts without a remaining deadline in (0, 500] ms", res.Summary.Requests.Succeeded, bad.Load())
 		}
 	})
-	res, err := Run(context.Background(), Options{
-		Target: srv.URL, Arrivals: constant(100, 200*time.Millisecond), Duration: 200 * time.Millisecond,
-		Deadline: 500 * time.Millisecond, Policy: topology.Call{PropagateDeadline: true},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Summary.Requests.Succeeded != 20 || bad.Load() != 0 {
-		t.Errorf("succeeded %d; %d attempts without a remaining deadline in (0, 500] ms", res.Summary.Requests.Succeeded, bad.Load())
-	}
 }
