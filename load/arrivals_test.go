@@ -11,8 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stormsim/stormsim/internal/memnet"
 	"github.com/stormsim/stormsim/load/internal/clock"
-	"github.com/stormsim/stormsim/load/internal/memnet"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/sim"

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/stormsim/stormsim/load/internal/memnet"
+	"github.com/stormsim/stormsim/internal/memnet"
 	"github.com/stormsim/stormsim/topology"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/stormsim/stormsim/load/internal/memnet"
+	"github.com/stormsim/stormsim/internal/memnet"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/sim"
 	"github.com/stormsim/stormsim/topology"
@@ -160,7 +160,7 @@ func runInMemory(t *testing.T, sc *topology.Scenario, opt ScenarioOptions) *metr
 	t.Helper()
 	var res *metrics.Result
 	synctest.Test(t, func(t *testing.T) {
-		opt.network = new(memnet.Network)
+		opt.Network = new(memnet.Network)
 		var err error
 		if res, err = RunScenario(context.Background(), sc, opt); err != nil {
 			t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/stormsim/stormsim/load/internal/memnet"
+	"github.com/stormsim/stormsim/internal/memnet"
 
 	"github.com/stormsim/stormsim/metrics"
 )

@@ -4,7 +4,7 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/stormsim/stormsim/load/internal/memnet"
+	"github.com/stormsim/stormsim/internal/memnet"
 )
 
 // A run listens and dials on the host's network, or, in tests, on an

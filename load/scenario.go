@@ -14,7 +14,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/stormsim/stormsim/idempotency"
-	"github.com/stormsim/stormsim/load/internal/memnet"
+	"github.com/stormsim/stormsim/internal/memnet"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
@@ -67,9 +67,11 @@ type ScenarioOptions struct {
 	// NATS is the URL of the NATS server (JetStream) for the scenario's
 	// topics; empty embeds one (ClusterOptions.NATS).
 	NATS string
-	// network, if set, is the in-memory network the services and the
-	// driver listen and dial on (tests; network.go).
-	network *memnet.Network
+	// Network, if set, is an in-memory network the services and the
+	// driver listen and dial on instead of the host's: tests run a whole
+	// scenario on it inside a testing/synctest bubble, on the bubble's
+	// clock (docs/architecture.md, one clock). Nil: loopback sockets.
+	Network *memnet.Network
 }
 
 // RunScenario starts sc's services on loopback and drives the entry with
@@ -89,7 +91,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	if err != nil {
 		return nil, err
 	}
-	cl, err := StartCluster(sc, ClusterOptions{Listen: opt.Listen, AllowRemote: opt.AllowRemote, Epoch: epoch, Connections: opt.Connections, Tracing: opt.Tracing, Protocol: opt.Protocol, TLS: opt.TLS, NATS: opt.NATS, network: opt.network})
+	cl, err := StartCluster(sc, ClusterOptions{Listen: opt.Listen, AllowRemote: opt.AllowRemote, Epoch: epoch, Connections: opt.Connections, Tracing: opt.Tracing, Protocol: opt.Protocol, TLS: opt.TLS, NATS: opt.NATS, network: opt.Network})
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +142,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 		Target: entry, Method: http.MethodGet, WriteMethod: cmp.Or(w.WriteMethod, http.MethodPost), Arrivals: arrivals, Duration: sc.Duration, Warmup: sc.Warmup, Interval: sc.Interval,
 		Deadline: w.Deadline, Policy: policy, GRPCServiceConfig: opt.GRPCServiceConfig, IdempotencyKeys: w.IdempotencyKeys,
 		Workers: opt.Workers, Connections: conns, Seed: seed, Rand: model.Stream(sc.Seed, model.EdgeStreams{}.Name("client", w.Entry)), Scenario: sc.Name, Version: opt.Version,
-		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, network: opt.network, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
+		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, network: opt.Network, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
 		MaxRequests: opt.MaxRequests, Shard: opt.Shard, Tracing: opt.Tracing, NetHTTP: opt.NetHTTP, OnRow: opt.OnRow, services: liveServices(&samples, opt.OnRow),
 		OnDone: func(id uint64, write, counted bool, r policies.CallResult) {
 			if write && counted {

@@ -11,7 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/stormsim/stormsim/load/internal/memnet"
+	"github.com/stormsim/stormsim/internal/memnet"
 )
 
 // scrape returns the samples of a /metrics page, keyed by the metric name
