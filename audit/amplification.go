@@ -80,14 +80,20 @@ func driveAmplification(ctx context.Context, a *auditor, _ int) ([]*Intent, erro
 	}
 	dur := time.Duration(len(am.Latency)) * am.Step
 	prefix := "audit-" + a.nonce + "-amplification-"
+	// Every intent a write, at a constant rate: the simulator's arrival
+	// process, as load --target offers it.
+	arrivals, err := load.TargetArrivals(topology.ArrivalConstant, am.Rate, 1, dur, s.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("amplification: %w", err)
+	}
 	opt := load.Options{
 		Target: urls[0], Method: s.Request.Method, WriteMethod: s.Request.Method, Header: header, Body: []byte(s.Request.Body),
 		// One key per intent, reused by its retries: each intent is one
 		// order, however many attempts reach the upstream.
-		Request: &load.RequestTemplate{KeyHeader: s.KeyHeader, KeyPrefix: prefix, Tenant: a.tenant(0), TenantHeader: s.TenantHeader},
-		Pacer:   load.ConstantPacer{Rate: am.Rate, Duration: dur}, Duration: dur,
+		Request:  &load.RequestTemplate{KeyHeader: s.KeyHeader, KeyPrefix: prefix, Tenant: a.tenant(0), TenantHeader: s.TenantHeader},
+		Arrivals: arrivals, Duration: dur,
 		MaxRequests: uint64(run.perStep * float64(len(am.Latency))),
-		Policy:      am.Client, WriteFraction: 1, Seed: s.Seed,
+		Policy:      am.Client, Seed: s.Seed,
 		Grace: time.Second, ServiceName: "audit",
 		OnDone: func(n uint64, _, _ bool, _ policies.CallResult) {
 			run.mu.Lock()

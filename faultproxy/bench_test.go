@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/topology"
 )
 
 // These benchmarks measure the proxy with faults off on loopback; they are
@@ -32,8 +33,12 @@ func benchUpstream(b *testing.B) *httptest.Server {
 }
 
 func p50At(b *testing.B, target string, rate float64, d time.Duration) float64 {
+	arrivals, err := load.TargetArrivals(topology.ArrivalConstant, rate, 0, d, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
 	res, err := load.Run(context.Background(), load.Options{
-		Target: target, Pacer: load.ConstantPacer{Rate: rate, Duration: d}, Duration: d,
+		Target: target, Arrivals: arrivals, Duration: d,
 		Warmup: d / 4, Workers: 256, Connections: 256, Grace: time.Second,
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/stormsim/stormsim/live"
 	"github.com/stormsim/stormsim/load"
 	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/topology"
 )
 
 // During a load run the stream carries one interval event per interval,
@@ -33,9 +34,13 @@ func TestLoadRunStreamsOneEventPerInterval(t *testing.T) {
 		dur = 2 * time.Second
 	)
 	epoch := time.Now().Add(50 * time.Millisecond)
+	arrivals, err := load.TargetArrivals(topology.ArrivalConstant, 40, 0, dur, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var sentAt []time.Time
 	res, err := load.Run(context.Background(), load.Options{
-		Target: target.URL, Pacer: load.ConstantPacer{Rate: 40, Duration: dur}, Duration: dur, Interval: iv,
+		Target: target.URL, Arrivals: arrivals, Duration: dur, Interval: iv,
 		Epoch: epoch, Workers: 32, Grace: time.Second,
 		OnRow: func(start time.Duration, cols []string, row []float64) {
 			sentAt = append(sentAt, time.Now()) // OnRow is called from one goroutine

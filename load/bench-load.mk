@@ -12,13 +12,16 @@
 # the budget when it shares the cores with its target). Finally the
 # in-process Go benchmarks report rate error, p99, peak heap, allocations and
 # CPU per request.
-# Everything listens on and sends to 127.0.0.1 only.
+# Everything listens on and sends to 127.0.0.1 only. The target listens on a
+# port the kernel picks (BENCH_LOAD_LISTEN) and writes it to a file; nothing
+# is timed until `echo -wait` has read it and the target answered as echo
+# does, so the benchmark can never drive another program's server.
 
 BENCH_LOAD_RATES    ?= 1000 2000 4000 8000 16000 20000 24000 32000 40000 60000
 # lean: the driver's own HTTP/1.1 client (the default); net: net/http's.
 BENCH_LOAD_CLIENTS  ?= lean net
 BENCH_LOAD_DURATION ?= 5s
-BENCH_LOAD_ADDR     ?= 127.0.0.1:18080
+BENCH_LOAD_LISTEN   ?= 127.0.0.1:0
 # lean: httpecho's server, a fraction of net/http's CPU per request (the
 # target shares the cores with the generator); net: net/http's.
 BENCH_LOAD_SERVER   ?= lean
@@ -40,8 +43,11 @@ bench-load-http:
 	GOBIN=$(BENCH_LOAD_TMP) go install $(VEGETA)
 	@printf 'timeout: 1s\nretry: {max_attempts: 3, on: [unavailable, timeout, error], backoff: {initial: 10ms, jitter: full}}\n' > $(BENCH_LOAD_TMP)/policy.yaml
 	@set -e; \
-	$(BENCH_LOAD_TMP)/echo -listen $(BENCH_LOAD_ADDR) -server $(BENCH_LOAD_SERVER) > $(BENCH_LOAD_TMP)/echo.log 2>&1 & pid=$$!; \
-	trap 'kill $$pid 2>/dev/null' EXIT INT TERM; sleep 0.5; \
+	rm -f $(BENCH_LOAD_TMP)/echo.addr; \
+	$(BENCH_LOAD_TMP)/echo -listen $(BENCH_LOAD_LISTEN) -addr-file $(BENCH_LOAD_TMP)/echo.addr -server $(BENCH_LOAD_SERVER) > $(BENCH_LOAD_TMP)/echo.log 2>&1 & pid=$$!; \
+	trap 'kill $$pid 2>/dev/null' EXIT INT TERM; \
+	addr=$$($(BENCH_LOAD_TMP)/echo -wait $(BENCH_LOAD_TMP)/echo.addr) || { cat $(BENCH_LOAD_TMP)/echo.log; exit 1; }; \
+	echo "target: http://$$addr/ (echo, pid $$pid)"; \
 	go build -o $(BENCH_LOAD_TMP)/benchsummary ./load/internal/benchsummary; \
 	best_s=0; best_v=0; next_s=; next_v=; cputime=; \
 	if /usr/bin/time -f '%U %S' -o /dev/null true 2>/dev/null; then cputime=yes; fi; \
@@ -49,14 +55,14 @@ bench-load-http:
 	for r in $(BENCH_LOAD_RATES); do \
 	  for c in $(BENCH_LOAD_CLIENTS); do \
 	  cpu=$(BENCH_LOAD_TMP)/cpu-stormsim-$$c-$$r.txt; \
-	  timed $$cpu $(BENCH_LOAD_TMP)/stormsim load --target http://$(BENCH_LOAD_ADDR)/ --rate $$r --policy $(BENCH_LOAD_TMP)/policy.yaml \
+	  timed $$cpu $(BENCH_LOAD_TMP)/stormsim load --target http://$$addr/ --rate $$r --policy $(BENCH_LOAD_TMP)/policy.yaml \
 	    --duration $(BENCH_LOAD_DURATION) --workers 256 --http-client $$c --format json > $(BENCH_LOAD_TMP)/stormsim-$$c-$$r.json; \
 	  line=$$($(BENCH_LOAD_TMP)/benchsummary stormsim $(BENCH_LOAD_TMP)/stormsim-$$c-$$r.json $${cputime:+$$cpu}); \
 	  printf 'stormsim/%-4s rate=%-6s %s\n' $$c $$r "$$line"; \
 	  if [ "$$c" = lean ]; then case "$$line" in *CLEAN) best_s=$$r; next_s=;; *) [ -n "$$next_s" ] || next_s=$$r;; esac; fi; \
 	  done; \
 	  cpu=$(BENCH_LOAD_TMP)/cpu-vegeta-$$r.txt; \
-	  echo "GET http://$(BENCH_LOAD_ADDR)/" | timed $$cpu $(BENCH_LOAD_TMP)/vegeta attack -rate=$$r -duration=$(BENCH_LOAD_DURATION) \
+	  echo "GET http://$$addr/" | timed $$cpu $(BENCH_LOAD_TMP)/vegeta attack -rate=$$r -duration=$(BENCH_LOAD_DURATION) \
 	    | $(BENCH_LOAD_TMP)/vegeta report -type=json > $(BENCH_LOAD_TMP)/vegeta-$$r.json; \
 	  line=$$($(BENCH_LOAD_TMP)/benchsummary vegeta $(BENCH_LOAD_TMP)/vegeta-$$r.json $$r $${cputime:+$$cpu}); \
 	  printf 'vegeta        rate=%-6s %s\n' $$r "$$line"; \

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/internal/cputime"
+	"github.com/stormsim/stormsim/model"
+	"github.com/stormsim/stormsim/topology"
 )
 
 // BenchmarkOfferedRate drives a trivial in-process loopback target at
@@ -43,7 +45,7 @@ func BenchmarkOfferedRate(b *testing.B) {
 				}()
 				cpu0, cpuOK := cputime.Process()
 				res, err := Run(context.Background(), Options{
-					Target: target, Pacer: ConstantPacer{Rate: rate, Duration: d}, Duration: d, Workers: 256,
+					Target: target, Arrivals: constant(rate, d), Duration: d, Workers: 256,
 				})
 				close(done)
 				if err != nil {
@@ -64,21 +66,24 @@ func BenchmarkOfferedRate(b *testing.B) {
 	}
 }
 
-func BenchmarkConstantPacer(b *testing.B) {
-	b.ReportAllocs()
-	p := ConstantPacer{Rate: 16000, Duration: time.Hour}
-	for i := range b.N {
-		p.At(uint64(i))
-	}
-}
-
-func BenchmarkStepPacer(b *testing.B) {
-	b.ReportAllocs()
-	p, err := NewStepPacer(1000, []Step{{At: time.Minute, Rate: 5000}, {At: 2 * time.Minute, Rate: 1000}}, time.Hour)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range b.N {
-		p.At(uint64(i % 1_000_000))
+// BenchmarkTargetArrivals: the schedule's cost per request of a target
+// run's arrivals (model.Arrivals), constant and stepped.
+func BenchmarkTargetArrivals(b *testing.B) {
+	for _, tc := range []struct {
+		name     string
+		workload topology.Workload
+	}{
+		{"constant", topology.Workload{Arrival: topology.ArrivalConstant, Rate: 16000}},
+		{"steps", topology.Workload{Arrival: topology.ArrivalConstant, Rate: 1000,
+			Schedule: []topology.RateStep{{At: time.Minute, Rate: 5000}, {At: 2 * time.Minute, Rate: 1000}}}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			a := model.ArrivalsFor(&tc.workload, 1<<62, 1)
+			b.ResetTimer()
+			for i := range b.N {
+				a.At(uint64(i))
+			}
+		})
 	}
 }

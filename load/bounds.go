@@ -107,7 +107,3 @@ func (c *limitedConn) Close() error {
 	c.once.Do(c.release)
 	return err
 }
-
-// maxPacerOffset is an offset no arrival window reaches (2^62 ns, 146
-// years), below where a float64 of nanoseconds overflows a Duration.
-const maxPacerOffset = float64(1 << 62)

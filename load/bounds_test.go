@@ -3,13 +3,14 @@ package load
 import (
 	"bytes"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stormsim/stormsim/topology"
 )
 
 // TestResponseHeadersAreBounded: an answer with a header block over 64 KiB
@@ -129,22 +130,18 @@ func TestConnLimit(t *testing.T) {
 	}
 }
 
-// TestPacersAtTinyRates: at 1e-11 requests per second the second request
+// TestArrivalsAtTinyRates: at 1e-11 requests per second the second request
 // is due in 3,000 years; it is past the window, not a wrapped time inside
 // it (load --rate 1e-11 never ended).
-func TestPacersAtTinyRates(t *testing.T) {
-	step, err := NewStepPacer(1e-11, nil, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	poisson, err := NewPoissonPacer(1e-11, nil, 10*time.Second, rand.New(rand.NewPCG(1, 2)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, p := range map[string]Pacer{"constant": ConstantPacer{Rate: 1e-11, Duration: 10 * time.Second}, "step": step, "poisson": poisson} {
+func TestArrivalsAtTinyRates(t *testing.T) {
+	for _, arrival := range []topology.Arrival{topology.ArrivalConstant, topology.ArrivalPoisson} {
+		a, err := TargetArrivals(arrival, 1e-11, 0, 10*time.Second, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for n := uint64(1); n < 4; n++ {
-			if at, ok := p.At(n); ok {
-				t.Errorf("%s: request %d due at %v, inside a 10s window", name, n, at)
+			if at, ok := a.At(n); ok {
+				t.Errorf("%s: request %d due at %v, inside a 10s window", arrival, n, at)
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stormsim/stormsim/load/internal/clock"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
@@ -23,13 +24,12 @@ var errAbandoned = errors.New("load: attempt abandoned by its call")
 
 // EdgeClient sends logical calls over one call edge through the edge's
 // call policy: it drives a policies.Call — the same state machine the
-// simulator drives — with real HTTP attempts and the wall clock as
-// time.Since(Epoch). It is safe for concurrent use: every step of every
+// simulator drives — with real HTTP attempts and the run's clock (the
+// wall clock since the run's start, in production). It is safe for
+// concurrent use: every step of every
 // call on the edge runs under one mutex, because the edge's budget,
 // breaker and counters are shared by all of its calls.
 type EdgeClient struct {
-	// Epoch is the run's start; policies see time.Since(Epoch).
-	Epoch  time.Time
 	Client *http.Client
 	// Sender, if set, sends each attempt instead of Send over Client: the
 	// gRPC transport (GRPCClient.Send) plugs in here.
@@ -45,6 +45,9 @@ type EdgeClient struct {
 	// its answer. It must not keep a, which may be reused once it returns.
 	OnAttempt func(a *Attempt, start time.Time, took time.Duration, ans Answer)
 
+	// clk is the run's clock: policies see clk.Now(), the call's waits
+	// (backoff, hedge delays) and attempt timeouts run on it.
+	clk  clock.Clock
 	mu   *sync.Mutex
 	edge *policies.Edge
 	// rt, if set, is Client's transport, used directly (send): the
@@ -73,14 +76,19 @@ type EdgeClient struct {
 	phaseAware bool
 }
 
-// NewEdgeClient wraps edge, guarding it with mu (nil: a mutex of its own).
-// Edges that share policy state — a budget with scope "service" — must
-// share one mutex too.
+// NewEdgeClient wraps edge, guarding it with mu (nil: a mutex of its own),
+// on the wall clock from epoch, the run's start. Edges that share policy
+// state — a budget with scope "service" — must share one mutex too.
 func NewEdgeClient(epoch time.Time, client *http.Client, edge *policies.Edge, mu *sync.Mutex) *EdgeClient {
+	return newEdgeClient(clock.NewReal(epoch), client, edge, mu)
+}
+
+// newEdgeClient is NewEdgeClient on clk.
+func newEdgeClient(clk clock.Clock, client *http.Client, edge *policies.Edge, mu *sync.Mutex) *EdgeClient {
 	if mu == nil {
 		mu = new(sync.Mutex)
 	}
-	ec := &EdgeClient{Epoch: epoch, Client: client, edge: edge, mu: mu,
+	ec := &EdgeClient{clk: clk, Client: client, edge: edge, mu: mu,
 		phaseAware: edge.Transparent || edge.RetryOn.Has(policies.NotSent) || !edge.Phases.IsZero()}
 	ec.calls.New = func() any { return new(policies.Call) }
 	return ec
@@ -130,7 +138,7 @@ func (ec *EdgeClient) Ejections() int64 {
 // pick chooses the replica of attempt a (under mu) and points a at it.
 func (ec *EdgeClient) pick(a *Attempt, tried *[]int) {
 	ec.mu.Lock()
-	i := ec.bal.PickNext(time.Since(ec.Epoch), ec.otherHost, tried)
+	i := ec.bal.PickNext(ec.clk.Now(), ec.otherHost, tried)
 	ec.mu.Unlock()
 	a.URL, a.url, a.replica = ec.urls[i], ec.parsed[i], i
 }
@@ -145,7 +153,7 @@ func (ec *EdgeClient) settle(ctx context.Context, a *Attempt, ans Answer) {
 	}
 	counted := ctx.Err() == nil
 	ec.mu.Lock()
-	ec.bal.Done(time.Since(ec.Epoch), a.replica, ans.Outcome, counted)
+	ec.bal.Done(ec.clk.Now(), a.replica, ans.Outcome, counted)
 	ec.mu.Unlock()
 }
 
@@ -163,7 +171,7 @@ func (ec *EdgeClient) BreakerState() (policies.BreakerState, int64, bool) {
 	if ec.edge.Breaker == nil {
 		return 0, 0, false
 	}
-	return ec.edge.Breaker.State(time.Since(ec.Epoch)), ec.edge.Breaker.Opens(), true
+	return ec.edge.Breaker.State(ec.clk.Now()), ec.edge.Breaker.Opens(), true
 }
 
 // BudgetLevel returns the edge budget's level now, and false without a budget.
@@ -173,7 +181,7 @@ func (ec *EdgeClient) BudgetLevel() (float64, bool) {
 	if ec.edge.Budget == nil {
 		return 0, false
 	}
-	return ec.edge.Budget.Level(time.Since(ec.Epoch)), true
+	return ec.edge.Budget.Level(ec.clk.Now()), true
 }
 
 // Kinds returns how many attempts ended with each transport kind.
@@ -262,7 +270,7 @@ func (ec *EdgeClient) do(ctx context.Context, opt policies.CallOptions, tmpl *At
 	d := &doing{ec: ec, c: c, ctx: ctx, opt: opt, tmpl: tmpl, wg: wg}
 	defer d.stopTimer()
 	ec.mu.Lock()
-	act := c.Start(time.Since(ec.Epoch), ec.edge, opt)
+	act := c.Start(ec.clk.Now(), ec.edge, opt)
 	ec.mu.Unlock()
 	if started != nil {
 		started(act.Kind != policies.Finish)
@@ -301,7 +309,8 @@ type doing struct {
 	cctx    context.Context
 	run     *callRun
 	answers chan answer
-	timer   *time.Timer
+	timer   clock.Timer
+	timerC  <-chan time.Time
 	tried   []int // replicas tried, with retry.other_host or the proxies' rules
 }
 
@@ -344,7 +353,7 @@ func (d *doing) attempt(act policies.Action) Attempt {
 	a.Number = act.Attempt
 	a.Remaining = 0
 	if d.opt.HasDeadline && d.tmpl.Remaining > 0 {
-		a.Remaining = max(d.opt.Deadline-time.Since(d.ec.Epoch), time.Microsecond)
+		a.Remaining = max(d.opt.Deadline-d.ec.clk.Now(), time.Microsecond)
 	}
 	if d.ec.bal != nil {
 		d.ec.pick(&a, &d.tried)
@@ -376,7 +385,7 @@ func (d *doing) send(act policies.Action) (next policies.Action, inline bool) {
 			ec.kinds[KindCanceled].Add(1)
 			ec.mu.Lock()
 			defer ec.mu.Unlock()
-			return d.c.Abort(time.Since(ec.Epoch)), true
+			return d.c.Abort(ec.clk.Now()), true
 		}
 		return ec.answered(d.c, an), true
 	}
@@ -400,24 +409,24 @@ func (d *doing) await(act policies.Action) (next policies.Action, done bool) {
 	ec := d.ec
 	var wake <-chan time.Time
 	if act.Wake {
-		w := act.WakeAt - time.Since(ec.Epoch)
+		w := act.WakeAt - ec.clk.Now()
 		if d.timer == nil {
-			d.timer = time.NewTimer(w)
+			d.timer, d.timerC = ec.clk.NewTimer(w)
 		} else {
 			d.timer.Reset(w)
 		}
-		wake = d.timer.C
+		wake = d.timerC
 	}
 	select {
 	case an := <-d.answers:
 		next = ec.answered(d.c, an)
 	case <-wake:
 		ec.mu.Lock()
-		next = d.c.Wake(time.Since(ec.Epoch))
+		next = d.c.Wake(ec.clk.Now())
 		ec.mu.Unlock()
 	case <-d.ctx.Done():
 		ec.mu.Lock()
-		next = d.c.Abort(time.Since(ec.Epoch))
+		next = d.c.Abort(ec.clk.Now())
 		ec.mu.Unlock()
 		if next.Kind != policies.Finish {
 			// Already finished: cannot happen while we loop, but never spin.
@@ -438,7 +447,7 @@ func (ec *EdgeClient) answered(c *policies.Call, an answer) policies.Action {
 	}
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
-	now := time.Since(ec.Epoch)
+	now := ec.clk.Now()
 	if an.a.Outcome == policies.Timeout && an.a.Kind != KindNone {
 		return c.TimedOut(now, an.k)
 	}
@@ -458,7 +467,7 @@ func (ec *EdgeClient) sendInline(ctx context.Context, a *Attempt, timeout time.D
 	actx := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, timeout)
+		actx, cancel = clock.WithTimeout(ec.clk, ctx, timeout)
 		defer cancel()
 	}
 	ans := ec.send(actx, a)
@@ -467,18 +476,19 @@ func (ec *EdgeClient) sendInline(ctx context.Context, a *Attempt, timeout time.D
 	return ans
 }
 
-// attemptStart is when an attempt starts, read only for OnAttempt.
-func (ec *EdgeClient) attemptStart() time.Time {
+// attemptStart is when an attempt starts on the run's clock, read only
+// for OnAttempt.
+func (ec *EdgeClient) attemptStart() time.Duration {
 	if ec.OnAttempt == nil {
-		return time.Time{}
+		return 0
 	}
-	return time.Now()
+	return ec.clk.Now()
 }
 
 // observe reports an attempt that started at start to OnAttempt.
-func (ec *EdgeClient) observe(a *Attempt, start time.Time, ans Answer) {
+func (ec *EdgeClient) observe(a *Attempt, start time.Duration, ans Answer) {
 	if ec.OnAttempt != nil {
-		ec.OnAttempt(a, start, time.Since(start), ans)
+		ec.OnAttempt(a, clock.Instant(ec.clk, start), ec.clk.Now()-start, ans)
 	}
 }
 
@@ -516,7 +526,7 @@ func (ec *EdgeClient) attempt(ctx context.Context, run *callRun, a *Attempt, tim
 	actx := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, timeout)
+		actx, cancel = clock.WithTimeout(ec.clk, ctx, timeout)
 		defer cancel()
 	}
 	ans := ec.send(actx, a)

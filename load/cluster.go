@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/stormsim/stormsim/internal/memnet"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -47,6 +48,9 @@ type ClusterOptions struct {
 	// topics; empty embeds one in-process on 127.0.0.1 (a random port,
 	// its store in a temporary directory removed at Close).
 	NATS string
+	// network, if set, is the in-memory network services listen and dial
+	// on instead of the host's (tests; network.go).
+	network *memnet.Network
 }
 
 // Cluster is a scenario's services running as HTTP (or gRPC) servers.
@@ -73,6 +77,8 @@ type Cluster struct {
 	async *asyncCluster
 	// plan is the scenario's plan, which every service binds.
 	plan *model.Plan
+	// network is ClusterOptions.network: where the cluster's clients dial.
+	network *memnet.Network
 }
 
 // Plan returns the scenario's plan (model.Compile) that the cluster's
@@ -123,7 +129,7 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load: %s: %w", scenarioName(sc), err)
 	}
-	c := &Cluster{URLs: map[string]string{}, ReplicaURLs: map[string][]string{}, Epoch: opt.Epoch, tr: NewTransport(opt.Connections), plan: plan}
+	c := &Cluster{URLs: map[string]string{}, ReplicaURLs: map[string][]string{}, Epoch: opt.Epoch, tr: dialOn(opt.network, NewTransport(opt.Connections)), plan: plan, network: opt.network}
 	lns := make([]net.Listener, 0, nListen)
 	fail := func(err error) (*Cluster, error) {
 		for _, ln := range lns {
@@ -156,7 +162,7 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 			if port != 0 {
 				p = port + len(lns)
 			}
-			ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+			ln, err := listenOn(opt.network, net.JoinHostPort(host, strconv.Itoa(p)))
 			if err != nil {
 				return fail(fmt.Errorf("load: service %s: %w", svc.Name, err))
 			}
@@ -188,6 +194,9 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		gc, err := NewGRPCClient(GRPCClientOptions{})
 		if err != nil {
 			return fail(err)
+		}
+		if opt.network != nil {
+			gc.dial = opt.network.DialContext
 		}
 		c.grpc = &grpcCluster{client: gc, tracing: opt.Tracing}
 	}

@@ -8,13 +8,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/load/internal/clock"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
@@ -22,79 +22,6 @@ import (
 	"github.com/stormsim/stormsim/topology"
 	"github.com/stretchr/testify/require"
 )
-
-// fakeClock is a service clock the test moves by hand: Sleep parks the
-// handler until the test advances the clock past its wake time.
-type fakeClock struct {
-	mu       sync.Mutex
-	now      time.Duration
-	sleepers []*sleeper
-}
-
-type sleeper struct {
-	at time.Duration
-	ch chan struct{}
-}
-
-func (c *fakeClock) Now() time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	c.mu.Lock()
-	sl := &sleeper{at: c.now + d, ch: make(chan struct{})}
-	c.sleepers = append(c.sleepers, sl)
-	c.mu.Unlock()
-	select {
-	case <-sl.ch:
-		return true
-	case <-ctx.Done():
-		c.mu.Lock()
-		c.sleepers = slices.DeleteFunc(c.sleepers, func(s *sleeper) bool { return s == sl })
-		c.mu.Unlock()
-		return false
-	}
-}
-
-// earliest returns the first sleeper to wake (the first parked among
-// equal wake times, as the simulator's event order has it).
-func (c *fakeClock) earliest() *sleeper {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var first *sleeper
-	for _, s := range c.sleepers {
-		if first == nil || s.at < first.at {
-			first = s
-		}
-	}
-	return first
-}
-
-func (c *fakeClock) parked() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.sleepers)
-}
-
-// wake moves the clock to sl's wake time and releases it.
-func (c *fakeClock) wake(sl *sleeper) {
-	c.mu.Lock()
-	c.now = sl.at
-	c.sleepers = slices.DeleteFunc(c.sleepers, func(s *sleeper) bool { return s == sl })
-	c.mu.Unlock()
-	close(sl.ch)
-}
-
-func (c *fakeClock) set(t time.Duration) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
 
 // scripted drives one emulated service with scripted arrivals on a fake
 // clock: each step (an arrival, a wake-up) runs until every handler is
@@ -104,7 +31,7 @@ func (c *fakeClock) set(t time.Duration) {
 type scripted struct {
 	t       *testing.T
 	svc     *Service
-	clock   *fakeClock
+	clock   *clock.Fake
 	sent    int
 	done    atomic.Int64
 	mu      sync.Mutex
@@ -119,9 +46,9 @@ type scripted struct {
 
 func newScripted(t *testing.T, sc *topology.Scenario, name string) *scripted {
 	t.Helper()
-	clk := &fakeClock{}
+	clk := new(clock.Fake)
 	committer := CommittingService(sc)
-	s, err := NewService(sc, name, ServiceConfig{URLs: map[string]string{}, Commits: name == committer, Now: clk.Now, Sleep: clk.Sleep})
+	s, err := NewService(sc, name, ServiceConfig{URLs: map[string]string{}, Commits: name == committer, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,23 +68,22 @@ func newScripted(t *testing.T, sc *topology.Scenario, name string) *scripted {
 func (s *scripted) run(arrivals []time.Duration, mk func(i int) *http.Request) {
 	i, gone := 0, 0
 	for {
-		sl := s.clock.earliest()
-		next := time.Duration(math.MaxInt64)
-		if sl != nil {
-			next = sl.at
+		next, timed := s.clock.Next()
+		if !timed {
+			next = time.Duration(math.MaxInt64)
 		}
 		switch {
 		case s.timeout > 0 && gone < i && arrivals[gone]+s.timeout < next &&
 			(i == len(arrivals) || arrivals[gone]+s.timeout < arrivals[i]):
-			s.clock.set(arrivals[gone] + s.timeout)
+			s.clock.AdvanceTo(arrivals[gone] + s.timeout)
 			s.cancels[gone]()
 			gone++
-		case i < len(arrivals) && (sl == nil || arrivals[i] < sl.at):
-			s.clock.set(arrivals[i])
+		case i < len(arrivals) && (!timed || arrivals[i] < next):
+			s.clock.AdvanceTo(arrivals[i])
 			s.launch(i, mk(i))
 			i++
-		case sl != nil:
-			s.clock.wake(sl)
+		case timed:
+			s.clock.Step()
 		default:
 			return
 		}
@@ -188,7 +114,7 @@ func (s *scripted) settle() {
 		s.svc.mu.Lock()
 		queued := s.svc.cm.QueueLen()
 		s.svc.mu.Unlock()
-		parked := s.clock.parked() + queued + int(s.svc.all.dropped.Load())
+		parked := s.clock.Sleepers() + queued + int(s.svc.all.dropped.Load())
 		if parked+int(s.done.Load()) == s.sent {
 			return
 		}

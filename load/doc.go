@@ -2,14 +2,20 @@
 // sends logical requests through a client call policy, and emulated
 // services that run a scenario's call graph as loopback HTTP servers. Both
 // sides drive policies.Call — the state machine the simulator drives — with
-// the wall clock (time.Since(epoch)) as its now, so a scenario means the
-// same thing simulated and real, and the two can be compared.
+// the run's clock (load/internal/clock: the wall clock since the run's
+// start, scripted in tests) as its now, so a scenario means the same thing
+// simulated and real, and the two can be compared.
 //
 // # The driver (Run)
 //
-// A Pacer gives the intended send time of every logical request, a pure
-// function of its index for ConstantPacer and StepPacer (vegeta-style): the
-// n-th request of a constant rate r is due at n/r. One scheduler goroutine
+// The arrivals (model.Arrivals, the simulator's arrival process; for a
+// target, TargetArrivals) give the intended send time of every logical
+// request and whether it is a write, drawn from the stream the model derives
+// from the seed, so a scenario and seed offer the same requests at the same
+// times in both modes: the n-th request of a constant rate r is due at n/r
+// rounded to the nanosecond, and a rate step restarts the phase at the step
+// (the driver's former pacers truncated, and integrated the rate across
+// steps; the model's rule is the one kept). One scheduler goroutine
 // sleeps until each due time and hands the request to a fixed pool of
 // Workers sender goroutines through a bounded channel; the HTTP transport
 // holds at most Connections connections. The schedule never waits for
@@ -123,7 +129,8 @@
 // # Concurrency
 //
 // Run, RunScenario, Service and EdgeClient are safe for concurrent use.
-// PoissonPacer is not (the driver's single scheduler goroutine owns it).
+// A model.Arrivals is not (the driver's single scheduler goroutine owns it:
+// give each run its own).
 // Every listener and target must be on the loopback interface unless the
 // caller passes AllowRemote.
 package load

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stormsim/stormsim/internal/memnet"
+	"github.com/stormsim/stormsim/load/internal/clock"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
@@ -48,9 +50,12 @@ type Options struct {
 	WriteMethod string
 	Header      http.Header
 	Body        []byte
-	// Pacer gives each logical request's intended send time; requests are
-	// scheduled while At(n) < Duration (and n < MaxRequests, if set).
-	Pacer       Pacer
+	// Arrivals gives each logical request's intended send time and
+	// whether it is a write: the simulator's arrival process (TargetArrivals
+	// for a target, the scenario's for RunScenario). Requests are scheduled
+	// while their time is before Duration (and n < MaxRequests, if set). A
+	// run draws from it: give each run its own.
+	Arrivals    *model.Arrivals
 	Duration    time.Duration
 	MaxRequests uint64
 	// Warmup: requests due before it are sent but not counted.
@@ -64,9 +69,8 @@ type Options struct {
 	// Policy is the client's call policy toward the target (timeout,
 	// retry, budget, breaker, hedge, throttle, pushback).
 	Policy topology.Call
-	// WriteFraction of logical requests are non-idempotent writes; with
-	// IdempotencyKeys each write carries an Idempotency-Key.
-	WriteFraction   float64
+	// IdempotencyKeys: each write (Arrivals says which) carries an
+	// Idempotency-Key.
 	IdempotencyKeys bool
 	// Request, if set, makes Body a template expanded per logical request
 	// and gives every logical request its own idempotency key, reused by
@@ -91,7 +95,7 @@ type Options struct {
 	// get that bound plus Grace; unbounded ones (no deadline, no timeout)
 	// get Grace alone.
 	Grace time.Duration
-	// Seed drives the arrival draws, write draws and the policies' jitter.
+	// Seed drives the policies' jitter (Arrivals have their own stream).
 	Seed uint64
 	// Rand, if set, is the client policy's random stream instead of one
 	// derived from Seed: RunScenario passes the simulator's stream of the
@@ -156,6 +160,12 @@ type Options struct {
 	// then run beneath Policy (which should then not retry). Empty: grpc-go's
 	// retry is disabled and Policy alone decides.
 	GRPCServiceConfig string
+	// clk, if set, is the run's clock in place of the wall clock from
+	// Epoch: tests script it.
+	clk clock.Clock
+	// network, if set, is the in-memory network the driver dials on
+	// (tests; network.go).
+	network *memnet.Network
 	// Shard, when set, makes this driver send only the logical requests of
 	// the whole schedule whose index n is ≡ Index (mod Count): 1/Count of the
 	// rate, at the whole schedule's intended times, with the whole
@@ -226,7 +236,7 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	client := opt.Client
 	var rt http.RoundTripper
 	if client == nil {
-		tr := NewTransport(opt.Connections)
+		tr := dialOn(opt.network, NewTransport(opt.Connections))
 		defer tr.CloseIdleConnections()
 		client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 		// The client follows no redirect and keeps no cookie: attempts
@@ -255,7 +265,8 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	}
 	root, stopAttempts := context.WithCancel(context.Background())
 	defer stopAttempts()
-	ec := NewEdgeClient(epoch, client, edge, nil)
+	clk := clock.Or(opt.clk, epoch)
+	ec := newEdgeClient(clk, client, edge, nil)
 	ec.Root = root
 	ec.rt = rt
 	if strings.HasPrefix(opt.Target, "grpc://") {
@@ -265,10 +276,13 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 			return nil, fmt.Errorf("load: %w", err)
 		}
 		defer gc.Close()
+		if opt.network != nil {
+			gc.dial = opt.network.DialContext
+		}
 		ec.GRPC = gc
 	}
 
-	d := &driver{opt: opt, ec: ec, epoch: epoch, rec: newRecorder(opt.Warmup, opt.Interval, opt.Duration)}
+	d := &driver{opt: opt, ec: ec, clk: clk, rec: newRecorder(opt.Warmup, opt.Interval, opt.Duration)}
 	if opt.Request != nil {
 		if d.tmpl, err = opt.Request.compile(opt.Body); err != nil {
 			return nil, err
@@ -315,8 +329,8 @@ func (opt *Options) defaults() error {
 			return fmt.Errorf("load: target %w", err)
 		}
 	}
-	if opt.Pacer == nil {
-		return errors.New("load: no pacer (rate)")
+	if opt.Arrivals == nil {
+		return errors.New("load: no arrivals (rate)")
 	}
 	if opt.Duration <= 0 {
 		return fmt.Errorf("load: duration must be > 0, got %v", opt.Duration)
@@ -357,9 +371,6 @@ func (opt *Options) defaults() error {
 	if opt.Seed == 0 {
 		opt.Seed = 1
 	}
-	if opt.WriteFraction < 0 || opt.WriteFraction > 1 {
-		return fmt.Errorf("load: write fraction must be in [0, 1], got %v", opt.WriteFraction)
-	}
 	return nil
 }
 
@@ -368,11 +379,13 @@ type driver struct {
 	ec  *EdgeClient
 	// ecs are the client instances' edges when there are more than one
 	// (ec is ecs[0]).
-	ecs   []*EdgeClient
-	epoch time.Time
-	rec   *recorder
-	url   *url.URL // opt.Target, parsed once for every attempt
-	lean  bool     // send with a leanClient
+	ecs []*EdgeClient
+	// clk is the run's clock: the schedule, latencies and every wait of
+	// the driver are read on it.
+	clk  clock.Clock
+	rec  *recorder
+	url  *url.URL // opt.Target, parsed once for every attempt
+	lean bool     // send with a leanClient
 
 	// tmpl is opt.Request compiled; nil without one.
 	tmpl *template
@@ -394,6 +407,9 @@ func (d *driver) run(ctx context.Context, root context.Context, stopAttempts con
 	defer hardCancel()
 	if d.lean {
 		d.ec.lean = newLeanClient(d.url, opt.Connections, hard)
+		if opt.network != nil {
+			d.ec.lean.dial = opt.network.DialContext
+		}
 		defer d.ec.lean.closeIdle()
 		for _, ec := range d.ecs {
 			ec.lean = d.ec.lean // one client to the target for the fleet
@@ -409,16 +425,16 @@ func (d *driver) run(ctx context.Context, root context.Context, stopAttempts con
 		case <-finished:
 			return
 		}
-		t := time.NewTimer(limit)
+		t, tc := d.clk.NewTimer(limit)
 		defer t.Stop()
 		select {
-		case <-t.C:
+		case <-tc:
 			hardCancel()
 		case <-ctx.Done():
 			// Interrupted while draining: the grace period, from now.
 			t.Reset(opt.Grace)
 			select {
-			case <-t.C:
+			case <-tc:
 				hardCancel()
 			case <-finished:
 			}
@@ -450,13 +466,13 @@ func (d *driver) run(ctx context.Context, root context.Context, stopAttempts con
 
 	// Abandoned (not cancelled) attempts run until they answer or time
 	// out; give them the grace period, then cancel what is left.
-	if !waitTimeout(&attempts, opt.Grace) {
+	if !waitTimeout(d.clk, &attempts, opt.Grace) {
 		stopAttempts()
 		attempts.Wait()
 	}
 	stopProgress()
 	stopRows()
-	elapsed := time.Since(d.epoch)
+	elapsed := d.clk.Now()
 	return d.result(ctx.Err() != nil, elapsed), nil
 }
 
@@ -489,34 +505,26 @@ func (opt *Options) drainLimit() time.Duration {
 // holds when the target (or the sender pool) cannot keep up.
 func (d *driver) schedule(ctx context.Context, jobs chan<- job) {
 	opt := d.opt
-	wr := rand.New(rand.NewPCG(opt.Seed, 0x7772697465))
-	// A scenario's pacer (model.Arrivals) says which requests are writes,
-	// drawn as the simulator draws them.
-	writes, _ := opt.Pacer.(interface{ Write(n uint64) bool })
 	// Its waits for the next request end within tens of microseconds of
 	// the request's time even when the process is idle (pacerTimer), so a
 	// request is not charged up to 1 ms of the runtime's sleep granularity.
-	timer := newPacerTimer()
+	timer, timerC := d.scheduleTimer()
 	defer timer.close()
 	for n := uint64(0); opt.MaxRequests == 0 || n < opt.MaxRequests; n++ {
-		at, ok := opt.Pacer.At(n)
+		at, ok := opt.Arrivals.At(n)
 		if !ok || at >= opt.Duration {
 			return
 		}
-		j := job{n: n, at: at}
-		if writes != nil {
-			j.write = writes.Write(n)
-		} else {
-			j.write = opt.WriteFraction > 0 && wr.Float64() < opt.WriteFraction
-		}
+		// Which requests are writes is drawn as the simulator draws it.
+		j := job{n: n, at: at, write: opt.Arrivals.Write(n)}
 		if !opt.Shard.Owns(int(n)) {
 			continue
 		}
-		if wait := at - time.Since(d.epoch); wait > 0 {
+		if wait := at - d.clk.Now(); wait > 0 {
 			timer.Wait(wait)
 			select {
-			case <-timer.C:
-				timer.Woke(time.Since(d.epoch) - at)
+			case <-timerC:
+				timer.Woke(d.clk.Now() - at)
 			case <-ctx.Done():
 				return
 			}
@@ -530,22 +538,22 @@ func (d *driver) schedule(ctx context.Context, jobs chan<- job) {
 		}
 		select {
 		case jobs <- j:
-			d.lastDispatch = time.Since(d.epoch)
+			d.lastDispatch = d.clk.Now()
 			continue
 		default:
 		}
 		// Every sender is busy: wait at most until the request is too late.
-		wait := at + opt.MaxLateness - time.Since(d.epoch)
+		wait := at + opt.MaxLateness - d.clk.Now()
 		if wait <= 0 {
 			d.drop(j)
 			continue
 		}
-		timer.Timer.Reset(wait)
+		timer.Reset(wait)
 		select {
 		case jobs <- j:
-			d.lastDispatch = time.Since(d.epoch)
+			d.lastDispatch = d.clk.Now()
 			timer.Stop()
-		case <-timer.C:
+		case <-timerC:
 			d.drop(j)
 		case <-ctx.Done():
 			d.drop(j)
@@ -554,11 +562,41 @@ func (d *driver) schedule(ctx context.Context, jobs chan<- job) {
 	}
 }
 
+// scheduleTimer is the timer the schedule waits on: on the wall clock
+// the pacer timer (precise when the process is idle), else the clock's.
+func (d *driver) scheduleTimer() (schedTimer, <-chan time.Time) {
+	if _, ok := d.clk.(clock.Real); ok {
+		t := newPacerTimer()
+		return t, t.C
+	}
+	t, c := d.clk.NewTimer(time.Hour)
+	t.Stop()
+	return clockTimer{t}, c
+}
+
+// schedTimer is what the schedule needs of its timer: Wait for the next
+// request's time, told how late it woke (Woke); Reset and Stop for the
+// waits for a free sender.
+type schedTimer interface {
+	Wait(d time.Duration)
+	Woke(late time.Duration)
+	Reset(d time.Duration) bool
+	Stop() bool
+	close()
+}
+
+// clockTimer is a clock's timer as a schedTimer.
+type clockTimer struct{ clock.Timer }
+
+func (t clockTimer) Wait(d time.Duration) { t.Reset(d) }
+func (clockTimer) Woke(time.Duration)     {}
+func (t clockTimer) close()               { t.Stop() }
+
 // drop counts a request that was due but not sent: a failure the target
 // never saw.
 func (d *driver) drop(j job) {
 	d.unsent.Add(1)
-	d.rec.record(j.at, time.Since(d.epoch), policies.Failed, j.at >= d.opt.Warmup)
+	d.rec.record(j.at, d.clk.Now(), policies.Failed, j.at >= d.opt.Warmup)
 	if d.opt.OnDone != nil {
 		d.opt.OnDone(j.n, j.write, j.at >= d.opt.Warmup, policies.Failed)
 	}
@@ -573,7 +611,7 @@ func (d *driver) serve(ctx, hard context.Context, j job, a *Attempt, attempts *s
 		return
 	}
 	d.sent.Add(1)
-	if time.Since(d.epoch)-j.at > opt.LateThreshold {
+	if d.clk.Now()-j.at > opt.LateThreshold {
 		d.late.Add(1)
 	}
 	if n := d.inflight.Add(1); n > d.maxInflight.Load() {
@@ -609,7 +647,7 @@ func (d *driver) serve(ctx, hard context.Context, j job, a *Attempt, attempts *s
 	}
 	res := ec.Do(hard, co, a, attempts)
 	endRequest(sp, res.Result)
-	d.rec.record(j.at, time.Since(d.epoch), res.Result, counted)
+	d.rec.record(j.at, d.clk.Now(), res.Result, counted)
 	if opt.OnDone != nil {
 		opt.OnDone(j.n, j.write, counted, res.Result)
 	}
@@ -624,11 +662,12 @@ func (d *driver) startProgress() (stop func()) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(d.opt.ProgressEvery)
+		t, tc := d.clk.NewTimer(d.opt.ProgressEvery)
 		defer t.Stop()
 		for {
 			select {
-			case <-t.C:
+			case <-tc:
+				t.Reset(d.opt.ProgressEvery)
 				d.opt.Progress(d.progress())
 			case <-done:
 				d.opt.Progress(d.progress())
@@ -640,7 +679,7 @@ func (d *driver) startProgress() (stop func()) {
 }
 
 func (d *driver) progress() Progress {
-	el := time.Since(d.epoch)
+	el := d.clk.Now()
 	p := d.rec.progress()
 	p.Elapsed, p.Duration = el, d.opt.Duration
 	p.Scheduled = d.scheduled.Load()
@@ -659,16 +698,17 @@ func sumKinds(k [numKinds]int64) int64 {
 	return n
 }
 
-// waitTimeout waits for wg at most d and reports whether it finished.
-func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+// waitTimeout waits for wg at most d on clk and reports whether it
+// finished.
+func waitTimeout(clk clock.Clock, wg *sync.WaitGroup, d time.Duration) bool {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	t := time.NewTimer(d)
+	t, tc := clk.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-done:
 		return true
-	case <-t.C:
+	case <-tc:
 		return false
 	}
 }

@@ -7,11 +7,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/stormsim/stormsim/internal/memnet"
+	"github.com/stormsim/stormsim/load/internal/clock"
+	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -25,177 +28,215 @@ func newTarget(t *testing.T, h http.HandlerFunc) *httptest.Server {
 }
 
 func TestRunCountsEveryScheduledRequest(t *testing.T) {
-	var hits atomic.Int64
-	srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		if r.Header.Get(HeaderRequestID) == "" || r.Header.Get(HeaderAttempt) != "1" {
-			http.Error(w, "missing stormsim headers", http.StatusBadRequest)
-		}
-	})
-	res, err := Run(context.Background(), Options{
-		Target: srv.URL, Pacer: ConstantPacer{Rate: 200, Duration: time.Second}, Duration: time.Second, Workers: 16,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := res.Summary
-	if s.Requests.Offered != 200 || s.Requests.Succeeded != 200 || hits.Load() != 200 {
-		t.Fatalf("offered %d succeeded %d hits %d, want 200 each", s.Requests.Offered, s.Requests.Succeeded, hits.Load())
-	}
-	if s.Amplification != 1 || s.Load.Unsent != 0 || s.Status != "complete" {
-		t.Errorf("amplification %v unsent %d status %q", s.Amplification, s.Load.Unsent, s.Status)
-	}
-}
-
-func TestRetryAfterIsHonoured(t *testing.T) {
-	// The first attempt of every request is rejected with a 150ms
-	// pushback; the second must not arrive sooner.
-	var first atomic.Int64 // unix nanos of the rejection
-	var gap atomic.Int64
-	srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(HeaderAttempt) == "1" {
-			first.Store(time.Now().UnixNano())
-			SetRetryAfter(w.Header(), 150*time.Millisecond, false)
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		gap.Store(time.Now().UnixNano() - first.Load())
-	})
-	pol := topology.Call{HonorPushback: true, Retry: policies.RetryConfig{MaxAttempts: 2}}
-	res, err := Run(context.Background(), Options{
-		Target: srv.URL, Pacer: ConstantPacer{Rate: 1, Duration: time.Second}, Duration: time.Second, Policy: pol,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Summary.Requests.Succeeded != 1 {
-		t.Fatalf("succeeded %d, want 1", res.Summary.Requests.Succeeded)
-	}
-	if g := time.Duration(gap.Load()); g < 150*time.Millisecond || g > time.Second {
-		t.Errorf("retry came %v after the rejection, want ≥ 150ms (and well under a second)", g)
-	}
-	if e := res.Summary.Edges[0]; e.PushbackWaits != 1 || e.Retries != 1 {
-		t.Errorf("pushback waits %d retries %d, want 1 and 1", e.PushbackWaits, e.Retries)
-	}
-}
-
-// TestCoordinatedOmission drives a target that can serve 320 req/s (16
-// slots × 50 ms) at 400 req/s for 10 s, with as many senders as the target
-// has slots, so that the backlog builds up in the driver: requests wait to
-// be sent, not at the target. The backlog grows by 80 req/s, so a request
-// due at the end waits about 800/320 = 2.5 s. Measured from the intended
-// send time, p99 must show it (≥ 2 s); a driver that measured from the
-// actual send would report about 50 ms, and one that slowed its schedule
-// to the target would report 50 ms too and send fewer requests.
-func TestCoordinatedOmission(t *testing.T) {
-	if testing.Short() {
-		t.Skip("13 s: runs without -short (make test)")
-	}
-	slots := make(chan struct{}, 16)
-	srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case slots <- struct{}{}:
-		case <-r.Context().Done():
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-		<-slots
-	})
-	res, err := Run(context.Background(), Options{
-		Target: srv.URL, Pacer: ConstantPacer{Rate: 400, Duration: 10 * time.Second}, Duration: 10 * time.Second,
-		Workers: 16, MaxLateness: 20 * time.Second, Grace: 10 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := res.Summary
-	if s.Requests.Succeeded != 4000 || s.Load.Unsent != 0 {
-		t.Fatalf("succeeded %d unsent %d, want all 4000 sent and served", s.Requests.Succeeded, s.Load.Unsent)
-	}
-	if s.LatencyMs.P99 < 2000 {
-		t.Errorf("p99 %.0f ms, want ≥ 2000 ms (latency must count from the intended time)", s.LatencyMs.P99)
-	}
-	// The backlog grows linearly, so the mean is about half the final
-	// wait: 1.25 s at 320 req/s; a target 12% slower than nominal (sleep
-	// overshoot on a loaded machine) gives about 2.1 s.
-	if m := s.LatencyMs.Mean; m < 1000 || m > 4000 {
-		t.Errorf("mean %.0f ms, want 1000–4000 ms", m)
-	}
-	// Most requests left late, and the report says so.
-	if s.Load.Late < 3000 {
-		t.Errorf("late %d of 4000, want most of them", s.Load.Late)
-	}
-}
-
-// TestStallShowsInP99: a target that stalls every request for one second
-// once (a global pause, like a GC or a failover) must show the stall in
-// the p99 of a 100 req/s run, though it served only one slow request.
-func TestStallShowsInP99(t *testing.T) {
-	var mu sync.Mutex
-	var n atomic.Int64
-	srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		if n.Add(1) == 50 {
-			time.Sleep(time.Second)
-		}
-		mu.Unlock()
-	})
-	res, err := Run(context.Background(), Options{
-		Target: srv.URL, Pacer: ConstantPacer{Rate: 100, Duration: 2 * time.Second}, Duration: 2 * time.Second, Workers: 8,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := res.Summary
-	// About 100 requests are due during the stall, waiting 1 s down to 0:
-	// the top 1% of 200 waited ≥ 0.95 s.
-	if s.LatencyMs.P99 < 900 {
-		t.Errorf("p99 %.0f ms, want ≥ 900 ms", s.LatencyMs.P99)
-	}
-	// The requests due during the stall waited 1 s down to 0, evenly: the
-	// slowest 10 % of 200 waited ≥ 0.8 s. A driver measuring from the
-	// actual send would see only the 8 requests the senders held at the
-	// target as slow.
-	if s.LatencyMs.P90 < 600 {
-		t.Errorf("p90 %.0f ms, want ≥ 600 ms", s.LatencyMs.P90)
-	}
-	if s.LatencyMs.P50 > 600 {
-		t.Errorf("p50 %.0f ms: the stall should affect about half the run at most", s.LatencyMs.P50)
-	}
-	if s.Load.Late == 0 {
-		t.Errorf("no late requests reported with only 8 senders and a 1 s stall")
-	}
-}
-
-func TestBudgetStopsRetries(t *testing.T) {
-	var hits atomic.Int64
-	srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		w.WriteHeader(http.StatusServiceUnavailable)
-	})
-	run := func(budget *policies.BudgetConfig) (offered, attempts int64, denied int64) {
-		pol := topology.Call{Retry: policies.RetryConfig{MaxAttempts: 3}, Budget: budget}
+	synctest.Test(t, func(t *testing.T) {
+		var hits atomic.Int64
+		var nw memnet.Network
+		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			if r.Header.Get(HeaderRequestID) == "" || r.Header.Get(HeaderAttempt) != "1" {
+				http.Error(w, "missing stormsim headers", http.StatusBadRequest)
+			}
+		})
 		res, err := Run(context.Background(), Options{
-			Target: srv.URL, Pacer: ConstantPacer{Rate: 200, Duration: time.Second / 2}, Duration: time.Second / 2, Policy: pol,
+			network: &nw, Target: target, Arrivals: constant(200, time.Second), Duration: time.Second, Workers: 16,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := res.Summary
-		return s.Requests.Offered, s.Services[0].Attempts, s.Edges[0].RetriesDenied
-	}
-	off, att, _ := run(nil)
-	if att != 3*off {
-		t.Fatalf("without a budget: %d attempts for %d requests, want 3×", att, off)
-	}
-	off, att, denied := run(&policies.BudgetConfig{Kind: "ratio", Ratio: 0.1})
-	// Retries ≤ 0.1 × first attempts in the window: at most 1.1 × offered.
-	if max := off + off/10 + 1; att > max {
-		t.Errorf("with a 10%% budget: %d attempts for %d requests, want ≤ %d", att, off, max)
-	}
-	if denied == 0 {
-		t.Errorf("the budget denied no retries")
-	}
+		if s.Requests.Offered != 200 || s.Requests.Succeeded != 200 || hits.Load() != 200 {
+			t.Fatalf("offered %d succeeded %d hits %d, want 200 each", s.Requests.Offered, s.Requests.Succeeded, hits.Load())
+		}
+		if s.Amplification != 1 || s.Load.Unsent != 0 || s.Status != "complete" {
+			t.Errorf("amplification %v unsent %d status %q", s.Amplification, s.Load.Unsent, s.Status)
+		}
+	})
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The first attempt of every request is rejected with a 150ms
+		// pushback; the second must not arrive sooner.
+		var first atomic.Int64 // unix nanos of the rejection
+		var gap atomic.Int64
+		var nw memnet.Network
+		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get(HeaderAttempt) == "1" {
+				first.Store(time.Now().UnixNano())
+				SetRetryAfter(w.Header(), 150*time.Millisecond, false)
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			gap.Store(time.Now().UnixNano() - first.Load())
+		})
+		pol := topology.Call{HonorPushback: true, Retry: policies.RetryConfig{MaxAttempts: 2}}
+		res, err := Run(context.Background(), Options{
+			network: &nw, Target: target, Arrivals: constant(1, time.Second), Duration: time.Second, Policy: pol,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Summary.Requests.Succeeded != 1 {
+			t.Fatalf("succeeded %d, want 1", res.Summary.Requests.Succeeded)
+		}
+		if g := time.Duration(gap.Load()); g < 150*time.Millisecond || g > time.Second {
+			t.Errorf("retry came %v after the rejection, want ≥ 150ms (and well under a second)", g)
+		}
+		if e := res.Summary.Edges[0]; e.PushbackWaits != 1 || e.Retries != 1 {
+			t.Errorf("pushback waits %d retries %d, want 1 and 1", e.PushbackWaits, e.Retries)
+		}
+	})
+}
+
+// TestCoordinatedOmission drives a target that serves 16 requests at a
+// time in exactly 50 ms each (320 req/s) at 400 req/s for 10 s, with as
+// many senders as the target has slots, so that the backlog builds up in
+// the driver: requests wait to be sent, not at the target. On a scripted
+// clock the run is exact: request n, due at a(n) = n × 2.5 ms, starts at
+// s(n) = max(a(n), s(n−16) + 50 ms) (the senders take requests in order,
+// each freed by the 16th request before) and ends 50 ms later; its
+// latency, measured from the intended send, is end − a(n), up to about
+// 2.5 s at the end (800 requests of backlog at 320 req/s). A driver that
+// measured from the actual send would report 50 ms for every request, and
+// one that slowed its schedule to the target would send fewer.
+func TestCoordinatedOmission(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const slots, rate, n = 16, 400, 4000
+		service := 50 * time.Millisecond
+		var nw memnet.Network
+		clk := new(clock.Fake)
+		busy := make(chan struct{}, slots)
+		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case busy <- struct{}{}:
+			default:
+				t.Error("a request found all 16 slots busy: the driver sent more than its senders")
+				return
+			}
+			clock.Sleep(clk, r.Context(), service)
+			<-busy
+		})
+		var res *metrics.Result
+		runScripted(t, clk, func() {
+			var err error
+			res, err = Run(context.Background(), Options{clk: clk, network: &nw,
+				Target: target, Arrivals: constant(rate, 10*time.Second), Duration: 10 * time.Second,
+				Workers: slots, MaxLateness: 20 * time.Second, Grace: 10 * time.Second,
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+		if res == nil {
+			return
+		}
+		// The exact schedule, into the histogram the driver uses.
+		want := metrics.NewLatencyHistogram()
+		var sum, worst time.Duration
+		late := 0
+		start := make([]time.Duration, n)
+		for i := range n {
+			at := time.Duration(i) * time.Second / rate
+			start[i] = at
+			if i >= slots {
+				start[i] = max(at, start[i-slots]+service)
+			}
+			if start[i]-at > DefaultLateThreshold {
+				late++
+			}
+			lat := start[i] + service - at
+			metrics.RecordLatency(want, lat)
+			sum += lat.Truncate(time.Microsecond)
+			worst = max(worst, lat)
+		}
+		wl := metrics.LatencyOf(want).WithExact(int64(sum/time.Microsecond), n, worst)
+		s := res.Summary
+		if s.Requests.Succeeded != n || s.Load.Unsent != 0 || s.Load.Late != int64(late) {
+			t.Errorf("succeeded %d unsent %d late %d, want all %d sent and served, %d of them late", s.Requests.Succeeded, s.Load.Unsent, s.Load.Late, n, late)
+		}
+		if s.LatencyMs != wl {
+			t.Errorf("latency %+v,\nwant     %+v (from the intended send time)", s.LatencyMs, wl)
+		}
+		// The schedule itself: the last requests wait about 2.5 s.
+		if wl.P99 < 2000 || wl.Max > 2600 {
+			t.Errorf("expected p99 %.0f ms max %.0f ms, want the backlog's 2–2.6 s", wl.P99, wl.Max)
+		}
+	})
+}
+
+// TestStallShowsInP99: a target that stalls every request for one second
+// once (a global pause, like a GC or a failover) must show the stall in
+// the p99 of a 100 req/s run, though it served only one slow request. On
+// the bubble's clock the run is exact: the 50th request, due at 490 ms,
+// holds the target until 1490 ms, and the 101 requests due from 490 ms to
+// 1490 ms end then, waiting 1000 ms down to 0 in steps of 10 ms; the other
+// 99 wait nothing. So the max is 1 s and the mean 10 ms × (0+…+100)/200 =
+// 252.5 ms; a driver measuring from the actual send would see only the 8
+// requests the senders held at the target as slow.
+func TestStallShowsInP99(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := make(chan struct{}, 1) // a mutex the bubble sees waiting
+		var n atomic.Int64
+		var nw memnet.Network
+		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+			lock <- struct{}{}
+			if n.Add(1) == 50 {
+				time.Sleep(time.Second)
+			}
+			<-lock
+		})
+		res, err := Run(context.Background(), Options{
+			network: &nw, Target: target, Arrivals: constant(100, 2*time.Second), Duration: 2 * time.Second, Workers: 8,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := res.Summary
+		if l := s.LatencyMs; l.Count != 200 || l.Max != 1000 || l.Mean != 252.5 {
+			t.Errorf("%d requests, max %v ms, mean %v ms; want 200, 1000 and 252.5", l.Count, l.Max, l.Mean)
+		}
+		// The top 1 % of 200 waited ≥ 0.99 s, the top 10 % ≥ 0.8 s.
+		if s.LatencyMs.P99 < 980 || s.LatencyMs.P90 < 790 || s.LatencyMs.P50 > 10 {
+			t.Errorf("p50 %.0f p90 %.0f p99 %.0f ms, want ≤ 10, ≥ 790, ≥ 980", s.LatencyMs.P50, s.LatencyMs.P90, s.LatencyMs.P99)
+		}
+		if s.Load.Late == 0 {
+			t.Errorf("no late requests reported with only 8 senders and a 1 s stall")
+		}
+	})
+}
+
+func TestBudgetStopsRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var hits atomic.Int64
+		var nw memnet.Network
+		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			w.WriteHeader(http.StatusServiceUnavailable)
+		})
+		run := func(budget *policies.BudgetConfig) (offered, attempts int64, denied int64) {
+			pol := topology.Call{Retry: policies.RetryConfig{MaxAttempts: 3}, Budget: budget}
+			res, err := Run(context.Background(), Options{
+				network: &nw, Target: target, Arrivals: constant(200, time.Second/2), Duration: time.Second / 2, Policy: pol,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := res.Summary
+			return s.Requests.Offered, s.Services[0].Attempts, s.Edges[0].RetriesDenied
+		}
+		off, att, _ := run(nil)
+		if att != 3*off {
+			t.Fatalf("without a budget: %d attempts for %d requests, want 3×", att, off)
+		}
+		off, att, denied := run(&policies.BudgetConfig{Kind: "ratio", Ratio: 0.1})
+		// Retries ≤ 0.1 × first attempts in the window: at most 1.1 × offered.
+		if max := off + off/10 + 1; att > max {
+			t.Errorf("with a 10%% budget: %d attempts for %d requests, want ≤ %d", att, off, max)
+		}
+		if denied == 0 {
+			t.Errorf("the budget denied no retries")
+		}
+	})
 }
 
 func TestBreakerOpensAgainstDeadTarget(t *testing.T) {
@@ -207,7 +248,7 @@ func TestBreakerOpensAgainstDeadTarget(t *testing.T) {
 	ln.Close() // nothing listens: every connection is refused
 	pol := topology.Call{Breaker: &policies.BreakerConfig{Kind: "consecutive", Failures: 5, OpenFor: 10 * time.Second}}
 	res, err := Run(context.Background(), Options{
-		Target: dead, Pacer: ConstantPacer{Rate: 100, Duration: time.Second}, Duration: time.Second, Policy: pol,
+		Target: dead, Arrivals: constant(100, time.Second), Duration: time.Second, Policy: pol,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -225,75 +266,118 @@ func TestBreakerOpensAgainstDeadTarget(t *testing.T) {
 	}
 }
 
+// TestHedgeWinsAgainstSlowFirstAttempt: every first attempt hangs until it
+// is cancelled; the hedge, sent 30 ms later, is answered at once and wins,
+// and cancel_others cancels the first. As a time script: at 29 ms only the
+// first attempt of request 1 has arrived; at 30 ms its hedge has, and the
+// call is over. Every request's latency is exactly the hedge's delay.
 func TestHedgeWinsAgainstSlowFirstAttempt(t *testing.T) {
-	srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(HeaderAttempt) == "1" {
-			select {
-			case <-time.After(time.Second):
-			case <-r.Context().Done():
+	synctest.Test(t, func(t *testing.T) {
+		var nw memnet.Network
+		clk := new(clock.Fake)
+		var firsts, hedges, cancelled atomic.Int64
+		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get(HeaderAttempt) != "1" {
+				hedges.Add(1)
+				return
+			}
+			firsts.Add(1)
+			<-r.Context().Done()
+			cancelled.Add(1)
+		})
+		pol := topology.Call{Hedge: &policies.HedgeConfig{Delay: 30 * time.Millisecond, MaxAttempts: 2, CancelOthers: true}}
+		done := make(chan *metrics.Result, 1)
+		go func() {
+			res, err := Run(context.Background(), Options{clk: clk, network: &nw,
+				Target: target, Arrivals: constant(20, time.Second), Duration: time.Second, Policy: pol,
+			})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- res
+		}()
+		step := func(at time.Duration, wantFirsts, wantHedges int64) {
+			t.Helper()
+			clk.AdvanceTo(at)
+			synctest.Wait()
+			if f, h := firsts.Load(), hedges.Load(); f != wantFirsts || h != wantHedges {
+				t.Fatalf("at %v: %d first attempts and %d hedges arrived, want %d and %d", at, f, h, wantFirsts, wantHedges)
 			}
 		}
+		synctest.Wait()
+		step(0, 1, 0)
+		step(29*time.Millisecond, 1, 0)
+		step(30*time.Millisecond, 1, 1)
+		if c := cancelled.Load(); c != 1 {
+			t.Fatalf("at 30 ms: %d first attempts cancelled, want the one the hedge beat", c)
+		}
+		step(50*time.Millisecond, 2, 1)
+		var res *metrics.Result
+		runScripted(t, clk, func() { res = <-done })
+		if res == nil {
+			return
+		}
+		s := res.Summary
+		e := s.Edges[0]
+		if s.Requests.Succeeded != 20 || e.HedgesSent != 20 || e.HedgesWon != 20 || firsts.Load() != 20 || cancelled.Load() != 20 {
+			t.Errorf("succeeded %d hedges sent %d won %d; first attempts %d, cancelled %d: want 20 each",
+				s.Requests.Succeeded, e.HedgesSent, e.HedgesWon, firsts.Load(), cancelled.Load())
+		}
+		if l := s.LatencyMs; l.Mean != 30 || l.Max != 30 {
+			t.Errorf("latency mean %v max %v ms, want exactly 30 ms (the hedge's delay) for every request", l.Mean, l.Max)
+		}
 	})
-	pol := topology.Call{Hedge: &policies.HedgeConfig{Delay: 30 * time.Millisecond, MaxAttempts: 2, CancelOthers: true}}
-	res, err := Run(context.Background(), Options{
-		Target: srv.URL, Pacer: ConstantPacer{Rate: 20, Duration: time.Second}, Duration: time.Second, Policy: pol,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := res.Summary
-	e := s.Edges[0]
-	if s.Requests.Succeeded != 20 || e.HedgesSent != 20 || e.HedgesWon != 20 {
-		t.Errorf("succeeded %d hedges sent %d won %d, want 20 each", s.Requests.Succeeded, e.HedgesSent, e.HedgesWon)
-	}
-	if s.LatencyMs.Max > 800 {
-		t.Errorf("max latency %.0f ms, want about 30 ms (the hedge's delay), well under the first attempt's 1 s", s.LatencyMs.Max)
-	}
 }
 
 func TestInterruptReturnsPartialResult(t *testing.T) {
-	srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {})
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	res, err := Run(ctx, Options{
-		Target: srv.URL, Pacer: ConstantPacer{Rate: 100, Duration: time.Minute}, Duration: time.Minute, Grace: 200 * time.Millisecond,
+	synctest.Test(t, func(t *testing.T) {
+		var nw memnet.Network
+		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {})
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		res, err := Run(ctx, Options{
+			network: &nw, Target: target, Arrivals: constant(100, time.Minute), Duration: time.Minute, Grace: 200 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if el := time.Since(start); el > 2*time.Second {
+			t.Errorf("interrupted run took %v", el)
+		}
+		s := res.Summary
+		if s.Status != "interrupted" || s.Requests.Offered < 10 || s.Requests.Offered > 40 {
+			t.Errorf("status %q offered %d, want interrupted after about 30", s.Status, s.Requests.Offered)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if el := time.Since(start); el > 2*time.Second {
-		t.Errorf("interrupted run took %v", el)
-	}
-	s := res.Summary
-	if s.Status != "interrupted" || s.Requests.Offered < 10 || s.Requests.Offered > 40 {
-		t.Errorf("status %q offered %d, want interrupted after about 30", s.Status, s.Requests.Offered)
-	}
 }
 
 func TestRefusesRemoteTarget(t *testing.T) {
-	_, err := Run(context.Background(), Options{Target: "http://192.0.2.1/", Pacer: ConstantPacer{Rate: 1, Duration: time.Second}, Duration: time.Second})
+	_, err := Run(context.Background(), Options{Target: "http://192.0.2.1/", Arrivals: constant(1, time.Second), Duration: time.Second})
 	if !errors.Is(err, ErrRemote) {
 		t.Fatalf("err = %v, want ErrRemote", err)
 	}
 }
 
 func TestDeadlineIsPropagated(t *testing.T) {
-	var bad atomic.Int64
-	srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		ms, err := strconv.ParseFloat(r.Header.Get(HeaderDeadline), 64)
-		if err != nil || ms <= 0 || ms > 500 {
-			bad.Add(1)
+	synctest.Test(t, func(t *testing.T) {
+		var bad atomic.Int64
+		var nw memnet.Network
+		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+			ms, err := strconv.ParseFloat(r.Header.Get(HeaderDeadline), 64)
+			if err != nil || ms <= 0 || ms > 500 {
+				bad.Add(1)
+			}
+		})
+		res, err := Run(context.Background(), Options{
+			network: &nw, Target: target, Arrivals: constant(100, 200*time.Millisecond), Duration: 200 * time.Millisecond,
+			Deadline: 500 * time.Millisecond, Policy: topology.Call{PropagateDeadline: true},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Summary.Requests.Succeeded != 20 || bad.Load() != 0 {
+			t.Errorf("succeeded %d; %d attempts without a remaining deadline in (0, 500] ms", res.Summary.Requests.Succeeded, bad.Load())
 		}
 	})
-	res, err := Run(context.Background(), Options{
-		Target: srv.URL, Pacer: ConstantPacer{Rate: 100, Duration: 200 * time.Millisecond}, Duration: 200 * time.Millisecond,
-		Deadline: 500 * time.Millisecond, Policy: topology.Call{PropagateDeadline: true},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Summary.Requests.Succeeded != 20 || bad.Load() != 0 {
-		t.Errorf("succeeded %d; %d attempts without a remaining deadline in (0, 500] ms", res.Summary.Requests.Succeeded, bad.Load())
-	}
 }

@@ -24,9 +24,16 @@ func ExampleRun() {
 		}
 	}))
 	defer srv.Close()
+	// 50 requests a second for 200 ms, at the times the simulator would
+	// offer them for seed 1.
+	arrivals, err := load.TargetArrivals(topology.ArrivalConstant, 50, 0, 200*time.Millisecond, 1)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	res, err := load.Run(context.Background(), load.Options{
 		Target:   srv.URL,
-		Pacer:    load.ConstantPacer{Rate: 50, Duration: 200 * time.Millisecond},
+		Arrivals: arrivals,
 		Duration: 200 * time.Millisecond,
 		Policy:   topology.Call{Retry: policies.RetryConfig{MaxAttempts: 2}},
 	})
@@ -50,4 +57,25 @@ func ExampleClassifyStatus() {
 	fmt.Println(a.Outcome, a.RetryAfter, h.Get("Retry-After"), h.Get(load.HeaderRetryAfterMs))
 	// Output:
 	// unavailable 250ms 1 250
+}
+
+// The arrivals of a run against a target are the simulator's: constant
+// arrivals at n/rate, rounded to the nanosecond.
+func ExampleTargetArrivals() {
+	a, err := load.TargetArrivals(topology.ArrivalConstant, 3, 0, time.Second, 1)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for n := uint64(0); ; n++ {
+		at, ok := a.At(n)
+		if !ok {
+			break
+		}
+		fmt.Println(n, at)
+	}
+	// Output:
+	// 0 0s
+	// 1 333.333333ms
+	// 2 666.666667ms
 }

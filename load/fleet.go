@@ -36,7 +36,7 @@ func (d *driver) fleet(root context.Context, client *http.Client) error {
 			if err != nil {
 				return fmt.Errorf("load: client policy: %w", err)
 			}
-			ec = NewEdgeClient(d.ec.Epoch, client, edge, nil)
+			ec = newEdgeClient(d.ec.clk, client, edge, nil)
 			ec.Root, ec.rt = root, d.ec.rt
 			d.ecs = append(d.ecs, ec)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -130,6 +131,9 @@ type GRPCClient struct {
 	conns map[grpcConnKey]*grpcConns
 	// targets caches parsed attempt URLs.
 	targets sync.Map // string -> grpcTarget
+	// dial, if set, opens connections instead of a net.Dialer (an
+	// in-memory network in tests; network.go).
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 type grpcTarget struct{ addr, method string }
@@ -188,6 +192,7 @@ func (g *GRPCClient) conn(addr string, lim policies.PhaseTimeouts) (*grpc.Client
 		cs = &grpcConns{}
 		for range g.n {
 			w := newGRPCConnWatch(lim)
+			w.dialer = g.dial
 			opts := append(g.opts[:len(g.opts):len(g.opts)], grpc.WithContextDialer(w.dial), grpc.WithStatsHandler(grpcStats{w}))
 			cc, err := grpc.NewClient("passthrough:///"+addr, opts...)
 			if err != nil {

@@ -372,7 +372,7 @@ services:
 	}
 	// 64 senders, as the CLI gives a run (--workers): they do not make 64
 	// connections over gRPC.
-	s := runUnstarvedWith(t, sc, ScenarioOptions{Protocol: ProtocolGRPC, Workers: 64}).Summary
+	s := runInMemory(t, sc, ScenarioOptions{Protocol: ProtocolGRPC, Workers: 64}).Summary
 	if !strings.HasPrefix(s.Load.Target, "grpc://") {
 		t.Fatalf("target %q: not gRPC", s.Load.Target)
 	}
@@ -426,7 +426,7 @@ func TestFidelityGRPCVersusSimulated(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			realRes := runUnstarvedWith(t, sc, ScenarioOptions{Protocol: ProtocolGRPC})
+			realRes := runInMemory(t, sc, ScenarioOptions{Protocol: ProtocolGRPC})
 			if !strings.HasPrefix(realRes.Summary.Load.Target, "grpc://") {
 				t.Fatalf("target %q: not gRPC", realRes.Summary.Load.Target)
 			}
@@ -490,7 +490,7 @@ func TestGRPCNativeRetryVersusSimulated(t *testing.T) {
 	if a := simRes.Summary.Services[0].Amplification; a < 1.2 {
 		t.Fatalf("simulated amplification %.2f: the scenario retries too little to test anything", a)
 	}
-	realRes := runUnstarvedWith(t, sc, ScenarioOptions{Protocol: ProtocolGRPC, GRPCServiceConfig: cfg})
+	realRes := runInMemory(t, sc, ScenarioOptions{Protocol: ProtocolGRPC, GRPCServiceConfig: cfg})
 	if e := realRes.Summary.Edges[0]; e.Retries != 0 {
 		t.Errorf("stormsim's client policy retried %d times beside grpc-go's", e.Retries)
 	}

@@ -37,7 +37,7 @@ func (ec *EdgeClient) UnaryClientInterceptor(propagateDeadline bool) grpc.UnaryC
 		co := policies.CallOptions{Write: len(outgoing.Get(mdWrite)) > 0, Counted: true}
 		var a Attempt
 		if dl, ok := ctx.Deadline(); ok {
-			co.Deadline, co.HasDeadline = dl.Sub(ec.Epoch), true
+			co.Deadline, co.HasDeadline = ec.clk.Now()+time.Until(dl), true
 			if propagateDeadline {
 				a.Remaining = time.Until(dl) // marks "propagate"; Do fills the real value
 			}

@@ -54,6 +54,8 @@ type grpcConnKey struct {
 // connect and handshake durations until an attempt claims them.
 type grpcConnWatch struct {
 	lim policies.PhaseTimeouts // Connect and TLS
+	// dialer, if set, connects instead of a net.Dialer (GRPCClient.dial).
+	dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	mu      sync.Mutex
 	opening Phase // PhaseConnect or PhaseTLS while a connection opens, else PhaseNone
@@ -84,7 +86,11 @@ func (w *grpcConnWatch) dial(ctx context.Context, addr string) (net.Conn, error)
 	w.opening, w.since = PhaseConnect, start
 	w.mu.Unlock()
 	d := net.Dialer{Timeout: w.lim.Connect}
-	c, err := d.DialContext(ctx, "tcp", addr)
+	dial := d.DialContext
+	if w.dialer != nil {
+		dial = w.dialer
+	}
+	c, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		var ne net.Error
 		w.fail(PhaseConnect, w.lim.Connect > 0 && ctx.Err() == nil && errors.As(err, &ne) && ne.Timeout())

@@ -244,6 +244,7 @@ func (g *grpcCluster) clientOf(service string) (*GRPCClient, error) {
 	if err != nil {
 		return nil, err
 	}
+	gc.dial = g.client.dial
 	if g.byService == nil {
 		g.byService = map[string]*GRPCClient{}
 	}

@@ -40,6 +40,9 @@ type leanClient struct {
 	idle    []*leanConn
 	open    map[*leanConn]struct{}
 	aborted bool
+	// dial, if set, opens connections instead of a net.Dialer (an
+	// in-memory network in tests).
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // leanConn is one connection with its buffers.
@@ -201,7 +204,11 @@ func (lc *leanClient) conn(ctx context.Context, deadline time.Time, lp *leanPhas
 	d := net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Deadline: deadline}
 	t0 := time.Now()
 	lp.dialing = true
-	c, err := d.DialContext(ctx, "tcp", lc.addr)
+	dial := d.DialContext
+	if lc.dial != nil {
+		dial = lc.dial
+	}
+	c, err := dial(ctx, "tcp", lc.addr)
 	if err != nil {
 		return nil, err
 	}

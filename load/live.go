@@ -129,13 +129,13 @@ func (d *driver) startRows() (stop func()) {
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTimer(time.Until(d.epoch.Add(iv)))
+		t, tc := d.clk.NewTimer(iv - d.clk.Now())
 		defer t.Stop()
 		for {
 			select {
-			case <-t.C:
+			case <-tc:
 				emit(iv / 2)
-				t.Reset(time.Until(d.epoch.Add(time.Duration(next+1) * iv)))
+				t.Reset(time.Duration(next+1)*iv - d.clk.Now())
 			case <-done:
 				n := d.rec.rowCount()
 				if d.opt.services != nil {

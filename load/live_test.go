@@ -6,14 +6,22 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/stormsim/stormsim/internal/memnet"
 
 	"github.com/stormsim/stormsim/metrics"
 )
 
 // Watch sends the services' columns once per interval, rows numbered from
-// time 0, counting the attempts that arrived in each, and stops cleanly.
-func TestClusterWatch(t *testing.T) {
+// time 0, counting the attempts that arrived in each, and stops cleanly. On
+// the bubble's clock the five requests take 10 ms and the wait after them
+// 300 ms, so exactly the rows of [0, 100 ms), [100, 200) and [200, 300)
+// have ended.
+func TestClusterWatch(t *testing.T) { synctest.Test(t, testClusterWatch) }
+
+func testClusterWatch(t *testing.T) {
 	sc := parseScenario(t, `name: watch
 duration: 1s
 workload: {entry: gw, rate: 1}
@@ -21,7 +29,8 @@ services:
   - {name: gw, workers: 2, service_time: {dist: constant, value: 1ms}, calls: [{to: db, timeout: 1s}]}
   - {name: db, workers: 2, service_time: {dist: constant, value: 1ms}}
 `)
-	cl, err := StartCluster(sc, ClusterOptions{})
+	var nw memnet.Network
+	cl, err := StartCluster(sc, ClusterOptions{network: &nw})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,8 +53,10 @@ services:
 		}
 	})
 	const sent = 5
+	client := &http.Client{Transport: &http.Transport{DialContext: nw.DialContext}}
+	defer client.CloseIdleConnections()
 	for range sent {
-		resp, err := http.Get(cl.URLs["gw"])
+		resp, err := client.Get(cl.URLs["gw"])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,8 +66,8 @@ services:
 	stop()
 	mu.Lock()
 	defer mu.Unlock()
-	if len(starts) < 3 {
-		t.Fatalf("%d rows in over 3 intervals", len(starts))
+	if len(starts) != 3 {
+		t.Fatalf("%d rows in 3 intervals and 10 ms, want 3", len(starts))
 	}
 	for i, s := range starts {
 		if s != time.Duration(i)*iv {

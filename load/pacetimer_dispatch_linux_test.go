@@ -2,9 +2,10 @@ package load
 
 import (
 	"context"
-	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/stormsim/stormsim/topology"
 )
 
 // TestDriverDispatchesOnTime checks that the driver hands each request to a
@@ -24,12 +25,12 @@ import (
 func TestDriverDispatchesOnTime(t *testing.T) {
 	target := rawEcho(t)
 	const n = 1000
-	pacer, err := NewPoissonPacer(1000, nil, time.Hour, rand.New(rand.NewPCG(7, 7)))
+	arrivals, err := TargetArrivals(topology.ArrivalPoisson, 1000, 0, time.Hour, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res, err := Run(context.Background(), Options{
-		Target: target, Pacer: pacer, Duration: time.Hour, MaxRequests: n,
+		Target: target, Arrivals: arrivals, Duration: time.Hour, MaxRequests: n,
 		Workers: 16, LateThreshold: 500 * time.Microsecond,
 	})
 	if err != nil {

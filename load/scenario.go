@@ -14,6 +14,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/stormsim/stormsim/idempotency"
+	"github.com/stormsim/stormsim/internal/memnet"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
@@ -66,6 +67,11 @@ type ScenarioOptions struct {
 	// NATS is the URL of the NATS server (JetStream) for the scenario's
 	// topics; empty embeds one (ClusterOptions.NATS).
 	NATS string
+	// Network, if set, is an in-memory network the services and the
+	// driver listen and dial on instead of the host's: tests run a whole
+	// scenario on it inside a testing/synctest bubble, on the bubble's
+	// clock (docs/architecture.md, one clock). Nil: loopback sockets.
+	Network *memnet.Network
 }
 
 // RunScenario starts sc's services on loopback and drives the entry with
@@ -85,7 +91,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	if err != nil {
 		return nil, err
 	}
-	cl, err := StartCluster(sc, ClusterOptions{Listen: opt.Listen, AllowRemote: opt.AllowRemote, Epoch: epoch, Connections: opt.Connections, Tracing: opt.Tracing, Protocol: opt.Protocol, TLS: opt.TLS, NATS: opt.NATS})
+	cl, err := StartCluster(sc, ClusterOptions{Listen: opt.Listen, AllowRemote: opt.AllowRemote, Epoch: epoch, Connections: opt.Connections, Tracing: opt.Tracing, Protocol: opt.Protocol, TLS: opt.TLS, NATS: opt.NATS, network: opt.Network})
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +107,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	if seed == 0 {
 		seed = 1
 	}
-	pacer := scenarioArrivals(sc)
+	arrivals := scenarioArrivals(sc)
 	entry := cl.URLs[w.Entry]
 	if entry == "" {
 		return nil, fmt.Errorf("load: %s: workload.entry: no service %q", scenarioName(sc), w.Entry)
@@ -130,10 +136,10 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 			return model.Stream(sc.Seed, clientStream(k)), model.Stream(sc.Seed, model.BalanceStream(clientStream(k)))
 		},
 		Local:  func(k int) []bool { return fleet[k].Local },
-		Target: entry, Method: http.MethodGet, WriteMethod: cmp.Or(w.WriteMethod, http.MethodPost), Pacer: pacer, Duration: sc.Duration, Warmup: sc.Warmup, Interval: sc.Interval,
-		Deadline: w.Deadline, Policy: policy, GRPCServiceConfig: opt.GRPCServiceConfig, WriteFraction: w.WriteFraction, IdempotencyKeys: w.IdempotencyKeys,
+		Target: entry, Method: http.MethodGet, WriteMethod: cmp.Or(w.WriteMethod, http.MethodPost), Arrivals: arrivals, Duration: sc.Duration, Warmup: sc.Warmup, Interval: sc.Interval,
+		Deadline: w.Deadline, Policy: policy, GRPCServiceConfig: opt.GRPCServiceConfig, IdempotencyKeys: w.IdempotencyKeys,
 		Workers: opt.Workers, Connections: conns, Seed: seed, Rand: model.Stream(sc.Seed, clientStream(0)), Scenario: sc.Name, Version: opt.Version,
-		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
+		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, network: opt.Network, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
 		MaxRequests: opt.MaxRequests, Shard: opt.Shard, Tracing: opt.Tracing, NetHTTP: opt.NetHTTP, OnRow: opt.OnRow, services: liveServices(&samples, opt.OnRow),
 		OnDone: func(id uint64, write, counted bool, r policies.CallResult) {
 			if write && counted {
@@ -174,7 +180,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 // scenarioArrivals is the simulator's arrival process of sc: the same
 // requests at the same intended times, the same ones writes.
 func scenarioArrivals(sc *topology.Scenario) *model.Arrivals {
-	return model.NewArrivals(&sc.Workload, sc.Duration, model.Stream(sc.Seed, model.ArrivalsStream))
+	return model.ArrivalsFor(&sc.Workload, sc.Duration, sc.Seed)
 }
 
 func scenarioName(sc *topology.Scenario) string {

@@ -58,10 +58,7 @@ func TestLostResponsesDuplicateWithoutKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		var orders *Service
-		res, err := RunScenario(context.Background(), sc, ScenarioOptions{Ready: func(c *Cluster) { orders = c.Service("orders") }})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := runInMemory(t, sc, ScenarioOptions{Ready: func(c *Cluster) { orders = c.Service("orders") }})
 		s := res.Summary
 		st := orders.Stats()
 		t.Logf("keys %v: offered %d succeeded %d unknown %d; executions %d duplicates %d replays %d",
@@ -119,10 +116,7 @@ services:
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := RunScenario(context.Background(), sc, ScenarioOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runInMemory(t, sc, ScenarioOptions{})
 	db := res.Summary.Services[0]
 	ok, all := res.ServiceOKLatency["db"], res.ServiceLatency["db"]
 	if ok == nil || ok.TotalCount() != db.Succeeded || all.TotalCount() != db.Attempts {

@@ -17,6 +17,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stormsim/stormsim/broker"
+	"github.com/stormsim/stormsim/load/internal/clock"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
@@ -167,11 +168,12 @@ type Service struct {
 	name string
 	cfg  topology.Service
 	// plan is the scenario's plan, node this replica's node in it.
-	plan  *model.Plan
-	node  *model.Replica
-	epoch time.Time
-	now   func() time.Duration
-	sleep func(ctx context.Context, d time.Duration) bool
+	plan *model.Plan
+	node *model.Replica
+	// clk is the service's clock; now is clk.Now, kept as a func for
+	// the machines that take one (topics).
+	clk clock.Clock
+	now func() time.Duration
 
 	// writeMethod is the HTTP method of the writes it calls on with
 	// (workload.write_method).
@@ -225,7 +227,7 @@ type Service struct {
 
 	stop    context.Context
 	cancel  context.CancelFunc
-	timers  []*time.Timer
+	timers  []clock.Timer
 	metrics http.Handler
 
 	// warmup is the scenario's: intents committed before it are not
@@ -269,11 +271,11 @@ type ServiceConfig struct {
 	// long the service runs. Zero keeps every request of the run, as
 	// RunScenario needs to join them with the callers' views.
 	LedgerWindow time.Duration
-	// Now and Sleep are the service's clock (the offset since Epoch) and
-	// its way of waiting; nil means the wall clock and a timer. Tests
-	// inject a fake clock to script arrivals exactly.
-	Now   func() time.Duration
-	Sleep func(ctx context.Context, d time.Duration) bool
+	// Clock is the service's time (the offset since Epoch) and timers:
+	// arrivals, service times, fault edges, deadlines and the latencies
+	// it records. Nil means the wall clock from Epoch; tests script a
+	// fake one (clock.Fake) to drive the service exactly.
+	Clock clock.Clock
 	// Sender, if set, sends the downstream attempts instead of Client
 	// (the gRPC transport; see EdgeClient.Sender).
 	Sender func(ctx context.Context, a *Attempt) Answer
@@ -318,18 +320,12 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 	if c.Epoch.IsZero() {
 		c.Epoch = time.Now()
 	}
-	s := &Service{name: name, cfg: *svc, plan: plan, node: rp, epoch: c.Epoch, now: c.Now, sleep: c.Sleep, latency: metrics.NewLatencyHistogram(),
+	clk := clock.Or(c.Clock, c.Epoch)
+	s := &Service{name: name, cfg: *svc, plan: plan, node: rp, clk: clk, now: clk.Now, latency: metrics.NewLatencyHistogram(),
 		okLatency: metrics.NewLatencyHistogram(), mu: new(sync.Mutex), rep: c.Replica, writeMethod: cmp.Or(sc.Workload.WriteMethod, http.MethodPost)}
 	s.ledger = s
 	if c.First != nil {
 		s.mu, s.ledger = c.First.mu, c.First
-	}
-	if s.now == nil {
-		epoch := c.Epoch
-		s.now = func() time.Duration { return time.Since(epoch) }
-	}
-	if s.sleep == nil {
-		s.sleep = sleep
 	}
 	// Writes are deduped when the workload sends keys or the service has
 	// a store configured (a standalone serve, keys sent by another client).
@@ -359,11 +355,9 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 		s.Close()
 		return nil, err
 	}
-	if c.Now == nil {
-		for _, at := range s.edges {
-			// When a fault starts or ends, queued work may start.
-			s.timers = append(s.timers, time.AfterFunc(time.Until(s.epoch.Add(at)), s.dispatch))
-		}
+	for _, at := range s.edges {
+		// When a fault starts or ends, queued work may start.
+		s.timers = append(s.timers, clk.AfterFunc(at-clk.Now(), s.dispatch))
 	}
 	s.metrics = s.promHandler()
 	return s, nil
@@ -395,7 +389,7 @@ func (s *Service) wire(c ServiceConfig) error {
 			}
 			mu, edge.Budget = shared, sharedBudget
 		}
-		ref := &edgeRef{to: pe.To, url: u, cfg: *pe.Call, ec: NewEdgeClient(c.Epoch, c.Client, edge, mu)}
+		ref := &edgeRef{to: pe.To, url: u, cfg: *pe.Call, ec: newEdgeClient(s.clk, c.Client, edge, mu)}
 		if urls := c.ReplicaURLs[pe.To]; pe.Replicas > 1 && len(urls) > 1 {
 			if err := ref.ec.SetReplicas(urls, pe.Call, model.Stream(s.plan.Seed, pe.BalanceStream)); err != nil {
 				return nil, fmt.Errorf("load: %s.%w", pe.Field, err)
@@ -548,7 +542,10 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type attemptInfo struct {
 	id, key     string
 	write, warm bool
-	deadline    time.Time // zero: none
+	// deadline is the propagated deadline on the service's clock, if
+	// hasDeadline.
+	deadline    time.Duration
+	hasDeadline bool
 	body        []byte
 	// refused, when set, is why the attempt is refused before any work:
 	// status and a message naming the header or the body at fault.
@@ -556,7 +553,7 @@ type attemptInfo struct {
 	refusedMsg string
 }
 
-func parseAttempt(r *http.Request, arrived time.Time) attemptInfo {
+func parseAttempt(r *http.Request, arrived time.Duration) attemptInfo {
 	a := attemptInfo{
 		id:    r.Header.Get(HeaderRequestID),
 		key:   r.Header.Get(HeaderIdempotencyKey),
@@ -566,7 +563,7 @@ func parseAttempt(r *http.Request, arrived time.Time) attemptInfo {
 	if v := r.Header.Get(HeaderDeadline); v != "" {
 		ms, err := strconv.ParseFloat(v, 64)
 		if err == nil && ms > -1e12 && ms < 1e12 {
-			a.deadline = arrived.Add(time.Duration(ms * float64(time.Millisecond)))
+			a.deadline, a.hasDeadline = arrived+time.Duration(ms*float64(time.Millisecond)), true
 		} else {
 			a.refuse(http.StatusBadRequest, fmt.Sprintf("%s: want a number of milliseconds, got %.40q", HeaderDeadline, v))
 		}
@@ -600,7 +597,7 @@ type reply struct {
 	s       *Service
 	w       http.ResponseWriter
 	warm    bool
-	arrived time.Time
+	arrived time.Duration // on the service's clock
 }
 
 func (rp *reply) add(fs ...func(*counters) *atomic.Int64) {
@@ -641,7 +638,7 @@ func (rp *reply) record(o policies.Outcome) {
 	if rp.warm {
 		return
 	}
-	d := time.Since(rp.arrived)
+	d := rp.s.now() - rp.arrived
 	rp.s.mu.Lock()
 	metrics.RecordLatency(rp.s.latency, d)
 	rp.s.latSumUs += int64(d / time.Microsecond)
@@ -667,7 +664,7 @@ func cDropped(c *counters) *atomic.Int64   { return &c.dropped }
 // work serves one attempt: arrival (start, queue or reject), the wait for
 // a worker, then the work.
 func (s *Service) work(w http.ResponseWriter, r *http.Request) {
-	arrived := time.Now()
+	arrived := s.now()
 	a := parseAttempt(r, arrived)
 	defer s.holdBody(&a)()
 	rp := &reply{s: s, w: w, warm: a.warm, arrived: arrived}
@@ -709,8 +706,8 @@ func (s *Service) admit(rp *reply, a attemptInfo) (_ *waiter, started bool) {
 	s.mu.Lock()
 	now := s.clock()
 	wt := &waiter{ready: make(chan struct{}), arrived: now}
-	if !a.deadline.IsZero() {
-		wt.hasDeadline, wt.deadline = true, now+a.deadline.Sub(rp.arrived)
+	if a.hasDeadline {
+		wt.hasDeadline, wt.deadline = true, now+(a.deadline-rp.arrived)
 	}
 	adm, ans := s.cm.Arrive(now, wt, s.cm.Expired(now, wt.hasDeadline, wt.deadline))
 	switch adm {
@@ -800,7 +797,7 @@ func (s *Service) serveWork(ctx context.Context, r *http.Request, rp *reply, a a
 	}
 	end := start + service
 	o, spent := policies.OK, time.Duration(0)
-	if s.sleep(ctx, end-s.now()) {
+	if clock.Sleep(s.clk, ctx, end-s.now()) {
 		o, spent = s.afterWork(ctx, a)
 	}
 	if ctx.Err() != nil {
@@ -928,10 +925,10 @@ func (s *Service) callDownstream(ctx context.Context, spec *callSpec, a attemptI
 		}
 		att := Attempt{Method: method, URL: ref.url, Body: a.body, RequestID: a.id, Write: a.write, Warmup: !counted, IdempotencyKey: a.key}
 		co := policies.CallOptions{Write: a.write, Counted: counted}
-		if !a.deadline.IsZero() {
-			co.Deadline, co.HasDeadline = a.deadline.Sub(s.epoch), true
+		if a.hasDeadline {
+			co.Deadline, co.HasDeadline = a.deadline, true
 			if ref.cfg.PropagateDeadline {
-				att.Remaining = time.Until(a.deadline)
+				att.Remaining = a.deadline - s.now()
 			}
 		}
 		return ref.ec.do(ctx, co, &att, nil, started)
@@ -973,21 +970,6 @@ func (s *Service) callDownstream(ctx context.Context, spec *callSpec, a attemptI
 	}
 }
 
-// sleep waits d or until ctx ends; it reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 func digest(b []byte) uint64 {
 	h := fnv.New64a()
 	h.Write(b)
@@ -1012,7 +994,7 @@ func (s *Service) executed(id string) {
 	s.lmu.Lock()
 	defer s.lmu.Unlock()
 	if w := s.ledgerWindow; w > 0 {
-		if now := time.Since(s.epoch); now-s.rotated >= w {
+		if now := s.now(); now-s.rotated >= w {
 			s.oldExecs, s.execs = s.execs, make(map[string]uint32, len(s.execs))
 			s.rotated = now
 		}
@@ -1043,7 +1025,7 @@ func (s *Service) Executions(id string) uint32 {
 
 // Stats returns the service's counters now.
 func (s *Service) Stats() Stats {
-	st := Stats{Service: s.name, Replica: s.rep, UptimeS: time.Since(s.epoch).Seconds(), All: s.all.snapshot(), Counted: s.counted.snapshot(), Workers: s.cfg.Workers}
+	st := Stats{Service: s.name, Replica: s.rep, UptimeS: s.now().Seconds(), All: s.all.snapshot(), Counted: s.counted.snapshot(), Workers: s.cfg.Workers}
 	s.mu.Lock()
 	now := s.clock()
 	s.cm.Advance(now)

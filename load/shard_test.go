@@ -2,7 +2,6 @@ package load
 
 import (
 	"context"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/shard"
+	"github.com/stormsim/stormsim/topology"
 )
 
 // TestShardsSendTheWholeScheduleOnce: N shards started at one epoch send
@@ -29,14 +29,14 @@ func TestShardsSendTheWholeScheduleOnce(t *testing.T) {
 	})
 	const dur = time.Second
 	opts := func(label string, sh shard.Spec, epoch time.Time) Options {
-		pacer, err := NewPoissonPacer(300, nil, dur, rand.New(rand.NewPCG(7, 1)))
+		arrivals, err := TargetArrivals(topology.ArrivalPoisson, 300, 0.3, dur, 7)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return Options{
-			Target: srv.URL, Pacer: pacer, Duration: dur, Workers: 32, Seed: 7,
-			WriteFraction: 0.3, WriteMethod: http.MethodPost,
-			Header: http.Header{"X-Test-Run": {label}}, Shard: sh, Epoch: epoch,
+			Target: srv.URL, Arrivals: arrivals, Duration: dur, Workers: 32, Seed: 7,
+			WriteMethod: http.MethodPost,
+			Header:      http.Header{"X-Test-Run": {label}}, Shard: sh, Epoch: epoch,
 		}
 	}
 	whole, err := Run(context.Background(), opts("whole", shard.Spec{}, time.Time{}))

@@ -27,11 +27,16 @@ func ExampleRequestTemplate() {
 		}
 	}))
 	defer srv.Close()
-	_, err := load.Run(context.Background(), load.Options{
+	arrivals, err := load.TargetArrivals(topology.ArrivalConstant, 10, 0, time.Second, 1)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = load.Run(context.Background(), load.Options{
 		Target: srv.URL + "/orders", Method: "POST", Body: []byte(`{"sku":"sku-42","qty":{n}}`),
 		Request:  &load.RequestTemplate{KeyPrefix: "run-7-", Tenant: "acme"},
 		Policy:   topology.Call{Retry: policies.RetryConfig{MaxAttempts: 2}},
-		Pacer:    load.ConstantPacer{Rate: 10, Duration: time.Second},
+		Arrivals: arrivals,
 		Duration: time.Second, MaxRequests: 1,
 	})
 	if err != nil {

@@ -69,8 +69,8 @@ func runTemplateWith(t *testing.T, target string, netHTTP bool, tmpl *RequestTem
 	res, err := Run(context.Background(), Options{
 		Target: target + "/orders?x=1", Method: http.MethodPost, Body: []byte(body),
 		Header: http.Header{"Content-Type": {"application/json"}}, Request: tmpl,
-		WriteFraction: 1, IdempotencyKeys: true, // overridden by the template
-		Pacer: ConstantPacer{Rate: 100, Duration: time.Second}, Duration: time.Second, MaxRequests: 3,
+		IdempotencyKeys: true, // overridden by the template
+		Arrivals:        constantWrites(100, 1, time.Second), Duration: time.Second, MaxRequests: 3,
 		Policy: pol, NetHTTP: netHTTP, Workers: 4, OnAttempt: onAttempt,
 	})
 	if err != nil {
@@ -166,7 +166,7 @@ func TestRequestTemplateRefuses(t *testing.T) {
 		{RequestTemplate{Tenant: "a\r\nX-Evil: 1"}, "tenant"},
 		{RequestTemplate{Tenant: "a", TenantHeader: "x:y"}, `tenant header "x:y"`},
 	} {
-		_, err := Run(context.Background(), Options{Target: "http://127.0.0.1:1/", Pacer: ConstantPacer{Rate: 1, Duration: time.Second},
+		_, err := Run(context.Background(), Options{Target: "http://127.0.0.1:1/", Arrivals: constant(1, time.Second),
 			Duration: time.Second, Request: &tc.tmpl})
 		if err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%+v: %v, want %q", tc.tmpl, err, tc.msg)
@@ -226,7 +226,7 @@ func TestRequestTemplateHedgesShareTheKey(t *testing.T) {
 		pol := topology.Call{Timeout: 2 * time.Second, Hedge: &policies.HedgeConfig{Delay: 20 * time.Millisecond, MaxAttempts: 2}}
 		_, err := Run(context.Background(), Options{
 			Target: srv.URL, Method: http.MethodPost, Body: []byte(`{"n":{n}}`), Request: &RequestTemplate{KeyPrefix: "h-"},
-			Pacer: ConstantPacer{Rate: 10, Duration: time.Second}, Duration: time.Second, MaxRequests: 1,
+			Arrivals: constant(10, time.Second), Duration: time.Second, MaxRequests: 1,
 			Policy: pol, NetHTTP: netHTTP,
 		})
 		if err != nil {

@@ -160,7 +160,7 @@ func clientFor(cl *Cluster, pool *topology.Pool, conns int) (*http.Client, int) 
 	if conns <= 0 {
 		conns = DefaultWorkers // Run's default: one connection per worker
 	}
-	tr := NewTransport(conns)
+	tr := dialOn(cl.network, NewTransport(conns))
 	if pool != nil && pool.IdleTimeout > 0 {
 		tr.IdleConnTimeout = pool.IdleTimeout
 	}

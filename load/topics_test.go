@@ -229,15 +229,16 @@ func TestServeTopicsRedelivery(t *testing.T) {
 }
 
 // JetStream accepts a late ack, the simulator ignores it (docs/model.md,
-// "Asynchronous hops"). The consumer takes 300 ms, the ack deadline is
-// 200 ms, max_deliveries 3. Simulated: deliveries at 0, 200 and 400 ms,
-// the first two acks (at 300 and 500 ms) too late, dead-lettered at
-// 600 ms: 3 deliveries, 3 effects, 1 dead letter per intent. JetStream:
-// the first delivery's ack at 300 ms settles the message that was
-// redelivered at 200 ms: 2 deliveries, 2 effects, no dead letter. Each
-// boundary is 100 ms from the next.
+// "Asynchronous hops"). The consumer takes 900 ms, the ack deadline is
+// 600 ms, max_deliveries 3. Simulated: deliveries at 0, 600 and 1200 ms,
+// the first two acks (at 900 and 1500 ms) too late, dead-lettered at
+// 1800 ms: 3 deliveries, 3 effects, 1 dead letter per intent. JetStream:
+// the first delivery's ack at 900 ms settles the message that was
+// redelivered at 600 ms: 2 deliveries, 2 effects, no dead letter. Each
+// boundary is 300 ms from the next, a margin a real broker on a machine
+// busy with other work keeps (at 100 ms, a load average of 25 moved one).
 func TestServeTopicsLateAck(t *testing.T) {
-	sc := topicParse(t, "workload.rate=10", "services.1.service_time.value=300ms", "services.1.consumes.ack_deadline=200ms")
+	sc := topicParse(t, "workload.rate=10", "services.1.service_time.value=900ms", "services.1.consumes.ack_deadline=600ms")
 	sides := bothSides(t, sc, sc)
 	real, simmed := sides[0].c, sides[1].c
 	if n := simmed.Intents; simmed.Deliveries != 3*n || simmed.Effects != 3*n || simmed.DeadLettered != n {

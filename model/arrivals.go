@@ -74,7 +74,12 @@ func (a *Arrivals) Next() (at time.Duration, write, ok bool) {
 			a.done = true
 			return 0, false, false
 		}
-		at = a.at + roundNs(a.r.ExpFloat64()*float64(time.Second)/a.rate)
+		x := a.r.ExpFloat64() * float64(time.Second) / a.rate
+		if !(x < float64(a.duration-a.at)) { // also a gap past any Duration (a tiny rate)
+			a.done = true
+			return 0, false, false
+		}
+		at = a.at + roundNs(x)
 		if at >= a.duration {
 			a.done = true
 			return 0, false, false
@@ -100,17 +105,24 @@ func (a *Arrivals) Next() (at time.Duration, write, ok bool) {
 			t, first = until, true
 			continue
 		}
+		// base + x is the arrival, x in ns; an x at or past until − base
+		// is past the segment, however far (a tiny rate's x overflows a
+		// Duration, so it is compared before the conversion).
+		var base time.Duration
+		var x float64
 		switch {
 		case a.constant && first:
-			a.phase, a.phaseN, at = t, 0, t
+			a.phase, a.phaseN, base = t, 0, t
 		case a.constant:
 			a.phaseN++
-			at = a.phase + roundNs(float64(a.phaseN)*float64(time.Second)/rate)
+			base, x = a.phase, float64(a.phaseN)*float64(time.Second)/rate
 		default:
-			at = t + roundNs(a.r.ExpFloat64()*float64(time.Second)/rate)
+			base, x = t, a.r.ExpFloat64()*float64(time.Second)/rate
 		}
-		if at < until {
-			break
+		if x < float64(until-base) {
+			if at = base + roundNs(x); at < until {
+				break
+			}
 		}
 		t, first = until, true
 	}
@@ -170,4 +182,13 @@ func roundNs(x float64) time.Duration {
 		return time.Duration(x + 0.5)
 	}
 	return time.Duration(math.Round(x))
+}
+
+// ArrivalsFor returns the arrivals of workload w over duration in a run of
+// seed: NewArrivals on the stream the simulator derives for them, so that
+// every driver of the workload — the simulator, a scenario run through
+// serve, load --target — offers the same requests at the same times, the
+// same ones writes.
+func ArrivalsFor(w *topology.Workload, duration time.Duration, seed uint64) *Arrivals {
+	return NewArrivals(w, duration, Stream(seed, ArrivalsStream))
 }

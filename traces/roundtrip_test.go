@@ -5,7 +5,9 @@ import (
 	"math"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 
+	"github.com/stormsim/stormsim/internal/memnet"
 	"github.com/stormsim/stormsim/load"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/sim"
@@ -14,8 +16,8 @@ import (
 )
 
 // TestRoundTrip runs a scenario (three services, a parallel group with a
-// fan-out, retries, errors of two classes) for real on loopback with
-// tracing on, imports the traces, and checks that the imported scenario
+// fan-out, retries, errors of two classes) through serve with tracing on
+// (on the bubble's clock and an in-memory network, HTTP or gRPC as real), imports the traces, and checks that the imported scenario
 // simulates like the original: goodput and each service's attempts per
 // logical request within 10 %, each service's p50 within 20 %.
 //
@@ -25,16 +27,13 @@ import (
 // ±0.9 %); both simulations run 60 s (~7200 requests, ±1.2 % each). Goodput
 // and amplification thus differ by ~3 % at one standard deviation, so 10 %
 // is a 3σ band that a wrong graph (a lost fan-out: −33 % attempts at stock;
-// a lost retry policy: −10 % at orders) still breaks. The p50s also carry
-// the loopback HTTP overhead the traces measure and the simulator of the
-// original does not (about 1 ms a hop on 10–40 ms service times, ≈ 5 %).
+// a lost retry policy: −10 % at orders) still breaks. On the scripted
+// clock the traces carry no loopback overhead the simulator lacks (on
+// real time, about 1 ms a hop on 10–40 ms service times, ≈ 5 %).
 //
 // Over gRPC the spans come from grpc-go's stats handlers (otelgrpc, whose
 // rpc.response.status_code names the code) and the same checks hold.
 func TestRoundTrip(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 12 s real run on loopback per protocol; run without -short")
-	}
 	for _, protocol := range []string{load.ProtocolHTTP, load.ProtocolGRPC} {
 		t.Run(protocol, func(t *testing.T) { roundTrip(t, protocol) })
 	}
@@ -48,27 +47,25 @@ func roundTrip(t *testing.T, protocol string) {
 	}
 	dir := t.TempDir()
 	tracesFile := filepath.Join(dir, "rt.otlp.json")
+	// The real run is on the bubble's clock, on an in-memory network
+	// (docs/architecture.md, one clock): no starved CPU stalls its
+	// services, so one run is the scenario.
 	var realRes *metrics.Result
-	for try := 1; ; try++ {
+	synctest.Test(t, func(t *testing.T) {
 		tr, err := load.NewTracing(tracesFile)
 		if err != nil {
 			t.Fatal(err)
 		}
-		realRes, err = load.RunScenario(context.Background(), orig, load.ScenarioOptions{Tracing: tr, Protocol: protocol})
+		realRes, err = load.RunScenario(context.Background(), orig, load.ScenarioOptions{Tracing: tr, Protocol: protocol, Network: new(memnet.Network)})
 		if cerr := tr.Close(context.Background()); err == nil {
 			err = cerr
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		// A CPU starved by the other processes on the machine stalls
-		// every service at once: that run is not the scenario; run again
-		// (at most three times), as the load fidelity tests do.
-		lr := realRes.Summary.Load
-		if lr.Late <= lr.Sent/10 || try == 3 {
-			break
-		}
-		t.Logf("try %d: the driver was late for %d of %d requests: running again", try, lr.Late, lr.Sent)
+	})
+	if realRes == nil {
+		t.FailNow()
 	}
 	// One server span per attempt: the spans of each service number its
 	// attempts as the real run counted them (no warm-up in this scenario).

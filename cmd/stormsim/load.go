@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stormsim/stormsim/shard"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/stormsim/stormsim/shard"
 
 	"github.com/spf13/pflag"
 	"github.com/vbauerster/mpb/v8"
@@ -267,7 +267,7 @@ func (c *loadCommand) options() (load.Options, error) {
 	}
 	opt := load.Options{
 		Target: c.target, Method: c.method, Duration: c.duration, MaxRequests: c.maxReq, Deadline: c.deadline,
-		WriteFraction: c.writes, IdempotencyKeys: c.keys, Warmup: c.warmup, Workers: c.workers,
+		IdempotencyKeys: c.keys, Warmup: c.warmup, Workers: c.workers,
 		Connections: c.conns, MaxLateness: c.maxLate, Grace: c.grace, Seed: c.sf.seed, Version: version, AllowRemote: c.remote,
 		Scenario: "load " + c.target, NetHTTP: c.client == "net",
 	}
@@ -302,15 +302,10 @@ func (c *loadCommand) options() (load.Options, error) {
 	if c.rate <= 0 {
 		return opt, &exitError{exitUsage, fmt.Errorf("--rate: must be > 0, got %v", c.rate)}
 	}
-	switch c.arrival {
-	case "constant":
-		opt.Pacer = load.ConstantPacer{Rate: float64(c.rate), Duration: c.duration}
-	case "poisson":
-		if opt.Pacer, err = load.NewPoissonPacer(float64(c.rate), nil, c.duration, rand.New(rand.NewPCG(opt.Seed, 1))); err != nil {
-			return opt, err
-		}
-	default:
-		return opt, &exitError{exitUsage, fmt.Errorf("--arrival: want constant or poisson, got %q", c.arrival)}
+	// The simulator's arrival process, from the run's seed: a scenario
+	// with this workload offers the same requests at the same times.
+	if opt.Arrivals, err = load.TargetArrivals(topology.Arrival(c.arrival), float64(c.rate), c.writes, c.duration, opt.Seed); err != nil {
+		return opt, &exitError{exitUsage, fmt.Errorf("--arrival/--rate/--write-fraction: %w", err)}
 	}
 	// The shards keep the one scenario name: merge joins parts of one run.
 	opt.Shard = spec

@@ -249,9 +249,13 @@ func (r *proxyRun) drive(port int) *metrics.Result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	arrivals, err := load.TargetArrivals(topology.ArrivalConstant, rate, writes, duration, 1)
+	if err != nil {
+		r.t.Fatal(err)
+	}
 	res, err := load.Run(ctx, load.Options{
-		Target: fmt.Sprintf("http://127.0.0.1:%d/", port), Pacer: load.ConstantPacer{Rate: rate, Duration: duration},
-		Duration: duration, WriteFraction: writes, WriteMethod: method, Grace: 10 * time.Second,
+		Target: fmt.Sprintf("http://127.0.0.1:%d/", port), Arrivals: arrivals,
+		Duration: duration, WriteMethod: method, Grace: 10 * time.Second,
 		Policy: topology.Call{Timeout: 10 * time.Second},
 	})
 	if err != nil {

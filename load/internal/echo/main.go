@@ -6,6 +6,11 @@
 // the machine a fraction of what net/http's server does per request (the
 // generator and its target share the cores); -server net answers with
 // net/http's server instead, to compare.
+//
+// It listens on a port the kernel picks and, with -addr-file, writes the
+// address it got there; `echo -wait FILE` waits for that file, checks that
+// the address answers as echo does (200 and its body) and prints it, so a
+// benchmark times its own target and nothing else.
 package main
 
 import (
@@ -13,6 +18,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -21,13 +27,25 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/internal/benchaddr"
 	"github.com/stormsim/stormsim/load/internal/httpecho"
 )
 
 func main() {
-	listen := flag.String("listen", "127.0.0.1:18080", "loopback host:port to listen on")
+	listen := flag.String("listen", "127.0.0.1:0", "loopback host:port to listen on (port 0: one the kernel picks)")
 	server := flag.String("server", "lean", "the HTTP server that answers: lean (httpecho's) or net (net/http's)")
+	addrFile := flag.String("addr-file", "", "write the address listened on to this file once listening")
+	wait := flag.String("wait", "", "instead of serving: wait for an echo's -addr-file, check it answers, print its address")
 	flag.Parse()
+	if *wait != "" {
+		addr, err := benchaddr.Wait(*wait, 10*time.Second, answers)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "echo:", err)
+			os.Exit(1)
+		}
+		fmt.Println(addr)
+		return
+	}
 	if err := load.CheckLoopback(*listen); err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		os.Exit(2)
@@ -44,6 +62,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Printf("echo: listening on http://%s/ (%s server)\n", ln.Addr(), *server)
+	if *addrFile != "" {
+		if err := benchaddr.Write(*addrFile, ln.Addr().String()); err != nil {
+			fmt.Fprintln(os.Stderr, "echo:", err)
+			os.Exit(1)
+		}
+	}
 	if *server == "lean" {
 		var srv httpecho.Server
 		go func() { <-ctx.Done(); srv.Close() }()
@@ -67,4 +91,25 @@ func main() {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		os.Exit(1)
 	}
+}
+
+// answers checks that addr answers GET / as echo does: 200 and its body.
+func answers(addr string) error {
+	if err := load.CheckLoopback(addr); err != nil {
+		return err
+	}
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + addr + "/")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK || string(b) != httpecho.Body {
+		return fmt.Errorf("%s %q, want 200 %q", resp.Status, b, httpecho.Body)
+	}
+	return nil
 }

@@ -3,6 +3,11 @@
 // answering every grpc.health.v1.Health/Check with SERVING, and server
 // reflection so that ghz needs no proto files, so that what is measured is
 // the load generator, not the target.
+//
+// It listens on a port the kernel picks and, with -addr-file, writes the
+// address it got there; `grpcecho -wait FILE` waits for that file, checks
+// that the address answers a health check with SERVING and prints it, so
+// a benchmark times its own target and nothing else.
 package main
 
 import (
@@ -13,18 +18,32 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/internal/benchaddr"
 )
 
 func main() {
-	listen := flag.String("listen", "127.0.0.1:18081", "loopback host:port to listen on")
+	listen := flag.String("listen", "127.0.0.1:0", "loopback host:port to listen on (port 0: one the kernel picks)")
+	addrFile := flag.String("addr-file", "", "write the address listened on to this file once listening")
+	wait := flag.String("wait", "", "instead of serving: wait for a grpcecho's -addr-file, check it answers, print its address")
 	flag.Parse()
+	if *wait != "" {
+		addr, err := benchaddr.Wait(*wait, 10*time.Second, serving)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "grpcecho:", err)
+			os.Exit(1)
+		}
+		fmt.Println(addr)
+		return
+	}
 	if err := load.CheckLoopback(*listen); err != nil {
 		fmt.Fprintln(os.Stderr, "grpcecho:", err)
 		os.Exit(2)
@@ -44,8 +63,36 @@ func main() {
 		srv.GracefulStop()
 	}()
 	fmt.Printf("grpcecho: listening on grpc://%s/grpc.health.v1.Health/Check\n", ln.Addr())
+	if *addrFile != "" {
+		if err := benchaddr.Write(*addrFile, ln.Addr().String()); err != nil {
+			fmt.Fprintln(os.Stderr, "grpcecho:", err)
+			os.Exit(1)
+		}
+	}
 	if err := srv.Serve(ln); err != nil {
 		fmt.Fprintln(os.Stderr, "grpcecho:", err)
 		os.Exit(1)
 	}
+}
+
+// serving checks that addr answers a health check as grpcecho does.
+func serving(addr string) error {
+	if err := load.CheckLoopback(addr); err != nil {
+		return err
+	}
+	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	resp, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		return err
+	}
+	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		return fmt.Errorf("health %v, want SERVING", resp.GetStatus())
+	}
+	return nil
 }

@@ -1,0 +1,29 @@
+package load
+
+import (
+	"net"
+	"net/http"
+
+	"github.com/stormsim/stormsim/internal/memnet"
+)
+
+// A run listens and dials on the host's network, or, in tests, on an
+// in-memory one (memnet) so that a testing/synctest bubble can run a whole
+// scenario — services, driver and every connection between them — on its
+// fake clock. A nil *memnet.Network is the host's network.
+
+// listenOn listens on addr on n (nil: a TCP socket).
+func listenOn(n *memnet.Network, addr string) (net.Listener, error) {
+	if n == nil {
+		return net.Listen("tcp", addr)
+	}
+	return n.Listen(addr)
+}
+
+// dialOn makes tr dial on n (nil: leaves tr's dialer).
+func dialOn(n *memnet.Network, tr *http.Transport) *http.Transport {
+	if n != nil {
+		tr.DialContext = n.DialContext
+	}
+	return tr
+}
