@@ -257,10 +257,13 @@ var scenarios = []scenario{
 		// The lease runs out while the first owner works: the duplicate takes
 		// the key over, and the fence keeps the first owner from writing.
 		name: "lease-expired-takeover",
-		opts: func(o *Options) { o.Work, o.Lease = work, work/4 },
+		// The second arrives 200 ms after the lease ended and 700 ms
+		// before the first would commit: margins a loaded machine's
+		// scheduling cannot eat, so the takeover always happens.
+		opts: func(o *Options) { o.Work, o.Lease = time.Second, 100*time.Millisecond },
 		run: func(e *env) string {
 			k := e.key("1")
-			first, second := e.duplicateAfter(work/2, k)
+			first, second := e.duplicateAfter(300*time.Millisecond, k)
 			return fmt.Sprintf("orders=%d first=%s second=%s", e.count("", k), status(first), status(second))
 		},
 		want: "orders=1 first=425 second=201",

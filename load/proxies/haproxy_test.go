@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // haproxyCfg is the whole configuration the real HAProxy runs, and the
@@ -104,9 +103,9 @@ func TestHAProxy(t *testing.T) {
 			cmd.Stdout = logFile
 			startProxy(t, cmd, port)
 			res := r.drive(port)
-			time.Sleep(50 * time.Millisecond) // the last log lines
 			var real outcome
 			real.offered = res.Summary.Requests.Offered
+			awaitLog(real.offered, func() int64 { n, _ := haproxyLog(t, logPath); return n })
 			var logged int64
 			logged, real.attempts = haproxyLog(t, logPath)
 			if logged != real.offered {

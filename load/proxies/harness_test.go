@@ -380,3 +380,13 @@ func lines(t *testing.T, path string) []string {
 	}
 	return out
 }
+
+// awaitLog waits until count() reaches want, or 5 s pass: a proxy writes
+// a request's log line after it answered, so the driver can be done with
+// the run before the last lines are in the file.
+func awaitLog(want int64, count func() int64) {
+	deadline := time.Now().Add(5 * time.Second)
+	for count() < want && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+}

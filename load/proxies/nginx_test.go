@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // nginxConf is the whole nginx.conf the real nginx runs, and the file the
@@ -124,9 +123,10 @@ func TestNginx(t *testing.T) {
 			}
 			startProxy(t, exec.Command(bin, "-p", r.dir, "-c", conf), port, filepath.Join(r.dir, "error.log"))
 			res := r.drive(port)
-			time.Sleep(50 * time.Millisecond) // the last log lines
 			var real outcome
 			real.offered = res.Summary.Requests.Offered
+			accessLog := filepath.Join(r.dir, "access.log")
+			awaitLog(real.offered, func() int64 { return int64(len(lines(t, accessLog))) })
 			var logPer []int64
 			real.attempts, logPer = nginxLog(t, filepath.Join(r.dir, "access.log"), r.addrs)
 			real.perServer, real.duplicates = r.served()
