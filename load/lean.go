@@ -271,7 +271,9 @@ func (lc *leanClient) exchange(cn *leanConn, a *Attempt, deadline time.Time, lp 
 			break
 		}
 	}
-	keep = !h.close
+	// A 101 hands the connection over to another protocol: its bytes
+	// are no HTTP answer, so the connection serves no other attempt.
+	keep = !h.close && h.status != 101
 	switch {
 	case a.Method == "HEAD" || h.status == 204 || h.status == 304 || (h.status >= 100 && h.status < 200):
 	case h.chunked:

@@ -84,6 +84,7 @@ func TestLeanClientAnswersAsNetHTTP(t *testing.T) {
 		{"interim", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", policies.OK},
 		{"http/1.0 to close", "HTTP/1.0 200 OK\r\n\r\nthe body runs to the end", policies.OK},
 		{"connection close", "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", policies.Unavailable},
+		{"switching protocols", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\nraw bytes of another protocol", policies.Error},
 		{"malformed", "SPDY/9 200 OK\r\n\r\n", policies.Error},
 		{"no answer", "", policies.Timeout},
 	} {
