@@ -177,7 +177,7 @@ func Walk(ctx context.Context, url string, sc *topology.Scenario, topic string, 
 	defer stop()
 	go p.Run(pctx)
 	if err := t.Wait(ctx); err != nil {
-		return nil, fmt.Errorf("broker: %d of %d intents still in flight: %w", t.InFlight(), n, err)
+		return nil, fmt.Errorf("broker: %d of %d intents still in flight: %w", t.InFlight(), n, conn.g.explain(err))
 	}
 	c.Stop()
 	s := t.Summary()
