@@ -1,10 +1,21 @@
 package load
 
 import (
+	"bufio"
 	"context"
 	"net"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/stretchr/testify/require"
 
@@ -91,6 +102,114 @@ func TestAttack101SwitchingProtocolsDoesNotHang(t *testing.T) {
 			} else {
 				require.EqualValues(t, rate*duration/time.Second, offered)
 			}
+		})
+	}
+}
+
+// TestAttackGRPCConcurrentBigCallsAreBounded sends many concurrent calls
+// of 1 MiB on one connection to a service that holds what it admits: the
+// memory serve holds must stay near its held-bodies budget, as HTTP's
+// does, however many calls the client opens, and the calls past the
+// budget are refused.
+func TestAttackGRPCConcurrentBigCallsAreBounded(t *testing.T) {
+	defer func(n int64) { maxHeldBodies = n }(maxHeldBodies)
+	maxHeldBodies = 8 << 20
+	cl := startGRPCScenario(t, "bigcalls.yaml", `name: bigcalls
+duration: 10s
+workload: {entry: api, rate: 1}
+services:
+  - name: api
+    workers: 1
+    queue: 1000
+    service_time: {dist: constant, value: 2s}
+`)
+	addr, method, err := ParseGRPCTarget(cl.URLs["api"])
+	require.NoError(t, err)
+	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDisableRetry(),
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(maxBody)))
+	require.NoError(t, err)
+	defer cc.Close()
+	const calls = 150
+	body := make([]byte, maxBody-64)
+	// Collect often, so that the heap measured is near what is live, not
+	// the garbage of refused calls awaiting a collection.
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	peak := heapPeak()
+	var wg sync.WaitGroup
+	var refused, other atomic.Int64
+	for range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			err := cc.Invoke(ctx, method, &frame{b: body}, new(frame), grpc.ForceCodec(rawCodec{}))
+			switch st := status.Convert(err); {
+			case (st.Code() == codes.Unavailable || st.Code() == codes.ResourceExhausted) && strings.HasPrefix(st.Message(), "request body: the service already holds"):
+				refused.Add(1)
+			case st.Code() == codes.OK, st.Code() == codes.DeadlineExceeded:
+			default:
+				other.Add(1)
+				t.Logf("call: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	grew := peak()
+	t.Logf("heap grew by %d MiB; %d of %d calls refused", grew>>20, refused.Load(), calls)
+	require.Zero(t, other.Load(), "every call admitted, timed out or refused by the budget")
+	// The budget holds 8 bodies, and the one worker frees one every 2 s:
+	// most calls are refused.
+	require.Greater(t, refused.Load(), int64(calls/2), "the held-bodies budget refuses calls past it")
+	// The budget, the calls being received and the client's own buffers:
+	// not a copy or two of every call's body.
+	require.Less(t, grew, uint64(48<<20), "heap grew by %d bytes", grew)
+}
+
+// TestAttackLeanUnsolicitedAnswerIsNotTheNextOnes drives a target that
+// follows each answer with an unsolicited 503, at once (in the same
+// write) or a little later (while the connection is idle): with either
+// client, every request must get its own 200, as with net/http, not
+// the 503 meant for no one.
+func TestAttackLeanUnsolicitedAnswerIsNotTheNextOnes(t *testing.T) {
+	const ok, unsolicited = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n"
+	for _, tc := range []struct {
+		name    string
+		later   bool
+		netHTTP bool
+	}{
+		{"lean, with the answer", false, false},
+		{"lean, while idle", true, false},
+		{"net/http, with the answer", false, true},
+		{"net/http, while idle", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startPeer(t, func(p *peer, c net.Conn) {
+				r := bufio.NewReader(c)
+				for {
+					if _, err := http.ReadRequest(r); err != nil {
+						return
+					}
+					if !tc.later {
+						p.write(c, []byte(ok+unsolicited))
+						continue
+					}
+					if !p.write(c, []byte(ok)) {
+						return
+					}
+					time.Sleep(5 * time.Millisecond)
+					p.write(c, []byte(unsolicited))
+				}
+			})
+			res, err := Run(context.Background(), Options{
+				Target: p.url(), Pacer: ConstantPacer{Rate: 50, Duration: time.Second}, Duration: time.Second,
+				Policy:  topology.Call{Timeout: time.Second, Retry: policies.RetryConfig{MaxAttempts: 3}},
+				Workers: 4, Connections: 2, Seed: 1, NetHTTP: tc.netHTTP,
+			})
+			require.NoError(t, err)
+			r, l := res.Summary.Requests, res.Summary.Load
+			require.Equal(t, r.Offered, r.Succeeded, "every request answered by its own 200: %+v, statuses %v", r, l.Statuses)
+			require.Equal(t, r.Offered, l.Attempts, "no phantom retries")
 		})
 	}
 }
