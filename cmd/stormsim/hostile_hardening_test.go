@@ -17,6 +17,12 @@ func init() {
 		badInput{what: "tune samples from a device", args: []string{"tune", "--deadline", "1s", "--hops", "api=/dev/zero"}, code: exitError1, want: "/dev/zero: not a regular file: it is a device"},
 		badInput{what: "import traces from a device", args: []string{"import", "traces", "/dev/zero"}, code: exitError1, want: "/dev/zero: not a regular file: it is a device"},
 		badInput{what: "load --tls-ca from a device", args: []string{"load", "--target", "https://127.0.0.1:9/", "--tls-ca", "/dev/zero"}, code: exitError1, want: "--tls-ca: /dev/zero: not a regular file"},
+		// Item 12: collapse's parameters that ran out of memory or ran
+		// until the budget.
+		badInput{what: "collapse with a billion runs per level", args: []string{"collapse", badFile("mm1.yaml"), "--level", "system(s)>=10", "--within", "1m", "--effort", "1000000000"}, code: exitError1, want: "effort 1000000000: must be at most 100000"},
+		badInput{what: "collapse with a precision of NaN", args: []string{"collapse", badFile("mm1.yaml"), "--level", "system(s)>=10", "--within", "1m", "--precision", "NaN"}, code: exitError1, want: "precision NaN"},
+		badInput{what: "collapse within 2562047h", args: []string{"collapse", badFile("mm1.yaml"), "--level", "system(s)>=10", "--within", "2562047h"}, code: exitError1, want: "must be at most 10000h0m0s"},
+		badInput{what: "collapse --method ctmc on a queue of 1e8", args: []string{"collapse", badFile("mm1.yaml"), "--level", "system(s)>=10", "--within", "1m", "--method", "ctmc", "--set", "services.s.queue=100000000"}, code: exitError1, want: "more than the 5000000 the solver holds"},
 		// Item 13: --tls-ca was ignored with a plain target.
 		badInput{what: "load --tls-ca with an http:// target", args: []string{"load", "--target", "http://127.0.0.1:9/", "--tls-ca", badFile("empty.yaml")}, code: exitUsage, want: "--tls-ca applies to an https:// --target"},
 	)
