@@ -26,6 +26,23 @@ const (
 	MaxPeerLine = 1 << 20
 )
 
+// Redact returns urls (nats.go's comma-separated list) with the userinfo
+// of each (a user and password, or a token) replaced by "***", for
+// messages: credentials given on a command line are never printed.
+func Redact(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, s := range parts {
+		if at := strings.LastIndexByte(s, '@'); at >= 0 {
+			start := 0
+			if j := strings.Index(s, "://"); j >= 0 && j < at {
+				start = j + 3
+			}
+			parts[i] = s[:start] + "***" + s[at:]
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
 // peerGuard dials the servers of one Connect, and no others (never the
 // servers a server advertises), and keeps the first breach of a bound by
 // any of its connections: it ends the client connection, and every later

@@ -208,3 +208,21 @@ func FuzzPeerScan(f *testing.F) {
 		}
 	})
 }
+
+// TestAttackNATSCredentialsAreNotPrinted: a --nats URL's user and
+// password (or token) appear in no error.
+func TestAttackNATSCredentialsAreNotPrinted(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens: the connection is refused
+	for _, u := range []string{"nats://alice:hunter2@" + addr, "nats://s3cr3tt0ken@" + addr, "tls://alice:hunter2@" + addr} {
+		_, err := Connect(u)
+		require.Error(t, err)
+		require.NotContains(t, err.Error(), "hunter2")
+		require.NotContains(t, err.Error(), "s3cr3tt0ken")
+		require.NotContains(t, err.Error(), "alice")
+		require.Contains(t, err.Error(), addr)
+	}
+	require.Equal(t, "nats://***@127.0.0.1:4222,nats://127.0.0.1:4223", Redact("nats://a:b@127.0.0.1:4222,nats://127.0.0.1:4223"))
+}

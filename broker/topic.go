@@ -38,10 +38,13 @@ type Conn struct {
 // can make it hold (MaxPeerPayload, MaxPeerLine): a server breaching a
 // bound ends the connection, and Err reports why.
 func Connect(url string) (*Conn, error) {
+	if strings.Contains(strings.ToLower(url), "tls://") {
+		return nil, fmt.Errorf("broker: connect %s: TLS is not supported: the client bounds what a server sends by reading its protocol, which TLS hides", Redact(url))
+	}
 	g := newPeerGuard(url)
 	nc, err := nats.Connect(url, nats.SetCustomDialer(g), nats.IgnoreDiscoveredServers())
 	if err != nil {
-		return nil, fmt.Errorf("broker: connect %s: %w", url, g.explain(err))
+		return nil, fmt.Errorf("broker: connect %s: %w", Redact(url), redactErr(url, g.explain(err)))
 	}
 	g.attach(nc)
 	js, err := jetstream.New(nc)
@@ -50,6 +53,27 @@ func Connect(url string) (*Conn, error) {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	return &Conn{nc: nc, js: js, g: g}, nil
+}
+
+// redactErr is err with every credential of urls in its message replaced,
+// for errors of nats.go that quote the URL.
+func redactErr(urls string, err error) error {
+	msg, red := err.Error(), err.Error()
+	for _, s := range strings.Split(urls, ",") {
+		if at := strings.LastIndexByte(s, '@'); at >= 0 {
+			start := strings.Index(s, "://") + 3
+			if start < 3 || start > at {
+				start = 0
+			}
+			if cred := s[start:at]; cred != "" {
+				red = strings.ReplaceAll(red, cred, "***")
+			}
+		}
+	}
+	if red == msg {
+		return err
+	}
+	return errors.New(red)
 }
 
 // Err is the bound the server breached, which ended the connection, or

@@ -23,6 +23,10 @@ func init() {
 		badInput{what: "collapse with a precision of NaN", args: []string{"collapse", badFile("mm1.yaml"), "--level", "system(s)>=10", "--within", "1m", "--precision", "NaN"}, code: exitError1, want: "precision NaN"},
 		badInput{what: "collapse within 2562047h", args: []string{"collapse", badFile("mm1.yaml"), "--level", "system(s)>=10", "--within", "2562047h"}, code: exitError1, want: "must be at most 10000h0m0s"},
 		badInput{what: "collapse --method ctmc on a queue of 1e8", args: []string{"collapse", badFile("mm1.yaml"), "--level", "system(s)>=10", "--within", "1m", "--method", "ctmc", "--set", "services.s.queue=100000000"}, code: exitError1, want: "more than the 5000000 the solver holds"},
+		// Item 13: credentials on the command line were printed.
+		badInput{what: "--nats URL with credentials, of another scheme", args: []string{"broker", "outbox-order", "--nats", "tls://alice:hunter2@127.0.0.1:4222"}, code: exitUsage, want: `--nats: want nats://host:port, got "tls://***@127.0.0.1:4222"`},
+		// Item 13: broker exited 1 on SIGINT.
+		badInput{what: "SIGINT or SIGTERM during broker", args: []string{"broker", "outbox-order"}, code: exitInterrupted, want: "interrupted: nothing written", cancelled: true},
 		// Item 13: --tls-ca was ignored with a plain target.
 		badInput{what: "load --tls-ca with an http:// target", args: []string{"load", "--target", "http://127.0.0.1:9/", "--tls-ca", badFile("empty.yaml")}, code: exitUsage, want: "--tls-ca applies to an https:// --target"},
 	)
