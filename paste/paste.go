@@ -250,6 +250,10 @@ func (r *reader) integer(n *yaml.Node, path string, lo, hi int) (int, bool) {
 	return int(x), true
 }
 
+// maxDurationS is the longest pasted duration, in seconds: topology's
+// MaxDuration, 10000h (paste is below topology, which checks it again).
+const maxDurationS = 10000 * 3600
+
 // protoDuration reads a protobuf JSON Duration: decimal seconds with an
 // "s" suffix ("0.1s", "1.5s"), as gRPC service configs and Envoy's JSON
 // write them. Envoy YAML writes the same form.
@@ -260,8 +264,14 @@ func (r *reader) protoDuration(n *yaml.Node, path string) (time.Duration, bool) 
 	}
 	num, found := strings.CutSuffix(s, "s")
 	x, err := strconv.ParseFloat(num, 64)
-	if !found || err != nil || math.IsNaN(x) || x < 0 || x > 315576000000 {
+	if !found || err != nil || math.IsNaN(x) || x < 0 {
 		r.add(n, path, "want a duration in seconds like \"0.25s\", got %s", shown(s))
+		return 0, false
+	}
+	// Protobuf allows 10,000 years; a Duration holds 292, and stormsim's
+	// scenarios at most 10000h (topology.MaxDuration, checked later).
+	if x > maxDurationS {
+		r.add(n, path, "want at most %gs (10000h), got %s", float64(maxDurationS), shown(s))
 		return 0, false
 	}
 	return time.Duration(math.Round(x * 1e9)), true

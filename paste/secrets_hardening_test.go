@@ -47,3 +47,24 @@ func TestAttackPastedSecretsAreNeverQuoted(t *testing.T) {
 		t.Errorf("plain words not quoted: %v", err)
 	}
 }
+
+// TestAttackPastedHugeDurationsAreRefused: durations of 1e10 s and more
+// overflowed a Duration (292 years) and were dropped or misreported; they
+// are refused naming the limit.
+func TestAttackPastedHugeDurationsAreRefused(t *testing.T) {
+	for _, d := range []string{"1e10s", "10000000000s", "315576000000s", "36000001s"} {
+		_, err := GRPCServiceConfig("c.json", []byte(backoff(d)), "")
+		if err == nil || !strings.Contains(err.Error(), "methodConfig[0].retryPolicy.maxBackoff: want at most 3.6e+07s (10000h)") {
+			t.Errorf("maxBackoff %s: %v, want it refused naming the limit", d, err)
+		}
+	}
+	if _, err := GRPCServiceConfig("c.json", []byte(backoff("36000000s")), ""); err != nil {
+		t.Errorf("10000h: %v", err)
+	}
+}
+
+// backoff is a gRPC service config whose retry policy backs off up to d.
+func backoff(d string) string {
+	return `{"methodConfig":[{"name":[{"service":"a.B"}],"retryPolicy":{"maxAttempts":2,"initialBackoff":"0.1s","maxBackoff":"` + d +
+		`","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]}`
+}
