@@ -27,6 +27,10 @@ func init() {
 		badInput{what: "--nats URL with credentials, of another scheme", args: []string{"broker", "outbox-order", "--nats", "tls://alice:hunter2@127.0.0.1:4222"}, code: exitUsage, want: `--nats: want nats://host:port, got "tls://***@127.0.0.1:4222"`},
 		// Item 13: broker exited 1 on SIGINT.
 		badInput{what: "SIGINT or SIGTERM during broker", args: []string{"broker", "outbox-order"}, code: exitInterrupted, want: "interrupted: nothing written", cancelled: true},
+		// Item 13: an empty name was taken.
+		badInput{what: "--set name= (an empty scenario name)", args: []string{"run", "five-layer-chain", "--set", "name="}, code: exitError1, want: "--set name=: name: must not be empty"},
+		// Item 13: validate said ok, and compare then failed.
+		badInput{what: "a variant setting an invalid value", args: []string{"validate", badFile("variant-invalid.yaml")}, code: exitError1, want: "variants[1].set: variant bad: --set services.a.workers=-3: services[0].workers: must be > 0, got -3"},
 		// Item 13: --tls-ca was ignored with a plain target.
 		badInput{what: "load --tls-ca with an http:// target", args: []string{"load", "--target", "http://127.0.0.1:9/", "--tls-ca", badFile("empty.yaml")}, code: exitUsage, want: "--tls-ca applies to an https:// --target"},
 	)
