@@ -1,12 +1,21 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stormsim/stormsim/broker"
+	"github.com/stormsim/stormsim/collapse"
+	"github.com/stormsim/stormsim/inputfile"
+	"github.com/stormsim/stormsim/live"
+	"github.com/stormsim/stormsim/traces"
+	"github.com/stormsim/stormsim/tune"
 )
 
 // The rows of issue 37 (hostile peers, files and viewers) in the
@@ -61,5 +70,48 @@ func TestAttackInputFIFOsDoNotHang(t *testing.T) {
 		}
 		require.Equal(t, exitError1, code, "%v: %s", args, errOut)
 		require.Contains(t, errOut, "not a regular file: it is a named pipe (FIFO)", args)
+	}
+}
+
+// peerLimit is one bound on what a peer (a target, a NATS or reflection
+// server, a viewer) or an input file can make stormsim do, with the test
+// that attacks it.
+type peerLimit struct{ what, limit, sees, test string }
+
+// peerLimits are the bounds of issue 37, as docs/bad-input.md lists them;
+// the figures come from the code where it exports them.
+var peerLimits = []peerLimit{
+	{"a target answering 101 Switching Protocols", "the attempt ends at once", "the attempt fails as the target's error (status 101); a signal still ends the run with partial results", "load: TestAttack101SwitchingProtocolsDoesNotHang"},
+	{"a target sending an answer no request asked for", "a connection with bytes left after its answer, or that received bytes while idle, is closed", "nothing: each request gets its own answer, as with net/http", "load: TestAttackLeanUnsolicitedAnswerIsNotTheNextOnes"},
+	{"an answer net/http refuses (two Content-Lengths, Transfer-Encoding other than chunked, control bytes in a header)", "the lean client refuses what net/http refuses", "the attempt fails as a malformed answer", "load: TestLeanClientAnswersAsNetHTTP, FuzzLeanHead"},
+	{"a NATS server announcing a huge message or line", fmt.Sprintf("a message within the server's max_payload and %s; a line within %s; no TLS", inputfile.Size(broker.MaxPeerPayload), inputfile.Size(broker.MaxPeerLine)), "the connection ends; errors name the server and the bound, e.g. <code>a message of 6000000000 bytes, over the 1048576 accepted</code>", "broker: TestAttackNATSHugeMessageIsRefused, FuzzPeerScan"},
+	{"a NATS server advertising other servers (connect_urls)", "only the servers of --nats are dialed", "nothing: the advertised servers are ignored", "broker: TestAttackNATSDiscoveryStaysOnGivenServers"},
+	{"a --nats URL with credentials", "userinfo is never printed", "<code>nats://***@host:port</code> in every message", "broker: TestAttackNATSCredentialsAreNotPrinted"},
+	{"many concurrent big gRPC calls to serve", "256 streams a connection; fixed 64 KiB / 1 MiB flow-control windows; messages received a few at a time against the held-bodies budget (64 MiB)", "calls past the budget are refused with RESOURCE_EXHAUSTED <code>request body: the service already holds 64 MiB of request bodies, its limit</code>", "load: TestAttackGRPCConcurrentBigCallsAreBounded"},
+	{"a gRPC reflection server sending descriptors without end", "1000 files, 16 MiB of descriptors, 1000 requests", "<code>server reflection at ADDR (or pass a descriptor set): ...: the server sent more than 1000 descriptor files or 16 MiB of them, the limit</code>", "load: TestAttackGRPCReflectionIsBounded"},
+	{"many viewers of the live view", fmt.Sprintf("%d event streams (one more gets 503), %d connections at once (the rest wait in the kernel's backlog), idle connections closed after %v", live.DefaultMaxViewers, live.DefaultMaxViewers+4, live.IdleTimeout), "<code>live: 32 viewers already, the limit</code>", "live: TestAttackLiveViewersAreCapped"},
+	{"a trace file to import", fmt.Sprintf("a regular file of at most %s; %d spans an import; linear time; stops on a signal (exit 130)", inputfile.Size(traces.MaxFile), traces.MaxSpans), "<code>FILE:LINE: too many spans: more than 2000000, the limit of an import (import a sample of the traces)</code>", "traces: TestAttackImportLineNumbersAreLinear, TestAttackImportChainsAndCyclesAreLinear, TestAttackImportRefusesTooManySpans, BenchmarkImport1MSpans"},
+	{"names in imported traces (service.name, file names)", "control characters, line separators and invalid UTF-8 are escaped in every comment, summary line and sample header", "<code>\\x0a</code> where a newline was", "traces: TestAttackImportedNamesCannotInject"},
+	{"tune's sample and vegeta files", fmt.Sprintf("a regular file of at most %s", inputfile.Size(tune.MaxInputFile)), "as for scenario files: <code>FILE: not a regular file: it is a device</code>", "cmd/stormsim: TestAttackInputFIFOsDoNotHang"},
+	{"--tls-ca", "a regular file of at most 1 MiB, and an https:// --target", "as for scenario files; with http:// a usage error", "cmd/stormsim: TestAttackInputFIFOsDoNotHang"},
+	{"a pasted gRPC or Envoy config that is something else", "a key or value is quoted only when it reads as a config's word (at most 64 letters, digits and _ . + - :)", "<code>&lt;a key of 52 bytes, not shown&gt;: not supported</code>, <code>a value of N bytes (not shown: it is no config value)</code>", "paste: TestAttackPastedSecretsAreNeverQuoted"},
+	{"a pasted duration", "at most 10000h", "<code>want at most 3.6e+07s (10000h)</code>", "paste: TestAttackPastedHugeDurationsAreRefused"},
+	{"collapse's effort and Markov chain", fmt.Sprintf("--effort at most %d; a chain of at most %d states; --within at most 10000h; --precision in (0, 1); the batch cap is noted", collapse.MaxEffort, collapse.MaxStates), "see the collapse rows above", "collapse: TestAttackCollapseBigParametersAreRefused, TestAttackCollapseBatchCapIsNoted"},
+	{"--live-speed far below 1x", "the wait for a simulated second is held below what a Duration holds", "nothing: the simulation stays paced", "live: TestAttackLiveSpeedTinyStillPaces"},
+}
+
+// writePeerLimits appends the table of peerLimits to the matrix.
+func writePeerLimits(doc *bytes.Buffer) {
+	doc.WriteString(`
+## Hostile peers and inputs
+
+What a target, a broker, a reflection server, a viewer or an input file can make stormsim do,
+and what the user sees past each bound. Each row is enforced by the test named.
+
+| peer or input | bound | what the user sees | test |
+|---|---|---|---|
+`)
+	for _, l := range peerLimits {
+		fmt.Fprintf(doc, "| %s | %s | %s | %s |\n", mdCell(l.what), mdCell(l.limit), l.sees, mdCell(l.test))
 	}
 }
