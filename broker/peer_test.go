@@ -3,7 +3,11 @@ package broker
 import (
 	"bufio"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -225,4 +229,39 @@ func TestAttackNATSCredentialsAreNotPrinted(t *testing.T) {
 		require.Contains(t, err.Error(), addr)
 	}
 	require.Equal(t, "nats://***@127.0.0.1:4222,nats://127.0.0.1:4223", Redact("nats://a:b@127.0.0.1:4222,nats://127.0.0.1:4223"))
+}
+
+// TestAttackJetStreamStoresAreCleaned: a store left by a process that was
+// killed (SIGKILL skips Close) is removed by the next embedded server,
+// one in use by a live process is kept, and Close removes its own.
+func TestAttackJetStreamStoresAreCleaned(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Run())
+	dead := cmd.Process.Pid // exited: no such process now
+	mk := func(name, pid string, age time.Duration) string {
+		dir := filepath.Join(tmp, storePrefix+name)
+		require.NoError(t, os.Mkdir(dir, 0o700))
+		if pid != "" {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, ownerFile), []byte(pid), 0o600))
+		}
+		old := time.Now().Add(-age)
+		require.NoError(t, os.Chtimes(dir, old, old))
+		return dir
+	}
+	stale := mk("killed", strconv.Itoa(dead), 0)
+	ancient := mk("old", "", 2*staleAge)
+	live := mk("live", strconv.Itoa(os.Getppid()), 0) // the go command, running
+	fresh := mk("fresh", "", 0)                        // an older stormsim's, just made
+	srv, err := Embedded()
+	require.NoError(t, err)
+	require.NoDirExists(t, stale, "the store of a killed process")
+	require.NoDirExists(t, ancient, "an old store without an owner")
+	require.DirExists(t, live, "the store of a running process")
+	require.DirExists(t, fresh, "a new store without an owner")
+	own := srv.dir
+	require.DirExists(t, own)
+	srv.Close()
+	require.NoDirExists(t, own)
 }
