@@ -253,7 +253,7 @@ func TestAttackJetStreamStoresAreCleaned(t *testing.T) {
 	stale := mk("killed", strconv.Itoa(dead), 0)
 	ancient := mk("old", "", 2*staleAge)
 	live := mk("live", strconv.Itoa(os.Getppid()), 0) // the go command, running
-	fresh := mk("fresh", "", 0)                        // an older stormsim's, just made
+	fresh := mk("fresh", "", 0)                       // an older stormsim's, just made
 	srv, err := Embedded()
 	require.NoError(t, err)
 	require.NoDirExists(t, stale, "the store of a killed process")
