@@ -5,6 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -24,8 +29,15 @@ type Server struct {
 // Embedded starts a NATS server with JetStream in this process, listening
 // on 127.0.0.1 on a free port, its store in a temporary directory.
 func Embedded() (*Server, error) {
-	dir, err := os.MkdirTemp("", "stormsim-jetstream-")
+	cleanStale(os.TempDir())
+	dir, err := os.MkdirTemp("", storePrefix)
 	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	// The owner's pid, so that a later run can tell a store left by a
+	// killed process (SIGKILL skips Close) from one in use.
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		os.RemoveAll(dir)
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true})
@@ -40,6 +52,56 @@ func Embedded() (*Server, error) {
 		return nil, errors.New("broker: embedded NATS server not ready after 10s")
 	}
 	return &Server{s: s, dir: dir}, nil
+}
+
+// An embedded server's store is a directory storePrefix* in the temporary
+// directory, holding ownerFile, its process's pid.
+const (
+	storePrefix = "stormsim-jetstream-"
+	ownerFile   = "stormsim.pid"
+	// staleAge is how old a store without an owner file (written by an
+	// older stormsim) must be to be taken as stale.
+	staleAge = time.Hour
+)
+
+// cleanStale removes the stores in tmp that their process left behind:
+// its pid no longer runs, or, with no pid written, it is over staleAge
+// old. Errors are ignored: cleaning is a courtesy.
+func cleanStale(tmp string) {
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), storePrefix) {
+			continue
+		}
+		dir := filepath.Join(tmp, e.Name())
+		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > staleAge {
+				os.RemoveAll(dir)
+			}
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 && !running(pid) {
+			os.RemoveAll(dir)
+		}
+	}
+}
+
+// running reports whether process pid exists (where that can be asked:
+// elsewhere it is taken to, and its store is kept).
+func running(pid int) bool {
+	if runtime.GOOS == "windows" || pid == os.Getpid() {
+		return true
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, syscall.EPERM) // EPERM: it runs, as another user
 }
 
 // URL is the client URL of the server.
@@ -177,7 +239,7 @@ func Walk(ctx context.Context, url string, sc *topology.Scenario, topic string, 
 	defer stop()
 	go p.Run(pctx)
 	if err := t.Wait(ctx); err != nil {
-		return nil, fmt.Errorf("broker: %d of %d intents still in flight: %w", t.InFlight(), n, err)
+		return nil, fmt.Errorf("broker: %d of %d intents still in flight: %w", t.InFlight(), n, conn.g.explain(err))
 	}
 	c.Stop()
 	s := t.Summary()

@@ -192,7 +192,7 @@ func (t *Topic) Consume(ctx context.Context, cfg ConsumerConfig) (*Consumer, err
 	for _, p := range pools {
 		jc, err := t.conn.js.CreateOrUpdateConsumer(ctx, t.stream, p.cc)
 		if err != nil {
-			return nil, fmt.Errorf("broker: topic %s: create consumer %s: %w", t.name, p.cc.Durable, err)
+			return nil, fmt.Errorf("broker: topic %s: create consumer %s: %w", t.name, p.cc.Durable, t.conn.g.explain(err))
 		}
 		jcs = append(jcs, jc)
 	}

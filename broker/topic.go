@@ -30,21 +30,55 @@ const (
 type Conn struct {
 	nc *nats.Conn
 	js jetstream.JetStream
+	g  *peerGuard
 }
 
-// Connect connects to the NATS server at url.
+// Connect connects to the NATS server at url. It dials only the servers
+// url names (never those a server advertises), and bounds what a server
+// can make it hold (MaxPeerPayload, MaxPeerLine): a server breaching a
+// bound ends the connection, and Err reports why.
 func Connect(url string) (*Conn, error) {
-	nc, err := nats.Connect(url)
-	if err != nil {
-		return nil, fmt.Errorf("broker: connect %s: %w", url, err)
+	if strings.Contains(strings.ToLower(url), "tls://") {
+		return nil, fmt.Errorf("broker: connect %s: TLS is not supported: the client bounds what a server sends by reading its protocol, which TLS hides", Redact(url))
 	}
+	g := newPeerGuard(url)
+	nc, err := nats.Connect(url, nats.SetCustomDialer(g), nats.IgnoreDiscoveredServers())
+	if err != nil {
+		return nil, fmt.Errorf("broker: connect %s: %w", Redact(url), redactErr(url, g.explain(err)))
+	}
+	g.attach(nc)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	return &Conn{nc: nc, js: js}, nil
+	return &Conn{nc: nc, js: js, g: g}, nil
 }
+
+// redactErr is err with every credential of urls in its message replaced,
+// for errors of nats.go that quote the URL.
+func redactErr(urls string, err error) error {
+	msg, red := err.Error(), err.Error()
+	for _, s := range strings.Split(urls, ",") {
+		if at := strings.LastIndexByte(s, '@'); at >= 0 {
+			start := strings.Index(s, "://") + 3
+			if start < 3 || start > at {
+				start = 0
+			}
+			if cred := s[start:at]; cred != "" {
+				red = strings.ReplaceAll(red, cred, "***")
+			}
+		}
+	}
+	if red == msg {
+		return err
+	}
+	return errors.New(red)
+}
+
+// Err is the bound the server breached, which ended the connection, or
+// nil.
+func (c *Conn) Err() error { return c.g.failed() }
 
 // Close closes the connection.
 func (c *Conn) Close() { c.nc.Close() }
@@ -115,7 +149,7 @@ func (c *Conn) NewTopic(ctx context.Context, name string, consume *topology.Cons
 	t := &Topic{name: name, stream: stream, subject: "stormsim.topic." + stream, conn: c, fx: fx, keys: keys, ordered: consume.Ordered && keys > 0,
 		intents: map[uint64]*model.Intent{}, msgs: map[uint64]*model.Intent{}, folded: make(chan struct{}, 1)}
 	if _, err := c.js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{t.subject + ".>"}, Storage: jetstream.MemoryStorage}); err != nil {
-		return nil, fmt.Errorf("broker: topic %s: create stream %s: %w", name, stream, err)
+		return nil, fmt.Errorf("broker: topic %s: create stream %s: %w", name, stream, c.g.explain(err))
 	}
 	return t, nil
 }
@@ -176,7 +210,7 @@ func (t *Topic) publish(ctx context.Context, in *model.Intent) error {
 	ack, err := t.conn.js.PublishMsg(ctx, m)
 	if err != nil {
 		t.publishErrors++
-		return fmt.Errorf("broker: topic %s: publish: %w", t.name, err)
+		return fmt.Errorf("broker: topic %s: publish: %w", t.name, t.conn.g.explain(err))
 	}
 	in.Hold()
 	t.msgs[ack.Sequence] = in
@@ -312,13 +346,13 @@ func (t *Topic) deadLetters() (*nats.Subscription, error) {
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("broker: topic %s: subscribe to advisories: %w", t.name, err)
+		return nil, fmt.Errorf("broker: topic %s: subscribe to advisories: %w", t.name, t.conn.g.explain(err))
 	}
 	// The advisory must not be missed: make sure the server has the
 	// subscription before the first delivery.
 	if err := t.conn.nc.Flush(); err != nil {
 		sub.Unsubscribe()
-		return nil, fmt.Errorf("broker: topic %s: %w", t.name, err)
+		return nil, fmt.Errorf("broker: topic %s: %w", t.name, t.conn.g.explain(err))
 	}
 	return sub, nil
 }

@@ -290,6 +290,15 @@ func Fit(sc *topology.Scenario, l Level) (*Fitted, error) {
 	if (l.Kind == Queue && target > *s.Queue) || (l.Kind != Queue && target > cap) {
 		return nil, fmt.Errorf("ctmc: the level %s is above what services.%s holds (%d workers + queue %d): it is never reached", l, s.Name, s.Workers, *s.Queue)
 	}
+	// The chain's size, counted in floating point (it overflows int for a
+	// queue of 1e10): cap+1 states without retries, (cap+1)(cap+2)/2 with.
+	states := float64(cap) + 1
+	if !(attempts == 1 && (!s.CancelOnTimeout || c.Timeout == 0)) {
+		states = (float64(cap) + 1) * (float64(cap) + 2) / 2
+	}
+	if states > MaxStates {
+		return nil, fmt.Errorf("ctmc: services.%s's chain would have %.3g states (%d workers + queue %d), more than the %d the solver holds (use --method splitting)", s.Name, states, s.Workers, *s.Queue, MaxStates)
+	}
 	if attempts == 1 && (!s.CancelOnTimeout || c.Timeout == 0) {
 		// Every attempt stays at the service until served: M/M/c/K.
 		bt := target

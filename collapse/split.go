@@ -26,8 +26,17 @@ const (
 	// because integer levels rarely allow the exact share.
 	pilotSuccess = 0.2
 	minBatches   = 30
-	maxBatches   = 10_000
+	// MaxEffort bounds Options.Effort: each run of a level keeps its
+	// state, so a billion runs per level ran out of memory.
+	MaxEffort = 100_000
+	// MaxStates bounds the Markov chain Solve builds (a few hundred
+	// bytes a state, with its transitions and the solver's vectors).
+	MaxStates = 5_000_000
 )
+
+// maxBatches bounds the batches Split runs for its precision; an estimate
+// that stops there says so. Tests shrink it.
+var maxBatches = 10_000
 
 // Options set what Split estimates and how hard it works.
 type Options struct {
@@ -177,6 +186,9 @@ func Split(ctx context.Context, sc *topology.Scenario, opt Options) (*Estimate, 
 			break
 		}
 	}
+	if len(vs) == maxBatches && !(mean > 0 && half <= prec*mean) {
+		est.Notes = append(est.Notes, fmt.Sprintf("stopped after %d batches, the most run, before the precision target ±%g (reached ±%.3g)", maxBatches, prec, half/max(mean, math.SmallestNonzeroFloat64)))
+	}
 	est.Batches = len(vs)
 	est.Probability = mean
 	est.CI95 = [2]float64{max(mean-half, 0), min(mean+half, 1)}
@@ -231,10 +243,14 @@ func (o Options) validate() error {
 	switch {
 	case o.Within <= 0:
 		return fmt.Errorf("within %v: the horizon must be positive", o.Within)
-	case o.Precision < 0 || o.Precision >= 1:
+	case o.Within > topology.MaxDuration:
+		return fmt.Errorf("within %v: must be at most %v, a scenario's longest duration", o.Within, topology.MaxDuration)
+	case !(o.Precision >= 0 && o.Precision < 1): // NaN too
 		return fmt.Errorf("precision %g: want a relative half-width in (0, 1), e.g. 0.2", o.Precision)
 	case o.Effort < 0 || o.Effort == 1:
 		return fmt.Errorf("effort %d: want at least 2 runs per level", o.Effort)
+	case o.Effort > MaxEffort:
+		return fmt.Errorf("effort %d: must be at most %d runs per level", o.Effort, MaxEffort)
 	case o.Horizon < 0:
 		return fmt.Errorf("horizon %v: want a positive duration, or 0 for the whole of within", o.Horizon)
 	}

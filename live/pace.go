@@ -44,13 +44,21 @@ func (p *Pacer) Wait(ctx context.Context, simNow time.Duration) {
 		now, sleep = time.Now, sleepCtx
 	}
 	if p.start.IsZero() {
-		p.start = now().Add(-time.Duration(float64(simNow) / p.Speed))
+		p.start = now().Add(-p.wall(simNow))
 		return
 	}
-	due := p.start.Add(time.Duration(float64(simNow) / p.Speed))
+	due := p.start.Add(p.wall(simNow))
 	if d := due.Sub(now()); d > 0 {
 		sleep(ctx, d)
 	}
+}
+
+// wall is the wall-clock time simNow takes at Speed, held below what a
+// Duration holds: at a speed of 1e-10x a simulated second is 317 years,
+// which overflowed to a negative wait, and pacing silently stopped.
+func (p *Pacer) wall(simNow time.Duration) time.Duration {
+	const most = float64(math.MaxInt64 / 4)
+	return time.Duration(min(float64(simNow)/p.Speed, most))
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

@@ -85,3 +85,22 @@ func FuzzParseSpeed(f *testing.F) {
 		}
 	})
 }
+
+// TestAttackLiveSpeedTinyStillPaces: at 1e-10x (a simulated second in
+// 317 years) the wait overflowed a Duration, went negative, and pacing
+// silently stopped; it must keep holding the simulation back (for 50
+// years at least, past which a Duration is held to its quarter).
+func TestAttackLiveSpeedTinyStillPaces(t *testing.T) {
+	for _, speed := range []float64{1e-9, 1e-10, 1e-300} {
+		wall := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		var slept []time.Duration
+		p := &Pacer{Speed: speed, now: func() time.Time { return wall },
+			sleep: func(_ context.Context, d time.Duration) { slept = append(slept, d) }}
+		p.Wait(context.Background(), 0)
+		p.Wait(context.Background(), time.Second)
+		want := time.Duration(min(float64(time.Second)/speed, float64(50*365*24*time.Hour)))
+		if len(slept) != 1 || slept[0] < want {
+			t.Errorf("speed %g: slept %v, want at least %v", speed, slept, want)
+		}
+	}
+}

@@ -12,7 +12,10 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/netutil"
 
 	"github.com/stormsim/stormsim/charts"
 	"github.com/stormsim/stormsim/load"
@@ -25,6 +28,10 @@ const (
 	DefaultLogBytes     = 8 << 20
 	DefaultWriteTimeout = 10 * time.Second
 	DefaultHeartbeat    = 15 * time.Second
+	DefaultMaxViewers   = 32
+	// IdleTimeout closes a viewer's connection idle between requests
+	// (after the page, say), so that it holds no descriptor.
+	IdleTimeout = 30 * time.Second
 )
 
 // Options configure a Server. Zero fields take the defaults above.
@@ -45,6 +52,11 @@ type Options struct {
 	// Heartbeat is how often an idle stream gets a comment line, so
 	// proxies keep it open and dead viewers are found (default 15s).
 	Heartbeat time.Duration
+	// MaxViewers bounds the event streams served at once (default 32);
+	// one more is answered 503. The view accepts at most MaxViewers+4
+	// connections at once (the rest wait in the kernel's backlog), so
+	// viewers cannot take the descriptors of the services beside it.
+	MaxViewers int
 }
 
 // Point is one finished point of a sweep or a capacity search.
@@ -65,8 +77,10 @@ type Server struct {
 	srv  *http.Server
 	page []byte
 	log  eventLog
-	// viewers counts the /events handlers running, for Close.
+	// viewers counts the /events handlers running, for Close; streams
+	// those streaming, against MaxViewers.
 	viewers sync.WaitGroup
+	streams atomic.Int64
 	served  chan struct{}
 	// viewed is closed when the first viewer connects to /events.
 	viewed     chan struct{}
@@ -98,6 +112,9 @@ func Start(opt Options) (*Server, error) {
 	if opt.Heartbeat <= 0 {
 		opt.Heartbeat = DefaultHeartbeat
 	}
+	if opt.MaxViewers <= 0 {
+		opt.MaxViewers = DefaultMaxViewers
+	}
 	page, err := renderPage(opt.Title)
 	if err != nil {
 		return nil, err
@@ -111,10 +128,11 @@ func Start(opt Options) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.servePage)
 	mux.HandleFunc("GET /events", s.serveEvents)
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: IdleTimeout}
+	limited := netutil.LimitListener(ln, opt.MaxViewers+4)
 	go func() {
 		defer close(s.served)
-		_ = s.srv.Serve(ln)
+		_ = s.srv.Serve(limited)
 	}()
 	return s, nil
 }
@@ -233,6 +251,13 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	s.viewers.Add(1)
 	defer s.viewers.Done()
+	if n := s.streams.Add(1); n > int64(s.opt.MaxViewers) {
+		s.streams.Add(-1)
+		w.Header().Set("Retry-After", "10")
+		http.Error(w, fmt.Sprintf("live: %d viewers already, the limit", s.opt.MaxViewers), http.StatusServiceUnavailable)
+		return
+	}
+	defer s.streams.Add(-1)
 	s.viewedOnce.Do(func() { close(s.viewed) })
 	rc := http.NewResponseController(w)
 	h := w.Header()

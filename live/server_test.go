@@ -234,7 +234,7 @@ func TestStalledViewersCannotSlowTheRun(t *testing.T) {
 		events    = 20000
 		logEvents = 256
 	)
-	srv := start(t, live.Options{LogEvents: logEvents, WriteTimeout: 3 * time.Second})
+	srv := start(t, live.Options{LogEvents: logEvents, WriteTimeout: 3 * time.Second, MaxViewers: viewers + 1})
 	stall(t, srv.URL(), viewers)
 	// One slow but live viewer, to check what a viewer that falls behind
 	// is told.

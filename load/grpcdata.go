@@ -25,6 +25,16 @@ import (
 // reflectionTimeout bounds asking a server for its descriptors.
 const reflectionTimeout = 10 * time.Second
 
+// Bounds on what a reflection server can make the client hold or ask:
+// a method's descriptors are a few files of kilobytes, and a hostile
+// server answering every import with more imports, or with megabytes,
+// grew the client to 3.2 GB within reflectionTimeout.
+const (
+	maxReflectFiles    = 1000     // files received, all answers together
+	maxReflectBytes    = 16 << 20 // bytes of descriptors received
+	maxReflectRequests = 1000     // requests sent on the stream
+)
+
 // reflectionV1AlphaMethod is the reflection service of servers that
 // predate v1.
 const reflectionV1AlphaMethod = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
@@ -137,7 +147,11 @@ func reflectFiles(ctx context.Context, addr, symbol string) (*protoregistry.File
 	// v1 first; servers that predate it serve v1alpha, whose messages are
 	// v1's on the wire.
 	var stream grpc.ClientStream
+	var files, bytes, requests int
 	ask := func(req *reflectionv1.ServerReflectionRequest) ([]*descriptorpb.FileDescriptorProto, error) {
+		if requests++; requests > maxReflectRequests {
+			return nil, fmt.Errorf("more than %d requests for the files a method needs, the limit (is the server answering imports with imports?)", maxReflectRequests)
+		}
 		// io.EOF: the server ended the stream (an unknown service, say);
 		// RecvMsg tells why.
 		if err := stream.SendMsg(req); err != nil && !errors.Is(err, io.EOF) {
@@ -152,6 +166,9 @@ func reflectFiles(ctx context.Context, addr, symbol string) (*protoregistry.File
 		}
 		var out []*descriptorpb.FileDescriptorProto
 		for _, b := range resp.GetFileDescriptorResponse().GetFileDescriptorProto() {
+			if files, bytes = files+1, bytes+len(b); files > maxReflectFiles || bytes > maxReflectBytes {
+				return nil, fmt.Errorf("the server sent more than %d descriptor files or %d MiB of them, the limit", maxReflectFiles, maxReflectBytes>>20)
+			}
 			f := new(descriptorpb.FileDescriptorProto)
 			if err := proto.Unmarshal(b, f); err != nil {
 				return nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -93,11 +94,17 @@ func (emulatedServices) GetServiceInfo() map[string]grpc.ServiceInfo {
 // bodies, and so is the metadata. opts add to the server's options (a
 // tracing stats handler: Tracing.GRPCServerHandler).
 func NewGRPCServer(s *Service, opts ...grpc.ServerOption) *grpc.Server {
+	recv := make(grpcReceivers, max(1, maxHeldBodies/maxBody/grpcReceiveShare))
 	srv := grpc.NewServer(append([]grpc.ServerOption{
 		grpc.ForceServerCodec(rawCodec{}),
-		grpc.UnknownServiceHandler(s.serveGRPC),
+		grpc.UnknownServiceHandler(func(_ any, st grpc.ServerStream) error { return s.serveGRPC(recv, st) }),
 		grpc.MaxRecvMsgSize(maxBody),
 		grpc.MaxHeaderListSize(maxHeaderBytes),
+		grpc.MaxConcurrentStreams(maxGRPCStreams),
+		// A fixed window (no BDP growth): what a call sends before its
+		// handler reads it waits in at most grpcStreamWindow of buffer.
+		grpc.InitialWindowSize(grpcStreamWindow),
+		grpc.InitialConnWindowSize(grpcConnWindow),
 	}, opts...)...)
 	ropts := reflection.ServerOptions{Services: emulatedServices{}, DescriptorResolver: emulatedResolver{}}
 	reflectionv1.RegisterServerReflectionServer(srv, reflection.NewServerV1(ropts))
@@ -134,6 +141,78 @@ func codeOfAnswer(st int, pushback bool) codes.Code {
 	return codes.Internal
 }
 
+// Bounds on what gRPC calls can make a service hold, beside the
+// held-bodies budget its admitted attempts are charged (holdBody).
+// grpc-go buffers a message whole, and copies it, before the handler can
+// charge it: so messages are received only a few at a time, each
+// reserving maxBody until its bytes are charged to the budget.
+const (
+	// maxGRPCStreams bounds the calls open at once on one connection
+	// (grpc-go sets no limit); more wait in the client.
+	maxGRPCStreams = 256
+	// grpcStreamWindow and grpcConnWindow are the flow-control windows:
+	// the bytes a call, and a connection, may send unread.
+	grpcStreamWindow = 64 << 10
+	grpcConnWindow   = 1 << 20
+	// grpcReceiveShare: messages being received hold at most
+	// maxHeldBodies/grpcReceiveShare bytes at once (and one at least).
+	grpcReceiveShare = 4
+)
+
+// grpcReceivers is a service's slots for messages being received: a call
+// takes one (each is maxBody of memory) before grpc-go assembles its
+// message, and gives it back once the service has read the message as
+// its attempt's body and charged it.
+type grpcReceivers chan struct{}
+
+// receive waits for a slot (or ctx's end), receives stream's message and
+// returns it as a body whose reading to the end gives the slot back (so
+// does Close, which is idempotent).
+func (r grpcReceivers) receive(ctx context.Context, stream grpc.ServerStream) (*grpcBody, error) {
+	select {
+	case r <- struct{}{}:
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	b := &grpcBody{slots: r}
+	var in frame
+	if err := stream.RecvMsg(&in); err != nil {
+		b.Close()
+		return nil, err
+	}
+	b.b = in.b
+	return b, nil
+}
+
+// grpcBody is a received message read as an attempt's body: read to its
+// end, it drops the message (the attempt holds its own copy, charged to
+// the budget) and gives its receive slot back.
+type grpcBody struct {
+	b     []byte
+	slots grpcReceivers
+	done  bool
+}
+
+func (b *grpcBody) Read(p []byte) (int, error) {
+	if len(b.b) == 0 {
+		b.Close()
+		return 0, io.EOF
+	}
+	n := copy(p, b.b)
+	b.b = b.b[n:]
+	return n, nil
+}
+
+// Close drops the message and gives the slot back, once.
+func (b *grpcBody) Close() error {
+	b.b = nil
+	if !b.done {
+		b.done = true
+		<-b.slots
+	}
+	return nil
+}
+
 // answerRecorder is the http.ResponseWriter a gRPC attempt is served
 // with: the service's HTTP work path writes the machine's answer into
 // it, and serveGRPC turns that into a status and trailers.
@@ -164,13 +243,14 @@ func (r *answerRecorder) Write(b []byte) (int, error) {
 // machine decides, and its answer becomes a status code with the
 // pushback in grpc-retry-pushback-ms. The call's deadline (grpc-timeout)
 // is the propagated remaining deadline.
-func (s *Service) serveGRPC(_ any, stream grpc.ServerStream) error {
+func (s *Service) serveGRPC(recv grpcReceivers, stream grpc.ServerStream) error {
 	ctx := stream.Context()
-	var in frame
-	if err := stream.RecvMsg(&in); err != nil {
+	body, err := recv.receive(ctx, stream)
+	if err != nil {
 		return err
 	}
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, "/", bytes.NewReader(in.b))
+	defer body.Close()
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, "/", body)
 	if err != nil {
 		return status.Error(codes.Internal, err.Error())
 	}

@@ -251,6 +251,14 @@ func send(ctx context.Context, client *http.Client, rt http.RoundTripper, a *Att
 	if err != nil {
 		return t.failed(ClassifyError(err, context.Cause(ctx)), ctx)
 	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// The body of a 101 is the connection itself, which neither the
+		// attempt's context nor its deadline bounds any more: the driver
+		// asked for no upgrade, so the answer is the target's error, and
+		// the connection is closed unread.
+		resp.Body.Close()
+		return ClassifyStatus(resp.StatusCode, resp.Header)
+	}
 	_, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if err != nil {

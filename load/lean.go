@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -193,12 +194,19 @@ func (lc *leanClient) conn(ctx context.Context, deadline time.Time, lp *leanPhas
 		lc.mu.Unlock()
 		return nil, errLeanAborted
 	}
-	if n := len(lc.idle); n > 0 {
+	for n := len(lc.idle); n > 0; n = len(lc.idle) {
 		cn := lc.idle[n-1]
 		lc.idle[n-1] = nil
 		lc.idle = lc.idle[:n-1]
-		lc.mu.Unlock()
-		return cn, nil
+		if idleClean(cn.c) {
+			lc.mu.Unlock()
+			return cn, nil
+		}
+		// Bytes arrived while the connection was idle, answering no
+		// request (or it was closed): as net/http, close it rather than
+		// read them as the next attempt's answer.
+		cn.c.Close()
+		delete(lc.open, cn)
 	}
 	lc.mu.Unlock()
 	d := net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Deadline: deadline}
@@ -278,7 +286,9 @@ func (lc *leanClient) exchange(cn *leanConn, a *Attempt, deadline time.Time, lp 
 			break
 		}
 	}
-	keep = !h.close
+	// A 101 hands the connection over to another protocol: its bytes
+	// are no HTTP answer, so the connection serves no other attempt.
+	keep = !h.close && h.status != 101
 	switch {
 	case a.Method == "HEAD" || h.status == 204 || h.status == 304 || (h.status >= 100 && h.status < 200):
 	case h.chunked:
@@ -291,6 +301,10 @@ func (lc *leanClient) exchange(cn *leanConn, a *Attempt, deadline time.Time, lp 
 	}
 	if err != nil {
 		return ans, false, false, err
+	}
+	if cn.r.Buffered() > 0 {
+		// More than the answer came: no request of ours asked for it.
+		keep = false
 	}
 	return classifyStatus(h.status, h.get), keep, false, nil
 }
@@ -356,7 +370,11 @@ func (h *leanHeader) get(k string) string {
 var errLeanHead = errors.New("load: malformed HTTP answer")
 
 // readLeanHead reads an answer's status line and headers, at most
-// maxResponseHeaderBytes of them.
+// maxResponseHeaderBytes of them, refusing what net/http's client
+// refuses (http.ReadResponse): a malformed status line or version,
+// header names that are not tokens, control bytes (NUL, CR, ...) in
+// values, Content-Length headers that differ or are not a number, and a
+// Transfer-Encoding other than one "chunked" on HTTP/1.1.
 func readLeanHead(r *bufio.Reader) (h leanHeader, err error) {
 	h.length = -1
 	line, err := r.ReadSlice('\n')
@@ -364,17 +382,22 @@ func readLeanHead(r *bufio.Reader) (h leanHeader, err error) {
 		return h, headErr(err)
 	}
 	n := len(line)
-	// "HTTP/1.x NNN reason"
-	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
+	// "HTTP/1.x NNN[ reason]"
+	line = trimEOL(line)
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || !isDigit(line[7]) || line[8] != ' ' ||
+		(len(line) > 12 && line[12] != ' ') {
 		return h, errLeanHead
 	}
 	for _, c := range line[9:12] {
-		if c < '0' || c > '9' {
+		if !isDigit(c) {
 			return h, errLeanHead
 		}
 		h.status = h.status*10 + int(c-'0')
 	}
-	h.close = line[7] == '0' // HTTP/1.0 closes unless told otherwise
+	http11 := line[7] != '0'
+	h.close = !http11 // HTTP/1.0 closes unless told otherwise
+	var length []byte // the first Content-Length
+	encodings := 0
 	for {
 		line, err = r.ReadSlice('\n')
 		if err != nil {
@@ -383,24 +406,49 @@ func readLeanHead(r *bufio.Reader) (h leanHeader, err error) {
 		if n += len(line); n > maxResponseHeaderBytes {
 			return h, errLeanHead
 		}
-		line = bytes.TrimRight(line, "\r\n")
+		line = trimEOL(line)
 		if len(line) == 0 {
-			return h, nil
+			break
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			// A folded line (obs-fold): net/http joins it to the one
+			// before, or refuses it first; the lean client refuses it.
+			return h, errLeanHead
 		}
 		i := bytes.IndexByte(line, ':')
 		if i <= 0 {
 			return h, errLeanHead
 		}
-		name, val := line[:i], bytes.TrimSpace(line[i+1:])
-		switch {
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			v, err := strconv.ParseInt(string(val), 10, 64) // no copy: string(val) is not kept
-			if err != nil || v < 0 {
+		name, val := line[:i], line[i+1:]
+		for _, c := range name {
+			if !validHeaderNameByte(c) {
 				return h, errLeanHead
 			}
-			h.length = v
+		}
+		for _, c := range val {
+			if !validHeaderValueByte(c) {
+				return h, errLeanHead
+			}
+		}
+		val = bytes.Trim(val, " \t")
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if length == nil {
+				length = val
+				v, err := strconv.ParseUint(string(val), 10, 63) // no copy: string(val) is not kept
+				if err != nil {
+					return h, errLeanHead
+				}
+				h.length = int64(v)
+			} else if !bytes.Equal(length, val) {
+				return h, errLeanHead // two lengths: which one frames the body?
+			}
 		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			h.chunked = bytes.Contains(bytes.ToLower(val), []byte("chunked"))
+			encodings++
+			h.chunked = bytes.EqualFold(val, []byte("chunked"))
+			if http11 && (encodings > 1 || !h.chunked) {
+				return h, errLeanHead
+			}
 		case bytes.EqualFold(name, []byte("Connection")):
 			lv := bytes.ToLower(val)
 			if bytes.Contains(lv, []byte("close")) {
@@ -416,6 +464,38 @@ func readLeanHead(r *bufio.Reader) (h leanHeader, err error) {
 			}
 		}
 	}
+	if !http11 {
+		h.chunked = false // HTTP/1.0 has no Transfer-Encoding (as net/http reads it)
+	}
+	if h.chunked {
+		h.length = -1
+	}
+	return h, nil
+}
+
+// trimEOL drops a line's LF and the one CR before it.
+func trimEOL(line []byte) []byte {
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	return bytes.TrimSuffix(line, []byte("\r"))
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// validHeaderNameByte reports whether c may be in a header name: a token
+// character (RFC 9110), or a space, which net/http tolerates.
+func validHeaderNameByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', isDigit(c):
+		return true
+	}
+	return c == ' ' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// validHeaderValueByte reports whether c may be in a header value: no
+// control byte but a tab (obs-text, 0x80 and above, allowed), as
+// net/textproto reads values.
+func validHeaderValueByte(c byte) bool {
+	return c == '\t' || (c >= 0x20 && c != 0x7f)
 }
 
 // headErr maps a read error of an answer's head: a head too long for the

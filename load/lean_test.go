@@ -84,7 +84,23 @@ func TestLeanClientAnswersAsNetHTTP(t *testing.T) {
 		{"interim", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", policies.OK},
 		{"http/1.0 to close", "HTTP/1.0 200 OK\r\n\r\nthe body runs to the end", policies.OK},
 		{"connection close", "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", policies.Unavailable},
+		{"switching protocols", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\nraw bytes of another protocol", policies.Error},
 		{"malformed", "SPDY/9 200 OK\r\n\r\n", policies.Error},
+		// What net/http refuses, the lean client must refuse (issue 37).
+		{"two Content-Lengths that differ", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok!", policies.Error},
+		{"two Content-Lengths that agree", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok", policies.OK},
+		{"Content-Length with a sign", "HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok", policies.Error},
+		{"Transfer-Encoding merely containing chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", policies.Error},
+		{"Transfer-Encoding xchunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: xchunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", policies.Error},
+		{"two Transfer-Encodings", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", policies.Error},
+		{"Transfer-Encoding on HTTP/1.0 ignored", "HTTP/1.0 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 2\r\n\r\nok", policies.OK},
+		{"chunked with a Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", policies.OK},
+		{"NUL in a value", "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\x00\r\nContent-Length: 0\r\n\r\n", policies.Error},
+		{"CR in a value", "HTTP/1.1 503 Service Unavailable\r\nX-Stormsim-Outcome: timeout\rX-Evil: 1\r\nContent-Length: 0\r\n\r\n", policies.Error},
+		{"space in a header name", "HTTP/1.1 200 OK\r\nContent Length: 2\r\n\r\nok", policies.OK},
+		{"control byte in a header name", "HTTP/1.1 200 OK\r\nX\x01: 2\r\nContent-Length: 2\r\n\r\nok", policies.Error},
+		{"status of four digits", "HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n", policies.Error},
+		{"version not a digit", "HTTP/1.x 200 OK\r\nContent-Length: 0\r\n\r\n", policies.Error},
 		{"no answer", "", policies.Timeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -213,13 +229,18 @@ func TestLeanClientSendsWhatNetHTTPSends(t *testing.T) {
 }
 
 // FuzzLeanHead feeds arbitrary answers to the lean client's parser: it
-// must never panic, and when both it and net/http read an answer's head,
-// they must agree on its status.
+// must never panic, and it must never accept a head net/http refuses;
+// when it accepts one, both agree on its status and on how its body is
+// delimited.
 func FuzzLeanHead(f *testing.F) {
 	f.Add("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 	f.Add("HTTP/1.1 503 x\r\nRetry-After-Ms: 5\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n\r\n")
 	f.Add("HTTP/1.0 100 Continue\r\n\r\n")
 	f.Add("HTTP/1.1 2000 OK\r\n\r\n")
+	f.Add("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok!")
+	f.Add("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n")
+	f.Add("HTTP/1.1 200 OK\r\nX: a\x00b\r\nY: c\rd\r\n\r\n")
+	f.Add("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		r := bufio.NewReader(strings.NewReader(s))
 		h, err := readLeanHead(r)
@@ -231,11 +252,15 @@ func FuzzLeanHead(f *testing.F) {
 		}
 		resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(s)), nil)
 		if err != nil {
-			return
+			t.Fatalf("the lean client read a head net/http refuses (%v): %+v", err, h)
 		}
 		resp.Body.Close()
 		if resp.StatusCode != h.status {
 			t.Fatalf("status %d, net/http read %d", h.status, resp.StatusCode)
+		}
+		chunked := len(resp.TransferEncoding) > 0
+		if h.status >= 200 && h.status != 204 && h.status != 304 && (chunked != h.chunked || (!chunked && resp.ContentLength != h.length)) {
+			t.Fatalf("body: chunked %v, length %d; net/http: chunked %v, length %d", h.chunked, h.length, chunked, resp.ContentLength)
 		}
 	})
 }

@@ -120,7 +120,7 @@ func (r *reader) envoyRetryPolicy(n *yaml.Node, path string, p *Policies) {
 				r.add(pr, pp+".name", "required")
 			} else if name, ok := r.str(nv, pp+".name"); ok {
 				if name != envoyPreviousHosts {
-					r.add(nv, pp+".name", "%q is not supported (stormsim: %s, as retry.other_host)", name, envoyPreviousHosts)
+					r.add(nv, pp+".name", "%s is not supported (stormsim: %s, as retry.other_host)", shown(name), envoyPreviousHosts)
 					continue
 				}
 				rc.OtherHost = true
@@ -146,7 +146,7 @@ func (r *reader) envoyRetryPolicy(n *yaml.Node, path string, p *Policies) {
 			}
 			cl, ok := envoyRetryOn[cond]
 			if !ok {
-				r.add(v, path+".retry_on", "condition %q is not supported (stormsim: %s, retriable-status-codes)", cond, strings.Join(envoyConds(), ", "))
+				r.add(v, path+".retry_on", "condition %s is not supported (stormsim: %s, retriable-status-codes)", shown(cond), strings.Join(envoyConds(), ", "))
 				continue
 			}
 			for _, o := range cl {
@@ -211,10 +211,10 @@ func (r *reader) envoyRetryPolicy(n *yaml.Node, path string, p *Policies) {
 				hp := path + ".rate_limited_retry_back_off.reset_headers[" + strconv.Itoa(i) + "]"
 				hf := r.fields(h, hp, []string{"name", "format"}, nil)
 				if nv := hf["name"]; nv != nil && !strings.EqualFold(nv.Value, "retry-after") {
-					r.add(nv, hp+".name", "stormsim callees send Retry-After only, not %q", nv.Value)
+					r.add(nv, hp+".name", "stormsim callees send Retry-After only, not %s", shown(nv.Value))
 				}
 				if fv := hf["format"]; fv != nil && fv.Value != "SECONDS" {
-					r.add(fv, hp+".format", "stormsim's Retry-After is in SECONDS, not %s", fv.Value)
+					r.add(fv, hp+".format", "stormsim's Retry-After is in SECONDS, not %s", shown(fv.Value))
 				}
 			}
 		}
@@ -297,7 +297,7 @@ func (r *reader) envoyBalance(top map[string]*yaml.Node, p *Policies) {
 			}
 		}
 	default:
-		r.add(lb, "lb_policy", "%q is not supported (stormsim: ROUND_ROBIN, RANDOM, LEAST_REQUEST)", name)
+		r.add(lb, "lb_policy", "%s is not supported (stormsim: ROUND_ROBIN, RANDOM, LEAST_REQUEST)", shown(name))
 	}
 	if cfg != nil && name != "LEAST_REQUEST" {
 		r.add(cfg, "least_request_lb_config", "only with lb_policy: LEAST_REQUEST")
@@ -373,7 +373,7 @@ func (r *reader) envoyThreshold(n *yaml.Node, path string, b *policies.BudgetCon
 		if pv := pf["value"]; pv != nil {
 			if x, ok := r.number(pv, path+".retry_budget.budget_percent.value"); ok {
 				if x <= 0 || x > 100 {
-					r.add(pv, path+".retry_budget.budget_percent.value", "must be in (0, 100], got %v", pv.Value)
+					r.add(pv, path+".retry_budget.budget_percent.value", "must be in (0, 100], got %s", shown(pv.Value))
 				} else {
 					b.Percent = x
 				}

@@ -166,7 +166,7 @@ func (r *reader) retryPolicy(n *yaml.Node, path string, p *Policies) {
 		if x, ok := r.number(v, path+".backoffMultiplier"); ok {
 			if x < 1 {
 				// grpc-go accepts (0, 1); stormsim's backoff never shrinks.
-				r.add(v, path+".backoffMultiplier", "must be ≥ 1 in stormsim, got %v", v.Value)
+				r.add(v, path+".backoffMultiplier", "must be ≥ 1 in stormsim, got %s", shown(v.Value))
 			} else {
 				rc.Backoff.Multiplier = x
 			}
@@ -234,7 +234,7 @@ func (r *reader) codes(n *yaml.Node, path string) []policies.RetryClass {
 			name = grpcCodes[k]
 		}
 		if !contains(grpcCodes, name) {
-			r.add(c, p, "unknown gRPC status code %q", c.Value)
+			r.add(c, p, "unknown gRPC status code %s", shown(c.Value))
 			continue
 		}
 		o, ok := grpcClass[name]
@@ -254,7 +254,7 @@ func (r *reader) throttling(n *yaml.Node, path string) *policies.BudgetConfig {
 		r.add(n, path+".maxTokens", "required (A6)")
 	} else if x, ok := r.number(v, path+".maxTokens"); ok {
 		if x <= 0 || x > 1000 {
-			r.add(v, path+".maxTokens", "must be in (0, 1000] (A6), got %v", v.Value)
+			r.add(v, path+".maxTokens", "must be in (0, 1000] (A6), got %s", shown(v.Value))
 		} else {
 			b.MaxTokens = x
 		}
@@ -265,7 +265,7 @@ func (r *reader) throttling(n *yaml.Node, path string) *policies.BudgetConfig {
 		// A6: "tokenRatio ... will be truncated to three decimal places".
 		x = math.Trunc(x*1000) / 1000
 		if x <= 0 {
-			r.add(v, path+".tokenRatio", "must be > 0 after truncation to 3 decimals (A6), got %v", v.Value)
+			r.add(v, path+".tokenRatio", "must be > 0 after truncation to 3 decimals (A6), got %s", shown(v.Value))
 		} else {
 			b.TokenRatio = x
 		}

@@ -147,7 +147,7 @@ func (r *reader) fields(n *yaml.Node, path string, known []string, why map[strin
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		f := join(path, k.Value)
+		f := join(path, fieldName(k.Value))
 		switch {
 		case out[k.Value] != nil:
 			r.add(k, f, "given twice")
@@ -160,6 +160,47 @@ func (r *reader) fields(n *yaml.Node, path string, known []string, why map[strin
 		}
 	}
 	return out
+}
+
+// A pasted file may be anything (a credentials file pasted by mistake):
+// what it holds is quoted in a problem only when it reads as a config's
+// word, a field name or a short value. The rest is described, not shown.
+const maxShown = 64
+
+// plain reports whether s is at most maxShown bytes of letters, digits
+// and _ . + - (and, with colons, ':'), as config keys and values are.
+func plain(s string, colons bool) bool {
+	if s == "" || len(s) > maxShown {
+		return false
+	}
+	for _, c := range []byte(s) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '_' || c == '.' || c == '+' || c == '-':
+		case c == ':' && colons:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// shown is a value of the file as a problem quotes it: quoted when plain,
+// else only its size.
+func shown(s string) string {
+	if plain(s, true) {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("a value of %d bytes (not shown: it is no config value)", len(s))
+}
+
+// fieldName is a key of the file as a problem's path names it: itself when
+// it reads as a field name, else a placeholder.
+func fieldName(k string) string {
+	if plain(k, false) {
+		return k
+	}
+	return fmt.Sprintf("<a key of %d bytes, not shown>", len(k))
 }
 
 func contains(xs []string, x string) bool {
@@ -193,7 +234,7 @@ func (r *reader) number(n *yaml.Node, path string) (float64, bool) {
 			return x, true
 		}
 	}
-	r.add(n, path, "want a number, got %q", n.Value)
+	r.add(n, path, "want a number, got %s", shown(n.Value))
 	return 0, false
 }
 
@@ -203,11 +244,15 @@ func (r *reader) integer(n *yaml.Node, path string, lo, hi int) (int, bool) {
 		return 0, false
 	}
 	if x != math.Trunc(x) || x < float64(lo) || x > float64(hi) {
-		r.add(n, path, "want a whole number in [%d, %d], got %v", lo, hi, n.Value)
+		r.add(n, path, "want a whole number in [%d, %d], got %s", lo, hi, shown(n.Value))
 		return 0, false
 	}
 	return int(x), true
 }
+
+// maxDurationS is the longest pasted duration, in seconds: topology's
+// MaxDuration, 10000h (paste is below topology, which checks it again).
+const maxDurationS = 10000 * 3600
 
 // protoDuration reads a protobuf JSON Duration: decimal seconds with an
 // "s" suffix ("0.1s", "1.5s"), as gRPC service configs and Envoy's JSON
@@ -219,8 +264,14 @@ func (r *reader) protoDuration(n *yaml.Node, path string) (time.Duration, bool) 
 	}
 	num, found := strings.CutSuffix(s, "s")
 	x, err := strconv.ParseFloat(num, 64)
-	if !found || err != nil || math.IsNaN(x) || x < 0 || x > 315576000000 {
-		r.add(n, path, "want a duration in seconds like \"0.25s\", got %q", s)
+	if !found || err != nil || math.IsNaN(x) || x < 0 {
+		r.add(n, path, "want a duration in seconds like \"0.25s\", got %s", shown(s))
+		return 0, false
+	}
+	// Protobuf allows 10,000 years; a Duration holds 292, and stormsim's
+	// scenarios at most 10000h (topology.MaxDuration, checked later).
+	if x > maxDurationS {
+		r.add(n, path, "want at most %gs (10000h), got %s", float64(maxDurationS), shown(s))
 		return 0, false
 	}
 	return time.Duration(math.Round(x * 1e9)), true

@@ -137,7 +137,7 @@ func (d *decoder) tooFar(n *yaml.Node, path string, depth int) bool {
 	}
 	if !d.stopped {
 		d.stopped = true
-		d.add(n, path, "document nests deeper than %d or expands, through aliases and merges, past %d YAML nodes (about 20,000 services)", maxDecodeDepth, maxDecodeNodes)
+		d.add(n, path, "document nests deeper than %d or expands, through aliases and merges, past %d YAML nodes (about 16,000 services of a few keys each)", maxDecodeDepth, maxDecodeNodes)
 	}
 	return true
 }

@@ -51,8 +51,14 @@ func Parse(name string, data []byte, sets []string) (*Scenario, error) {
 	d := newDecoder(file, origin)
 	d.decode(root, reflect.ValueOf(sc).Elem(), "", 0)
 	probs = append(probs, d.probs...)
+	if d.stopped {
+		// The scenario was decoded only in part: judging it would report
+		// what was never read (10,000 "name: required" of services past
+		// the limit), so the limit is the one problem told.
+		return nil, capProblems(file, sortProblems(file, sets, probs), d.more)
+	}
 
-	v := &validator{d: d, sc: sc, broken: make(map[string]bool)}
+	v := &validator{d: d, sc: sc, broken: make(map[string]bool), overridden: len(sets) > 0}
 	for _, p := range d.probs {
 		v.broken[p.Path] = true
 	}

@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -23,6 +24,9 @@ type validator struct {
 	broken map[string]bool
 	probs  Problems
 	more   int // problems past maxProblems, counted only
+	// overridden: the scenario was parsed with --set overrides (a
+	// variant's, or the user's)
+	overridden bool
 }
 
 func (v *validator) add(path, format string, args ...any) {
@@ -60,6 +64,10 @@ func (v *validator) brokenUnder(prefix string) bool {
 
 func (v *validator) validate() {
 	sc := v.sc
+	if v.given("name") && strings.TrimSpace(sc.Name) == "" {
+		// A name given empty (--set name=) left every result unnamed.
+		v.add("name", "must not be empty: it names the run in every result")
+	}
 	if sc.Duration <= 0 {
 		if v.given("duration") {
 			v.add("duration", "must be > 0, got %v", sc.Duration)
@@ -527,6 +535,10 @@ func (v *validator) probability(path string, x float64) bool {
 func (v *validator) checkVariants(root *yaml.Node) {
 	names := make(map[string]bool)
 	var j journal
+	// A variant's values are judged on the scenario as written (with
+	// overrides, the tree may be another variant already), and only when
+	// it is valid: its own problems would be reported again per variant.
+	judge := !v.overridden && len(v.probs) == 0 && len(v.d.probs) == 0
 	for i, vr := range v.sc.Variants {
 		p := fmt.Sprintf("variants[%d]", i)
 		if vr.Name == "" {
@@ -536,11 +548,48 @@ func (v *validator) checkVariants(root *yaml.Node) {
 		}
 		names[vr.Name] = true
 		origin := make(map[*yaml.Node]string)
+		applied := true
 		for k, s := range vr.Set {
 			if err := applySetJournaled(root, s, origin, &j); err != nil {
 				v.add(fmt.Sprintf("%s.set[%d]", p, k), "--set %s: %v", s, err)
+				applied = false
+			}
+		}
+		if judge && applied && len(vr.Set) > 0 {
+			// The values must be valid too, or validate says ok and
+			// compare fails on the variant.
+			for _, q := range v.judgeVariant(root, origin) {
+				v.add(p+".set", "variant %s: %s", vr.Name, q.String())
 			}
 		}
 		j.undo()
 	}
+}
+
+// judgeVariant decodes and validates the tree as a variant's overrides
+// left it, without its variants list (each variant is judged once, so
+// the work stays linear in their number), and returns its problems.
+func (v *validator) judgeVariant(root *yaml.Node, origin map[*yaml.Node]string) Problems {
+	if root.Kind != yaml.MappingNode {
+		return nil
+	}
+	content := root.Content
+	kept := make([]*yaml.Node, 0, len(content))
+	for i := 0; i+1 < len(content); i += 2 {
+		if content[i].Value != "variants" {
+			kept = append(kept, content[i], content[i+1])
+		}
+	}
+	root.Content = kept
+	defer func() { root.Content = content }()
+	sc := &Scenario{File: v.sc.File}
+	d := newDecoder(v.d.file, origin)
+	d.decode(root, reflect.ValueOf(sc).Elem(), "", 0)
+	vv := &validator{d: d, sc: sc, broken: make(map[string]bool)}
+	for _, p := range d.probs {
+		vv.broken[p.Path] = true
+	}
+	vv.applyDefaults()
+	vv.validate()
+	return append(d.probs, vv.probs...)
 }

@@ -1,11 +1,13 @@
 package traces
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 
+	"github.com/stormsim/stormsim/inputfile"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -16,17 +18,35 @@ import (
 // scenario is checked with topology before it is returned, so what Import
 // returns always loads; a failure there is a bug reported as an error.
 func Import(files []string, out, name string) (*Output, error) {
+	return ImportContext(context.Background(), files, out, name)
+}
+
+// ImportContext is Import stopping with ctx's error when ctx ends (a
+// signal): between documents as the files are read, and before the model
+// is inferred and written. At most MaxSpans spans are imported, all files
+// together.
+func ImportContext(ctx context.Context, files []string, out, name string) (*Output, error) {
 	var spans []Span
 	var sources []string
 	for _, f := range files {
-		s, format, err := ReadFile(f)
+		data, err := inputfile.Read(f, MaxFile)
+		if err != nil {
+			return nil, err
+		}
+		s, format, err := read(ctx, f, data, MaxSpans-len(spans))
 		if err != nil {
 			return nil, err
 		}
 		spans = append(spans, s...)
 		sources = append(sources, fmt.Sprintf("%s (%s)", filepath.Base(f), format))
 	}
-	m := Infer(spans)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m := infer(spans) // the spans are Import's own: no copy
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if m.Entry == "" {
 		return nil, fmt.Errorf("%s: no request could be followed to a service: %s", strings.Join(files, ", "), strings.Join(m.Notes, "; "))
 	}

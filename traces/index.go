@@ -13,12 +13,16 @@ type index struct {
 	spans    []*Span
 	byID     map[spanKey]*Span
 	children map[spanKey][]*Span
+	owners   map[*Span]*Span // owner's answers
+	onPath   map[*Span]bool  // owner's current walk
+	path     []*Span         // owner's current walk, in order
+	walked   int             // owner's steps, for tests of the work done
 }
 
 // buildIndex drops spans that cannot be placed (no ids, no service, an end
 // before the start, a duplicate id) with a note, and indexes the rest.
 func buildIndex(in []Span, m *Model) *index {
-	ix := &index{byID: map[spanKey]*Span{}, children: map[spanKey][]*Span{}}
+	ix := &index{byID: map[spanKey]*Span{}, children: map[spanKey][]*Span{}, owners: map[*Span]*Span{}, onPath: map[*Span]bool{}}
 	var noID, noService, backwards, dup int
 	for i := range in {
 		s := &in[i]
@@ -123,18 +127,47 @@ func wraps(ix *index, s *Span) bool {
 
 // owner is the attempt a client span was made from: the nearest server
 // span above it in its own service, else the topmost span of its service
-// on the way up (a root of an external client, or an orphan).
+// on the way up (a root of an external client, or an orphan); nil in a
+// parent cycle. Each span's owner is found once and kept, so a chain of
+// n spans costs n steps, not n²/2.
 func (ix *index) owner(s *Span) *Span {
-	cur := s
-	for range len(ix.spans) {
+	if o, ok := ix.owners[s]; ok {
+		return o
+	}
+	// Walk up until a span whose owner is known, a boundary, or a span
+	// already on this walk (a cycle).
+	path := ix.path[:0]
+	onPath := ix.onPath
+	var o *Span
+	for cur := s; ; {
+		ix.walked++
+		if known, ok := ix.owners[cur]; ok {
+			o = known
+			break
+		}
+		if onPath[cur] {
+			o = nil // a parent cycle
+			break
+		}
+		path = append(path, cur)
+		onPath[cur] = true
 		p := ix.byID[spanKey{cur.TraceID, cur.ParentID}]
-		if p == nil || p.Service != s.Service {
-			return cur
+		if p == nil || p.Service != cur.Service {
+			o = cur
+			break
 		}
 		if p.Kind == Server {
-			return p
+			o = p
+			break
 		}
 		cur = p
 	}
-	return nil // a parent cycle
+	// Every span on the path has the same owner: they are in one service,
+	// each the parent of the one before, below the same boundary.
+	for _, p := range path {
+		ix.owners[p] = o
+		delete(onPath, p)
+	}
+	ix.path = path[:0]
+	return o
 }

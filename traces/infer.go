@@ -132,9 +132,12 @@ type inference struct {
 
 // Infer rebuilds a scenario's model from spans. It never fails: what the
 // spans do not support is left out and said in Notes.
-func Infer(spans []Span) *Model {
+func Infer(spans []Span) *Model { return infer(slices.Clone(spans)) }
+
+// infer is Infer on spans it may change (it gives kinds and callees).
+func infer(spans []Span) *Model {
 	m := &Model{}
-	ix := buildIndex(slices.Clone(spans), m)
+	ix := buildIndex(spans, m)
 	m.Spans = len(ix.spans)
 	traces := map[string]bool{}
 	for _, s := range ix.spans {

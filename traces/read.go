@@ -2,14 +2,16 @@ package traces
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/stormsim/stormsim/inputfile"
 )
 
 // Format is a trace file's format.
@@ -29,54 +31,82 @@ func (f Format) String() string {
 	return "otlp"
 }
 
-// maxFile bounds what one trace file may hold: a trace export is read
-// whole, and a runaway file must fail clearly rather than exhaust memory.
-const maxFile = 1 << 30
+// Bounds on an import, which holds every span to infer its model: memory
+// is about the file once, plus what one document decodes to, plus the
+// spans (a few hundred bytes each). A file or a set of files past them
+// is refused, naming the limit, rather than exhausting memory.
+const (
+	// MaxFile bounds one trace file. A file of one document (an OTLP or
+	// Jaeger export) decodes whole, at several times its size; JSON lines
+	// decode a line at a time.
+	MaxFile = 256 << 20
+	// MaxSpans bounds the spans of one import, all files together.
+	MaxSpans = 2_000_000
+)
+
+// ErrTooManySpans is wrapped by the error of an import of more than
+// MaxSpans spans.
+var ErrTooManySpans = errors.New("too many spans")
 
 // ReadFile reads the spans of an OTLP JSON or Jaeger JSON file, telling
-// the two apart by their top-level keys ("resourceSpans" or "data").
+// the two apart by their top-level keys ("resourceSpans" or "data"). Only
+// a regular file of at most MaxFile bytes is read (inputfile.Read): a
+// device, a named pipe or a huge file fails at once.
 func ReadFile(path string) ([]Span, Format, error) {
-	f, err := os.Open(path)
+	return ReadFileContext(context.Background(), path)
+}
+
+// ReadFileContext is ReadFile stopping with ctx's error when ctx ends
+// (between documents).
+func ReadFileContext(ctx context.Context, path string) ([]Span, Format, error) {
+	data, err := inputfile.Read(path, MaxFile)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
-	if err != nil {
-		return nil, 0, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(data) > maxFile {
-		return nil, 0, fmt.Errorf("%s: larger than %d bytes", path, maxFile)
-	}
-	return Read(path, data)
+	return read(ctx, path, data, MaxSpans)
 }
 
 // Read decodes data, named name in errors and in each span's Source.
 func Read(name string, data []byte) ([]Span, Format, error) {
-	docs, err := documents(name, data)
-	if err != nil {
-		return nil, 0, err
-	}
-	if len(docs) == 0 {
-		return nil, 0, fmt.Errorf("%s: no trace data", name)
-	}
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(docs[0].raw, &keys); err != nil {
-		return nil, 0, fmt.Errorf("%s:%d: want a JSON object: %w", name, docs[0].line, err)
-	}
-	format, decode := OTLP, readOTLP
-	if _, ok := keys["data"]; ok {
-		format, decode = Jaeger, readJaeger
-	} else if _, ok := keys["resourceSpans"]; !ok && len(keys) > 0 {
-		return nil, 0, fmt.Errorf("%s:%d: neither OTLP JSON (resourceSpans) nor a Jaeger export (data)", name, docs[0].line)
-	}
+	return read(context.Background(), name, data, MaxSpans)
+}
+
+// read decodes data's documents one at a time, so that only their spans
+// are kept, stopping when ctx ends or past limit spans.
+func read(ctx context.Context, name string, data []byte, limit int) ([]Span, Format, error) {
 	var spans []Span
-	for _, d := range docs {
+	format, decode := OTLP, readOTLP
+	n := 0
+	err := eachDocument(name, data, func(d document) error {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%s:%d: %w", name, d.line, err)
+		}
+		if n++; n == 1 {
+			var keys map[string]json.RawMessage
+			if err := json.Unmarshal(d.raw, &keys); err != nil {
+				return fmt.Errorf("%s:%d: want a JSON object: %w", name, d.line, err)
+			}
+			if _, ok := keys["data"]; ok {
+				format, decode = Jaeger, readJaeger
+			} else if _, ok := keys["resourceSpans"]; !ok && len(keys) > 0 {
+				return fmt.Errorf("%s:%d: neither OTLP JSON (resourceSpans) nor a Jaeger export (data)", name, d.line)
+			}
+		}
 		s, err := decode(name, d)
 		if err != nil {
-			return nil, format, err
+			return err
+		}
+		if len(spans)+len(s) > limit {
+			return fmt.Errorf("%s:%d: %w: more than %d, the limit of an import (import a sample of the traces)", name, d.line, ErrTooManySpans, limit)
 		}
 		spans = append(spans, s...)
+		return nil
+	})
+	if err != nil {
+		return nil, format, err
+	}
+	if n == 0 {
+		return nil, 0, fmt.Errorf("%s: no trace data", name)
 	}
 	return spans, format, nil
 }
@@ -87,31 +117,66 @@ type document struct {
 	line int
 }
 
-// documents splits data into its top-level JSON values: a single document
-// or JSON lines alike.
-func documents(name string, data []byte) ([]document, error) {
+// lines numbers the lines of data at increasing offsets, counting each
+// byte once: numbering every document from the file's start made JSON
+// lines quadratic.
+type lines struct {
+	data    []byte
+	off     int // counted up to here
+	line    int // the line at off
+	scanned int // bytes counted, for tests of the work done
+}
+
+// at returns the line of offset off, which must not be before the last
+// asked for.
+func (l *lines) at(off int) int {
+	off = min(max(off, l.off), len(l.data))
+	l.line += bytes.Count(l.data[l.off:off], []byte("\n"))
+	l.scanned += off - l.off
+	l.off = off
+	return l.line
+}
+
+// eachDocument calls fn with each top-level JSON value of data in turn
+// (a single document or JSON lines alike), each a slice of data itself.
+func eachDocument(name string, data []byte, fn func(document) error) error {
+	_, err := eachDocumentCounted(name, data, fn)
+	return err
+}
+
+// eachDocumentCounted is eachDocument, also returning its line numbering.
+func eachDocumentCounted(name string, data []byte, fn func(document) error) (*lines, error) {
+	ln := &lines{data: data, line: 1}
+	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && json.Valid(trimmed) {
+		// One document (an export): taken as it is, where a decoder
+		// would copy it twice.
+		start := bytes.Index(data, trimmed[:1])
+		return ln, fn(document{raw: trimmed, line: ln.at(start)})
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	var out []document
+	var skip json.RawMessage
 	for {
-		var raw json.RawMessage
-		off := dec.InputOffset()
-		err := dec.Decode(&raw)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		line := 1 + bytes.Count(data[:off], []byte("\n"))
-		if err != nil {
-			var se *json.SyntaxError
-			if errors.As(err, &se) {
-				line = 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
-			}
-			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
-		}
+		off := int(dec.InputOffset())
 		// The offset before Decode may sit before whitespace; count the
 		// line of the value's first byte.
-		start := off + int64(len(data[off:])-len(bytes.TrimLeft(data[off:], " \t\r\n")))
-		line = 1 + bytes.Count(data[:start], []byte("\n"))
-		out = append(out, document{raw: raw, line: line})
+		start := off + len(data[off:]) - len(bytes.TrimLeft(data[off:], " \t\r\n"))
+		err := dec.Decode(&skip)
+		if errors.Is(err, io.EOF) {
+			return ln, nil
+		}
+		if err != nil {
+			line := ln.at(start)
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				line = ln.at(int(se.Offset))
+			}
+			return ln, fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		end := int(dec.InputOffset())
+		skip = skip[:0] // reused: no document's copy is kept
+		if err := fn(document{raw: data[start:end], line: ln.at(start)}); err != nil {
+			return ln, err
+		}
 	}
 }
 

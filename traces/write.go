@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // WriteOptions configure Model.Scenario.
@@ -160,23 +161,73 @@ func safeName(s string) string {
 	return string(b)
 }
 
+// line writes one line of YAML with its trailing comment; both pass
+// through printable, so that nothing read from a trace (a service name, a
+// file name, a span's name in a note) can end the line and write YAML of
+// its own.
 func (w *writer) line(indent int, text, comment string) {
 	if indent < 0 {
 		return // summary only
 	}
-	s := strings.Repeat("  ", indent) + text
+	s := strings.Repeat("  ", indent) + printable(text)
 	if comment != "" {
-		s += strings.Repeat(" ", max(1, commentCol-len([]rune(s)))) + "# " + comment
+		s += strings.Repeat(" ", max(1, commentCol-len([]rune(s)))) + "# " + printable(comment)
 	}
 	w.b.WriteString(s + "\n")
 }
 
 func (w *writer) comment(indent int, text string) {
-	w.b.WriteString(strings.Repeat("  ", indent) + "# " + text + "\n")
+	w.b.WriteString(strings.Repeat("  ", indent) + "# " + printable(text) + "\n")
 }
 
+// summary adds a line to the summary shown on the terminal, printable:
+// no control sequence of a trace's reaches it.
 func (w *writer) summary(head, text string) {
-	w.sums[head] = append(w.sums[head], text)
+	w.sums[head] = append(w.sums[head], printable(text))
+}
+
+// printable escapes what could end a line or drive a terminal in text
+// taken from input: control characters (C0, DEL, C1), Unicode's line and
+// paragraph separators and invalid UTF-8, each as \xNN or \uNNNN; the
+// rest is kept.
+func printable(text string) string {
+	clean := true
+	for _, r := range text {
+		if unprintable(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return text
+	}
+	var b strings.Builder
+	for i, r := range text {
+		switch {
+		case r == utf8.RuneError && invalidAt(text, i):
+			fmt.Fprintf(&b, "\\x%02x", text[i])
+		case unprintable(r):
+			if r < 0x100 {
+				fmt.Fprintf(&b, "\\x%02x", r)
+			} else {
+				fmt.Fprintf(&b, "\\u%04x", r)
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// unprintable reports whether r must not be written as it is.
+func unprintable(r rune) bool {
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 || r == utf8.RuneError
+}
+
+// invalidAt reports whether text holds an invalid UTF-8 byte at i.
+func invalidAt(text string, i int) bool {
+	r, n := utf8.DecodeRuneInString(text[i:])
+	return r == utf8.RuneError && n == 1
 }
 
 // summaryText lists what was inferred, then what was not.
@@ -353,7 +404,7 @@ func (w *writer) ownTime(s *Service, opt WriteOptions) {
 		samples = thin
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# own time of %s in ms, one successful attempt a line (%d of %d kept)\n", s.Name, len(samples), len(s.Own))
+	fmt.Fprintf(&b, "# own time of %s in ms, one successful attempt a line (%d of %d kept)\n", printable(s.Name), len(samples), len(s.Own))
 	for _, d := range samples {
 		b.WriteString(strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64) + "\n")
 	}

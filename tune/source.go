@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +14,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/stormsim/stormsim/dist"
+	"github.com/stormsim/stormsim/inputfile"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/topology"
@@ -150,6 +152,11 @@ func ParseHops(specs []string, opt LoadOptions) ([]Hop, error) {
 	return hops, nil
 }
 
+// MaxInputFile bounds a file of samples or of vegeta results: only a
+// regular file of at most this size is read (inputfile.Read), so a
+// device, a named pipe or a runaway file fails at once.
+const MaxInputFile = 256 << 20
+
 // Load reads the samples of the hop named hop.
 func (s Source) Load(hop string, opt LoadOptions) (Hop, error) {
 	if opt.Unit == 0 {
@@ -168,21 +175,19 @@ func (s Source) Load(hop string, opt LoadOptions) (Hop, error) {
 	var d []time.Duration
 	switch s.Kind {
 	case Numbers:
-		f, err := os.Open(s.Path)
+		data, err := inputfile.Read(s.Path, MaxInputFile)
 		if err != nil {
 			return h, err
 		}
-		defer f.Close()
-		if d, err = ReadSamples(f, s.Path, s.Column, opt.Unit); err != nil {
+		if d, err = ReadSamples(bytes.NewReader(data), s.Path, s.Column, opt.Unit); err != nil {
 			return h, err
 		}
 	case Vegeta:
-		f, err := os.Open(s.Path)
+		data, err := inputfile.Read(s.Path, MaxInputFile)
 		if err != nil {
 			return h, err
 		}
-		defer f.Close()
-		res, err := ReadVegeta(f, s.Path)
+		res, err := ReadVegeta(bytes.NewReader(data), s.Path)
 		if err != nil {
 			return h, err
 		}

@@ -51,7 +51,7 @@ func TestParseHopsErrors(t *testing.T) {
 	for _, c := range []struct{ spec, want string }{
 		{"gateway", `hop "gateway": want NAME=SOURCE`},
 		{"=x", `want NAME=SOURCE`},
-		{"db=testdata/nope.txt", `hop "db": open testdata/nope.txt`},
+		{"db=testdata/nope.txt", `hop "db": stat testdata/nope.txt`},
 		{"db=vegeta:testdata/read_errors.golden", `hop "db": testdata/read_errors.golden:1: not a vegeta JSON result`},
 		{"db=scenario:testdata/chain.yaml#nope", `no service "nope" (have: gateway, orders, db)`},
 		{"db=results:testdata", `testdata: no histograms.json`},

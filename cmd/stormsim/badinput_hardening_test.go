@@ -136,6 +136,7 @@ the breached terms named), 130 interrupted (partial results written, marked as s
 		fmt.Fprintf(&doc, "| %s | %s | %d | %s |\n", mdCell(c.what), "<code>stormsim "+mdCell(strings.Join(c.args, " "))+"</code>", code, codeLines(msg))
 	}
 	serveRequests(t, &doc)
+	writePeerLimits(&doc)
 	golden.Check(t, badInputDoc, doc.Bytes())
 }
 

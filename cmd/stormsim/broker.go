@@ -88,10 +88,13 @@ func (c *brokerCommand) run(ctx context.Context, args []string, w io.Writer) err
 		defer srv.Close()
 		url = srv.URL()
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	wctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	sum, err := broker.Walk(ctx, url, sc, topic, c.intents, sc.Seed)
+	sum, err := broker.Walk(wctx, url, sc, topic, c.intents, sc.Seed)
 	if err != nil {
+		if ctx.Err() != nil { // a signal, not --timeout
+			return fmt.Errorf("%w: nothing written (%v)", errInterrupted, context.Cause(ctx))
+		}
 		return err
 	}
 	enc := json.NewEncoder(w)

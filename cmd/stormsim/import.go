@@ -37,15 +37,18 @@ func (c *importCommand) flags(fs *pflag.FlagSet) {
 }
 
 // run imports the files and writes the scenario and the summary.
-func (c *importCommand) run(_ context.Context, args []string, w io.Writer) error {
+func (c *importCommand) run(ctx context.Context, args []string, w io.Writer) error {
 	if len(args) == 0 || args[0] != "traces" {
 		return &exitError{exitUsage, errors.New("want: import traces FILE [FILE]")}
 	}
 	if len(args) == 1 {
 		return &exitError{exitUsage, errors.New("import traces: want at least one trace file")}
 	}
-	o, err := traces.Import(args[1:], c.out, c.name)
+	o, err := traces.ImportContext(ctx, args[1:], c.out, c.name)
 	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: nothing written (%v)", errInterrupted, err)
+		}
 		return err
 	}
 	if c.out == "" {

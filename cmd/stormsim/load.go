@@ -274,7 +274,7 @@ func (c *loadCommand) options() (load.Options, error) {
 	if opt.Seed == 0 {
 		opt.Seed = 1
 	}
-	if opt.Client, err = c.tlsf.client(c.conns, c.workers); err != nil {
+	if opt.Client, err = c.tlsf.client(c.target, c.conns, c.workers); err != nil {
 		return opt, err
 	}
 	if opt.Header, err = parseHeaders(c.headers); err != nil {

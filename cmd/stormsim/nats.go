@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/stormsim/stormsim/broker"
 	"github.com/stormsim/stormsim/load"
 )
 
@@ -18,15 +19,16 @@ func (f *natsFlag) declare(fs *pflag.FlagSet) {
 	fs.StringVar(&f.url, "nats", "", "run the scenario's topics on the NATS server with JetStream at `URL` (nats://host:port; loopback only unless --allow-remote) instead of one embedded in-process on 127.0.0.1")
 }
 
-// check validates the URL: a nats:// (or tls://) URL with a host, on
-// loopback unless remote is allowed.
+// check validates the URL: a nats:// URL with a host, on loopback unless
+// remote is allowed (tls:// is not supported: broker.Connect). Messages
+// never show its credentials.
 func (f *natsFlag) check(remote bool) error {
 	if f.url == "" {
 		return nil
 	}
 	u, err := url.Parse(f.url)
-	if err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Host == "" {
-		return &exitError{exitUsage, fmt.Errorf("--nats: want nats://host:port, got %q", f.url)}
+	if err != nil || u.Scheme != "nats" || u.Host == "" {
+		return &exitError{exitUsage, fmt.Errorf("--nats: want nats://host:port, got %q", broker.Redact(f.url))}
 	}
 	if !remote {
 		if err := load.CheckLoopback(u.Host); err != nil {

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/stormsim/stormsim/inputfile"
 	"github.com/stormsim/stormsim/load"
 	"github.com/stormsim/stormsim/metrics"
 )
@@ -43,12 +44,20 @@ func (f *tlsFlags) writeCert(pem []byte) error {
 	return metrics.WriteFileAtomic(f.certOut, func(w io.Writer) error { _, err := w.Write(pem); return err })
 }
 
-// client is the HTTP client trusting --tls-ca, or nil without it.
-func (f *tlsFlags) client(conns, workers int) (*http.Client, error) {
+// maxCAFile bounds --tls-ca: a bundle of certificates is kilobytes.
+const maxCAFile = 1 << 20
+
+// client is the HTTP client trusting --tls-ca for target, or nil without
+// it. --tls-ca with a target that is not https:// is a usage error: it
+// would be ignored.
+func (f *tlsFlags) client(target string, conns, workers int) (*http.Client, error) {
 	if f.ca == "" {
 		return nil, nil
 	}
-	pem, err := os.ReadFile(f.ca)
+	if !strings.HasPrefix(strings.ToLower(target), "https://") {
+		return nil, &exitError{exitUsage, fmt.Errorf("--tls-ca applies to an https:// --target, not %q", target)}
+	}
+	pem, err := inputfile.Read(f.ca, maxCAFile)
 	if err != nil {
 		return nil, fmt.Errorf("--tls-ca: %w", err)
 	}
