@@ -228,6 +228,7 @@ func (p *connPool) waitTimedOut(a *attempt) {
 	}
 	p.drop(a)
 	_, o := p.e.pe.Phases.PoolWait()
+	a.waitOut = true
 	p.m.unsent(a, o)
 }
 

@@ -15,7 +15,7 @@ import (
 // the second and third wait while the first holds the slot.
 const proxyQueueScenario = `name: proxy queue
 duration: 50ms
-workload: {entry: proxy, arrival: constant, rate: 60, client: {timeout: 10s}}
+workload: {entry: proxy, arrival: constant, rate: 60, client: {timeout: 10s, retry: %s}}
 services:
   - name: proxy
     workers: 100
@@ -29,20 +29,26 @@ services:
 
 // TestProxyQueueTimeout: an attempt that waits past queue_timeout for its
 // replica's slot is the proxy's 503 (unavailable): it never reaches the
-// server, and is retried only by a policy that retries unavailable.
+// server, the proxy's own retries leave it alone (HAProxy retries
+// connections and servers' answers, not its queue's 503, even with
+// retry-on 503), and the caller above the proxy retries it if its policy
+// retries unavailable.
 func TestProxyQueueTimeout(t *testing.T) {
+	const none = "{max_attempts: 1}"
 	for _, tc := range []struct {
-		name, retry                             string
+		name, client, retry                     string
 		attempts, served, failed, queueTimeouts int64
 	}{
-		{"not retried", "{max_attempts: 1}", 3, 1, 2, 2},
-		// Each 503 is retried once, at once, and waits again behind the
-		// first request, which holds the slot until 200ms.
-		{"retried on unavailable", "{max_attempts: 2, on: [unavailable], backoff: {initial: 0}}", 5, 1, 2, 4},
-		{"retried on timeouts only", "{max_attempts: 2, on: [timeout, not_sent], backoff: {initial: 0}}", 3, 1, 2, 2},
+		{"not retried", none, none, 3, 1, 2, 2},
+		{"the proxy retries unavailable: not its own 503", none, "{max_attempts: 2, on: [unavailable], backoff: {initial: 0}}", 3, 1, 2, 2},
+		// Each 503 is retried once, at once, by the client: a new request
+		// to the proxy, which waits again behind the first request, which
+		// holds the slot until 200ms.
+		{"the client retries unavailable", "{max_attempts: 2, on: [unavailable], backoff: {initial: 0}}", none, 5, 1, 2, 4},
+		{"the client retries timeouts only", "{max_attempts: 2, on: [timeout, not_sent], backoff: {initial: 0}}", none, 3, 1, 2, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sc, err := topology.Parse("q.yaml", []byte(fmt.Sprintf(proxyQueueScenario, tc.retry)), nil)
+			sc, err := topology.Parse("q.yaml", []byte(fmt.Sprintf(proxyQueueScenario, tc.client, tc.retry)), nil)
 			require.NoError(t, err)
 			s := runScenario(t, sc).Summary
 			require.EqualValues(t, 3, s.Requests.Offered)
