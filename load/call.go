@@ -448,6 +448,11 @@ func (ec *EdgeClient) answered(c *policies.Call, an answer) policies.Action {
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
 	now := ec.clk.Now()
+	if an.a.Phase == PhasePool && an.a.Kind == KindTimeout && an.a.Outcome != policies.Timeout {
+		// Its pool_timeout or queue_timeout ran out (classify), not the
+		// attempt's timeout: the call machine decides what that means.
+		return c.WaitTimedOut(now, an.k)
+	}
 	if an.a.Outcome == policies.Timeout && an.a.Kind != KindNone {
 		return c.TimedOut(now, an.k)
 	}

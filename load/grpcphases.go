@@ -314,7 +314,7 @@ func (t *grpcTrace) began(transparent bool) {
 			// A call on a channel stormsim did not dial (the
 			// interceptor's): its wait starts here, traced at last.
 			t.started[PhasePool], t.open[PhasePool] = time.Now(), true
-			if lim := t.lim.Pool; lim > 0 && t.cancel != nil {
+			if lim, _ := t.lim.PoolWait(); lim > 0 && t.cancel != nil {
 				t.timer[PhasePool] = time.AfterFunc(lim, func() { t.cancel(errPhaseTimeout{PhasePool}) })
 			}
 		}
@@ -331,7 +331,7 @@ func (t *grpcTrace) began(transparent bool) {
 	}
 	if t.ended[PhasePool] {
 		t.open[PhasePool], t.ended[PhasePool] = true, false
-		if lim := t.lim.Pool; lim > 0 && t.cancel != nil {
+		if lim, _ := t.lim.PoolWait(); lim > 0 && t.cancel != nil {
 			// pool_timeout bounds the whole wait, from the call's start.
 			t.timer[PhasePool] = time.AfterFunc(max(0, lim-time.Since(t.started[PhasePool])), func() { t.cancel(errPhaseTimeout{PhasePool}) })
 		}
@@ -429,7 +429,8 @@ func sendGRPCTraced(ctx context.Context, number int, w *grpcConnWatch, lim polic
 	defer cancel(nil)
 	t.cancel = cancel
 	if w != nil {
-		t.begin(PhasePool, lim.Pool)
+		d, _ := lim.PoolWait()
+		t.begin(PhasePool, d)
 	}
 	an, err := invoke(context.WithValue(ctx, grpcTraceKey{}, t))
 	if t.watch() == nil {

@@ -122,7 +122,7 @@ func (t *phaseTrace) failedIn() Phase {
 
 func (t *phaseTrace) clientTrace() *httptrace.ClientTrace {
 	return &httptrace.ClientTrace{
-		GetConn: func(string) { t.begin(PhasePool, t.lim.Pool) },
+		GetConn: func(string) { d, _ := t.lim.PoolWait(); t.begin(PhasePool, d) },
 		GotConn: func(i httptrace.GotConnInfo) {
 			t.mu.Lock()
 			t.reused, t.waited = i.Reused, !i.WasIdle
@@ -215,6 +215,10 @@ func (t *phaseTrace) classify(an Answer, cause error, phaseAware bool) Answer {
 		an.Outcome = policies.Timeout
 		if an.NotSent {
 			an.Outcome = policies.NotSent
+		}
+		if pt.phase == PhasePool {
+			// A client's pool gives up (not_sent), a proxy's queue answers 503.
+			_, an.Outcome = t.lim.PoolWait()
 		}
 		return an
 	}

@@ -113,31 +113,60 @@ func TestSendTracedPhases(t *testing.T) {
 	}
 }
 
-// TestSendTracedPoolWait: with one connection busy, a second attempt waits
-// in the pool and its pool_timeout fails it not_sent.
-func TestSendTracedPoolWait(t *testing.T) {
-	release, entered := make(chan struct{}), make(chan struct{}, 1)
+// busyConnection starts a server that holds every request until the test
+// ends, and a client of one connection that a first attempt keeps busy:
+// the next attempt waits in the pool. reached counts the requests the
+// server got.
+func busyConnection(t *testing.T) (client *http.Client, url string, reached *atomic.Int64) {
+	t.Helper()
+	release, entered := make(chan struct{}), make(chan struct{}, 4)
+	reached = new(atomic.Int64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
 		entered <- struct{}{}
 		select {
 		case <-release:
 		case <-r.Context().Done():
 		}
 	}))
-	defer srv.Close()
-	defer close(release)
-	client := newClient()
-	var rec PhaseRecorder
-	go SendTraced(context.Background(), client, &Attempt{Method: "GET", URL: srv.URL, Number: 1}, policies.PhaseTimeouts{}, true, &rec)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // runs first: the held request ends
+	client = newClient()
+	go SendTraced(context.Background(), client, &Attempt{Method: "GET", URL: srv.URL, Number: 1}, policies.PhaseTimeouts{}, true, nil)
 	select {
 	case <-entered: // the one connection is busy
 	case <-time.After(2 * time.Second):
 		t.Fatal("the first attempt never reached the server")
 	}
-	an := SendTraced(context.Background(), client, &Attempt{Method: "GET", URL: srv.URL, Number: 1}, policies.PhaseTimeouts{Pool: 50 * time.Millisecond}, true, &rec)
+	return client, srv.URL, reached
+}
+
+// TestSendTracedPoolWait: with one connection busy, a second attempt waits
+// in the pool and its pool_timeout fails it not_sent.
+func TestSendTracedPoolWait(t *testing.T) {
+	client, url, _ := busyConnection(t)
+	var rec PhaseRecorder
+	an := SendTraced(context.Background(), client, &Attempt{Method: "GET", URL: url, Number: 1}, policies.PhaseTimeouts{Pool: 50 * time.Millisecond}, true, &rec)
 	require.Equal(t, PhasePool, an.Phase)
 	require.True(t, an.NotSent)
 	require.Equal(t, policies.NotSent, an.Outcome)
+}
+
+// TestEdgeClientQueueTimeout: load mode's twin of the simulator's proxy
+// queue. With the one connection busy, an attempt whose queue_timeout ran
+// out in the pool is the proxy's 503: unavailable, never sent, and not
+// retried by the edge although it retries unavailable.
+func TestEdgeClientQueueTimeout(t *testing.T) {
+	client, url, reached := busyConnection(t)
+	edge, err := policies.NewEdge(policies.EdgeConfig{Timeout: 2 * time.Second, Phases: policies.PhaseTimeouts{Queue: 50 * time.Millisecond},
+		Retry: policies.RetryConfig{MaxAttempts: 3, On: []policies.RetryClass{"unavailable"}}}, rand.New(rand.NewPCG(1, 2)))
+	require.NoError(t, err)
+	ec := NewEdgeClient(time.Now(), client, edge, nil)
+	res := ec.Do(context.Background(), policies.CallOptions{Counted: true}, &Attempt{Method: "GET", URL: url}, nil)
+	require.Equal(t, policies.Failed, res.Result)
+	require.Equal(t, policies.Unavailable, res.Outcome)
+	require.Equal(t, 1, res.Attempts, "the queue's 503 is not retried")
+	require.Equal(t, int64(1), reached.Load(), "it never reached the server")
 }
 
 // TestTransparentRetryLoad: a write over a closed port fails not_sent; the

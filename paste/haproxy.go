@@ -67,9 +67,11 @@ var haproxyRefused = map[string]string{
 // timeout, timeout connect, balance, the servers, and http-request
 // disable-l7-retry (alone: only connect failures are retried; with "if
 // METH_POST" or "if { method POST PUT }": writes of those methods are
-// held). The backend inherits its defaults section. Server maxconn (a
-// per-server queue at the proxy) is refused with its line; every other
-// keyword is ignored and named in the note.
+// held), and the servers' maxconn (equal on every server, else refused
+// with the line) with timeout queue (default: timeout connect's value) as
+// a pool of maxconn per replica whose queue answers 503. The backend
+// inherits its defaults section. Every other keyword is ignored and named
+// in the note.
 func HAProxyCfg(file string, data []byte, backend string) (Policies, error) {
 	r := newConfReader(file)
 	p := Policies{Retried: true}
@@ -211,11 +213,36 @@ func HAProxyCfg(file string, data []byte, backend string) (Policies, error) {
 			p.Timeout = t
 		}
 	}
+	queue, queueSet := p.ConnectTimeout, false // timeout queue unset: timeout connect's value
 	if d := set["timeout queue"]; d != nil {
-		r.haproxyTime(d) // no effect without a server maxconn, which is refused
+		if t, ok := r.haproxyTime(d); ok {
+			queue, queueSet = t, true
+		}
 	}
-	for _, d := range append(defaultServer, servers...) {
-		r.haproxyServer(d, d.name == "server")
+	maxconn := 0 // no limit
+	for _, d := range defaultServer {
+		if n, ok := r.haproxyServer(d, false); ok {
+			maxconn = n
+		}
+	}
+	var firstSrv *directive
+	for _, d := range servers {
+		n, ok := r.haproxyServer(d, true)
+		if !ok {
+			n = maxconn
+		}
+		switch {
+		case firstSrv == nil:
+			firstSrv, p.MaxConn = d, n
+		case n != p.MaxConn:
+			r.add(d.line, "server.maxconn", "%d, but the server at line %d has %d: stormsim's replicas share one pool.size (0: no limit)", n, firstSrv.line, p.MaxConn)
+		}
+	}
+	if p.MaxConn > 0 {
+		p.QueueTimeout = queue
+	} else if queueSet {
+		r.ignored["timeout queue (no server maxconn)"] = true
+		delete(r.read, "timeout queue")
 	}
 	p.Servers = len(servers)
 	if len(servers) > 0 {
@@ -281,20 +308,30 @@ func (r *confReader) haproxyTime(d *directive) (time.Duration, bool) {
 	return t, ok
 }
 
-// haproxyServer checks a server or default-server line's parameters.
-func (r *confReader) haproxyServer(d *directive, isServer bool) {
+// haproxyServer checks a server or default-server line's parameters and
+// returns its maxconn, if it gives one (0: no limit).
+func (r *confReader) haproxyServer(d *directive, isServer bool) (maxconn int, given bool) {
 	args := d.args
 	if isServer {
 		if len(args) < 2 {
 			r.add(d.line, "server", "want a name and an address")
-			return
+			return 0, false
 		}
 		args = args[2:]
 	}
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; a {
-		case "maxconn", "maxqueue", "minconn":
-			r.add(d.line, d.name+"."+a, "not supported: a server's queue at the proxy (503 after timeout queue) is not modelled; stormsim's pool is per edge")
+		case "maxconn":
+			n, err := strconv.Atoi(first(args[i+1:]))
+			if err != nil || n < 0 || n > 1_000_000 {
+				r.add(d.line, d.name+".maxconn", "want a number of connections ≥ 0")
+			} else {
+				maxconn, given = n, true
+				r.read["server.maxconn"] = true
+			}
+			i++
+		case "maxqueue", "minconn":
+			r.add(d.line, d.name+"."+a, "not supported: the queue is unbounded and maxconn fixed (stormsim's pool.size per replica)")
 			i++
 		case "weight":
 			if i+1 < len(args) && args[i+1] != "1" {
@@ -312,6 +349,7 @@ func (r *confReader) haproxyServer(d *directive, isServer bool) {
 			r.ignored[d.name+" parameters"] = true
 		}
 	}
+	return maxconn, given
 }
 
 // haproxyDisableL7 reads http-request disable-l7-retry: alone, only

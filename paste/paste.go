@@ -40,6 +40,11 @@ type Policies struct {
 	// ConnectTimeout bounds an attempt's connect (proxy_connect_timeout,
 	// timeout connect), 0 when the file leaves it unbounded or unset.
 	ConnectTimeout time.Duration
+	// MaxConn, when > 0, is each server's maxconn (HAProxy): the edge's
+	// pool.size per replica, with QueueTimeout the wait for a slot before
+	// the proxy answers 503 (queue_timeout; 0: unbounded).
+	MaxConn      int
+	QueueTimeout time.Duration
 	// HoldMethods, when not nil, are the write methods not retried once
 	// sent: Retry.HoldWrites is on for a workload whose write_method is
 	// one of them (the loader decides, knowing the method).

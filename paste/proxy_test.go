@@ -79,6 +79,37 @@ func TestHAProxyCfg(t *testing.T) {
 		TurnAround: time.Second, Backoff: policies.BackoffConfig{Multiplier: 2}}, got.Retry, "roundrobin with 2 servers redispatches every retry")
 }
 
+// TestHAProxyMaxConn: the servers' maxconn is a pool of that size per
+// replica whose wait is bounded by timeout queue, or by timeout connect
+// when timeout queue is unset (HAProxy's fallback); no maxconn is no limit.
+func TestHAProxyMaxConn(t *testing.T) {
+	for _, tc := range []struct {
+		name, cfg string
+		maxconn   int
+		queue     time.Duration
+		note      string
+	}{
+		{"timeout queue", "defaults\n  timeout connect 1s\n  timeout queue 50ms\nbackend b\n  server s1 1.2.3.4:80 maxconn 1\n  server s2 1.2.3.4:81 maxconn 1\n",
+			1, 50 * time.Millisecond, "read server, server.maxconn, timeout connect, timeout queue"},
+		{"timeout queue unset: timeout connect's", "backend b\n  timeout connect 300ms\n  server s1 1.2.3.4:80 maxconn 4\n",
+			4, 300 * time.Millisecond, "read server, server.maxconn, timeout connect"},
+		{"default-server maxconn, one server overriding to the same", "backend b\n  default-server maxconn 2\n  server s1 1.2.3.4:80\n  server s2 1.2.3.4:81 maxconn 2\n",
+			2, 0, "read server, server.maxconn"},
+		{"no maxconn: no limit, timeout queue has no effect", "backend b\n  timeout queue 50ms\n  server s1 1.2.3.4:80\n",
+			0, 0, "ignored: timeout queue (no server maxconn)"},
+		{"maxconn 0 is no limit", "backend b\n  timeout queue 50ms\n  server s1 1.2.3.4:80 maxconn 0\n",
+			0, 0, "ignored: timeout queue (no server maxconn)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := HAProxyCfg("h.cfg", []byte(tc.cfg), "b")
+			require.NoError(t, err)
+			require.Equal(t, tc.maxconn, p.MaxConn)
+			require.Equal(t, tc.queue, p.QueueTimeout)
+			require.Contains(t, p.Note, tc.note)
+		})
+	}
+}
+
 // TestProxyConfProblems: bad or unsupported directives are problems with
 // the file's line, and never quote what the reader did not understand.
 func TestProxyConfProblems(t *testing.T) {
@@ -97,7 +128,12 @@ func TestProxyConfProblems(t *testing.T) {
 		{"hash", "nginx", "upstream u { hash $key; server a:1; }\nserver { location / { proxy_pass http://u; } }\n", "/", "n.conf:1: upstream.hash: not supported"},
 		{"weights", "nginx", "upstream u { server a:1 weight=5; server b:1; }\nserver { location / { proxy_pass http://u; } }\n", "/", "n.conf:1: server.weight: not supported"},
 		{"no such location", "nginx", nginx(""), "/nope", "n.conf: location: no location"},
-		{"maxconn", "haproxy", "backend b\n  server s1 1.2.3.4:80 maxconn 10\n", "b", "h.cfg:2: server.maxconn: not supported"},
+		{"differing maxconn", "haproxy", "backend b\n  server s1 1.2.3.4:80 maxconn 10\n  server s2 1.2.3.4:81 maxconn 20\n", "b",
+			"h.cfg:3: server.maxconn: 20, but the server at line 2 has 10"},
+		{"maxconn on some servers only", "haproxy", "backend b\n  server s1 1.2.3.4:80 maxconn 10\n  server s2 1.2.3.4:81\n", "b",
+			"h.cfg:3: server.maxconn: 0, but the server at line 2 has 10"},
+		{"bad maxconn", "haproxy", "backend b\n  server s1 1.2.3.4:80 maxconn many\n", "b", "h.cfg:2: server.maxconn: want a number"},
+		{"maxqueue", "haproxy", "backend b\n  server s1 1.2.3.4:80 maxconn 10 maxqueue 5\n", "b", "h.cfg:2: server.maxqueue: not supported"},
 		{"abortonclose", "haproxy", "backend b\n  option abortonclose\n  server s 1:1\n", "b", "h.cfg:2: option abortonclose: not supported"},
 		{"bad retries", "haproxy", "backend b\n  retries lots\n", "b", "h.cfg:2: retries: want a number"},
 		{"unknown retry-on", "haproxy", "backend b\n  retry-on conn-failure secret_token\n", "b", "h.cfg:2: retry-on: an unknown keyword"},

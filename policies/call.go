@@ -366,8 +366,11 @@ type Call struct {
 	sendRetry, sendHedge, sendReady bool
 	// transparentUsed: the call's one transparent retry is spent.
 	transparentUsed bool
-	result          CallResult
-	outcome         Outcome
+	// proxyAnswered: the answer being decided is the proxy's own 503 from
+	// its queue (WaitTimedOut), which the edge does not retry.
+	proxyAnswered bool
+	result        CallResult
+	outcome       Outcome
 	// bare: the edge has no budget, breaker, throttle or hedger, so an
 	// OK answer ends the call with none of finish's reports (answered).
 	bare bool
@@ -498,6 +501,23 @@ func (c *Call) report(now time.Duration, st *attemptState, o Outcome, dontRetry 
 // abandons the attempt (its callee may still do the work).
 func (c *Call) TimedOut(now time.Duration, k int) (a Action) {
 	c.answered(now, k, Timeout, 0, false, &a)
+	return a
+}
+
+// WaitTimedOut reports that attempt k's wait for a slot of its replica's
+// pool ran out at now (the bound of PhaseTimeouts.PoolWait); it was never
+// sent. A caller's own pool (pool_timeout) fails it NotSent, an answer
+// like any other. A proxy's per-server queue (queue_timeout) is answered
+// by the proxy itself with 503, Unavailable, and that ends the call: the
+// proxy's retries act on connection attempts and servers' answers, never
+// on its queue's 503 (HAProxy logs such a request <NOSRV> with no retry,
+// even under retry-on 503). The 503 reaches the caller above the proxy,
+// whose own policy may retry unavailable.
+func (c *Call) WaitTimedOut(now time.Duration, k int) (a Action) {
+	_, o := c.e.Phases.PoolWait()
+	c.proxyAnswered = o == Unavailable
+	c.answered(now, k, o, 0, false, &a)
+	c.proxyAnswered = false
 	return a
 }
 
@@ -705,7 +725,7 @@ func (c *Call) failed(now time.Duration, o Outcome, retryAfter time.Duration, do
 			return
 		}
 	}
-	if !c.retryable(o) || (e.HonorPushback && dontRetry) || (e.HoldWrites && c.opt.Write && o != NotSent) {
+	if !c.retryable(o) || (e.HonorPushback && dontRetry) || (e.HoldWrites && c.opt.Write && o != NotSent) || c.proxyAnswered {
 		// Fatal: it ends a hedged call too (A6). A held write that was
 		// sent is not passed on either (nginx's non-idempotent rule).
 		c.finish(now, o, c.hedged && e.HedgeCancelOthers, a)

@@ -16,7 +16,7 @@ const ms = time.Millisecond
 // and the call must answer want.
 type step struct {
 	at   time.Duration
-	op   string // start, answer, timeout, wake, abort
+	op   string // start, answer, timeout, waitout, wake, abort
 	k    int
 	o    Outcome
 	ra   time.Duration
@@ -36,6 +36,8 @@ func runScript(t *testing.T, e *Edge, opt CallOptions, script []step) *Call {
 			got = c.Answered(s.at, s.k, s.o, s.ra, s.dr)
 		case "timeout":
 			got = c.TimedOut(s.at, s.k)
+		case "waitout":
+			got = c.WaitTimedOut(s.at, s.k)
 		case "wake":
 			got = c.Wake(s.at)
 		case "abort":

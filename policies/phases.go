@@ -19,6 +19,24 @@ type PhaseTimeouts struct {
 	// FirstByte bounds the wait from the request's last byte written to
 	// the response's first byte.
 	FirstByte time.Duration
+	// Queue bounds the same wait as Pool when the pool is a proxy's
+	// per-server queue (HAProxy's server maxconn with timeout queue):
+	// running out is the proxy's own 503, Unavailable, and the request
+	// never reached the server. At most one of Pool and Queue is set.
+	Queue time.Duration
+}
+
+// PoolWait is the bound on an attempt's wait for a slot of its replica's
+// pool and the class of an attempt whose wait ran out: Queue's
+// Unavailable (the proxy answered 503 itself) when set, else Pool's
+// NotSent (the caller's own pool gave up). 0 leaves the wait unbounded.
+// It is the one place that decides what a queue timeout means, for the
+// simulator and for load mode alike.
+func (p PhaseTimeouts) PoolWait() (time.Duration, Outcome) {
+	if p.Queue > 0 {
+		return p.Queue, Unavailable
+	}
+	return p.Pool, NotSent
 }
 
 // Validate reports a negative phase timeout, naming its key.
@@ -26,10 +44,14 @@ func (p PhaseTimeouts) Validate() error {
 	for _, f := range []struct {
 		name string
 		d    time.Duration
-	}{{"pool_timeout", p.Pool}, {"connect_timeout", p.Connect}, {"tls_timeout", p.TLS}, {"first_byte_timeout", p.FirstByte}} {
+	}{{"pool_timeout", p.Pool}, {"connect_timeout", p.Connect}, {"tls_timeout", p.TLS}, {"first_byte_timeout", p.FirstByte},
+		{"queue_timeout", p.Queue}} {
 		if f.d < 0 {
 			return fieldErrorf(f.name, "must be ≥ 0, got %v", f.d)
 		}
+	}
+	if p.Pool > 0 && p.Queue > 0 {
+		return fieldErrorf("queue_timeout", "bounds the same wait as pool_timeout: keep one")
 	}
 	return nil
 }

@@ -32,3 +32,26 @@ func ExampleRetryConfig_transparent() {
 	// send 2
 	// finish timeout unknown
 }
+
+// A proxy's per-server queue (HAProxy's server maxconn with timeout
+// queue): an attempt that waited 50ms for a slot is the proxy's own 503,
+// which ends the call although the edge retries unavailable.
+func ExampleCall_WaitTimedOut() {
+	phases := policies.PhaseTimeouts{Queue: 50 * time.Millisecond}
+	wait, class := phases.PoolWait()
+	fmt.Println(wait, class)
+	e, err := policies.NewEdge(policies.EdgeConfig{
+		Phases: phases,
+		Retry:  policies.RetryConfig{MaxAttempts: 4, On: []policies.RetryClass{"unavailable"}},
+	}, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		panic(err)
+	}
+	var c policies.Call
+	c.Start(0, e, policies.CallOptions{})
+	a := c.WaitTimedOut(wait, 1)
+	fmt.Println(a.Kind, a.Outcome, a.Result)
+	// Output:
+	// 50ms unavailable
+	// finish unavailable failed
+}

@@ -114,3 +114,55 @@ func TestPhaseTimeoutsValidate(t *testing.T) {
 	require.True(t, Sent(Timeout))
 	require.False(t, Sent(NotSent))
 }
+
+// TestProxyQueueWait is the time script of a proxy's per-server queue
+// (HAProxy's server maxconn + timeout queue): the wait is bounded by
+// Queue, and an attempt whose wait ran out is the proxy's own 503:
+// unavailable, a failure (the server never saw it), and not retried by the
+// proxy's edge even when it retries unavailable (HAProxy's retry-on 503
+// retries servers' 503s only). A caller's own pool_timeout stays an
+// ordinary not_sent, retried by a policy that retries not_sent.
+func TestProxyQueueWait(t *testing.T) {
+	d, o := PhaseTimeouts{Queue: 50 * ms}.PoolWait()
+	require.Equal(t, 50*ms, d)
+	require.Equal(t, Unavailable, o)
+	d, o = PhaseTimeouts{Pool: 5 * ms}.PoolWait()
+	require.Equal(t, 5*ms, d)
+	require.Equal(t, NotSent, o)
+	d, o = PhaseTimeouts{}.PoolWait()
+	require.Zero(t, d, "no bound: the wait is unbounded")
+	require.Equal(t, NotSent, o)
+	require.ErrorContains(t, PhaseTimeouts{Pool: ms, Queue: ms}.Validate(), "queue_timeout")
+	require.ErrorContains(t, PhaseTimeouts{Queue: -1}.Validate(), "queue_timeout")
+
+	every := []RetryClass{"unavailable", "not_sent", "timeout", "error"}
+	for _, tc := range []struct {
+		name   string
+		phases PhaseTimeouts
+		script []step
+		stats  EdgeStats
+	}{
+		{"the queue's 503 ends the call", PhaseTimeouts{Queue: 50 * ms}, []step{
+			{at: 0, op: "start", want: send(1, 300*ms)},
+			{at: 50 * ms, op: "waitout", k: 1, want: finish(Unavailable, Failed)},
+			{at: 60 * ms, op: "answer", k: 1, o: OK, want: Action{}},
+		}, EdgeStats{Calls: 1, Attempts: 1, Failed: 1}},
+		{"a server's 503 is retried", PhaseTimeouts{Queue: 50 * ms}, []step{
+			{at: 0, op: "start", want: send(1, 300*ms)},
+			{at: 10 * ms, op: "answer", k: 1, o: Unavailable, want: send(2, 300*ms)},
+			{at: 60 * ms, op: "waitout", k: 2, want: finish(Unavailable, Failed)},
+		}, EdgeStats{Calls: 1, Attempts: 2, Retries: 1, Failed: 1}},
+		{"the caller's pool_timeout: not_sent, retried", PhaseTimeouts{Pool: 5 * ms}, []step{
+			{at: 0, op: "start", want: send(1, 300*ms)},
+			{at: 5 * ms, op: "waitout", k: 1, want: send(2, 300*ms)},
+			{at: 10 * ms, op: "waitout", k: 2, want: finish(NotSent, Failed)},
+		}, EdgeStats{Calls: 1, Attempts: 2, Retries: 1, NotSent: 2, Failed: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestEdge(t, EdgeConfig{Timeout: 300 * ms, Phases: tc.phases,
+				Retry: RetryConfig{MaxAttempts: 2, On: every, Backoff: BackoffConfig{Initial: 0}}})
+			runScript(t, e, CallOptions{Counted: true, Write: true}, tc.script)
+			require.Equal(t, tc.stats, e.Stats)
+		})
+	}
+}

@@ -217,7 +217,7 @@ func (m *run) replyHandler() Handler {
 			m.deliverDirect(a)
 			return
 		}
-		o, ra, dr := a.answer, a.retryAfter, a.dontRetry
+		o, ra, dr, waitOut := a.answer, a.retryAfter, a.dontRetry, a.waitOut
 		if a.pool != nil {
 			m.poolAnswered(a)
 		}
@@ -233,7 +233,12 @@ func (m *run) replyHandler() Handler {
 		if cr == nil {
 			return
 		}
-		act := cr.pc.Answered(m.eng.Now(), k, o, ra, dr)
+		var act policies.Action
+		if waitOut {
+			act = cr.pc.WaitTimedOut(m.eng.Now(), k)
+		} else {
+			act = cr.pc.Answered(m.eng.Now(), k, o, ra, dr)
+		}
 		if act.Kind == policies.Finish && !act.Wake && !cr.wakeSet && len(cr.slots) == 1 {
 			// The usual answer, apply's work without its call: the call's
 			// one attempt was answered (its slot is cleared above).

@@ -116,7 +116,7 @@ func (p *connPool) acquire(a *attempt) {
 		}
 	}
 	p.waiters = append(p.waiters, poolWaiter{a, a.gen})
-	if d := p.e.pe.Phases.Pool; d > 0 {
+	if d, _ := p.e.pe.Phases.PoolWait(); d > 0 {
 		a.pool.tmo = p.m.eng.After(d, p.hWaitTimeout, a)
 	}
 }
@@ -213,7 +213,9 @@ func (p *connPool) up(c *pconn) {
 }
 
 // waitTimedOut fails an attempt whose pool_timeout ran out while it waited
-// or opened a connection (GetConn→GotConn, as net/http counts it).
+// or opened a connection (GetConn→GotConn, as net/http counts it), or
+// whose queue_timeout ran out in a proxy's per-server queue: then the
+// proxy answers 503 itself (PhaseTimeouts.PoolWait decides the class).
 func (p *connPool) waitTimedOut(a *attempt) {
 	a.pool.tmo = Timer{}
 	if a.pool.state == poolConnecting {
@@ -225,7 +227,9 @@ func (p *connPool) waitTimedOut(a *attempt) {
 		p.sum.PoolTimeouts++
 	}
 	p.drop(a)
-	p.m.notSent(a)
+	_, o := p.e.pe.Phases.PoolWait()
+	a.waitOut = true
+	p.m.unsent(a, o)
 }
 
 // firstByteTimedOut times out a sent attempt whose answer did not come
@@ -352,8 +356,12 @@ func (m *run) poolAbandon(a *attempt) bool {
 }
 
 // notSent answers a's caller with NotSent: a never left it.
-func (m *run) notSent(a *attempt) {
-	a.answer, a.retryAfter, a.dontRetry = policies.NotSent, 0, false
+func (m *run) notSent(a *attempt) { m.unsent(a, policies.NotSent) }
+
+// unsent answers a's caller with o for an attempt that never reached its
+// callee: NotSent, or a proxy queue's Unavailable.
+func (m *run) unsent(a *attempt, o policies.Outcome) {
+	a.answer, a.retryAfter, a.dontRetry = o, 0, false
 	m.deliver(a)
 }
 

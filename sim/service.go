@@ -133,6 +133,7 @@ type attempt struct {
 	answer     policies.Outcome
 	retryAfter time.Duration
 	dontRetry  bool
+	waitOut    bool      // its wait for a pool slot ran out (Call.WaitTimedOut)
 	pool       *poolSlot // its place in the edge's connection pool, if any
 	// call is its step's call when the step has one (grp, when several).
 	call *callRun

@@ -109,6 +109,12 @@ func (v *validator) pasted(c *Call, path, key string, p paste.Policies, err erro
 	if p.ConnectTimeout > 0 && set("connect_timeout") {
 		c.ConnectTimeout = p.ConnectTimeout
 	}
+	if p.MaxConn > 0 && set("pool") {
+		c.Pool = &Pool{Size: p.MaxConn}
+		if p.QueueTimeout > 0 && set("queue_timeout") {
+			c.QueueTimeout = p.QueueTimeout
+		}
+	}
 	if p.Note != "" {
 		v.sc.notes = append(v.sc.notes, "note: "+p.Note)
 	}

@@ -30,7 +30,16 @@ func (v *validator) pool(c *Call, p string) {
 	v.nonNegative(p+".connect_timeout", c.ConnectTimeout)
 	v.nonNegative(p+".tls_timeout", c.TLSTimeout)
 	v.nonNegative(p+".first_byte_timeout", c.FirstByteTimeout)
+	v.nonNegative(p+".queue_timeout", c.QueueTimeout)
 	pl := c.Pool
+	if c.QueueTimeout > 0 {
+		switch {
+		case pl == nil:
+			v.add(p+".queue_timeout", "needs %s.pool: the queue is the wait for a slot of the pool (pool.size per replica)", p)
+		case c.PoolTimeout > 0:
+			v.add(p+".queue_timeout", "bounds the same wait as pool_timeout: keep one")
+		}
+	}
 	if pl == nil {
 		return
 	}

@@ -126,7 +126,21 @@ services:
 	if c.Retry.MaxAttempts != 4 || !c.Retry.SameServer || c.Retry.TurnAround != 200*time.Millisecond || c.Timeout != 300*time.Millisecond || c.ConnectTimeout != 200*time.Millisecond {
 		t.Errorf("haproxy_cfg set %+v, timeout %v, connect %v", c.Retry, c.Timeout, c.ConnectTimeout)
 	}
+	// Server maxconn is the pool per replica; timeout queue unset is
+	// timeout connect's value.
+	write("maxconn.cfg", "defaults\n  timeout connect 200ms\nbackend app\n  server a 127.0.0.1:1 maxconn 2\n  server b 127.0.0.1:2 maxconn 2\n  server c 127.0.0.1:3 maxconn 2\n")
+	sc, err = parse(scenario(3, "haproxy_cfg: maxconn.cfg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = sc.Service("proxy").Calls[0]
+	if c.Pool == nil || c.Pool.Size != 2 || c.QueueTimeout != 200*time.Millisecond {
+		t.Errorf("maxconn.cfg set pool %+v, queue_timeout %v; want size 2, 200ms", c.Pool, c.QueueTimeout)
+	}
 	for _, tt := range []struct{ call, want string }{
+		{"haproxy_cfg: maxconn.cfg, pool: {size: 3}", "pool: set by haproxy_cfg too: keep one"},
+		{"queue_timeout: 50ms", "queue_timeout: needs services[0].calls[0].pool"},
+		{"queue_timeout: 50ms, pool_timeout: 10ms, pool: {size: 1}", "queue_timeout: bounds the same wait as pool_timeout"},
 		{"nginx_conf: bad.conf", "bad.conf:4: services[0].calls[0].nginx_conf: proxy_next_upstream_tries: want a number of tries"},
 		{"nginx_conf: nginx.conf, retry: {max_attempts: 2}", "retry: set by nginx_conf too: keep one"},
 		{"nginx_conf: nginx.conf, haproxy_cfg: haproxy.cfg", "a call's retries come from one pasted config"},

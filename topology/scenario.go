@@ -175,6 +175,11 @@ type Call struct {
 	ConnectTimeout   time.Duration `yaml:"connect_timeout,omitempty"`
 	TLSTimeout       time.Duration `yaml:"tls_timeout,omitempty"`
 	FirstByteTimeout time.Duration `yaml:"first_byte_timeout,omitempty"`
+	// QueueTimeout makes Pool a proxy's per-server queue (HAProxy's server
+	// maxconn with timeout queue): an attempt that waited this long for a
+	// slot of its replica is answered unavailable by the proxy and never
+	// reaches the server. It needs Pool and excludes PoolTimeout; 0: none.
+	QueueTimeout time.Duration `yaml:"queue_timeout,omitempty"`
 	// Pool models the edge's connections; nil means none (every attempt
 	// is sent at once, as before).
 	Pool *Pool `yaml:"pool,omitempty"`
@@ -241,7 +246,7 @@ func (c *Call) EdgeConfig() policies.EdgeConfig {
 		Hedge: c.Hedge, Throttle: c.Throttle, HonorPushback: c.HonorPushback, MaxPushback: c.MaxPushback,
 		SendRate: c.SendRate,
 		Phases: policies.PhaseTimeouts{Pool: c.PoolTimeout, Connect: c.ConnectTimeout,
-			TLS: c.TLSTimeout, FirstByte: c.FirstByteTimeout},
+			TLS: c.TLSTimeout, FirstByte: c.FirstByteTimeout, Queue: c.QueueTimeout},
 	}
 }
 

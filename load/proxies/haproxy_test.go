@@ -16,7 +16,7 @@ import (
 func haproxyCfg(port int, s scenario, addrs []string, connect string) string {
 	var servers strings.Builder
 	for i, a := range addrs {
-		fmt.Fprintf(&servers, "    server s%d %s\n", i, a)
+		fmt.Fprintf(&servers, "    server s%d %s%s\n", i, a, s.params)
 	}
 	return fmt.Sprintf(`global
     log stdout format raw local0
@@ -37,13 +37,18 @@ backend app
 
 // haproxyLog counts the attempts of each request in HAProxy's log: the
 // retries field %rc plus the first attempt (a leading + marks a
-// redispatch).
-func haproxyLog(t *testing.T, path string) (requests, attempts int64) {
+// redispatch). A request that timed out in the queue (every server at
+// its maxconn) has no server, <NOSRV>, and status 503: the proxy's own
+// answer, counted in queued.
+func haproxyLog(t *testing.T, path string) (requests, attempts, queued int64) {
 	t.Helper()
 	for _, l := range lines(t, path) {
 		f := strings.Fields(l)
-		if len(f) != 4 || f[0] == "<NOSRV>" {
+		if len(f) != 4 || f[3] == "<BADREQ>" {
 			continue // HAProxy's notices; the start-up probe's bare connection
+		}
+		if f[0] == "<NOSRV>" && f[2] == "503" {
+			queued++
 		}
 		rc, err := strconv.Atoi(strings.TrimPrefix(f[1], "+"))
 		if err != nil {
@@ -52,7 +57,7 @@ func haproxyLog(t *testing.T, path string) (requests, attempts int64) {
 		requests++
 		attempts += int64(rc) + 1
 	}
-	return requests, attempts
+	return requests, attempts, queued
 }
 
 // TestHAProxy runs each case through a real HAProxy and the simulator.
@@ -83,6 +88,15 @@ func TestHAProxy(t *testing.T) {
 			attempts: func(n int) int { return n }, duplicates: never}, "50ms"},
 		{scenario{name: "slow servers, GET, default retry-on: no retry", servers: 3, fault: "latency_add: 600ms",
 			attempts: func(n int) int { return n }, duplicates: never}, "50ms"},
+		{scenario{name: "maxconn 1, slow servers: beyond a slot, 503 after timeout queue, never sent", servers: 3, fault: "latency_add: 500ms",
+			directives: "timeout server 1s\n    timeout queue 50ms", params: " maxconn 1",
+			attempts: func(n int) int { return n }, duplicates: never, failed: func(n int) int { return n - 3 }}, "50ms"},
+		{scenario{name: "maxconn 1, retry-on 503: the queue's 503s", servers: 3, fault: "latency_add: 500ms",
+			directives: "timeout server 1s\n    timeout queue 50ms\n    retry-on conn-failure 503", params: " maxconn 1",
+			attempts: func(n int) int { return n }, duplicates: never, failed: func(n int) int { return n - 3 }}, "50ms"},
+		{scenario{name: "maxconn 1, timeout queue unset: timeout connect's", servers: 1, fault: "latency_add: 500ms",
+			directives: "timeout server 1s", params: " maxconn 1",
+			attempts: func(n int) int { return n }, duplicates: never, failed: func(n int) int { return n - 1 }}, "50ms"},
 	}
 	for _, c := range cases {
 		s := c.scenario
@@ -104,12 +118,15 @@ func TestHAProxy(t *testing.T) {
 			startProxy(t, cmd, port)
 			res := r.drive(port)
 			var real outcome
-			real.offered = res.Summary.Requests.Offered
-			awaitLog(real.offered, func() int64 { n, _ := haproxyLog(t, logPath); return n })
-			var logged int64
-			logged, real.attempts = haproxyLog(t, logPath)
+			real.offered, real.failed = res.Summary.Requests.Offered, res.Summary.Requests.Failed
+			awaitLog(real.offered, func() int64 { n, _, _ := haproxyLog(t, logPath); return n })
+			var logged, queued int64
+			logged, real.attempts, queued = haproxyLog(t, logPath)
 			if logged != real.offered {
 				t.Errorf("HAProxy logged %d requests, %d were offered", logged, real.offered)
+			}
+			if s.failed != nil && queued != int64(s.failed(int(real.offered))) {
+				t.Errorf("HAProxy logged %d 503s from its queue, theory %d", queued, s.failed(int(real.offered)))
 			}
 			real.perServer, real.duplicates = r.served()
 			call := s.preset

@@ -121,8 +121,9 @@ type scenario struct {
 	preset string
 	// method is the writes' method; "" sends reads (GET).
 	method string
-	// attempts and duplicates are what theory gives for n requests.
-	attempts, duplicates func(n int) int
+	// attempts and duplicates are what theory gives for n requests;
+	// failed, when not nil, the requests that failed (the proxy's 503s).
+	attempts, duplicates, failed func(n int) int
 }
 
 const (
@@ -190,6 +191,7 @@ type outcome struct {
 	attempts   int64   // attempts the proxy made
 	perServer  []int64 // attempts that reached each server
 	duplicates int64
+	failed     int64 // requests that failed
 }
 
 // proxyRun is the real run: serve's upstreams, the proxy in front, the
@@ -303,7 +305,7 @@ func simulate(t *testing.T, dir string, s scenario, call string) outcome {
 		t.Fatal(err)
 	}
 	sum := res.Summary
-	o := outcome{offered: sum.Requests.Offered, duplicates: sum.Duplicates, perServer: make([]int64, s.servers)}
+	o := outcome{offered: sum.Requests.Offered, duplicates: sum.Duplicates, failed: sum.Requests.Failed, perServer: make([]int64, s.servers)}
 	for _, e := range sum.Edges {
 		if e.From == "proxy" && e.To == "app" {
 			o.attempts = e.Attempts
@@ -339,6 +341,11 @@ func compare(t *testing.T, s scenario, real, simulated outcome, logPerServer []i
 	wantDup := int64(s.duplicates(n))
 	if real.duplicates != wantDup || simulated.duplicates != wantDup {
 		t.Errorf("duplicates: serve %d, simulator %d, theory %d", real.duplicates, simulated.duplicates, wantDup)
+	}
+	if s.failed != nil {
+		if want := int64(s.failed(n)); real.failed != want || simulated.failed != want {
+			t.Errorf("failed requests: real %d, simulator %d, theory %d", real.failed, simulated.failed, want)
+		}
 	}
 	var live, simLive int64
 	for i := range real.perServer {
