@@ -74,6 +74,9 @@ type EdgeClient struct {
 	// phaseAware: the edge has phase timeouts, a transparent retry or
 	// retries not_sent, so a not-sent failure reaches it as NotSent.
 	phaseAware bool
+	// lat, if set, times every attempt as the caller sees it (the
+	// driver's edge to a target whose own latency it cannot see).
+	lat *attemptLatency
 }
 
 // NewEdgeClient wraps edge, guarding it with mu (nil: a mutex of its own),
@@ -462,6 +465,7 @@ func (ec *EdgeClient) sendInline(ctx context.Context, a *Attempt, timeout time.D
 		ans := ec.lean.do(ctx, a, timeout, &ec.Phases)
 		ec.settle(ctx, a, ans)
 		ec.observe(a, start, ans)
+		ec.timed(ctx, a, start, ans)
 		return ans
 	}
 	actx := ctx
@@ -473,16 +477,24 @@ func (ec *EdgeClient) sendInline(ctx context.Context, a *Attempt, timeout time.D
 	ans := ec.send(actx, a)
 	ec.settle(ctx, a, ans)
 	ec.observe(a, start, ans)
+	ec.timed(ctx, a, start, ans)
 	return ans
 }
 
 // attemptStart is when an attempt starts on the run's clock, read only
-// for OnAttempt.
+// for OnAttempt and lat.
 func (ec *EdgeClient) attemptStart() time.Duration {
-	if ec.OnAttempt == nil {
+	if ec.OnAttempt == nil && ec.lat == nil {
 		return 0
 	}
 	return ec.clk.Now()
+}
+
+// timed adds an attempt that started at start to lat, if set.
+func (ec *EdgeClient) timed(ctx context.Context, a *Attempt, start time.Duration, ans Answer) {
+	if ec.lat != nil {
+		ec.lat.add(ctx, a, ec.clk.Now()-start, ans)
+	}
 }
 
 // observe reports an attempt that started at start to OnAttempt.
@@ -520,6 +532,7 @@ func (ec *EdgeClient) attempt(ctx context.Context, run *callRun, a *Attempt, tim
 		ans := ec.lean.do(ctx, a, timeout, &ec.Phases)
 		ec.settle(ctx, a, ans)
 		ec.observe(a, start, ans)
+		ec.timed(ctx, a, start, ans)
 		answers <- answer{k: a.Number, a: ans}
 		return
 	}
@@ -532,5 +545,6 @@ func (ec *EdgeClient) attempt(ctx context.Context, run *callRun, a *Attempt, tim
 	ans := ec.send(actx, a)
 	ec.settle(ctx, a, ans)
 	ec.observe(a, start, ans)
+	ec.timed(ctx, a, start, ans)
 	answers <- answer{k: a.Number, a: ans}
 }
