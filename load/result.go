@@ -261,6 +261,7 @@ func (d *driver) loadReport(elapsed time.Duration, interrupted bool) *metrics.Lo
 		Connections:     opt.Connections,
 		MaxInFlight:     d.maxInflight.Load(),
 		Attempts:        sumKinds(k),
+		Answered:        k[KindNone],
 		ConnectFailures: k[KindConnect],
 		Timeouts:        k[KindTimeout],
 		Resets:          k[KindReset],

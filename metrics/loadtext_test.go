@@ -90,3 +90,22 @@ func TestFormatTextLostLatency(t *testing.T) {
 		t.Errorf("summary lacks %q:\n%s", want, b.String())
 	}
 }
+
+// The header names the clock SimTimeS is on: a load run ran for real.
+func TestFormatTextHeaderClock(t *testing.T) {
+	for _, c := range []struct {
+		load *metrics.LoadReport
+		want string
+	}{
+		{nil, "scenario s  seed 1  simulated 20.0s  status complete\n"},
+		{&metrics.LoadReport{}, "scenario s  seed 1  ran 20.0s  status complete\n"},
+	} {
+		var b bytes.Buffer
+		if err := metrics.FormatText(&b, &metrics.Summary{Scenario: "s", Seed: 1, SimTimeS: 20, Status: "complete", Load: c.load}); err != nil {
+			t.Fatal(err)
+		}
+		if first, _, _ := strings.Cut(b.String(), "\n"); first+"\n" != c.want {
+			t.Errorf("header %q, want %q", first, c.want)
+		}
+	}
+}

@@ -167,3 +167,12 @@ type Divergence struct {
 	Service string  `json:"service,omitempty"`
 	Queue   int64   `json:"queue,omitempty"`
 }
+
+// Clock says which clock SimTimeS is on: "simulated" for the simulator's
+// virtual clock, "ran" for a load run's wall clock (Load is set).
+func (s *Summary) Clock() string {
+	if s.Load != nil {
+		return "ran"
+	}
+	return "simulated"
+}

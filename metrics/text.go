@@ -15,7 +15,7 @@ import (
 func FormatText(w io.Writer, s *Summary) error {
 	ew := NewErrWriter(w)
 	p := ew.Printf
-	p("scenario %s  seed %d  simulated %.1fs  status %s\n", s.Scenario, s.Seed, s.SimTimeS, orDash(string(s.Status)))
+	p("scenario %s  seed %d  %s %.1fs  status %s\n", s.Scenario, s.Seed, s.Clock(), s.SimTimeS, orDash(string(s.Status)))
 	if d := s.Diverged; d != nil {
 		p("DIVERGED at %.1fs: %s", d.AtS, d.Reason)
 		if d.Service != "" {

@@ -363,8 +363,8 @@ func emitLoadResult(w io.Writer, res *metrics.Result, format, out string) error 
 	if l := res.Summary.Load; format == "text" && l != nil {
 		fmt.Fprintf(w, "\nload       target %.1f req/s, offered %.1f req/s; late %d (>%gms), unsent %d; at most %d in flight (%d senders, %d connections)\n",
 			l.TargetRPS, l.OfferedRPS, l.Late, l.LateThresholdMs, l.Unsent, l.MaxInFlight, l.Workers, l.Connections)
-		fmt.Fprintf(w, "attempts   %d sent; no answer: %d connect failures, %d timeouts, %d resets, %d canceled, %d other\n",
-			l.Attempts, l.ConnectFailures, l.Timeouts, l.Resets, l.Canceled, l.OtherErrors)
+		fmt.Fprintf(w, "attempts   %d sent: %d answered, %d without an answer (%d connect failures, %d timeouts, %d resets, %d canceled, %d other)\n",
+			l.Attempts, l.Answered, l.Attempts-l.Answered, l.ConnectFailures, l.Timeouts, l.Resets, l.Canceled, l.OtherErrors)
 	}
 	return err
 }
