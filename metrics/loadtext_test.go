@@ -109,3 +109,35 @@ func TestFormatTextHeaderClock(t *testing.T) {
 		}
 	}
 }
+
+// No quantile is reported above the max: one request of 7200.5 s is read
+// from its histogram bucket as 7201.6 s, and clamped.
+func TestQuantileNeverAboveMax(t *testing.T) {
+	for _, d := range []time.Duration{7200500 * time.Millisecond, 47323963 * time.Nanosecond, 3 * time.Microsecond} {
+		h := metrics.NewLatencyHistogram()
+		metrics.RecordLatency(h, d)
+		l := metrics.LatencyOf(h).WithExact(int64(d/time.Microsecond), 1, d)
+		for name, q := range map[string]float64{"p50": l.P50, "p90": l.P90, "p99": l.P99, "p999": l.P999} {
+			if q > l.Max {
+				t.Errorf("%v: %s %v above max %v", d, name, q, l.Max)
+			}
+		}
+	}
+}
+
+// A run that offered writes shows its duplicates, zero included; one
+// without writes does not mention them.
+func TestFormatTextDuplicatesWhenWrites(t *testing.T) {
+	for _, c := range []struct {
+		writes bool
+		want   bool
+	}{{true, true}, {false, false}} {
+		var b bytes.Buffer
+		if err := metrics.FormatText(&b, &metrics.Summary{Scenario: "s", Status: "complete", Writes: c.writes}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), "duplicates 0"); got != c.want {
+			t.Errorf("writes %v: shows duplicates 0: %v, want %v\n%s", c.writes, got, c.want, b.String())
+		}
+	}
+}

@@ -59,7 +59,7 @@ func FormatText(w io.Writer, s *Summary) error {
 			l.Count, num(l.Mean), num(l.P50), num(l.P99))
 	}
 	p("amplify    %s× (busiest service: its attempts over the whole run, drain included, per request offered)", num(s.Amplification))
-	if s.Duplicates > 0 {
+	if s.Duplicates > 0 || s.Writes {
 		p("  duplicates %d", s.Duplicates)
 	}
 	p("\n")
