@@ -24,15 +24,43 @@ func ServerLatency(path, service string) ([]time.Duration, string, error) {
 		return nil, "", err
 	}
 	servers, peers := map[string]bool{}, map[string]bool{}
-	var out []time.Duration
-	failed, found := 0, false
+	out, failed, found := durationsOf(spans, servers, func(s *Span) string {
+		if s.Kind == Server {
+			return s.Service
+		}
+		return ""
+	}, service)
+	what, from, why := "server spans", "", "failed"
+	if !found {
+		what, from, why = "client spans", "no server spans of its own: read from the client spans naming it as peer.service; ", "failed or abandoned"
+		out, failed, found = durationsOf(spans, peers, func(s *Span) string {
+			if s.Kind == Client {
+				return s.Peer
+			}
+			return ""
+		}, service)
+	}
+	if !found {
+		return nil, "", fmt.Errorf("%s: no server spans of service %q, nor client spans with peer.service %q (%s)", path, service, service, haveNames(servers, peers))
+	}
+	if len(out) == 0 {
+		return nil, "", fmt.Errorf("%s: all %d %s of %q failed: no latency samples", path, failed, what, service)
+	}
+	return out, fmt.Sprintf("%s%d of %d %s dropped (%s): only successful attempts are latency samples", from, failed, failed+len(out), what, why), nil
+}
+
+// durationsOf returns the durations of the successful spans that name
+// names service, how many more of them failed, and whether any did; have
+// collects every name seen ("" names nothing).
+func durationsOf(spans []Span, have map[string]bool, name func(*Span) string, service string) (out []time.Duration, failed int, found bool) {
 	for i := range spans {
 		s := &spans[i]
-		if s.Kind != Server {
+		n := name(s)
+		if n == "" {
 			continue
 		}
-		servers[s.Service] = true
-		if s.Service != service {
+		have[n] = true
+		if n != service {
 			continue
 		}
 		found = true
@@ -42,33 +70,7 @@ func ServerLatency(path, service string) ([]time.Duration, string, error) {
 		}
 		out = append(out, s.Duration())
 	}
-	what, from, why := "server spans", "", "failed"
-	if !found {
-		what, from, why = "client spans", "no server spans of its own: read from the client spans naming it as peer.service; ", "failed or abandoned"
-		for i := range spans {
-			s := &spans[i]
-			if s.Kind != Client || s.Peer == "" {
-				continue
-			}
-			peers[s.Peer] = true
-			if s.Peer != service {
-				continue
-			}
-			found = true
-			if s.Failed {
-				failed++
-				continue
-			}
-			out = append(out, s.Duration())
-		}
-	}
-	if !found {
-		return nil, "", fmt.Errorf("%s: no server spans of service %q, nor client spans with peer.service %q (%s)", path, service, service, haveNames(servers, peers))
-	}
-	if len(out) == 0 {
-		return nil, "", fmt.Errorf("%s: all %d %s of %q failed: no latency samples", path, failed, what, service)
-	}
-	return out, fmt.Sprintf("%s%d of %d %s dropped (%s): only successful attempts are latency samples", from, failed, failed+len(out), what, why), nil
+	return out, failed, found
 }
 
 // haveNames says which services a trace file does hold spans of.
