@@ -272,7 +272,7 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	ec.lat = newAttemptLatency()
 	if strings.HasPrefix(opt.Target, "grpc://") {
 		gc, err := NewGRPCClient(GRPCClientOptions{ServiceConfig: opt.GRPCServiceConfig, Connections: opt.Connections,
-			StatsHandler: opt.Tracing.GRPCClientHandler(ClientService)})
+			StatsHandler: opt.Tracing.GRPCClientHandler(ClientService, opt.ServiceName)})
 		if err != nil {
 			return nil, fmt.Errorf("load: %w", err)
 		}

@@ -97,12 +97,17 @@ func (t *Tracing) Transport(service, peer string, rt http.RoundTripper) http.Rou
 // GRPCClientHandler is the stats handler of a caller's gRPC channels: a
 // client span per attempt, in the caller's trace, with the trace context
 // sent in the call's metadata (otelgrpc). The attempt's number is set on
-// it as over HTTP (grpcStats). Nil when t is nil.
-func (t *Tracing) GRPCClientHandler(service string) stats.Handler {
+// it as over HTTP (grpcStats). A non-empty peer is set as every span's
+// peer.service, as Transport does. Nil when t is nil.
+func (t *Tracing) GRPCClientHandler(service, peer string) stats.Handler {
 	if t == nil {
 		return nil
 	}
-	return otelgrpc.NewClientHandler(otelgrpc.WithTracerProvider(t.provider(service)), otelgrpc.WithPropagators(t.prop))
+	opts := []otelgrpc.Option{otelgrpc.WithTracerProvider(t.provider(service)), otelgrpc.WithPropagators(t.prop)}
+	if peer != "" {
+		opts = append(opts, otelgrpc.WithSpanAttributes(attribute.String("peer.service", peer)))
+	}
+	return otelgrpc.NewClientHandler(opts...)
 }
 
 // GRPCServerHandler is the stats handler of a service's gRPC server: a
