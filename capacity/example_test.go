@@ -32,7 +32,7 @@ func ExampleParseSLO() {
 	// Output:
 	// p99<300ms,success>=99.9%,db.utilization<80%
 	// false db.utilization
-	// slo "p99<300ms,sucess>=99%": term 2 "sucess>=99%": unknown metric "sucess" (want p50, p90, p99, p999, mean, max, success, failed, unknown, goodput, amplification, or SERVICE.METRIC)
+	// slo "p99<300ms,sucess>=99%": term 2 "sucess>=99%": unknown metric "sucess" (did you mean success?) (want p50, p90, p99, p999, mean, max, success, failed, unknown, goodput, amplification, or SERVICE.METRIC)
 }
 
 func ExampleRecoveryLowerBound() {

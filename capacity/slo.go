@@ -379,7 +379,7 @@ func parseTerm(s string) (Term, error) {
 		}
 		def, ok := metricDefs[m]
 		if !ok || !def.service {
-			return Term{}, fmt.Errorf("unknown service metric %q (want %s)", m, metricNames(true))
+			return Term{}, fmt.Errorf("unknown service metric %q%s (want %s)", m, didYouMean(m, true), metricNames(true))
 		}
 		t.Service, t.Metric = svc, m
 	} else {
@@ -389,7 +389,7 @@ func parseTerm(s string) (Term, error) {
 		}
 		def, ok := metricDefs[base]
 		if !ok || def.service {
-			return Term{}, fmt.Errorf("unknown metric %q (want %s, or SERVICE.METRIC)", base, metricNames(false))
+			return Term{}, fmt.Errorf("unknown metric %q%s (want %s, or SERVICE.METRIC)", base, didYouMean(base, false), metricNames(false))
 		}
 		if pop != "" && def.unit != unitMs {
 			return Term{}, fmt.Errorf("%s(%s): only the latencies (p50, p90, p99, p999, mean, max) are over a population of requests", base, pop)
@@ -426,6 +426,14 @@ func cutPopulation(name string) (base, pop string, err error) {
 		return "", "", fmt.Errorf("metric %q: population %q: want all (every request, failed ones at their time to failure) or ok (succeeded ones, the default)", name, pop)
 	}
 	return base, pop, nil
+}
+
+// didYouMean suggests the metric a mistyped one was meant to be.
+func didYouMean(name string, service bool) string {
+	if s := topology.Suggest(name, strings.Split(metricNames(service), ", ")); s != "" {
+		return fmt.Sprintf(" (did you mean %s?)", s)
+	}
+	return ""
 }
 
 func metricNames(service bool) string {

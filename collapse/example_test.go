@@ -3,6 +3,7 @@ package collapse_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/stormsim/stormsim/collapse"
@@ -73,4 +74,18 @@ func ExampleSplit() {
 	// Output:
 	// splitting 0.00015 over 8 levels; exact 0.000145
 	// true
+}
+
+// An estimate as `stormsim collapse` prints it without --format json.
+func ExampleEstimate_WriteText() {
+	e := &collapse.Estimate{Scenario: "q", Method: "splitting", Level: "system(s)>=28", WithinS: 60,
+		Probability: 1.23e-6, CI95: [2]float64{1.01e-6, 1.45e-6}, Levels: []float64{9, 17, 28},
+		Runs: 9000, Events: 4200000, Batches: 30}
+	if err := e.WriteText(os.Stdout); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// collapse   q: P(system(s)>=28 within 1m0s) = 1.23e-06, 95% interval [1.01e-06, 1.45e-06] (splitting)
+	// levels     9, 17, 28
+	// spent      9000 runs, 4200000 events, 30 batches
 }

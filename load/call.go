@@ -74,6 +74,9 @@ type EdgeClient struct {
 	// phaseAware: the edge has phase timeouts, a transparent retry or
 	// retries not_sent, so a not-sent failure reaches it as NotSent.
 	phaseAware bool
+	// lat, if set, times every attempt as the caller sees it (the
+	// driver's edge to a target whose own latency it cannot see).
+	lat *attemptLatency
 }
 
 // NewEdgeClient wraps edge, guarding it with mu (nil: a mutex of its own),
@@ -141,6 +144,40 @@ func (ec *EdgeClient) pick(a *Attempt, tried *[]int) {
 	i := ec.bal.PickNext(ec.clk.Now(), ec.otherHost, tried)
 	ec.mu.Unlock()
 	a.URL, a.url, a.replica = ec.urls[i], ec.parsed[i], i
+}
+
+// phases is where attempt a's phases are recorded: nowhere for a warm-up
+// attempt, which no counter of the edge counts (EdgeStats neither).
+func (ec *EdgeClient) phases(a *Attempt) *PhaseRecorder {
+	if a.Warmup {
+		return nil
+	}
+	return &ec.Phases
+}
+
+// ended accounts for attempt a, sent at start, ending with ans: the
+// balancer's view, OnAttempt, the attempt latency, and the transport
+// counters. Every
+// attempt sent after the warm-up is counted once, when it ends, in the
+// one way it ended: answered (by its status), or without an answer by
+// the kind its transport classified (ClassifyError): one whose call let
+// go of it first (a hedge's loser, a call given up) or whose run stopped
+// is canceled, as the phase recorder also sees it; a hedge's loser that
+// is answered anyway is counted by its status. So the kinds add up to the
+// policy's attempts sent (EdgeStats.Attempts), as docs/concepts.md
+// states.
+func (ec *EdgeClient) ended(ctx context.Context, a *Attempt, start time.Duration, ans Answer) {
+	ec.settle(ctx, a, ans)
+	ec.observe(a, start, ans)
+	ec.timed(ctx, a, start, ans)
+	if a.Warmup {
+		return
+	}
+	k := ans.Kind
+	ec.kinds[k].Add(1)
+	if st := ans.Status; k == KindNone && st > 0 && st < len(ec.statuses) {
+		ec.statuses[st].Add(1)
+	}
 }
 
 // settle tells the balancer that attempt a, sent to a replica, ended with
@@ -382,7 +419,6 @@ func (d *doing) send(act policies.Action) (next policies.Action, inline bool) {
 		*a = built
 		an := answer{k: a.Number, a: ec.sendInline(d.ctx, a, act.Timeout)}
 		if d.ctx.Err() != nil {
-			ec.kinds[KindCanceled].Add(1)
 			ec.mu.Lock()
 			defer ec.mu.Unlock()
 			return d.c.Abort(ec.clk.Now()), true
@@ -439,12 +475,8 @@ func (d *doing) await(act policies.Action) (next policies.Action, done bool) {
 	return next, false
 }
 
-// answered counts an attempt's answer and reports it to the call.
+// answered reports an attempt's answer to the call.
 func (ec *EdgeClient) answered(c *policies.Call, an answer) policies.Action {
-	ec.kinds[an.a.Kind].Add(1)
-	if st := an.a.Status; st > 0 && st < len(ec.statuses) {
-		ec.statuses[st].Add(1)
-	}
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
 	now := ec.clk.Now()
@@ -464,9 +496,8 @@ func (ec *EdgeClient) answered(c *policies.Call, an answer) policies.Action {
 func (ec *EdgeClient) sendInline(ctx context.Context, a *Attempt, timeout time.Duration) Answer {
 	start := ec.attemptStart()
 	if ec.lean != nil && a.url != nil {
-		ans := ec.lean.do(ctx, a, timeout, &ec.Phases)
-		ec.settle(ctx, a, ans)
-		ec.observe(a, start, ans)
+		ans := ec.lean.do(ctx, a, timeout, ec.phases(a))
+		ec.ended(ctx, a, start, ans)
 		return ans
 	}
 	actx := ctx
@@ -476,18 +507,24 @@ func (ec *EdgeClient) sendInline(ctx context.Context, a *Attempt, timeout time.D
 		defer cancel()
 	}
 	ans := ec.send(actx, a)
-	ec.settle(ctx, a, ans)
-	ec.observe(a, start, ans)
+	ec.ended(ctx, a, start, ans)
 	return ans
 }
 
 // attemptStart is when an attempt starts on the run's clock, read only
-// for OnAttempt.
+// for OnAttempt and lat.
 func (ec *EdgeClient) attemptStart() time.Duration {
-	if ec.OnAttempt == nil {
+	if ec.OnAttempt == nil && ec.lat == nil {
 		return 0
 	}
 	return ec.clk.Now()
+}
+
+// timed adds an attempt that started at start to lat, if set.
+func (ec *EdgeClient) timed(ctx context.Context, a *Attempt, start time.Duration, ans Answer) {
+	if ec.lat != nil {
+		ec.lat.add(ctx, a, ec.clk.Now()-start, ans)
+	}
 }
 
 // observe reports an attempt that started at start to OnAttempt.
@@ -503,13 +540,13 @@ func (ec *EdgeClient) send(ctx context.Context, a *Attempt) Answer {
 		return a.via(ctx, a)
 	}
 	if ec.GRPC != nil {
-		return ec.GRPC.SendTraced(ctx, a, ec.edge.Phases, ec.phaseAware, &ec.Phases)
+		return ec.GRPC.SendTraced(ctx, a, ec.edge.Phases, ec.phaseAware, ec.phases(a))
 	}
 	if ec.Sender != nil {
 		return ec.Sender(ctx, a)
 	}
 	// net/http: traced, its phase timeouts enforced.
-	return sendTraced(ctx, ec.Client, ec.rt, a, ec.edge.Phases, ec.phaseAware, &ec.Phases)
+	return sendTraced(ctx, ec.Client, ec.rt, a, ec.edge.Phases, ec.phaseAware, ec.phases(a))
 }
 
 // attempt sends one attempt bounded by timeout (0: none) and reports it.
@@ -522,9 +559,8 @@ func (ec *EdgeClient) attempt(ctx context.Context, run *callRun, a *Attempt, tim
 	}()
 	start := ec.attemptStart()
 	if ec.lean != nil && a.url != nil {
-		ans := ec.lean.do(ctx, a, timeout, &ec.Phases)
-		ec.settle(ctx, a, ans)
-		ec.observe(a, start, ans)
+		ans := ec.lean.do(ctx, a, timeout, ec.phases(a))
+		ec.ended(ctx, a, start, ans)
 		answers <- answer{k: a.Number, a: ans}
 		return
 	}
@@ -535,7 +571,6 @@ func (ec *EdgeClient) attempt(ctx context.Context, run *callRun, a *Attempt, tim
 		defer cancel()
 	}
 	ans := ec.send(actx, a)
-	ec.settle(ctx, a, ans)
-	ec.observe(a, start, ans)
+	ec.ended(ctx, a, start, ans)
 	answers <- answer{k: a.Number, a: ans}
 }

@@ -207,7 +207,7 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		svc := sp.Config
 		cl := client
 		if opt.Tracing != nil {
-			cl = &http.Client{Transport: opt.Tracing.Transport(svc.Name, c.tr)}
+			cl = &http.Client{Transport: opt.Tracing.Transport(svc.Name, "", c.tr)}
 		}
 		var grpcClient *GRPCClient
 		if c.grpc != nil {

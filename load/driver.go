@@ -245,7 +245,7 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	}
 	if opt.Tracing != nil {
 		c := *client
-		c.Transport = opt.Tracing.Transport(ClientService, cmp.Or[http.RoundTripper](c.Transport, http.DefaultTransport))
+		c.Transport = opt.Tracing.Transport(ClientService, opt.ServiceName, cmp.Or[http.RoundTripper](c.Transport, http.DefaultTransport))
 		client = &c
 		if rt != nil {
 			rt = c.Transport // the traced transport: spans for every attempt
@@ -269,9 +269,10 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	ec := newEdgeClient(clk, client, edge, nil)
 	ec.Root = root
 	ec.rt = rt
+	ec.lat = newAttemptLatency()
 	if strings.HasPrefix(opt.Target, "grpc://") {
 		gc, err := NewGRPCClient(GRPCClientOptions{ServiceConfig: opt.GRPCServiceConfig, Connections: opt.Connections,
-			StatsHandler: opt.Tracing.GRPCClientHandler(ClientService)})
+			StatsHandler: opt.Tracing.GRPCClientHandler(ClientService, opt.ServiceName)})
 		if err != nil {
 			return nil, fmt.Errorf("load: %w", err)
 		}

@@ -37,7 +37,7 @@ func (d *driver) fleet(root context.Context, client *http.Client) error {
 				return fmt.Errorf("load: client policy: %w", err)
 			}
 			ec = newEdgeClient(d.ec.clk, client, edge, nil)
-			ec.Root, ec.rt = root, d.ec.rt
+			ec.Root, ec.rt, ec.lat = root, d.ec.rt, d.ec.lat
 			d.ecs = append(d.ecs, ec)
 		}
 		if len(opt.Replicas) > 1 {

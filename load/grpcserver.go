@@ -320,7 +320,7 @@ func (g *grpcCluster) clientOf(service string) (*GRPCClient, error) {
 	if gc := g.byService[service]; gc != nil {
 		return gc, nil
 	}
-	gc, err := NewGRPCClient(GRPCClientOptions{StatsHandler: g.tracing.GRPCClientHandler(service)})
+	gc, err := NewGRPCClient(GRPCClientOptions{StatsHandler: g.tracing.GRPCClientHandler(service, "")})
 	if err != nil {
 		return nil, err
 	}

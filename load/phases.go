@@ -347,7 +347,7 @@ func (r *PhaseRecorder) recordLean(lp *leanPhases, an Answer, end time.Time) {
 // add counts one attempt: the phases that ended, with their durations;
 // whether its connection was reused, or waited for; the attempt's total
 // by cold or warm connection if it was answered; and the phase it failed
-// in.
+// in, unless it was canceled.
 func (r *PhaseRecorder) add(dur *[numPhases]time.Duration, ended *[numPhases]bool, reused, waited bool, an Answer) {
 	r.traced.Add(1)
 	for p := PhasePool; p < numPhases; p++ {
@@ -372,7 +372,9 @@ func (r *PhaseRecorder) add(dur *[numPhases]time.Duration, ended *[numPhases]boo
 	if waited && ended[PhasePool] {
 		r.waited.Add(1)
 	}
-	if an.Phase != PhaseNone {
+	if an.Phase != PhaseNone && an.Kind != KindCanceled {
+		// A canceled attempt did not fail: its call (or the run) let
+		// go of it, and the counters count it as canceled.
 		r.failed[an.Phase].Add(1)
 	}
 	if an.NotSent {

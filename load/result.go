@@ -222,6 +222,11 @@ func (d *driver) result(interrupted bool, elapsed time.Duration) *metrics.Result
 	}
 	s.Amplification = svc.Amplification
 	s.Services = []metrics.ServiceSummary{svc}
+	// Its attempts as the driver timed them are what `tune` reads for it
+	// (a scenario run replaces them with each service's own).
+	all, ok := d.ec.lat.histograms()
+	res.ServiceLatency[opt.ServiceName] = all
+	res.ServiceOKLatency = map[string]*hdrhistogram.Histogram{opt.ServiceName: ok}
 	s.Edges = []metrics.EdgeSummary{d.clientEdge(opt.ServiceName)}
 	s.Load = d.loadReport(elapsed, interrupted)
 	// The target's utilization, queue and latency are its own; a scenario
@@ -256,6 +261,7 @@ func (d *driver) loadReport(elapsed time.Duration, interrupted bool) *metrics.Lo
 		Connections:     opt.Connections,
 		MaxInFlight:     d.maxInflight.Load(),
 		Attempts:        sumKinds(k),
+		Answered:        k[KindNone],
 		ConnectFailures: k[KindConnect],
 		Timeouts:        k[KindTimeout],
 		Resets:          k[KindReset],

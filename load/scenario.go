@@ -172,6 +172,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 		}
 		t := l.Totals()
 		res.Summary.Duplicates = t.Duplicates
+		res.Summary.Writes = sc.Workload.WriteFraction > 0
 		res.Summary.UnknownCommitted, res.Summary.UnknownNotCommitted = t.UnknownCommitted, t.UnknownNotCommitted
 	}
 	return res, nil

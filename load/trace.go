@@ -83,23 +83,31 @@ func (t *Tracing) Handler(service string, h http.Handler) http.Handler {
 // Transport wraps a caller's transport with a client span per attempt
 // that injects the trace context and records the attempt's number as
 // http.request.resend_count (0 for the first), which tells retries,
-// hedges and fan-out apart on import.
-func (t *Tracing) Transport(service string, rt http.RoundTripper) http.RoundTripper {
+// hedges and fan-out apart on import. A non-empty peer is set as every
+// span's peer.service: the callee's name, for a callee whose own spans
+// are not in the traces (a --target), so that its attempts as the caller
+// timed them can still be read by name (traces.ServerLatency).
+func (t *Tracing) Transport(service, peer string, rt http.RoundTripper) http.RoundTripper {
 	if t == nil {
 		return rt
 	}
-	return otelhttp.NewTransport(resendCount{rt}, otelhttp.WithTracerProvider(t.provider(service)), otelhttp.WithPropagators(t.prop))
+	return otelhttp.NewTransport(resendCount{rt, peer}, otelhttp.WithTracerProvider(t.provider(service)), otelhttp.WithPropagators(t.prop))
 }
 
 // GRPCClientHandler is the stats handler of a caller's gRPC channels: a
 // client span per attempt, in the caller's trace, with the trace context
 // sent in the call's metadata (otelgrpc). The attempt's number is set on
-// it as over HTTP (grpcStats). Nil when t is nil.
-func (t *Tracing) GRPCClientHandler(service string) stats.Handler {
+// it as over HTTP (grpcStats). A non-empty peer is set as every span's
+// peer.service, as Transport does. Nil when t is nil.
+func (t *Tracing) GRPCClientHandler(service, peer string) stats.Handler {
 	if t == nil {
 		return nil
 	}
-	return otelgrpc.NewClientHandler(otelgrpc.WithTracerProvider(t.provider(service)), otelgrpc.WithPropagators(t.prop))
+	opts := []otelgrpc.Option{otelgrpc.WithTracerProvider(t.provider(service)), otelgrpc.WithPropagators(t.prop)}
+	if peer != "" {
+		opts = append(opts, otelgrpc.WithSpanAttributes(attribute.String("peer.service", peer)))
+	}
+	return otelgrpc.NewClientHandler(opts...)
 }
 
 // GRPCServerHandler is the stats handler of a service's gRPC server: a
@@ -115,12 +123,20 @@ func (t *Tracing) GRPCServerHandler(service string) stats.Handler {
 }
 
 // resendCount marks the client span otelhttp opened with the attempt
-// number the driver put in the request's header.
-type resendCount struct{ next http.RoundTripper }
+// number the driver put in the request's header, and with the callee's
+// peer.service when it has one.
+type resendCount struct {
+	next http.RoundTripper
+	peer string
+}
 
 func (r resendCount) RoundTrip(req *http.Request) (*http.Response, error) {
+	sp := trace.SpanFromContext(req.Context())
 	if n, err := strconv.Atoi(req.Header.Get(HeaderAttempt)); err == nil && n >= 1 {
-		trace.SpanFromContext(req.Context()).SetAttributes(attribute.Int("http.request.resend_count", n-1))
+		sp.SetAttributes(attribute.Int("http.request.resend_count", n-1))
+	}
+	if r.peer != "" {
+		sp.SetAttributes(attribute.String("peer.service", r.peer))
 	}
 	return r.next.RoundTrip(req)
 }

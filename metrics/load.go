@@ -27,15 +27,21 @@ type LoadReport struct {
 	Workers     int   `json:"workers"`
 	Connections int   `json:"connections"`
 	MaxInFlight int64 `json:"max_in_flight"`
-	// Attempts counts attempts sent; the Kind fields split those that got
-	// no HTTP answer by how they failed.
+	// Attempts counts the attempts sent after the warm-up (the same as the
+	// client edge's attempts), each once, when it ended: Answered got an
+	// HTTP answer (Statuses splits them by code); the Kind fields split
+	// the rest by how they ended without one, Canceled being those their
+	// call or the run let go of (a hedge's loser, a call given up).
+	// Attempts = Answered + ConnectFailures + Timeouts + Resets +
+	// Canceled + OtherErrors (docs/concepts.md, "Counting in load mode").
 	Attempts        int64 `json:"attempts"`
+	Answered        int64 `json:"answered"`
 	ConnectFailures int64 `json:"connect_failures"`
 	Timeouts        int64 `json:"timeouts"`
 	Resets          int64 `json:"resets"`
 	Canceled        int64 `json:"canceled"`
 	OtherErrors     int64 `json:"other_errors"`
-	// Statuses counts HTTP answers by status code.
+	// Statuses counts HTTP answers by status code; they add up to Answered.
 	Statuses map[string]int64 `json:"statuses,omitempty"`
 	// Unmeasured names the services whose server-side figures the driver
 	// cannot see (a --target: its utilization, queue and attempt

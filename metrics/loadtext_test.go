@@ -90,3 +90,54 @@ func TestFormatTextLostLatency(t *testing.T) {
 		t.Errorf("summary lacks %q:\n%s", want, b.String())
 	}
 }
+
+// The header names the clock SimTimeS is on: a load run ran for real.
+func TestFormatTextHeaderClock(t *testing.T) {
+	for _, c := range []struct {
+		load *metrics.LoadReport
+		want string
+	}{
+		{nil, "scenario s  seed 1  simulated 20.0s  status complete\n"},
+		{&metrics.LoadReport{}, "scenario s  seed 1  ran 20.0s  status complete\n"},
+	} {
+		var b bytes.Buffer
+		if err := metrics.FormatText(&b, &metrics.Summary{Scenario: "s", Seed: 1, SimTimeS: 20, Status: "complete", Load: c.load}); err != nil {
+			t.Fatal(err)
+		}
+		if first, _, _ := strings.Cut(b.String(), "\n"); first+"\n" != c.want {
+			t.Errorf("header %q, want %q", first, c.want)
+		}
+	}
+}
+
+// No quantile is reported above the max: one request of 7200.5 s is read
+// from its histogram bucket as 7201.6 s, and clamped.
+func TestQuantileNeverAboveMax(t *testing.T) {
+	for _, d := range []time.Duration{7200500 * time.Millisecond, 47323963 * time.Nanosecond, 3 * time.Microsecond} {
+		h := metrics.NewLatencyHistogram()
+		metrics.RecordLatency(h, d)
+		l := metrics.LatencyOf(h).WithExact(int64(d/time.Microsecond), 1, d)
+		for name, q := range map[string]float64{"p50": l.P50, "p90": l.P90, "p99": l.P99, "p999": l.P999} {
+			if q > l.Max {
+				t.Errorf("%v: %s %v above max %v", d, name, q, l.Max)
+			}
+		}
+	}
+}
+
+// A run that offered writes shows its duplicates, zero included; one
+// without writes does not mention them.
+func TestFormatTextDuplicatesWhenWrites(t *testing.T) {
+	for _, c := range []struct {
+		writes bool
+		want   bool
+	}{{true, true}, {false, false}} {
+		var b bytes.Buffer
+		if err := metrics.FormatText(&b, &metrics.Summary{Scenario: "s", Status: "complete", Writes: c.writes}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), "duplicates 0"); got != c.want {
+			t.Errorf("writes %v: shows duplicates 0: %v, want %v\n%s", c.writes, got, c.want, b.String())
+		}
+	}
+}

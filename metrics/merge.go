@@ -499,5 +499,5 @@ func exactOfParts(l Latency, parts []*Result, get func(*Result) Latency) Latency
 	l.Count, l.SumUs = n, sum
 	l.Mean = float64(sum) / float64(n) / 1000
 	l.Max = top
-	return l
+	return l.clampedToMax()
 }

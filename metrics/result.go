@@ -176,7 +176,12 @@ func LatencyOf(h *hdrhistogram.Histogram) Latency {
 // WithExact returns l with the exact mean and max of the n values it
 // summarizes, sumUs being their sum in whole microseconds (the unit the
 // histograms record in): the histogram's bucket estimates are off by up to
-// its precision, and a summary's mean and max need not be.
+// its precision, and a summary's mean and max need not be. A quantile is
+// clamped to the exact max: the histogram reads a quantile as its bucket's
+// highest equivalent value, which can lie above every value recorded (one
+// request of 7200.5 s read as a p50 of 7201.6 s), and no quantile of a set
+// exceeds its largest member. Every summary's quantiles pass through here
+// (and through exactOfParts, its twin for merged shards).
 func (l Latency) WithExact(sumUs, n int64, max time.Duration) Latency {
 	if n <= 0 {
 		return l
@@ -184,5 +189,13 @@ func (l Latency) WithExact(sumUs, n int64, max time.Duration) Latency {
 	l.Count, l.SumUs = n, sumUs
 	l.Mean = float64(sumUs) / float64(n) / 1000
 	l.Max = float64(max) / 1e6
+	return l.clampedToMax()
+}
+
+// clampedToMax returns l with no quantile above its max (WithExact).
+func (l Latency) clampedToMax() Latency {
+	for _, q := range []*float64{&l.P50, &l.P90, &l.P99, &l.P999} {
+		*q = min(*q, l.Max)
+	}
 	return l
 }

@@ -34,7 +34,12 @@ type Summary struct {
 	// Amplification is the largest service amplification.
 	Amplification float64 `json:"amplification"`
 	// Duplicates counts side-effect executions beyond the first per logical write.
-	Duplicates          int64 `json:"duplicates"`
+	Duplicates int64 `json:"duplicates"`
+	// Writes says the run offered writes and counted their executions, so
+	// that the text shows duplicates even when there were none: a zero is
+	// then a finding, not a default. Not in the JSON, whose duplicates is
+	// always there.
+	Writes              bool  `json:"-"`
 	UnknownCommitted    int64 `json:"unknown_committed"`
 	UnknownNotCommitted int64 `json:"unknown_not_committed"`
 
@@ -166,4 +171,13 @@ type Divergence struct {
 	Reason  string  `json:"reason"`
 	Service string  `json:"service,omitempty"`
 	Queue   int64   `json:"queue,omitempty"`
+}
+
+// Clock says which clock SimTimeS is on: "simulated" for the simulator's
+// virtual clock, "ran" for a load run's wall clock (Load is set).
+func (s *Summary) Clock() string {
+	if s.Load != nil {
+		return "ran"
+	}
+	return "simulated"
 }

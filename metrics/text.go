@@ -15,7 +15,7 @@ import (
 func FormatText(w io.Writer, s *Summary) error {
 	ew := NewErrWriter(w)
 	p := ew.Printf
-	p("scenario %s  seed %d  simulated %.1fs  status %s\n", s.Scenario, s.Seed, s.SimTimeS, orDash(string(s.Status)))
+	p("scenario %s  seed %d  %s %.1fs  status %s\n", s.Scenario, s.Seed, s.Clock(), s.SimTimeS, orDash(string(s.Status)))
 	if d := s.Diverged; d != nil {
 		p("DIVERGED at %.1fs: %s", d.AtS, d.Reason)
 		if d.Service != "" {
@@ -59,7 +59,7 @@ func FormatText(w io.Writer, s *Summary) error {
 			l.Count, num(l.Mean), num(l.P50), num(l.P99))
 	}
 	p("amplify    %s× (busiest service: its attempts over the whole run, drain included, per request offered)", num(s.Amplification))
-	if s.Duplicates > 0 {
+	if s.Duplicates > 0 || s.Writes {
 		p("  duplicates %d", s.Duplicates)
 	}
 	p("\n")

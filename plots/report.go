@@ -282,7 +282,7 @@ var reportTmpl = newPage("report", reportFuncs, `<!DOCTYPE html>
 </head>
 <body>
 <h1>{{.S.Scenario}}</h1>
-<p class="meta">seed {{.S.Seed}}{{with .S.Version}} · stormsim {{.}}{{end}} · simulated {{num .S.SimTimeS}} s · status {{or .S.Status "–"}}</p>
+<p class="meta">seed {{.S.Seed}}{{with .S.Version}} · stormsim {{.}}{{end}} · {{.S.Clock}} {{num .S.SimTimeS}} s · status {{or .S.Status "–"}}</p>
 {{with .S.Diverged}}<p class="warn">The run diverged at {{num .AtS}} s: {{.Reason}}{{with .Service}} ({{.}} queue {{$.S.Diverged.Queue}}){{end}}. Figures after that point are incomplete.</p>{{end}}
 {{with .S.Verdict}}<div id="verdict" class="{{if .Bad}}warn{{else}}ok{{end}}">
 <p><strong>{{.Headline}}</strong></p>

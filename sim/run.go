@@ -387,6 +387,7 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 		Duplicates:          lt.Duplicates,
 		UnknownCommitted:    lt.UnknownCommitted,
 		UnknownNotCommitted: lt.UnknownNotCommitted,
+		Writes:              sc.Workload.WriteFraction > 0,
 	}
 	if h := sc.DrainHint(simEnd); h != "" {
 		sum.Hints = []string{h}

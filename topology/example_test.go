@@ -43,3 +43,14 @@ services:
 	// --set services.db.workers=-1: services[1].workers: must be > 0, got -1
 	// --set services.api.wrkers=2: unknown key "wrkers" in services.api (did you mean workers?)
 }
+
+// Suggest finds the plausible typo's intended word, and nothing for a
+// word too far from every candidate.
+func ExampleSuggest() {
+	commands := []string{"run", "compare", "sweep", "validate"}
+	fmt.Printf("%q\n", topology.Suggest("comapre", commands))
+	fmt.Printf("%q\n", topology.Suggest("frobnicate", commands))
+	// Output:
+	// "compare"
+	// ""
+}

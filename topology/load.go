@@ -157,6 +157,11 @@ func parseYAML(name string, data []byte) (*yaml.Node, Problems) {
 			if strings.Contains(msg, "tab character") {
 				line = tabLine(data, line)
 			}
+			if tabIndented(data, line) {
+				// The parser's words ("found character that cannot
+				// start any token") do not say what is wrong.
+				msg = "a tab in the indentation: YAML indents with spaces only (" + trimYAMLPrefix(msg) + ")"
+			}
 		} else if m := yamlAnchor.FindStringSubmatch(msg); m != nil {
 			line = lineOf(data, "*"+m[1])
 		} else {
@@ -196,6 +201,17 @@ func tabLine(data []byte, line int) int {
 		}
 	}
 	return line
+}
+
+// tabIndented reports whether line (1-based) of data has a tab in its
+// leading whitespace.
+func tabIndented(data []byte, line int) bool {
+	lines := strings.Split(string(data), "\n")
+	if line < 1 || line > len(lines) {
+		return false
+	}
+	l := lines[line-1]
+	return strings.Contains(l[:len(l)-len(strings.TrimLeft(l, " \t"))], "\t")
 }
 
 // lineOf returns the line of the first occurrence of s in data, or 1.

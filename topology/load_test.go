@@ -37,6 +37,7 @@ func TestBrokenGolden(t *testing.T) {
 		{name: "policies", file: "policies.yaml"},
 		{name: "variants", file: "variants.yaml"},
 		{name: "syntax", file: "syntax.yaml"},
+		{name: "tab_token", file: "tab_token.yaml"},
 		{name: "not_mapping", file: "not_mapping.yaml"},
 		{name: "empty", file: "empty.yaml"},
 		{name: "merge_bomb", file: "merge_bomb.yaml"},

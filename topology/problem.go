@@ -88,8 +88,13 @@ func sortProblems(file string, sets []string, ps Problems) Problems {
 	return out
 }
 
-// suggest returns the candidate closest to s in edit distance, or "" if none
-// is close enough to be a plausible typo.
+// Suggest returns the candidate closest to s in edit distance, or "" if
+// none is close enough to be a plausible typo (at most two edits, fewer
+// than s is long): the "did you mean" of every error that names an
+// unknown word, from scenario keys to command names and SLO metrics.
+func Suggest(s string, candidates []string) string { return suggest(s, candidates) }
+
+// suggest is Suggest.
 func suggest(s string, candidates []string) string {
 	if len(s) > maxShown {
 		return "" // and editDistance would cost len(s) per candidate

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/stormsim/stormsim/metrics"
@@ -41,6 +42,9 @@ type PhasePlan struct {
 	// timeout for both either cuts cold attempts or waits too long for
 	// warm ones, so the phases should be bounded apart.
 	Bimodal bool `json:"bimodal"`
+	// Warnings name the timeouts read from a p99 of too few samples to
+	// bound it (MinSamples): a connect_timeout from 10 cold connections.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // RecommendPhases returns a plan per edge that measured its phases (load
@@ -68,6 +72,17 @@ func RecommendPhases(edges []metrics.EdgeSummary, margin float64) ([]PhasePlan, 
 			Pool: at("pool_wait"), Connect: at("connect"), TLS: at("tls"), FirstByte: at("first_byte"),
 			Cold: ph[metrics.PhaseCold], Warm: ph[metrics.PhaseWarm]}
 		p.Timeout = max(at(metrics.PhaseCold), at(metrics.PhaseWarm))
+		var few []string
+		for _, name := range []string{"pool_wait", "connect", "tls", "first_byte", metrics.PhaseCold, metrics.PhaseWarm} {
+			if st, ok := ph[name]; ok && st.Count > 0 && int(st.Count) < MinSamples(0.99, UpperBoundConfidence) {
+				few = append(few, fmt.Sprintf("%s (%d samples)", name, st.Count))
+			}
+		}
+		if len(few) > 0 {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("the p99 of %s: fewer than the %d that bound a p99 from above at %g%% confidence %s; "+
+				"a timeout from it may cut more than 1%% of attempts: run the load longer (or, for new connections, with more of them)",
+				strings.Join(few, ", "), MinSamples(0.99, UpperBoundConfidence), 100*UpperBoundConfidence, minSamplesRule(0.99)))
+		}
 		p.Bimodal = p.Cold.Count > 0 && p.Warm.Count > 0 && p.Cold.P99Ms > 2*p.Warm.P99Ms
 		out = append(out, p)
 	}
@@ -94,6 +109,9 @@ func WritePhasePlans(w io.Writer, plans []PhasePlan) error {
 		ew.Printf("  attempts on a reused connection (warm): %d, p50 %.3gms p99 %.3gms\n", p.Warm.Count, p.Warm.P50Ms, p.Warm.P99Ms)
 		if p.Bimodal {
 			ew.Printf("  cold attempts are more than twice as slow as warm ones at p99: bound the pool wait, connect and TLS\n  phases on their own rather than raising one timeout for both\n")
+		}
+		for _, w := range p.Warnings {
+			ew.Printf("  warning: %s\n", w)
 		}
 	}
 	return ew.Err()

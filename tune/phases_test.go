@@ -26,7 +26,10 @@ func TestRecommendPhases(t *testing.T) {
 	require.Equal(t, PhasePlan{From: "client", To: "api", Margin: 2,
 		Pool: 80 * time.Millisecond, Connect: time.Millisecond /* at least 1ms */, TLS: 60 * time.Millisecond,
 		FirstByte: 25 * time.Millisecond, Timeout: 120 * time.Millisecond,
-		Cold: edge.Phases.Phases[metrics.PhaseCold], Warm: edge.Phases.Phases[metrics.PhaseWarm], Bimodal: true}, p)
+		Cold: edge.Phases.Phases[metrics.PhaseCold], Warm: edge.Phases.Phases[metrics.PhaseWarm], Bimodal: true,
+		Warnings: p.Warnings}, p)
+	require.Len(t, p.Warnings, 1)
+	require.Contains(t, p.Warnings[0], "the p99 of pool_wait (100 samples), connect (10 samples), tls (10 samples), first_byte (100 samples), attempt_cold (10 samples), attempt_warm (90 samples): fewer than the 299")
 	var b bytes.Buffer
 	require.NoError(t, WritePhasePlans(&b, plans))
 	require.Contains(t, b.String(), "first_byte_timeout: 25ms")

@@ -219,6 +219,12 @@ func Recommend(hops []Hop, opt Options) (*Plan, error) {
 		hp.HedgeDelay = s.Quantile(opt.HedgePercentile)
 		hp.HedgeLoad = s.Above(hp.HedgeDelay)
 		hp.HedgedP99 = s.HedgedQuantile(0.99, hp.HedgeDelay)
+		if w := smallSampleWarning(opt.Percentile, s.Len(), "its timeout", "collect more samples, or lower --percentile"); w != "" {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("hop %q: %s", h.Name, w))
+		}
+		if w := smallSampleWarning(opt.HedgePercentile, s.Len(), "its hedge delay", "collect more samples, or lower --hedge-percentile"); w != "" {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("hop %q: %s", h.Name, w))
+		}
 		if m := DetectModes(s); m.Multimodal {
 			hp.Modes = &m
 			p.Warnings = append(p.Warnings, fmt.Sprintf("hop %q: samples look like a mix of populations (%s); one blended threshold serves neither: %s",

@@ -133,3 +133,42 @@ func ParseUnit(u string) (time.Duration, error) {
 	}
 	return 0, fmt.Errorf("unknown unit %q (want ns, us, ms or s)", u)
 }
+
+// UpperBoundConfidence is the confidence at which tune asks that a
+// quantile it reads have an upper bound in the samples (MinSamples).
+const UpperBoundConfidence = 0.95
+
+// MinSamples is the fewest samples among which the largest is an upper
+// confidence bound, at confidence conf, on the q-quantile of the
+// distribution they come from. Of n independent samples all fall below
+// the true q-quantile with probability qⁿ, so the largest lies above it
+// with probability 1 − qⁿ, which is at least conf once
+// n ≥ ln(1 − conf) / ln q. With fewer, no order statistic bounds the
+// quantile from above at that confidence: the nearest-rank estimate, and
+// a timeout or hedge delay read from it, may well sit below the true
+// quantile. At 95 %: 59 samples for p95, 299 for p99, 2995 for p99.9.
+func MinSamples(q, conf float64) int {
+	if q <= 0 || q >= 1 || conf <= 0 || conf >= 1 {
+		return 0
+	}
+	return int(math.Ceil(math.Log(1-conf) / math.Log(q)))
+}
+
+// smallSampleWarning says why a quantile read from n samples is not to
+// be trusted, and what to do (advice), or "" when n is enough (MinSamples).
+func smallSampleWarning(q float64, n int, what, advice string) string {
+	need := MinSamples(q, UpperBoundConfidence)
+	if n >= need {
+		return ""
+	}
+	name := PercentileName(q)
+	return fmt.Sprintf("%s at %s rests on %d samples, fewer than the %d that bound %s from above at %g%% confidence %s: "+
+		"it may sit below the true %s, with more than %s of attempts beyond it; %s",
+		what, name, n, need, name, 100*UpperBoundConfidence, minSamplesRule(q), name, trimFloat(100*(1-q))+"%", advice)
+}
+
+// minSamplesRule is MinSamples' derivation, for warnings.
+func minSamplesRule(q float64) string {
+	return fmt.Sprintf("(the largest of n samples exceeds the true %s with probability 1 − %sⁿ, at least %g only for n ≥ ln %s / ln %s)",
+		PercentileName(q), trimFloat(q), UpperBoundConfidence, trimFloat(1-UpperBoundConfidence), trimFloat(q))
+}

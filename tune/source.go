@@ -247,7 +247,7 @@ func loadResults(dir, service string, maxSamples int) ([]time.Duration, string, 
 		for n := range r.ServiceLatency {
 			names = append(names, n)
 		}
-		return nil, "", fmt.Errorf("%s: no latency histogram for service %q (have: %s)", filepath.Join(dir, metrics.HistogramsFile), service, strings.Join(sortedCopy(names), ", "))
+		return nil, "", fmt.Errorf("%s: no latency histogram for service %q (%s)", filepath.Join(dir, metrics.HistogramsFile), service, haveServices(names))
 	}
 	ok2 := r.ServiceOKLatency[service]
 	if ok2 == nil {
@@ -257,6 +257,15 @@ func loadResults(dir, service string, maxSamples int) ([]time.Duration, string, 
 	note := fmt.Sprintf("%d of %d attempts dropped (refused or failed): only succeeded attempts are latency samples",
 		all.TotalCount()-ok2.TotalCount(), all.TotalCount())
 	return expandHistogram(ok2, maxSamples), note, nil
+}
+
+// haveServices says which services' latency a results directory holds,
+// and how to name one.
+func haveServices(names []string) string {
+	if len(names) == 0 {
+		return "it holds no service's latency: rerun with this version"
+	}
+	return "have: " + strings.Join(sortedCopy(names), ", ") + "; pick one with results:DIR#SERVICE, or name a load --target run's target with --name"
 }
 
 // expandHistogram turns a µs histogram into samples at each bucket's

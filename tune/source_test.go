@@ -99,7 +99,7 @@ func TestResultsSource(t *testing.T) {
 			}
 		}
 	}
-	if _, err := ParseHops([]string{"db=results:" + dir}, LoadOptions{}); err == nil || !strings.Contains(err.Error(), `no latency histogram for service "db" (have: orders)`) {
+	if _, err := ParseHops([]string{"db=results:" + dir}, LoadOptions{}); err == nil || !strings.Contains(err.Error(), `no latency histogram for service "db" (have: orders; pick one with results:DIR#SERVICE`) {
 		t.Errorf("missing service: %v", err)
 	}
 }
@@ -155,7 +155,7 @@ func TestTracesSource(t *testing.T) {
 	if n := hops[0].Samples.Len(); n != 3 || !strings.Contains(hops[0].Note, "1 of 4 server spans dropped") {
 		t.Errorf("pricing: want 3 samples and a note of 1 failed span, got %d, %q", n, hops[0].Note)
 	}
-	if _, err := ParseHops([]string{"x=traces:../traces/testdata/shop.otlp.json#nosuch"}, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "have: frontend, inventory, payments, pricing") {
+	if _, err := ParseHops([]string{"x=traces:../traces/testdata/shop.otlp.json#nosuch"}, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "have server spans of: frontend, inventory, payments, pricing") {
 		t.Errorf("unknown service: want an error listing the services, got %v", err)
 	}
 }

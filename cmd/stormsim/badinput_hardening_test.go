@@ -49,7 +49,7 @@ var badInputs = []badInput{
 	{what: "unknown outcome class in retry.on", args: []string{"run", badFile("retry-on-unknown.yaml")}, code: exitError1, want: "retry-on-unknown.yaml:6: workload.client.retry.on[1]"},
 	{what: "fault on a service that does not exist", args: []string{"run", badFile("fault-unknown-service.yaml")}, code: exitError1, want: "fault-unknown-service.yaml:11: faults[0].service"},
 	{what: "idempotency retention shorter than the default lease", args: []string{"run", badFile("idempotency-lease.yaml")}, code: exitError1, want: "services[0].idempotency"},
-	{what: "tab indentation", args: []string{"run", badFile("tabs.yaml")}, code: exitError1, want: "tabs.yaml:4: invalid YAML"},
+	{what: "tab indentation", args: []string{"run", badFile("tabs.yaml")}, code: exitError1, want: "tabs.yaml:4: invalid YAML: a tab in the indentation"},
 	{what: "binary garbage", args: []string{"run", badFile("binary.yaml")}, code: exitError1, want: "binary.yaml:1: invalid YAML"},
 	{what: "empty file", args: []string{"validate", badFile("empty.yaml")}, code: exitError1, want: "empty.yaml:1: services: required"},
 	{what: "YAML alias bomb (a billion laughs)", args: []string{"run", badFile("alias-bomb.yaml")}, code: exitError1, want: "alias-bomb.yaml:1: a: unknown key"},
@@ -67,6 +67,8 @@ var badInputs = []badInput{
 	{what: "--format unknown", args: []string{"run", "five-layer-chain", "--format", "xml"}, code: exitUsage, want: "--format"},
 	{what: "unknown flag", args: []string{"run", "five-layer-chain", "--no-such-flag"}, code: exitUsage, want: "--no-such-flag"},
 	{what: "unknown command", args: []string{"frobnicate"}, code: exitUsage, want: `"frobnicate"`},
+	{what: "misspelled command", args: []string{"comapre", "retry-storm"}, code: exitUsage, want: `unknown command "comapre" (did you mean compare?)`},
+	{what: "misspelled SLO metric", args: []string{"run", "five-layer-chain", "--slo", "p9<1s"}, code: exitUsage, want: `unknown metric "p9" (did you mean p90?)`},
 	{what: "sweep without --param", args: []string{"sweep", "five-layer-chain", "--values", "1,2"}, code: exitUsage, want: "param"},
 	{what: "sweep range going backwards", args: []string{"sweep", "five-layer-chain", "--param", "workload.rate", "--range", "10:1:5"}, code: exitUsage, want: `range "10:1:5"`},
 	{what: "sweep value the path cannot take", args: []string{"sweep", "five-layer-chain", "--param", "workload.rate", "--values", "1,x"}, code: exitError1, want: "--param workload.rate=x"},
@@ -123,7 +125,7 @@ the breached terms named), 130 interrupted (partial results written, marked as s
 		var stdout, stderr bytes.Buffer
 		code := run(ctx, c.args, &stdout, &stderr)
 		msg := stderr.String()
-		require.True(t, strings.HasPrefix(msg, "stormsim "+c.args[0]+": ") || c.args[0] == "frobnicate",
+		require.True(t, strings.HasPrefix(msg, "stormsim "+c.args[0]+": ") || strings.HasPrefix(msg, "stormsim: unknown command "),
 			"%s: message does not say which command: %q", c.what, msg)
 		if c.args[0] == "validate" {
 			// validate reports every problem on stdout, one per line.

@@ -36,6 +36,7 @@ type collapseCommand struct {
 	budget    uint64
 	method    string
 	horizon   time.Duration
+	format    string
 }
 
 // flags declares the command's flags on fs.
@@ -51,6 +52,7 @@ func (c *collapseCommand) flags(fs *pflag.FlagSet) {
 	fs.Uint64Var(&c.budget, "budget", collapse.DefaultMaxEvents, "splitting: most simulated events to spend, replays included")
 	fs.DurationVar(&c.horizon, "horizon", 0, "splitting: simulate only this long and extrapolate to --within at the rate of the horizon's second half (default: all of --within)")
 	fs.StringVar(&c.method, "method", "splitting", "splitting (simulation), or ctmc (the scenario's Markov chain, where it has one)")
+	fs.StringVar(&c.format, "format", "text", "output format: text or json")
 }
 
 // run runs the command with the arguments left after the flags.
@@ -64,6 +66,9 @@ func (c *collapseCommand) run(ctx context.Context, args []string, w io.Writer) e
 	lv, err := collapse.ParseLevel(c.level)
 	if err != nil {
 		return &exitError{exitUsage, fmt.Errorf("--level: %w", err)}
+	}
+	if c.format != "text" && c.format != "json" {
+		return &exitError{exitUsage, fmt.Errorf("--format: want text or json, got %q", c.format)}
 	}
 	if c.method != "splitting" && c.method != "ctmc" {
 		return &exitError{exitUsage, fmt.Errorf("--method: want splitting or ctmc, got %q", c.method)}
@@ -85,6 +90,9 @@ func (c *collapseCommand) run(ctx context.Context, args []string, w io.Writer) e
 			return fmt.Errorf("%w: %v", errInterrupted, err)
 		}
 		return err
+	}
+	if c.format == "text" {
+		return est.WriteText(w)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/stormsim/stormsim/collapse"
 )
 
@@ -39,7 +41,7 @@ func TestCollapseCommand(t *testing.T) {
 	q := writeCollapseQueue(t)
 	var got [2]collapse.Estimate
 	for i, m := range []string{"ctmc", "splitting"} {
-		out, errOut, code := runCLI(t, "collapse", q, "--level", "system(s)>=12", "--within", "1m", "--method", m, "--mean-time")
+		out, errOut, code := runCLI(t, "collapse", q, "--level", "system(s)>=12", "--within", "1m", "--method", m, "--mean-time", "--format", "json")
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", m, code, errOut)
 		}
@@ -63,6 +65,7 @@ func TestCollapseCommand(t *testing.T) {
 		want string
 	}{
 		{[]string{"collapse", q, "--within", "1m"}, exitUsage, "--level and a positive --within are required"},
+		{[]string{"collapse", q, "--level", "system(s)>=5", "--within", "1m", "--format", "yaml"}, exitUsage, "--format: want text or json"},
 		{[]string{"collapse", q, "--level", "system(s)>5", "--within", "1m"}, exitUsage, "want QUANTITY>=NUMBER"},
 		{[]string{"collapse", q, "--level", "system(db)>=5", "--within", "1m"}, exitError1, `no service "db"`},
 		{[]string{"collapse", q, "--level", "system(s)>=5", "--within", "1m", "--method", "guess"}, exitUsage, "want splitting or ctmc"},
@@ -99,4 +102,13 @@ func TestCapacityCollapseSLO(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errOut, "want < BOUND") {
 		t.Errorf("bad collapse SLO: exit %d, %q", code, errOut)
 	}
+}
+
+// Without --format, collapse prints text like every other command.
+func TestCollapseText(t *testing.T) {
+	q := writeCollapseQueue(t)
+	out, errOut, code := runCLI(t, "collapse", q, "--level", "system(s)>=12", "--within", "1m", "--method", "ctmc", "--mean-time")
+	require.Equal(t, 0, code, errOut)
+	require.True(t, strings.HasPrefix(out, "collapse   q: P(system(s)>=12 within 1m0s) = 0.0152, 95% interval ["), out)
+	require.Contains(t, out, "mean time  2.83e+03 s to reach the level (exact mean first-passage time of the chain)")
 }

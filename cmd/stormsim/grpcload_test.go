@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,6 +69,16 @@ func TestServeGRPCAndDriveItWithData(t *testing.T) {
 		}
 	}
 	require.Equal(t, map[traces.Kind]int{traces.Internal: 10, traces.Client: 10}, kinds)
+	// Each client span names the target as its peer.service, so that tune
+	// reads its attempts by that name (default: the target's host:port).
+	host := strings.Split(target, "/")[2]
+	for _, sp := range spans {
+		if sp.Kind == traces.Client {
+			require.Equal(t, host, sp.Peer)
+		}
+	}
+	_, errOut, code = runCLI(t, "tune", "--deadline", "1s", "--hops", "s1=traces:"+spansFile+"#"+host)
+	require.Equal(t, 0, code, errOut)
 	var s metrics.Summary
 	require.NoError(t, json.Unmarshal([]byte(res), &s))
 	require.EqualValues(t, 10, s.Requests.Offered)

@@ -47,6 +47,7 @@ func init() {
 type loadCommand struct {
 	sf        scenarioFlags
 	target    string
+	name      string
 	rate      rateValue
 	arrival   string
 	duration  time.Duration
@@ -86,6 +87,7 @@ type loadCommand struct {
 func (c *loadCommand) flags(fs *pflag.FlagSet) {
 	c.fs = fs
 	fs.StringVar(&c.target, "target", "", "URL to drive (loopback only unless --allow-remote)")
+	fs.StringVar(&c.name, "name", "", "--target mode: the target's service `NAME` in the results and traces, the name tune --hops NAME=results:DIR reads (default: its host:port)")
 	c.rate = 50
 	fs.Var(&c.rate, "rate", "logical requests per second: 300, 300/s, 1000/1m (SCENARIO: sets workload.rate)")
 	fs.StringVar(&c.arrival, "arrival", "constant", "arrival process: constant or poisson (SCENARIO: sets workload.arrival)")
@@ -269,10 +271,13 @@ func (c *loadCommand) options() (load.Options, error) {
 		Target: c.target, Method: c.method, Duration: c.duration, MaxRequests: c.maxReq, Deadline: c.deadline,
 		IdempotencyKeys: c.keys, Warmup: c.warmup, Workers: c.workers,
 		Connections: c.conns, MaxLateness: c.maxLate, Grace: c.grace, Seed: c.sf.seed, Version: version, AllowRemote: c.remote,
-		Scenario: "load " + c.target, NetHTTP: c.client == "net",
+		Scenario: "load " + c.target, NetHTTP: c.client == "net", ServiceName: c.name,
 	}
 	if opt.Seed == 0 {
 		opt.Seed = 1
+	}
+	if strings.ContainsAny(c.name, ",#= \t") || c.fs.Changed("name") && c.name == "" {
+		return opt, &exitError{exitUsage, fmt.Errorf("--name: want a service name without spaces, ',', '#' or '=' (tune --hops NAME=results:DIR#NAME reads it), got %q", c.name)}
 	}
 	if opt.Client, err = c.tlsf.client(c.target, c.conns, c.workers); err != nil {
 		return opt, err
@@ -331,7 +336,7 @@ var scenarioFlagPaths = []struct{ flag, path string }{
 // targetOnlyFlags shape the requests sent to a --target; a scenario's
 // services define their own, so in SCENARIO mode they are refused rather
 // than silently ignored.
-var targetOnlyFlags = []string{"method", "header", "body", "policy", "propagate-deadline", "max-lateness", "data", "data-file", "protoset", "grpc-service-config"}
+var targetOnlyFlags = []string{"method", "header", "body", "policy", "propagate-deadline", "max-lateness", "data", "data-file", "protoset", "grpc-service-config", "name"}
 
 // scenarioLoadSets returns the scenario overrides the load flags given on
 // the command line stand for in SCENARIO mode, or a usage error naming a
@@ -358,8 +363,8 @@ func emitLoadResult(w io.Writer, res *metrics.Result, format, out string) error 
 	if l := res.Summary.Load; format == "text" && l != nil {
 		fmt.Fprintf(w, "\nload       target %.1f req/s, offered %.1f req/s; late %d (>%gms), unsent %d; at most %d in flight (%d senders, %d connections)\n",
 			l.TargetRPS, l.OfferedRPS, l.Late, l.LateThresholdMs, l.Unsent, l.MaxInFlight, l.Workers, l.Connections)
-		fmt.Fprintf(w, "attempts   %d sent; no answer: %d connect failures, %d timeouts, %d resets, %d canceled, %d other\n",
-			l.Attempts, l.ConnectFailures, l.Timeouts, l.Resets, l.Canceled, l.OtherErrors)
+		fmt.Fprintf(w, "attempts   %d sent: %d answered, %d without an answer (%d connect failures, %d timeouts, %d resets, %d canceled, %d other)\n",
+			l.Attempts, l.Answered, l.Attempts-l.Answered, l.ConnectFailures, l.Timeouts, l.Resets, l.Canceled, l.OtherErrors)
 	}
 	return err
 }

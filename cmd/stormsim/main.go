@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+
+	"github.com/stormsim/stormsim/topology"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -92,9 +94,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
+	if args[0] == "--version" {
+		args = []string{"version"}
+	}
 	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "stormsim: unknown command %q (run 'stormsim help')\n", args[0])
+		fmt.Fprintf(stderr, "stormsim: unknown command %q%s (run 'stormsim help')\n", args[0], didYouMean(args[0]))
 		return exitUsage
 	}
 	fs := pflag.NewFlagSet(c.name, pflag.ContinueOnError)
@@ -123,6 +128,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitInterrupted
 	}
 	return exitError1
+}
+
+// didYouMean suggests the command a mistyped name was meant to be.
+func didYouMean(name string) string {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if s := topology.Suggest(name, names); s != "" {
+		return fmt.Sprintf(" (did you mean %s?)", s)
+	}
+	return ""
 }
 
 func printHelp(w io.Writer) {

@@ -56,7 +56,7 @@ func (c *sweepCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.rng, "range", "", "the values `from:to:step` (numbers or durations)")
 	fs.IntVar(&c.replicas, "replicas", 1, "runs per point and variant, with seeds derived from the scenario's")
 	c.ef.declare(fs)
-	fs.StringVar(&c.out, "out", ".", "write sweep.csv, sweep-aggregate.csv and plots to `DIR`")
+	fs.StringVar(&c.out, "out", "", "write sweep.csv, sweep-aggregate.csv and plots to `DIR` (without it, only the table is printed)")
 	c.sh.Register(fs)
 	fs.BoolVar(&c.merge, "merge", false, "merge the sweep.csv files given as arguments (shards of one sweep) instead of running")
 	fs.BoolVar(&c.progress, "progress", false, "show the progress bar even when stderr is not a terminal")
@@ -88,6 +88,9 @@ func (c *sweepCommand) run(ctx context.Context, args []string, w io.Writer) erro
 	opt := analysis.SweepOptions{Workers: c.ef.workers}
 	if opt.Shard, err = c.sh.Spec(os.LookupEnv); err != nil {
 		return &exitError{exitUsage, err}
+	}
+	if opt.Shard.Sharded() && c.out == "" {
+		return &exitError{exitUsage, fmt.Errorf("--shard %s needs --out DIR: a shard's units are for 'stormsim sweep --merge'", opt.Shard)}
 	}
 	b, base, err := c.ef.builder(args[0])
 	if err != nil {
@@ -148,10 +151,15 @@ func (c *sweepCommand) runSweep(ctx context.Context, b analysis.Builder, s *anal
 	if err := writeSweep(c.out, rows, s.Values, !opt.Shard.Sharded() && runErr == nil, partial, w); err != nil {
 		return err
 	}
-	if err := metrics.WriteManifest(c.out, runIDFrom(ctx), "sweep.csv"); err != nil {
-		return err
+	if c.out != "" {
+		if err := metrics.WriteManifest(c.out, runIDFrom(ctx), "sweep.csv"); err != nil {
+			return err
+		}
 	}
 	if runErr != nil {
+		if partial != "" && c.out == "" {
+			return fmt.Errorf("%w: %d units completed, none written (no --out)", errInterrupted, len(rows))
+		}
 		if partial != "" {
 			return fmt.Errorf("%w: %d units written to %s", errInterrupted, len(rows), c.out)
 		}
@@ -167,7 +175,16 @@ const partialFile = "sweep.partial"
 // writeSweep writes sweep.csv and, for a whole sweep, the aggregates, their
 // table and the curves. A non-empty partial (why the sweep stopped) is
 // written to sweep.partial; otherwise a stale sweep.partial is removed.
+// Without a dir (no --out) it writes nothing and prints a whole sweep's
+// table: no command writes files it was not asked for.
 func writeSweep(dir string, rows []analysis.Row, values []string, whole bool, partial string, w io.Writer) error {
+	if dir == "" {
+		if partial == "" && whole {
+			printAggregates(w, analysis.AggregateRows(rows))
+			fmt.Fprintf(w, "\nno files written: --out DIR writes sweep.csv, sweep-aggregate.csv and the plots\n")
+		}
+		return nil
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

@@ -25,11 +25,18 @@ func init() {
   stormsim tune --deadline 1s --hops edge=results:out/load,store=results:out/load --format json
   stormsim tune --deadline 2s --hops gateway=gw.txt,orders=o.txt,db=db.txt --verify chain.yaml --out out/tune
 
+Against a real server (measure, tune, verify):
+  stormsim load --target http://127.0.0.1:8080/orders --name orders --out out/orders --traces out/orders.jsonl
+  stormsim tune --deadline 1s --hops orders=results:out/orders      (or orders=traces:out/orders.jsonl)
+  stormsim tune --deadline 1s --hops orders=results:out/orders --verify orders.yaml
+
 Sources (top-down, one per hop): FILE (numbers in --unit, one per line),
 FILE:COLUMN (a CSV column), vegeta:FILE (vegeta encode --to json),
-results:DIR[#SERVICE] (a stormsim results directory), scenario:FILE[#SERVICE]
+results:DIR[#SERVICE] (a stormsim results directory; a load --target run's
+service is its --name, else its host:port), scenario:FILE[#SERVICE]
 (the unloaded latency a scenario's service times imply), traces:FILE[#SERVICE]
-(successful server spans in OTLP JSON or Jaeger JSON traces).`,
+(successful server spans in OTLP JSON or Jaeger JSON traces, else the client
+spans naming SERVICE as peer.service, as load --target --traces writes them).`,
 		new: func() subcommand { return new(tuneCommand) },
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -50,7 +51,7 @@ func (c *validateCommand) run(_ context.Context, args []string, w io.Writer) err
 			bad++
 			continue
 		}
-		fmt.Fprintf(w, "%s: ok (%s: %d services, %d faults)\n", a, sc.Name, len(sc.Services), len(sc.Faults))
+		fmt.Fprintf(w, "%s: ok (%s: %s, %s)\n", a, sc.Name, plural(len(sc.Services), "service"), plural(len(sc.Faults), "fault"))
 		for _, warn := range sc.Warnings() {
 			if !strings.HasPrefix(warn, "hint: ") {
 				warn = "warning: " + warn
@@ -75,4 +76,12 @@ func (experimentsCommand) run(_ context.Context, _ []string, w io.Writer) error 
 		fmt.Fprintf(w, "  %-26s %s\n", n, experiments.Summary(n))
 	}
 	return nil
+}
+
+// plural is "1 fault", "0 faults", "3 faults".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
