@@ -80,6 +80,11 @@ type Server struct {
 	// viewers counts the /events handlers running, for Close; streams
 	// those streaming, against MaxViewers.
 	viewers sync.WaitGroup
+	// vmu orders a handler's viewers.Add before Close's Wait: closing
+	// set, no handler adds (a WaitGroup must not gain a count once its
+	// Wait may have begun at zero).
+	vmu     sync.Mutex
+	closing bool
 	streams atomic.Int64
 	served  chan struct{}
 	// viewed is closed when the first viewer connects to /events.
@@ -203,6 +208,9 @@ func (s *Server) Close(ctx context.Context) error {
 		return nil
 	}
 	s.End()
+	s.vmu.Lock()
+	s.closing = true
+	s.vmu.Unlock()
 	done := make(chan struct{})
 	go func() { s.viewers.Wait(); close(done) }()
 	select {
@@ -249,7 +257,14 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 // so far, as far as the log reaches back, then what follows; a browser
 // reconnecting resumes after the last event it received.
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
+	s.vmu.Lock()
+	if s.closing {
+		s.vmu.Unlock()
+		http.Error(w, "live: the view is closing", http.StatusServiceUnavailable)
+		return
+	}
 	s.viewers.Add(1)
+	s.vmu.Unlock()
 	defer s.viewers.Done()
 	if n := s.streams.Add(1); n > int64(s.opt.MaxViewers) {
 		s.streams.Add(-1)
