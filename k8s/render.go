@@ -109,6 +109,11 @@ type Options struct {
 	// MergeWait bounds how long the merge Job waits for the shards.
 	// Default 6h.
 	MergeWait time.Duration
+	// Run, when set, labels the run (shard.Run): every shard is given
+	// --run Run and the merge Job waits for the shards of that run only,
+	// not for a previous run's left in the same results directory. Give
+	// each apply of the same Name its own label.
+	Run string
 	// Files are the files the scenario reads (empirical sample files),
 	// shipped in the ConfigMap beside it at the same relative paths.
 	Files []File
@@ -242,11 +247,16 @@ func (o Options) withDefaults() (Options, error) {
 		}
 		seen[f.Path] = true
 	}
+	if o.Run != "" {
+		if _, err := shard.ParseRun(o.Run); err != nil {
+			return o, fmt.Errorf("k8s: %w", err)
+		}
+	}
 	for _, a := range o.Args {
 		if !utf8.ValidString(a) {
 			return o, fmt.Errorf("k8s: args: %q is not UTF-8 text", a)
 		}
-		for _, fixed := range []string{"--shard", "--shard-from-env", "--out", "--start-at"} {
+		for _, fixed := range []string{"--shard", "--shard-from-env", "--out", "--start-at", "--run"} {
 			if a == fixed || strings.HasPrefix(a, fixed+"=") {
 				return o, fmt.Errorf("k8s: args: %s is set by the manifest; remove it", fixed)
 			}
@@ -318,8 +328,15 @@ func Documents(o Options) ([]Document, error) {
 	if o.StartAt != "" {
 		v.WorkArgs = append(v.WorkArgs, "--start-at", o.StartAt)
 	}
+	if o.Run != "" {
+		v.WorkArgs = append(v.WorkArgs, "--run", o.Run)
+	}
 	v.WorkArgs = append(v.WorkArgs, o.Args...)
-	v.MergeArgs = []string{"merge", "--shards", strconv.Itoa(o.Shards), "--wait", o.MergeWait.String(), v.RunDir, "--out", v.RunDir + "/merged"}
+	v.MergeArgs = []string{"merge", "--shards", strconv.Itoa(o.Shards), "--wait", o.MergeWait.String()}
+	if o.Run != "" {
+		v.MergeArgs = append(v.MergeArgs, "--run", o.Run)
+	}
+	v.MergeArgs = append(v.MergeArgs, v.RunDir, "--out", v.RunDir+"/merged")
 
 	var docs []Document
 	for _, t := range []struct{ file, tmpl string }{

@@ -160,6 +160,8 @@ func TestOptionErrors(t *testing.T) {
 		{"fixed arg", func(o *Options) { o.Args = []string{"--out=/x"} }, "--out is set by the manifest"},
 		{"no name", func(o *Options) { o.ScenarioName = "" }, "scenario name"},
 		{"merge wait", func(o *Options) { o.MergeWait = -time.Second }, "merge wait"},
+		{"run label", func(o *Options) { o.Run = "a.b" }, `run label "a.b"`},
+		{"run in args", func(o *Options) { o.Args = []string{"--run=x"} }, "--run is set by the manifest"},
 	} {
 		o := baseOptions("sweep", 4)
 		c.mut(&o)
@@ -266,5 +268,32 @@ func TestDeployTree(t *testing.T) {
 		if _, err := topology.Load(filepath.Join(root, dir, ScenarioKey), nil); err != nil {
 			t.Errorf("%s: %v", dir, err)
 		}
+	}
+}
+
+// TestRenderRunLabelsShardsAndMerge (issue 37, item 13): with a run label
+// every shard records it and the merge Job waits for that run's shards, so
+// a previous apply's complete shards under the same name are not merged.
+func TestRenderRunLabelsShardsAndMerge(t *testing.T) {
+	o := baseOptions("sweep", 4)
+	o.Run = "nightly-42"
+	docs, err := Documents(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"job.yaml":       "- \"--shard-from-env\"\n            - \"--out\"\n            - \"/results/stormsim-sweep-chain-demo/shard-$(JOB_COMPLETION_INDEX)\"\n            - \"--run\"\n            - \"nightly-42\"\n",
+		"merge-job.yaml": "- \"--wait\"\n            - \"6h0m0s\"\n            - \"--run\"\n            - \"nightly-42\"\n            - \"/results/stormsim-sweep-chain-demo\"\n",
+	}
+	for _, d := range docs {
+		if w, ok := want[d.File]; ok {
+			if !strings.Contains(string(d.YAML), w) {
+				t.Errorf("%s lacks the run label:\n%s", d.File, d.YAML)
+			}
+			delete(want, d.File)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("not rendered: %v", want)
 	}
 }

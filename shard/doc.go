@@ -34,7 +34,17 @@
 // FromEnv builds a Spec from JOB_COMPLETION_INDEX, which the Job controller
 // sets in every pod of an Indexed Job, and STORMSIM_SHARDS, which the
 // manifests set to the Job's completions. Flags wires --shard,
-// --shard-from-env and --start-at into a pflag.FlagSet.
+// --shard-from-env, --run and --start-at into a pflag.FlagSet.
+//
+// # Runs
+//
+// Shard directories outlive a run: the next run of the same command writes
+// into them, and a merge waiting for its shards cannot tell from the files'
+// times whether a complete directory is this run's or the previous one's
+// (it may start before or after its shards finish). A Run label (--run
+// LABEL), given to every shard of a run and to its merge, is recorded in
+// each shard's run id (LABEL.digest), and 'stormsim merge --run LABEL'
+// waits past, or refuses, the output of any other run.
 //
 // # Zero values and concurrency
 //

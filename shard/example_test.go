@@ -78,3 +78,19 @@ func ExampleFlags() {
 	fmt.Println(s, f.StartAt, shard.Dir("/results/run", s.Index))
 	// Output: 5/8 2026-12-01T10:00:00Z /results/run/shard-5
 }
+
+func ExampleRun() {
+	r, err := shard.ParseRun("nightly-42")
+	if err != nil {
+		panic(err)
+	}
+	id := r.ID("1a2b3c4d5e6f7a8b") // the digest of the shard's command line
+	fmt.Println(id, shard.RunOf(id))
+	fmt.Printf("%q\n", shard.RunOf("1a2b3c4d5e6f7a8b"))
+	_, err = shard.ParseRun("a.b")
+	fmt.Println(err)
+	// Output:
+	// nightly-42.1a2b3c4d5e6f7a8b nightly-42
+	// ""
+	// run label "a.b": only letters, digits, _ and - are allowed, not '.'
+}

@@ -24,12 +24,16 @@ type Flags struct {
 	FromEnv bool
 	// StartAt is the value of --start-at (only when registered).
 	StartAt StartAt
+	// Run is --run: the label of the run this shard belongs to, recorded
+	// in its output's run id for 'stormsim merge --run'.
+	Run Run
 }
 
-// Register adds --shard and --shard-from-env to fs.
+// Register adds --shard, --shard-from-env and --run to fs.
 func (f *Flags) Register(fs *pflag.FlagSet) {
 	fs.Var(&f.Shard, "shard", "run only shard `I/N` of the work (0 ≤ I < N); merge the shards' outputs with 'stormsim merge'")
 	fs.BoolVar(&f.FromEnv, "shard-from-env", false, "take the shard from $"+IndexEnv+" and $"+CountEnv+" (pods of a Kubernetes Indexed Job)")
+	fs.Var(&f.Run, "run", "label this run's output `LABEL` (letters, digits, _ -): 'stormsim merge --wait --run LABEL' then waits for this run's shards, not a previous run's")
 }
 
 // RegisterStartAt adds --start-at to fs, for commands that drive real load.

@@ -37,7 +37,11 @@ func ImportContext(ctx context.Context, files []string, out, name string) (*Outp
 		if err != nil {
 			return nil, err
 		}
-		spans = append(spans, s...)
+		if spans == nil {
+			spans = s // the one file's spans, not a copy of them
+		} else {
+			spans = append(spans, s...)
+		}
 		sources = append(sources, fmt.Sprintf("%s (%s)", filepath.Base(f), format))
 	}
 	if err := ctx.Err(); err != nil {

@@ -52,32 +52,31 @@ type jaegerTag struct {
 }
 
 // readJaeger decodes one Jaeger JSON export.
-func readJaeger(name string, d document) ([]Span, error) {
+func readJaeger(name string, d document, out *[]Span, in *decoding) error {
 	var ex jaegerExport
 	if err := json.Unmarshal(d.raw, &ex); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return nil, fmt.Errorf("%s:%d: Jaeger JSON: %s: want %s, got a JSON %s", name, d.line, te.Field, jsonKind(te.Type.Kind()), te.Value)
+			return fmt.Errorf("%s:%d: Jaeger JSON: %s: want %s, got a JSON %s", name, d.line, te.Field, jsonKind(te.Type.Kind()), te.Value)
 		}
-		return nil, fmt.Errorf("%s:%d: Jaeger JSON: %w", name, d.line, err)
+		return fmt.Errorf("%s:%d: Jaeger JSON: %w", name, d.line, err)
 	}
-	var out []Span
 	for i, tr := range ex.Data {
 		for j, js := range tr.Spans {
 			src := fmt.Sprintf("%s:%d: data[%d].spans[%d]", name, d.line, i, j)
 			if js.Duration < 0 {
-				return nil, fmt.Errorf("%s: duration: must be ≥ 0, got %d", src, js.Duration)
+				return fmt.Errorf("%s: duration: must be ≥ 0, got %d", src, js.Duration)
 			}
 			s := Span{
-				TraceID: strings.ToLower(cmpOr(js.TraceID, tr.TraceID)), SpanID: strings.ToLower(js.SpanID), Name: js.OperationName,
+				TraceID: in.ids.of(strings.ToLower(cmpOr(js.TraceID, tr.TraceID))), SpanID: in.ids.of(strings.ToLower(js.SpanID)), Name: in.names.of(js.OperationName),
 				Start: time.UnixMicro(js.StartTime), Resend: -1, Source: src,
 			}
 			s.End = s.Start.Add(time.Duration(js.Duration) * time.Microsecond)
 			if p, ok := tr.Processes[js.ProcessID]; ok {
-				s.Service = p.ServiceName
+				s.Service = in.names.of(p.ServiceName)
 				for _, t := range p.Tags {
 					if v, ok := t.Value.(string); ok && t.Key == "service.instance.id" {
-						s.Instance = v
+						s.Instance = in.names.of(v)
 					}
 				}
 			}
@@ -85,7 +84,7 @@ func readJaeger(name string, d document) ([]Span, error) {
 				// A FOLLOWS_FROM reference is causal but not a call's
 				// child; only CHILD_OF makes a parent.
 				if r.RefType == "CHILD_OF" && s.ParentID == "" {
-					s.ParentID = strings.ToLower(r.SpanID)
+					s.ParentID = in.ids.of(strings.ToLower(r.SpanID))
 				}
 			}
 			tags := map[string]any{}
@@ -112,11 +111,11 @@ func readJaeger(name string, d document) ([]Span, error) {
 			}
 			for _, k := range []string{"http.request.method", "http.method"} {
 				if v, ok := tags[k].(string); ok && s.Method == "" {
-					s.Method = v
+					s.Method = in.names.of(v)
 				}
 			}
 			if v, ok := tags["peer.service"].(string); ok {
-				s.Peer = v
+				s.Peer = in.names.of(v)
 			}
 			statusErr := tags["error"] == true || tags["error"] == "true" || tags["otel.status_code"] == "ERROR"
 			msg, _ := tags["otel.status_description"].(string)
@@ -124,10 +123,10 @@ func readJaeger(name string, d document) ([]Span, error) {
 				msg, _ = tags["error.message"].(string)
 			}
 			s.classify(statusErr, msg, httpStatus, grpcStatus)
-			out = append(out, s)
+			*out = append(*out, s)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // jsonKind names a Go kind as JSON spells it.

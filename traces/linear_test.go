@@ -171,6 +171,11 @@ func BenchmarkImport1MSpans(b *testing.B) {
 			b.Fatalf("entry %q: %v", m.Entry, m.Notes)
 		}
 	}
+	b.StopTimer()
+	n, kept, peak := importMemory(b, data)
+	b.ReportMetric(kept, "kept-B/span")
+	b.ReportMetric(peak/float64(n), "read-peak-B/span")
+	b.ReportMetric(peak/1e6, "read-peak-MB")
 }
 
 // benchLines is BenchmarkImport1MSpans's lines of 1,000 traces (4,000

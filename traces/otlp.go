@@ -1,51 +1,51 @@
 package traces
 
 import (
-	"encoding/hex"
 	"fmt"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// readOTLP decodes one OTLP JSON ExportTraceServiceRequest with pdata.
-func readOTLP(name string, d document) ([]Span, error) {
+// readOTLP decodes one OTLP JSON ExportTraceServiceRequest with pdata,
+// appending its spans to out.
+func readOTLP(name string, d document, out *[]Span, in *decoding) error {
 	var u ptrace.JSONUnmarshaler
 	td, err := u.UnmarshalTraces(d.raw)
 	if err != nil {
-		return nil, fmt.Errorf("%s:%d: OTLP JSON: %w", name, d.line, err)
+		return fmt.Errorf("%s:%d: OTLP JSON: %w", name, d.line, err)
 	}
-	var out []Span
 	rss := td.ResourceSpans()
 	for i := range rss.Len() {
 		rs := rss.At(i)
 		service, instance := "", ""
 		if v, ok := rs.Resource().Attributes().Get("service.name"); ok {
-			service = v.AsString()
+			service = in.names.of(v.AsString())
 		}
 		if v, ok := rs.Resource().Attributes().Get("service.instance.id"); ok {
-			instance = v.AsString()
+			instance = in.names.of(v.AsString())
 		}
 		sss := rs.ScopeSpans()
 		for j := range sss.Len() {
 			spans := sss.At(j).Spans()
 			for k := range spans.Len() {
-				sp := fromOTLP(spans.At(k), service, fmt.Sprintf("%s:%d: resourceSpans[%d].scopeSpans[%d].spans[%d]", name, d.line, i, j, k))
+				sp := fromOTLP(spans.At(k), service, fmt.Sprintf("%s:%d: resourceSpans[%d].scopeSpans[%d].spans[%d]", name, d.line, i, j, k), in)
 				sp.Instance = instance
-				out = append(out, sp)
+				*out = append(*out, sp)
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
-func fromOTLP(sp ptrace.Span, service, source string) Span {
+func fromOTLP(sp ptrace.Span, service, source string, in *decoding) Span {
+	tid, sid := sp.TraceID(), sp.SpanID()
 	s := Span{
-		TraceID: hexOf(sp.TraceID()), SpanID: hexOf(sp.SpanID()), Service: service, Name: sp.Name(),
+		TraceID: in.ids.hex(tid[:]), SpanID: in.ids.hex(sid[:]), Service: service, Name: in.names.of(sp.Name()),
 		Start: sp.StartTimestamp().AsTime(), End: sp.EndTimestamp().AsTime(), Resend: -1, Source: source,
 	}
 	if p := sp.ParentSpanID(); !p.IsEmpty() {
-		s.ParentID = hexOf(p)
+		s.ParentID = in.ids.hex(p[:])
 	}
 	if k := sp.Kind(); k >= ptrace.SpanKindInternal && k <= ptrace.SpanKindConsumer {
 		s.Kind = Kind(k)
@@ -77,23 +77,14 @@ func fromOTLP(sp ptrace.Span, service, source string) Span {
 		}
 	}
 	if v, ok := get("http.request.method", "http.method"); ok {
-		s.Method, _ = v.(string)
+		m, _ := v.(string)
+		s.Method = in.names.of(m)
 	}
 	if v, ok := get("peer.service"); ok {
-		s.Peer, _ = v.(string)
+		p, _ := v.(string)
+		s.Peer = in.names.of(p)
 	}
 	st := sp.Status()
 	s.classify(st.Code() == ptrace.StatusCodeError, st.Message(), httpStatus, grpcStatus)
 	return s
-}
-
-// hexOf formats a trace or span id as lowercase hex.
-func hexOf[T pcommon.TraceID | pcommon.SpanID](id T) string {
-	switch v := any(id).(type) {
-	case pcommon.TraceID:
-		return hex.EncodeToString(v[:])
-	case pcommon.SpanID:
-		return hex.EncodeToString(v[:])
-	}
-	return ""
 }

@@ -33,7 +33,8 @@ func (f Format) String() string {
 
 // Bounds on an import, which holds every span to infer its model: memory
 // is about the file once, plus what one document decodes to, plus the
-// spans (a few hundred bytes each). A file or a set of files past them
+// spans (about 310 bytes each for JSON lines, with service and operation
+// names and ids shared; TestAttackImportMemoryPerSpanIsBounded holds it). A file or a set of files past them
 // is refused, naming the limit, rather than exhausting memory.
 const (
 	// MaxFile bounds one trace file. A file of one document (an OTLP or
@@ -71,10 +72,21 @@ func Read(name string, data []byte) ([]Span, Format, error) {
 	return read(context.Background(), name, data, MaxSpans)
 }
 
-// read decodes data's documents one at a time, so that only their spans
-// are kept, stopping when ctx ends or past limit spans.
+// decoding is what the documents of one read share: the names their
+// spans repeat (services, operations, methods, peers), kept once for the
+// whole read, and the ids of the document being decoded, kept once while
+// it is (a trace's spans share its id, a span's id is its children's
+// parent id) and then forgotten.
+type decoding struct {
+	names, ids interner
+}
+
+// read decodes data's documents one at a time into one slice of spans, so
+// that only the spans are kept (each document's decoded form is dropped
+// after it), stopping when ctx ends or past limit spans.
 func read(ctx context.Context, name string, data []byte, limit int) ([]Span, Format, error) {
 	var spans []Span
+	in := decoding{names: interner{limit: maxNames}, ids: interner{limit: maxIDs}}
 	format, decode := OTLP, readOTLP
 	n := 0
 	err := eachDocument(name, data, func(d document) error {
@@ -92,14 +104,16 @@ func read(ctx context.Context, name string, data []byte, limit int) ([]Span, For
 				return fmt.Errorf("%s:%d: neither OTLP JSON (resourceSpans) nor a Jaeger export (data)", name, d.line)
 			}
 		}
-		s, err := decode(name, d)
-		if err != nil {
+		in.ids.reset()
+		if err := decode(name, d, &spans, &in); err != nil {
 			return err
 		}
-		if len(spans)+len(s) > limit {
+		if n == 1 {
+			spans = slices.Grow(spans, estimateRest(len(spans), d, data, limit))
+		}
+		if len(spans) > limit {
 			return fmt.Errorf("%s:%d: %w: more than %d, the limit of an import (import a sample of the traces)", name, d.line, ErrTooManySpans, limit)
 		}
-		spans = append(spans, s...)
 		return nil
 	})
 	if err != nil {
@@ -108,13 +122,33 @@ func read(ctx context.Context, name string, data []byte, limit int) ([]Span, For
 	if n == 0 {
 		return nil, 0, fmt.Errorf("%s: no trace data", name)
 	}
+	if cap(spans)-len(spans) > len(spans)/16 {
+		// append left up to a quarter of room, which inference would
+		// hold for as long as the spans: keep them in a slice of their size.
+		spans = slices.Clone(spans)
+	}
 	return spans, format, nil
+}
+
+// estimateRest is how many more spans data probably holds, judged by the
+// first document (JSON lines are alike), so that the spans are read into
+// one slice of about their size: growing it by appending kept up to twice
+// the spans alive at once, and the room left over for as long as them. It
+// is at most limit, so no more than an import may hold anyway.
+func estimateRest(spans int, first document, data []byte, limit int) int {
+	end := first.off + len(first.raw)
+	if spans == 0 || end <= 0 || end >= len(data) {
+		return 0
+	}
+	rest := float64(spans) * float64(len(data)-end) / float64(end)
+	return int(min(rest*1.01, float64(limit-spans+1)))
 }
 
 // document is one top-level JSON value of a file and the line it starts on.
 type document struct {
 	raw  []byte
 	line int
+	off  int // of raw in the file
 }
 
 // lines numbers the lines of data at increasing offsets, counting each
@@ -151,7 +185,7 @@ func eachDocumentCounted(name string, data []byte, fn func(document) error) (*li
 		// One document (an export): taken as it is, where a decoder
 		// would copy it twice.
 		start := bytes.Index(data, trimmed[:1])
-		return ln, fn(document{raw: trimmed, line: ln.at(start)})
+		return ln, fn(document{raw: trimmed, line: ln.at(start), off: start})
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var skip json.RawMessage
@@ -174,7 +208,7 @@ func eachDocumentCounted(name string, data []byte, fn func(document) error) (*li
 		}
 		end := int(dec.InputOffset())
 		skip = skip[:0] // reused: no document's copy is kept
-		if err := fn(document{raw: data[start:end], line: ln.at(start)}); err != nil {
+		if err := fn(document{raw: data[start:end], line: ln.at(start), off: start}); err != nil {
 			return ln, err
 		}
 	}

@@ -58,9 +58,10 @@ type Span struct {
 	// its service.instance.id (a replica), "" when missing.
 	Service, Instance string
 	Name              string
-	Kind              Kind
 	Start             time.Time
 	End               time.Time
+	// Kind sits with the other one-byte fields, which pack together.
+	Kind Kind
 	// Failed is true when the span's status is error (or its HTTP or gRPC
 	// status says so); Class says which failure.
 	Failed bool

@@ -61,6 +61,7 @@ func (c *k8sCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.o.Resources.Memory, "memory", "", "memory request and limit per pod")
 	fs.IntVar(&c.o.BackoffLimitPerIndex, "retries", 1, "retries of one failed shard before the Job fails")
 	fs.DurationVar(&c.o.MergeWait, "merge-wait", 6*time.Hour, "how long the merge Job waits for the shards")
+	fs.StringVar(&c.o.Run, "run", "", "label the run `LABEL` (one per apply): the shards get --run LABEL and the merge Job waits for this run's shards, not a previous apply's")
 }
 
 // run runs the command with the arguments left after the flags.

@@ -30,7 +30,8 @@ func init() {
   stormsim sweep retry-storm --param workload.rate --range 100:800:100 --shard 1/2 --out run/shard-1
   stormsim merge run/shard-0 run/shard-1 --out run/merged
   stormsim merge --shards 2 run --out run/merged     # the same, as the Kubernetes merge Job runs it
-  stormsim merge --shards 8 --wait 2h /results/my-run --out /results/my-run/merged`,
+  stormsim merge --shards 8 --wait 2h /results/my-run --out /results/my-run/merged
+  stormsim merge --shards 8 --wait 2h --run nightly-42 /results/my-run --out /results/my-run/merged  # shards run with --run nightly-42`,
 		new: func() subcommand { return new(mergeCommand) },
 	})
 }
@@ -41,6 +42,7 @@ type mergeCommand struct {
 	shards int
 	wait   time.Duration
 	format string
+	label  shard.Run
 }
 
 // flags declares the command's flags on fs.
@@ -49,6 +51,7 @@ func (c *mergeCommand) flags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.shards, "shards", 0, "read the `N` shard directories PARENT/shard-0 … PARENT/shard-(N−1)")
 	fs.DurationVar(&c.wait, "wait", 0, "wait up to this long for every shard directory to be complete (e.g. 2h); 0: they must be complete now")
 	fs.StringVar(&c.format, "format", "text", "output format of a merged run's summary: text or json")
+	fs.Var(&c.label, "run", "merge only the shards of the run labelled `LABEL` (their --run); with --wait, a previous run's shards are waited past, not merged")
 }
 
 // run runs the command with the arguments left after the flags.
@@ -70,11 +73,11 @@ func (c *mergeCommand) run(ctx context.Context, args []string, w io.Writer) erro
 		return &exitError{exitUsage, err}
 	}
 	if c.wait > 0 {
-		if err := waitComplete(ctx, dirs, c.shards, c.wait, mergePoll); err != nil {
+		if err := waitComplete(ctx, dirs, c.shards, c.label, c.wait, mergePoll); err != nil {
 			return err
 		}
 	}
-	return mergeDirs(dirs, c.shards, c.out, c.format, w)
+	return mergeDirs(dirs, c.shards, c.label, c.out, c.format, w)
 }
 
 // mergePoll is how often --wait looks at the shard directories again: often
@@ -181,7 +184,7 @@ func kindOf(dir string) (outputKind, error) {
 
 // waitComplete polls until the shards are ready to merge (see ready),
 // ctx is done, or timeout passes; the error says what is still missing.
-func waitComplete(ctx context.Context, dirs []string, shards int, timeout, poll time.Duration) error {
+func waitComplete(ctx context.Context, dirs []string, shards int, run shard.Run, timeout, poll time.Duration) error {
 	sig := ctx
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -189,7 +192,7 @@ func waitComplete(ctx context.Context, dirs []string, shards int, timeout, poll 
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
-		why, err := notReady(dirs, shards)
+		why, err := notReady(dirs, shards, run)
 		if err != nil {
 			return err
 		}
@@ -209,10 +212,11 @@ func waitComplete(ctx context.Context, dirs []string, shards int, timeout, poll 
 }
 
 // notReady returns why dirs cannot be merged into a whole run yet, or ""
-// when they can: a directory without finished output, a sweep whose units
+// when they can: a directory without finished output, one of another run
+// than run (when given), a sweep whose units
 // do not add up to a whole sweep, or a result shard that was interrupted
 // (its pod is likely being retried).
-func notReady(dirs []string, shards int) (string, error) {
+func notReady(dirs []string, shards int, run shard.Run) (string, error) {
 	var missing []string
 	for _, d := range dirs {
 		k, err := kindOf(d)
@@ -230,7 +234,7 @@ func notReady(dirs []string, shards int) (string, error) {
 		}
 		return fmt.Sprintf("%d of %d shard directories are not complete: %s", n, len(dirs), strings.Join(missing, ", ")), nil
 	}
-	if why, err := runMismatch(dirs); why != "" || err != nil {
+	if why, err := runMismatch(dirs, run); why != "" || err != nil {
 		return why, err
 	}
 	kind, err := commonKind(dirs)
@@ -321,12 +325,12 @@ func readSweepShards(dirs []string, shards int) ([]analysis.Row, error) {
 }
 
 // mergeDirs merges complete shard directories of one kind into out.
-func mergeDirs(dirs []string, shards int, out, format string, w io.Writer) error {
+func mergeDirs(dirs []string, shards int, run shard.Run, out, format string, w io.Writer) error {
 	kind, err := commonKind(dirs)
 	if err != nil {
 		return err
 	}
-	if why, err := runMismatch(dirs); err != nil || why != "" {
+	if why, err := runMismatch(dirs, run); err != nil || why != "" {
 		if err == nil {
 			err = errors.New(why)
 		}

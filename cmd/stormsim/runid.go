@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stormsim/stormsim/inputfile"
+	"github.com/stormsim/stormsim/shard"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -26,6 +27,8 @@ var perProcessFlags = map[string]bool{
 // directory left by an earlier run with other flags or another scenario
 // does not, and 'stormsim merge' refuses to mix the two. It is a function
 // of the command line and the files alone, so output stays deterministic.
+// A shard given --run LABEL records LABEL.digest, so that 'merge --run'
+// can tell this run's shards from a previous run's of the same command.
 func runIDOf(name string, fs *pflag.FlagSet) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "stormsim %s %s\n", version, name)
@@ -40,7 +43,13 @@ func runIDOf(name string, fs *pflag.FlagSet) string {
 			fmt.Fprintf(h, "content %x\n", sha256.Sum256(b))
 		}
 	}
-	return hex.EncodeToString(h.Sum(nil)[:8])
+	id := hex.EncodeToString(h.Sum(nil)[:8])
+	if f := fs.Lookup("run"); f != nil {
+		if r, ok := f.Value.(*shard.Run); ok {
+			return r.ID(id)
+		}
+	}
+	return id
 }
 
 type runIDKey struct{}
