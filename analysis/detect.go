@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -123,24 +124,11 @@ func TriggerOf(sc *topology.Scenario) (Trigger, error) {
 	return Trigger{}, fmt.Errorf("%s: no trigger: add a fault window (faults:) or a load spike (workload.schedule above workload.rate)", sc.Name)
 }
 
+// faultLabel names fault f in a trigger or window line: its service, its
+// effects as model.FaultLabel names them (the one label of a fault in
+// plots and results), and its window.
 func faultLabel(f topology.Fault) string {
-	var what []string
-	if f.Capacity != nil {
-		what = append(what, fmt.Sprintf("capacity %g", *f.Capacity))
-	}
-	if f.LatencyAdd > 0 {
-		what = append(what, fmt.Sprintf("latency +%v", f.LatencyAdd))
-	}
-	if f.ErrorRate != nil {
-		what = append(what, fmt.Sprintf("error rate %g", *f.ErrorRate))
-	}
-	if f.DropResponse > 0 {
-		what = append(what, fmt.Sprintf("drop %g", f.DropResponse))
-	}
-	if len(what) == 0 {
-		what = append(what, "fault")
-	}
-	return fmt.Sprintf("%s %s for %v at %v", f.Service, strings.Join(what, ", "), f.For, f.At)
+	return fmt.Sprintf("%s %s for %v at %v", f.Service, model.FaultLabel(&f), f.For, f.At)
 }
 
 // Series is what the detector reads of a run: per-interval goodput and,

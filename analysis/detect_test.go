@@ -174,7 +174,7 @@ func TestTriggerOf(t *testing.T) {
 	}
 	sc.Faults = []topology.Fault{{Service: "db", At: 30 * time.Second, For: 5 * time.Second, Capacity: &capacity}, {Service: "db", At: 20 * time.Second, For: 2 * time.Second, LatencyAdd: time.Second}}
 	tr, err := TriggerOf(sc)
-	if err != nil || tr.Start != 20*time.Second || tr.End != 35*time.Second || !strings.Contains(tr.Label, "capacity 0.3") {
+	if err != nil || tr.Start != 20*time.Second || tr.End != 35*time.Second || !strings.Contains(tr.Label, "db capacity ×0.3 for 5s at 30s") {
 		t.Errorf("faults: %+v, %v; want 20s to 35s", tr, err)
 	}
 }

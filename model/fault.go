@@ -105,6 +105,9 @@ func FaultLabel(f *topology.Fault) string {
 	if f.DropResponse > 0 {
 		parts = append(parts, fmt.Sprintf("drop %g", f.DropResponse))
 	}
+	if f.RefuseConnections {
+		parts = append(parts, "connections refused")
+	}
 	if len(parts) == 0 {
 		return "fault"
 	}
