@@ -91,14 +91,10 @@ func FuzzParseRetryAfter(f *testing.F) {
 // TestTransportFailuresAreClassified sends single attempts at targets that
 // refuse, reset, and stall, and checks each is counted as its kind.
 func TestTransportFailuresAreClassified(t *testing.T) {
-	refused := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		return "http://" + ln.Addr().String()
-	}()
+	// A port held bound but not listening refuses every connection; a
+	// listener closed at once would free its port for the next Listen
+	// below, so "refused" could reach the reset listener (seen in CI).
+	refused := "http://" + closedPort(t)
 	// reset accepts, reads the request, and closes with RST.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
