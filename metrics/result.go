@@ -27,6 +27,9 @@ type Result struct {
 	// ServiceLatency, is what timeouts and hedge delays are tuned from.
 	// nil when the producer did not record it.
 	ServiceOKLatency map[string]*hdrhistogram.Histogram
+	// Certainty is the time to certainty of the writes that became
+	// certain, in µs (nil unless the scenario configures convergence).
+	Certainty *hdrhistogram.Histogram
 	// Faults are the scenario's fault windows, for shading plots.
 	Faults []FaultWindow
 	// RunID identifies the run for Save's ManifestFile (shards of one run

@@ -42,6 +42,9 @@ type Summary struct {
 	Writes              bool  `json:"-"`
 	UnknownCommitted    int64 `json:"unknown_committed"`
 	UnknownNotCommitted int64 `json:"unknown_not_committed"`
+	// Certainty is how the run's writes converged after UNKNOWN (nil
+	// unless the scenario configures convergence).
+	Certainty *Certainty `json:"certainty,omitempty"`
 
 	Services []ServiceSummary `json:"services"`
 	Edges    []EdgeSummary    `json:"edges,omitempty"`
@@ -110,6 +113,11 @@ type ServiceSummary struct {
 	Shed        int64   `json:"shed,omitempty"`
 	Duplicates  int64   `json:"duplicates,omitempty"`
 	Executions  int64   `json:"executions,omitempty"`
+	// Queries counts status queries by key that arrived at the service
+	// (they are also in Attempts); FactQueries the recovery and
+	// reconciliation fact queries that did. The load confirmation adds.
+	Queries     int64 `json:"queries,omitempty"`
+	FactQueries int64 `json:"fact_queries,omitempty"`
 	// Consumer is the service's consumer group of a topic, if it has one.
 	Consumer *ConsumerSummary `json:"consumer,omitempty"`
 	// Replicas are the service's replicas one by one, when it has more
