@@ -243,7 +243,7 @@ func (o *Outcome) boundaryLine() (vline, bool) {
 	if p == nil {
 		return vline{}, false
 	}
-	label := "capacity " + o.Search.valueFormat()(p.Value)
+	label := "capacity " + o.valueFormat()(p.Value)
 	if b := o.Bound(); b != "" {
 		label += " (bound by " + b + ")"
 	}
@@ -403,7 +403,7 @@ func (o *Outcome) RecoveryPlot() (*plot.Plot, error) {
 	if !o.HasFaults {
 		return nil, ErrNoRecovery
 	}
-	f := o.Search.valueFormat()
+	f := o.valueFormat()
 	p := plots.NewPlot("recovery at the boundary: goodput over time, with the faults", "time (s)", "goodput (req/s)")
 	p.Add(band{From: o.Trigger.Start.Seconds(), To: o.Trigger.End.Seconds(), Label: "fault: " + o.Trigger.Label})
 	bound := vline{X: (o.Trigger.End + o.Search.withDefaults().Detector.RecoveryBound).Seconds(), Label: "recovery bound", Color: thresholdColor, Dash: true}

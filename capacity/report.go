@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -187,13 +188,13 @@ func RetryShare(amplification float64) float64 {
 	return 1 - 1/amplification
 }
 
-// valueFormat writes values of a search at a precision that shows its
-// resolution.
 // FormatValue writes a value of the searched parameter as the report does
 // (an integer, a duration, or a number rounded to the search's resolution),
 // "-" for NaN.
 func (s Search) FormatValue(v float64) string { return s.valueFormat()(v) }
 
+// valueFormat writes values of a search at a precision that shows its
+// resolution.
 func (s Search) valueFormat() func(v float64) string {
 	f := s.kindFormat()
 	return func(v float64) string {
@@ -202,6 +203,30 @@ func (s Search) valueFormat() func(v float64) string {
 		}
 		return f(v)
 	}
+}
+
+// valueFormat writes the values of an outcome's points so that no two
+// evaluated points print alike: the refinement rounds bisect below the
+// search's resolution (Precision times the boundary), and a table that
+// showed 157 twice for 157.19 and 157.43 would read as one point run twice.
+func (o *Outcome) valueFormat() func(v float64) string {
+	s := o.Search
+	if s.withDefaults().Kind != Real || len(o.Points) < 2 {
+		return s.valueFormat()
+	}
+	vals := make([]float64, 0, len(o.Points))
+	for _, p := range o.Points {
+		vals = append(vals, p.Value)
+	}
+	slices.Sort(vals)
+	res := s.withDefaults().Resolution
+	for i := 1; i < len(vals); i++ {
+		if gap := vals[i] - vals[i-1]; gap > 0 && gap < res {
+			res = gap
+		}
+	}
+	s.Resolution = res
+	return s.valueFormat()
 }
 
 func (s Search) kindFormat() func(v float64) string {
@@ -289,12 +314,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		for _, s := range r.Solves {
 			o := s.Outcome
 			a := o.Answer()
-			f := o.Search.valueFormat()
+			f := o.valueFormat()
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.Path, s.Short(), f(a.HoldsAt), f(a.NotShownAt), f(a.FailsAt), orDash(o.Bound()), o.Runs)
 		}
 		tw.Flush()
 		for _, s := range r.Solves {
-			f := s.Outcome.Search.valueFormat()
+			f := s.Outcome.valueFormat()
 			for _, p := range s.Outcome.Failed() {
 				bw.Printf("failed point of %s (counted as not meeting the SLO): %s: %s\n", s.Path, f(p.Value), p.Failed)
 			}
@@ -327,7 +352,7 @@ func orDash(s string) string {
 func (s Solve) Short() string {
 	o := s.Outcome
 	a := o.Answer()
-	f := o.Search.valueFormat()
+	f := o.valueFormat()
 	switch {
 	case a.Status == "holds nowhere":
 		return "none in range"
@@ -343,7 +368,7 @@ func (s Solve) Short() string {
 func (s Solve) Sentence() string {
 	o := s.Outcome
 	a := o.Answer()
-	f := o.Search.valueFormat()
+	f := o.valueFormat()
 	lo, hi := f(o.Search.withDefaults().Lo), f(o.Search.withDefaults().Hi)
 	switch a.Status {
 	case "holds nowhere":
@@ -356,7 +381,7 @@ func (s Solve) Sentence() string {
 
 func (r *Report) writeCapacity(bw *metrics.ErrWriter, o *Outcome) {
 	s := o.Search
-	f := s.valueFormat()
+	f := o.valueFormat()
 	u := r.unit()
 	bw.Printf("capacity of %s: %s=%s:%s, SLO %s, %d replicas per point\n", r.Scenario, s.Param, f(s.Lo), f(s.Hi), s.SLO, s.Replicas)
 	bw.Printf("rule: %s\n\n", s.Rule(o.HasFaults))
