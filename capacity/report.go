@@ -383,7 +383,8 @@ func (r *Report) writeCapacity(bw *metrics.ErrWriter, o *Outcome) {
 	s := o.Search
 	f := o.valueFormat()
 	u := r.unit()
-	bw.Printf("capacity of %s: %s=%s:%s, SLO %s, %d replicas per point\n", r.Scenario, s.Param, f(s.Lo), f(s.Hi), s.SLO, s.Replicas)
+	rf := s.valueFormat() // the range as given, not at the points' precision
+	bw.Printf("capacity of %s: %s=%s:%s, SLO %s, %d replicas per point\n", r.Scenario, s.Param, rf(s.Lo), rf(s.Hi), s.SLO, s.Replicas)
 	bw.Printf("rule: %s\n\n", s.Rule(o.HasFaults))
 	a := o.Answer()
 	conf := pct(s.Confidence)
