@@ -2,6 +2,12 @@ package metrics_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -72,5 +78,161 @@ func TestFormatTextCertainty(t *testing.T) {
 				t.Errorf("%s: %q in\n%s", tc.name, n, b.String())
 			}
 		}
+	}
+}
+
+// The certainty histogram is saved with the latency histograms and read
+// back bucket for bucket; the summary's certainty object survives too.
+func TestSaveLoadCertainty(t *testing.T) {
+	r := metricstest.Converging()
+	dir := t.TempDir()
+	if err := metrics.Save(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := metrics.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Certainty == nil || !got.Certainty.Equals(r.Certainty) {
+		t.Fatal("certainty histogram lost or changed in the round trip")
+	}
+	if want := metrics.RoundSummary(r.Summary); !reflect.DeepEqual(got.Summary.Certainty, want.Certainty) {
+		t.Errorf("certainty %+v, want %+v", got.Summary.Certainty, want.Certainty)
+	}
+	for _, c := range []string{metrics.ColUnknownIntents, metrics.ColManualQueue, metrics.ColQueries, metrics.ColCertainP99} {
+		if got.Series.Column(c) < 0 {
+			t.Errorf("series lost column %s", c)
+		}
+	}
+	// A result without convergence writes no certainty histogram at all.
+	plain := t.TempDir()
+	if err := metrics.Save(plain, metricstest.Storm()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(plain, metrics.HistogramsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte(`"certainty"`)) {
+		t.Error("histograms.json of a run without convergence mentions certainty")
+	}
+	if got, err := metrics.Load(plain); err != nil || got.Certainty != nil {
+		t.Errorf("plain run loaded with certainty %v (err %v)", got.Certainty, err)
+	}
+}
+
+// A corrupt certainty histogram is an error naming the file and the field.
+func TestLoadCertaintyError(t *testing.T) {
+	dir := t.TempDir()
+	r := metricstest.Converging()
+	r.RunID = "x"
+	if err := metrics.Save(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	hp := filepath.Join(dir, metrics.HistogramsFile)
+	var h metrics.Histograms
+	b, _ := os.ReadFile(hp)
+	if err := json.Unmarshal(b, &h); err != nil {
+		t.Fatal(err)
+	}
+	h.Certainty.TotalCount++
+	b, _ = json.Marshal(h)
+	if err := os.WriteFile(hp, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := metrics.WriteManifest(dir, "x", metrics.SummaryFile, metrics.SeriesFile, metrics.HistogramsFile, metrics.FaultsFile); err != nil {
+		t.Fatal(err)
+	}
+	_, err := metrics.Load(dir)
+	if err == nil || !strings.Contains(err.Error(), metrics.HistogramsFile) || !strings.Contains(err.Error(), "certainty:") {
+		t.Errorf("Load = %v, want an error naming %s and certainty", err, metrics.HistogramsFile)
+	}
+}
+
+// Parts that partition a run's intents merge to the whole run's
+// convergence: counts, histogram and the figures read from it exactly,
+// the peaks as the lower bounds the merge documents, the per-interval p99
+// as the worst part's.
+func TestMergeCertaintyPartsEqualWhole(t *testing.T) {
+	whole := metricstest.Converging()
+	wc := whole.Summary.Certainty
+	for _, n := range []int{1, 2, 3} {
+		t.Run(fmt.Sprint(n, " parts"), func(t *testing.T) {
+			parts := metricstest.ConvergingParts(n)
+			got, err := metrics.Merge(parts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.Certainty.Equals(whole.Certainty) {
+				t.Error("merged certainty histogram differs from the whole's")
+			}
+			gc := got.Summary.Certainty
+			if gc == nil {
+				t.Fatal("no certainty after the merge")
+			}
+			// Every count and ratio that a partition preserves.
+			exact := *wc
+			exact.UnknownMax, exact.ManualQueueMax, exact.MeanMs, exact.QueriesPerIntent = 0, 0, 0, 0
+			exact.Reconciliation = &metrics.Reconciliation{}
+			*exact.Reconciliation = *wc.Reconciliation
+			exact.Reconciliation.Runs *= int64(n) // every part ran its own job
+			cmp := *gc
+			cmp.UnknownMax, cmp.ManualQueueMax, cmp.MeanMs, cmp.QueriesPerIntent = 0, 0, 0, 0
+			if !reflect.DeepEqual(&cmp, &exact) || !reflect.DeepEqual(cmp.Reconciliation, exact.Reconciliation) || !reflect.DeepEqual(cmp.Recoveries, exact.Recoveries) {
+				t.Errorf("merged certainty\n %+v\nwant\n %+v", cmp, exact)
+			}
+			for _, f := range []struct {
+				name string
+				g, w float64
+			}{{"mean_ms", gc.MeanMs, wc.MeanMs}, {"queries_per_intent", gc.QueriesPerIntent, wc.QueriesPerIntent}} {
+				if math.Abs(f.g-f.w) > 1e-12*f.w {
+					t.Errorf("%s = %v, want %v", f.name, f.g, f.w)
+				}
+			}
+			// The peaks: at least the largest part's, at most the whole's.
+			var partMax int64
+			for _, p := range parts {
+				partMax = max(partMax, p.Summary.Certainty.UnknownMax)
+			}
+			if gc.UnknownMax < partMax || gc.UnknownMax > wc.UnknownMax {
+				t.Errorf("unknown_max %d outside [largest part %d, whole %d]", gc.UnknownMax, partMax, wc.UnknownMax)
+			}
+			if gc.ManualQueueMax != wc.ManualQueueMax { // the queue never drains here: its end is its peak
+				t.Errorf("manual_queue_max %d, want %d", gc.ManualQueueMax, wc.ManualQueueMax)
+			}
+			for i, w := range whole.Summary.Services {
+				if g := got.Summary.Services[i]; g.Queries != w.Queries || g.FactQueries != w.FactQueries {
+					t.Errorf("%s queries %d/%d, want %d/%d", w.Name, g.Queries, g.FactQueries, w.Queries, w.FactQueries)
+				}
+			}
+			// Each interval's p99 to certainty is the worst part's:
+			// quantiles of parts do not combine, and a tail must not be
+			// averaged away.
+			gp := got.Series.Values(metrics.ColCertainP99)
+			for r := range gp {
+				var worst float64
+				for _, p := range parts {
+					worst = max(worst, p.Series.Values(metrics.ColCertainP99)[r])
+				}
+				if gp[r] != worst {
+					t.Errorf("row %d certainty p99 %v, want the worst part's %v", r, gp[r], worst)
+				}
+			}
+			gu, wu := got.Series.Values(metrics.ColUnknownIntents), whole.Series.Values(metrics.ColUnknownIntents)
+			if !reflect.DeepEqual(gu, wu) {
+				t.Errorf("unknown_intents %v, want %v", gu, wu)
+			}
+		})
+	}
+}
+
+// Merging shards without certainty leaves the merged summary without it.
+func TestMergeWithoutCertainty(t *testing.T) {
+	got, err := metrics.Merge(metricstest.StormParts(2)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Summary.Certainty != nil || got.Certainty != nil {
+		t.Errorf("certainty %+v / histogram %v from parts without any", got.Summary.Certainty, got.Certainty)
 	}
 }
