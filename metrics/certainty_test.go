@@ -236,3 +236,48 @@ func TestMergeWithoutCertainty(t *testing.T) {
 		t.Errorf("certainty %+v / histogram %v from parts without any", got.Summary.Certainty, got.Certainty)
 	}
 }
+
+func TestCertaintyVersus(t *testing.T) {
+	base := &metrics.Certainty{Intents: 1000, P99Ms: 9000, Alerts: 40, Queries: 400,
+		ResolvedBy: metrics.ResolvedBy{Reply: 900, Query: 50, Manual: 30, Never: 20}}
+	with := func(f func(c *metrics.Certainty)) *metrics.Certainty {
+		c := *base
+		f(&c)
+		return &c
+	}
+	for _, tc := range []struct {
+		name string
+		base *metrics.Certainty
+		v    *metrics.Certainty
+		want string
+	}{
+		{"no certainty", nil, base, ""},
+		{"variant without", base, nil, ""},
+		{"same", base, base, ""},
+		{"within the notable factor", base, with(func(c *metrics.Certainty) { c.P99Ms, c.Queries, c.Alerts = 8000, 480, 33 }), ""},
+		{"faster and fewer unresolved", base, with(func(c *metrics.Certainty) {
+			c.P99Ms = 3000
+			c.ResolvedBy.Manual, c.ResolvedBy.Never, c.ResolvedBy.Query = 5, 0, 95
+		}), "p99 to certainty 3.00× lower (9000 → 3000 ms); unresolved (manual or never) 10.0× lower (5.0% → 0.5%)"},
+		{"a polling storm", base, with(func(c *metrics.Certainty) { c.Queries, c.Alerts = 4000, 0 }),
+			"alerts (40 → 0); status queries 10.0× more (400 → 4000)"},
+		{"nothing certain", base, with(func(c *metrics.Certainty) {
+			c.ResolvedBy = metrics.ResolvedBy{Never: 1000}
+			c.P99Ms = 0
+		}), "unresolved (manual or never) 20.0× higher (5.0% → 100.0%)"},
+	} {
+		if got := metrics.CertaintyVersus(tc.base, tc.v); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func ExampleCertaintyVersus() {
+	base := &metrics.Certainty{Intents: 1000, P99Ms: 6200, Queries: 300,
+		ResolvedBy: metrics.ResolvedBy{Reply: 950, Query: 40, Never: 10}}
+	jittered := &metrics.Certainty{Intents: 1000, P99Ms: 2100, Queries: 1300,
+		ResolvedBy: metrics.ResolvedBy{Reply: 950, Query: 50}}
+	fmt.Println(metrics.CertaintyVersus(base, jittered))
+	// Output:
+	// p99 to certainty 2.95× lower (6200 → 2100 ms); unresolved (manual or never) (1.0% → 0.0%); status queries 4.33× more (300 → 1300)
+}
