@@ -19,16 +19,18 @@ func (c *Certainty) Certain() int64 {
 // manual queue or never resolved.
 func (c *Certainty) Unresolved() int64 { return c.ResolvedBy.Manual + c.ResolvedBy.Never }
 
-// resolutions lists ResolvedBy's counts under their JSON names, in the
-// order a reader follows an intent: the reply first, never last.
-func (r ResolvedBy) resolutions() []struct {
-	name string
-	n    int64
-} {
-	return []struct {
-		name string
-		n    int64
-	}{{"reply", r.Reply}, {"query", r.Query}, {"recovery", r.Recovery},
+// Resolution is one way intents became certain (or did not), under its
+// JSON name in resolved_by, with how many intents it settled.
+type Resolution struct {
+	Name    string
+	Intents int64
+}
+
+// Resolutions lists r's counts under their JSON names, in the order a
+// reader follows an intent: the reply first, never last. The text summary
+// and report.html print them in this order.
+func (r ResolvedBy) Resolutions() []Resolution {
+	return []Resolution{{"reply", r.Reply}, {"query", r.Query}, {"recovery", r.Recovery},
 		{"reconciliation", r.Reconciliation}, {"manual", r.Manual}, {"never", r.Never}}
 }
 
@@ -49,8 +51,8 @@ func writeCertainty(ew *ErrWriter, s *Summary) {
 		p("certainty  %d intents: time to certainty - (none became certain)\n", c.Intents)
 	}
 	var by []string
-	for _, r := range c.ResolvedBy.resolutions() {
-		by = append(by, fmt.Sprintf("%s %d (%s)", r.name, r.n, pct(r.n, c.Intents)))
+	for _, r := range c.ResolvedBy.Resolutions() {
+		by = append(by, fmt.Sprintf("%s %d (%s)", r.Name, r.Intents, pct(r.Intents, c.Intents)))
 	}
 	p("           resolved by %s\n", strings.Join(by, "  "))
 	p("           alerts %d (unknown past alert_after)  unknown at most %d at once  manual queue max %d, %d at the end\n",
