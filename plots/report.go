@@ -98,8 +98,9 @@ type reportData struct {
 
 // chartDrawn names the Standard plots whose series the interactive charts
 // draw (charts.js: throughput, amplification, queue, latency, breaker,
-// budget).
-var chartDrawn = map[string]bool{"throughput": true, "amplification": true, "queue": true, "latency": true, "breaker": true, "budget": true}
+// budget, unknown_intents).
+var chartDrawn = map[string]bool{"throughput": true, "amplification": true, "queue": true, "latency": true, "breaker": true, "budget": true,
+	"unknown_intents": true}
 
 // chartOptions are the interactive charts' options (StormCharts' opts):
 // each service's and edge's colour, the one the static plots give it
