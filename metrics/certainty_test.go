@@ -281,3 +281,19 @@ func ExampleCertaintyVersus() {
 	// Output:
 	// p99 to certainty 2.95× lower (6200 → 2100 ms); unresolved (manual or never) (1.0% → 0.0%); status queries 4.33× more (300 → 1300)
 }
+
+func ExampleResolvedBy_Resolutions() {
+	c := &metrics.Certainty{Intents: 100, ResolvedBy: metrics.ResolvedBy{Reply: 90, Query: 6, Reconciliation: 1, Manual: 2, Never: 1}}
+	for _, r := range c.ResolvedBy.Resolutions() {
+		fmt.Printf("%s %d\n", r.Name, r.Intents)
+	}
+	fmt.Println("certain", c.Certain(), "unresolved", c.Unresolved())
+	// Output:
+	// reply 90
+	// query 6
+	// recovery 0
+	// reconciliation 1
+	// manual 2
+	// never 1
+	// certain 97 unresolved 3
+}
