@@ -10,22 +10,19 @@ import (
 
 // certaintyRows are the comparison lines of the writes' convergence after
 // UNKNOWN; printed only when a column has a Certainty.
-var certaintyRows = []struct {
-	label string
-	cell  func(c *metrics.Certainty) string
-}{
+var certaintyRows = []tableRow[metrics.Certainty]{
 	{"p50 to certainty (ms)", func(c *metrics.Certainty) string { return certainMs(c, c.P50Ms) }},
 	{"p99 to certainty (ms)", func(c *metrics.Certainty) string { return certainMs(c, c.P99Ms) }},
 	{"max to certainty (ms)", func(c *metrics.Certainty) string { return certainMs(c, c.MaxMs) }},
-	{"resolved by query", func(c *metrics.Certainty) string { return strconv.FormatInt(c.ResolvedBy.Query, 10) }},
+	{"resolved by query", func(c *metrics.Certainty) string { return itoa(c.ResolvedBy.Query) }},
 	{"unresolved, manual or never", func(c *metrics.Certainty) string {
 		if c.Intents == 0 {
 			return "-"
 		}
 		return fmt.Sprintf("%d (%.1f%%)", c.Unresolved(), 100*float64(c.Unresolved())/float64(c.Intents))
 	}},
-	{"alerts", func(c *metrics.Certainty) string { return strconv.FormatInt(c.Alerts, 10) }},
-	{"status queries", func(c *metrics.Certainty) string { return strconv.FormatInt(c.Queries, 10) }},
+	{"alerts", func(c *metrics.Certainty) string { return itoa(c.Alerts) }},
+	{"status queries", func(c *metrics.Certainty) string { return itoa(c.Queries) }},
 	{"queries per querying intent", func(c *metrics.Certainty) string { return strconv.FormatFloat(c.QueriesPerIntent, 'f', 2, 64) }},
 }
 
@@ -54,37 +51,18 @@ func certainties(cols []Column) []*metrics.Certainty {
 	return out
 }
 
-// writeCertaintyRows adds the certainty lines to the table, labels padded
-// to width; nothing without certainties.
-func writeCertaintyRows(w io.Writer, width int, cs []*metrics.Certainty) {
-	if cs == nil {
-		return
-	}
-	for _, r := range certaintyRows {
-		fmt.Fprintf(w, "%*s\t", -width, r.label)
-		for _, c := range cs {
-			cell := "-"
-			if c != nil {
-				cell = r.cell(c)
-			}
-			fmt.Fprintf(w, "%s\t", cell)
-		}
-		fmt.Fprintln(w)
-	}
-}
-
 // writeCertaintyVerdicts prints, per variant, how its convergence differs
 // from the baseline's (metrics.CertaintyVersus), when it notably does.
 func writeCertaintyVerdicts(w io.Writer, cols []Column, cs []*metrics.Certainty) bool {
 	if cs == nil || cs[0] == nil {
 		return false
 	}
-	any := false
+	wrote := false
 	for i := 1; i < len(cols); i++ {
 		if s := metrics.CertaintyVersus(cs[0], cs[i]); s != "" {
 			fmt.Fprintf(w, "%s certainty vs %s: %s\n", cols[i].Variant.Name, cols[0].Variant.Name, s)
-			any = true
+			wrote = true
 		}
 	}
-	return any
+	return wrote
 }

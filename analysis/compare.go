@@ -212,8 +212,8 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	writeAsyncRows(tw, width, async)
-	writeCertaintyRows(tw, width, certain)
+	writeTableRows(tw, width, async, asyncRows)
+	writeTableRows(tw, width, certain, certaintyRows)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
