@@ -85,6 +85,29 @@ func cdfXYs(h *hdrhistogram.Histogram) plotter.XYs {
 	return xys
 }
 
+// stepCDFXYs is cdfXYs drawn as steps: each occupied bucket rises from the
+// fraction below it at its lower edge to the fraction at or below it at
+// its upper edge, and the line stays flat between buckets. Where values
+// cluster apart (the answers of a query schedule, a recovery after a
+// lease) the curve jumps rather than slanting across values no one took.
+func stepCDFXYs(h *hdrhistogram.Histogram) plotter.XYs {
+	if h == nil || h.TotalCount() == 0 {
+		return nil
+	}
+	total := float64(h.TotalCount())
+	var xys plotter.XYs
+	var cum int64
+	for _, b := range h.Distribution() {
+		if b.Count == 0 {
+			continue
+		}
+		xys = append(xys, plotter.XY{X: math.Max(float64(b.From), 1) / 1000, Y: float64(cum) / total})
+		cum += b.Count
+		xys = append(xys, plotter.XY{X: float64(b.To+1) / 1000, Y: float64(cum) / total})
+	}
+	return xys
+}
+
 func fractionTicks() []plot.Tick {
 	var t []plot.Tick
 	for _, v := range []float64{0, 0.25, 0.5, 0.75, 0.9, 1} {

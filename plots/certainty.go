@@ -63,7 +63,7 @@ func certaintyCDFFigure(r *metrics.Result) (*figure, error) {
 	}
 	h := r.Certainty
 	f := newFigure("Time to certainty (CDF)", "time to certainty (ms, log scale)", "cumulative fraction (≤ time)")
-	if err := f.line(cdfXYs(h), fmt.Sprintf("%d certain intents", h.TotalCount()), color.Black, vg.Points(2.5), false); err != nil {
+	if err := f.line(stepCDFXYs(h), fmt.Sprintf("%d certain intents", h.TotalCount()), color.Black, vg.Points(2.5), false); err != nil {
 		return nil, err
 	}
 	// The quantiles the summary reports; the histogram's when the summary

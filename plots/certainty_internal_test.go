@@ -3,6 +3,7 @@ package plots
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/metrics/metricstest"
@@ -89,5 +90,32 @@ func TestCertaintyCDFMarksQuantiles(t *testing.T) {
 	}
 	if !(f.X.Min < cdf[0].X && f.X.Max > cdf[len(cdf)-1].X) || math.IsInf(f.X.Max, 0) {
 		t.Errorf("x axis [%v, %v] does not hold the curve [%v, %v]", f.X.Min, f.X.Max, cdf[0].X, cdf[len(cdf)-1].X)
+	}
+}
+
+// Values far apart make a jump at each, and a flat line between them:
+// nothing slants across times no intent took.
+func TestStepCDF(t *testing.T) {
+	h := metrics.NewLatencyHistogram()
+	for _, d := range []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, time.Second, 10 * time.Second} {
+		metrics.RecordLatency(h, d)
+	}
+	xys := stepCDFXYs(h)
+	want := []float64{0, 0.5, 0.5, 0.75, 0.75, 1}
+	if len(xys) != len(want) {
+		t.Fatalf("points %v, want %d", xys, len(want))
+	}
+	for i, xy := range xys {
+		if xy.Y != want[i] {
+			t.Errorf("point %d = %v, want y %v", i, xy, want[i])
+		}
+	}
+	for i := 1; i < len(xys); i += 2 {
+		if lo, hi := xys[i-1].X, xys[i].X; hi/lo > 1.01 { // one bucket: 3 significant figures
+			t.Errorf("step %d rises over [%v, %v] ms, wider than its bucket", i/2, lo, hi)
+		}
+	}
+	if stepCDFXYs(nil) != nil || stepCDFXYs(metrics.NewLatencyHistogram()) != nil {
+		t.Error("an empty histogram has points")
 	}
 }
