@@ -10,15 +10,14 @@ import (
 
 // asyncRows are the comparison lines of the topics' effect accounting,
 // summed over the consuming services; printed only when a column has one.
-var asyncRows = []struct {
-	label string
-	cell  func(c *metrics.ConsumerSummary) int64
-}{
-	{"lost effects", func(c *metrics.ConsumerSummary) int64 { return c.LostEffects }},
-	{"duplicate effects", func(c *metrics.ConsumerSummary) int64 { return c.DuplicateEffects }},
-	{"out-of-order effects", func(c *metrics.ConsumerSummary) int64 { return c.OutOfOrderEffects }},
-	{"redeliveries", func(c *metrics.ConsumerSummary) int64 { return c.Redeliveries }},
+var asyncRows = []tableRow[metrics.ConsumerSummary]{
+	{"lost effects", func(c *metrics.ConsumerSummary) string { return itoa(c.LostEffects) }},
+	{"duplicate effects", func(c *metrics.ConsumerSummary) string { return itoa(c.DuplicateEffects) }},
+	{"out-of-order effects", func(c *metrics.ConsumerSummary) string { return itoa(c.OutOfOrderEffects) }},
+	{"redeliveries", func(c *metrics.ConsumerSummary) string { return itoa(c.Redeliveries) }},
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // consumerTotal sums a result's consumer summaries, nil when it has none
 // (or no result: a failed variant).
@@ -51,18 +50,26 @@ func asyncTotals(cols []Column) []*metrics.ConsumerSummary {
 	return totals
 }
 
-// writeAsyncRows adds the async lines to the table, labels padded to
-// width; nothing without totals.
-func writeAsyncRows(w io.Writer, width int, totals []*metrics.ConsumerSummary) {
-	if totals == nil {
+// tableRow is one line of the comparison table read from a part of each
+// column's result (its consumers' total, its certainty).
+type tableRow[T any] struct {
+	label string
+	cell  func(*T) string
+}
+
+// writeTableRows adds rows to the table, labels padded to width, one cell
+// per column: "-" for a column without a T; nothing when vals is nil (no
+// column has one).
+func writeTableRows[T any](w io.Writer, width int, vals []*T, rows []tableRow[T]) {
+	if vals == nil {
 		return
 	}
-	for _, r := range asyncRows {
+	for _, r := range rows {
 		fmt.Fprintf(w, "%*s\t", -width, r.label)
-		for _, t := range totals {
+		for _, v := range vals {
 			cell := "-"
-			if t != nil {
-				cell = strconv.FormatInt(r.cell(t), 10)
+			if v != nil {
+				cell = r.cell(v)
 			}
 			fmt.Fprintf(w, "%s\t", cell)
 		}

@@ -181,6 +181,12 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 			width = max(width, utf8.RuneCountInString(r.label))
 		}
 	}
+	certain := certainties(c.Columns) // nil without convergence: the table as before
+	if certain != nil {
+		for _, r := range certaintyRows {
+			width = max(width, utf8.RuneCountInString(r.label))
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%*s\t", -width, "")
 	for _, col := range c.Columns {
@@ -206,7 +212,8 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	writeAsyncRows(tw, width, async)
+	writeTableRows(tw, width, async, asyncRows)
+	writeTableRows(tw, width, certain, certaintyRows)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -219,7 +226,7 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 			reasons = true
 		}
 	}
-	if reasons {
+	if writeCertaintyVerdicts(w, c.Columns, certain) || reasons {
 		fmt.Fprintln(w)
 	}
 	for _, col := range c.Columns {
@@ -291,6 +298,11 @@ type ColumnJSON struct {
 	Duplicates        int64   `json:"duplicates"`
 	// SLO is the variant judged against --slo (absent without one).
 	SLO *metrics.SLOReport `json:"slo,omitempty"`
+	// Certainty is the variant's convergence after UNKNOWN, the run
+	// summary's certainty object (absent without convergence); Versus says
+	// how it differs from the baseline's (metrics.CertaintyVersus).
+	Certainty       *metrics.Certainty `json:"certainty,omitempty"`
+	CertaintyVersus string             `json:"certainty_vs_baseline,omitempty"`
 }
 
 // JSON returns the comparison's JSON form.
@@ -314,6 +326,10 @@ func (c *Comparison) JSON() ComparisonJSON {
 			j.Outcome, j.RecoveredAfterS, j.PeakAmplification = v.Outcome, v.RecoveredAfterS, v.PeakAmplification
 		}
 		j.SLO = col.Result.Summary.SLO
+		if !m.NotRun {
+			j.Certainty = col.Result.Summary.Certainty
+			j.CertaintyVersus = metrics.CertaintyVersus(c.Columns[0].Result.Summary.Certainty, j.Certainty)
+		}
 		out.Variants = append(out.Variants, j)
 	}
 	return out

@@ -104,6 +104,20 @@
           return { label: entity(c), value: function (r) { return num(r[c]); } };
         });
       }
+    },
+    {
+      // Written only when the scenario follows its writes after UNKNOWN
+      // (metrics.ColUnknownIntents, ColManualQueue).
+      id: "unknown_intents", title: "Intents unknown over time (and the manual queue)", unit: "intents",
+      series: function (cols) {
+        var s = [];
+        [["unknown_intents", "unknown intents"], ["manual_queue", "manual queue"]].forEach(function (p) {
+          if (cols.indexOf(p[0]) >= 0) {
+            s.push({ label: p[1], value: function (r) { return num(r[p[0]]); } });
+          }
+        });
+        return s;
+      }
     }
   ];
 

@@ -314,3 +314,29 @@ func TestRunsInBrowser(t *testing.T) {
 		t.Errorf("a run's charts %q, want throughput queue", got)
 	}
 }
+
+// A run that follows its writes after UNKNOWN streams the unknown intents
+// and the manual queue, and the page draws them in a chart of their own,
+// redrawn as rows arrive; TestServeRowsInBrowser shows the chart is absent
+// without those columns.
+func TestCertaintyRowsInBrowser(t *testing.T) {
+	bin := chromium.Path(t)
+	srv := start(t, live.Options{Title: "converging"})
+	cols := []string{metrics.ColOffered, metrics.ColGoodput, metrics.ColUnknownIntents, metrics.ColManualQueue, metrics.ColQueries}
+	first, second := watchPublished(t, bin, srv, func(i int) {
+		srv.Row(time.Duration(i)*time.Second, time.Second, cols, []float64{100, 90, float64(3 * i), float64(i / 4), float64(2 * i)})
+	}, func(s chartState) int { return s.Rows })
+	var ids []string
+	for i, c := range second.Charts {
+		ids = append(ids, c.ID)
+		if c.Xs != second.Rows {
+			t.Errorf("chart %s: %d points for %d rows", c.ID, c.Xs, second.Rows)
+		}
+		if i < len(first.Charts) && c.Digest == first.Charts[i].Digest {
+			t.Errorf("chart %s did not change between %d and %d rows", c.ID, first.Rows, second.Rows)
+		}
+	}
+	if got := strings.Join(ids, " "); got != "throughput unknown_intents" {
+		t.Errorf("charts %q, want throughput unknown_intents", got)
+	}
+}

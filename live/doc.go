@@ -6,7 +6,9 @@
 //   - / a self-contained page (uPlot and the chart module of package
 //     charts, inlined; nothing from the network) whose charts grow as
 //     the run goes: offered vs goodput, attempts per hop, queue per
-//     service, latency percentiles, breaker and budget state; for sweeps
+//     service, latency percentiles, breaker and budget state, the intents
+//     unknown and the manual queue when the run follows its writes after
+//     UNKNOWN (the columns metrics.ColUnknownIntents, ColManualQueue); for sweeps
 //     and capacity searches, the points as they finish.
 //   - /events the run as server-sent events: "interval" events carry one
 //     JSON object per interval with the fields of timeseries.csv (t_s,

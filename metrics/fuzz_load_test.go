@@ -44,6 +44,12 @@ func FuzzLoad(f *testing.F) {
 	}
 	f.Add(sum.Bytes(), ser.Bytes(), hist, flt, man)
 	f.Add(sum.Bytes(), ser.Bytes(), hist, flt, []byte(`{"run_id": "x", "files": {"../summary.json": "00"}}`))
+	// A converging run: the certainty object and its histogram.
+	certain, err := json.Marshal(metrics.Histograms{Latency: metrics.EncodeHistogram(h), Certainty: metrics.EncodeHistogram(h)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(`{"scenario": "s", "certainty": {"intents": 2, "p99_ms": 3, "resolved_by": {"reply": 1, "query": 1}}}`), ser.Bytes(), certain, flt, []byte(`{}`))
 	f.Add([]byte(`{"seed": 1e400}`), []byte("t_s,interval_s\n"), []byte(`{"latency": {"counts": [[-1, 5]]}}`), []byte(`[{"at": -1}]`), []byte(`{}`))
 	// One directory per worker, its files overwritten by each input.
 	d, err := os.MkdirTemp("", "fuzzload")

@@ -56,7 +56,7 @@ func KindOf(column string) ColumnKind {
 	switch {
 	case strings.HasPrefix(metric, "latency_"):
 		return LatencyColumn
-	case metric == "max" || strings.HasSuffix(metric, "_max"):
+	case metric == "max" || strings.HasSuffix(metric, "_max"), metric == ColCertainP99: // the worst part's p99, not averaged away
 		return MaxColumn
 	case metric == MetricBreakerState || strings.HasPrefix(metric, "budget_"):
 		return MeanColumn
@@ -121,6 +121,9 @@ func Merge(parts ...*Result) (*Result, error) {
 	}
 	out.Faults = mergeFaults(parts)
 	out.Summary = mergeSummary(parts, out)
+	if err := mergeCertainty(parts, out); err != nil { // certainty_merge.go
+		return nil, err
+	}
 	return out, nil
 }
 

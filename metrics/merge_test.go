@@ -30,6 +30,10 @@ func TestKindOf(t *testing.T) {
 		"retries/gateway->db":           metrics.SumColumn,
 		"queue_max/gateway->latency_x":  metrics.MaxColumn,
 		"latency_p50_ms/some/odd/thing": metrics.LatencyColumn,
+		metrics.ColUnknownIntents:       metrics.SumColumn,
+		metrics.ColManualQueue:          metrics.SumColumn,
+		metrics.ColQueries:              metrics.SumColumn,
+		metrics.ColCertainP99:           metrics.MaxColumn,
 	} {
 		if got := metrics.KindOf(col); got != want {
 			t.Errorf("KindOf(%q) = %v, want %v", col, got, want)

@@ -45,6 +45,9 @@ type Histograms struct {
 	// ServicesOK maps a service name to the latency of the attempts it
 	// completed successfully, in µs.
 	ServicesOK map[string]*HistogramJSON `json:"services_ok,omitempty"`
+	// Certainty is the time to certainty of the writes that became
+	// certain, in µs (absent unless the scenario configures convergence).
+	Certainty *HistogramJSON `json:"certainty,omitempty"`
 }
 
 // EncodeHistogram returns the lossless JSON form of h (nil for nil).
@@ -132,7 +135,7 @@ func Save(dir string, r *Result) error {
 		files = append(files, SeriesFile)
 	}
 	h := Histograms{Latency: EncodeHistogram(r.Latency), Services: encodeHistograms(r.ServiceLatency),
-		ServicesOK: encodeHistograms(r.ServiceOKLatency)}
+		ServicesOK: encodeHistograms(r.ServiceOKLatency), Certainty: EncodeHistogram(r.Certainty)}
 	if err := writeJSONFile(filepath.Join(dir, HistogramsFile), h); err != nil {
 		return err
 	}
@@ -232,6 +235,11 @@ func Load(dir string) (*Result, error) {
 		if h.Latency != nil {
 			if r.Latency, err = h.Latency.Decode(); err != nil {
 				return nil, fmt.Errorf("metrics: load %s: latency: %w", hp, err)
+			}
+		}
+		if h.Certainty != nil {
+			if r.Certainty, err = h.Certainty.Decode(); err != nil {
+				return nil, fmt.Errorf("metrics: load %s: certainty: %w", hp, err)
 			}
 		}
 		if r.ServiceLatency, err = decodeHistograms(h.Services); err != nil {

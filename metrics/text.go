@@ -11,7 +11,8 @@ import (
 
 // FormatText writes the short human summary printed by `stormsim run`: the
 // verdict when there is one, the outcome of the logical requests, goodput,
-// end-to-end latency, amplification, then one line per service.
+// end-to-end latency, amplification, how the writes converged when the
+// scenario follows them after UNKNOWN, then one line per service.
 func FormatText(w io.Writer, s *Summary) error {
 	ew := NewErrWriter(w)
 	p := ew.Printf
@@ -67,6 +68,7 @@ func FormatText(w io.Writer, s *Summary) error {
 		p("statuses   %s\n", statusBreakdown(l.Statuses))
 	}
 	writeConnLines(ew, s.Edges)
+	writeCertainty(ew, s)
 	if ew.Err() != nil {
 		return ew.Err()
 	}

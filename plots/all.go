@@ -27,6 +27,8 @@ var Standard = []struct {
 	{"budget", Budget},
 	{"replicas", Replicas},
 	{"replica_utilization", ReplicaUtilization},
+	{"unknown_intents", UnknownIntents},
+	{"certainty_cdf", CertaintyCDF},
 }
 
 // Write draws p as dir/name.png and dir/name.svg, each written atomically,

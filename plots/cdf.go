@@ -63,9 +63,20 @@ func serviceHists(r *metrics.Result) []*hdrhistogram.Histogram {
 	return out
 }
 
-// cdfXYs returns the step points of h's CDF in milliseconds: at each
-// occupied bucket's upper edge, the fraction of values at or below it.
-func cdfXYs(h *hdrhistogram.Histogram) plotter.XYs {
+// cdfXYs returns the points of h's CDF in milliseconds: at each occupied
+// bucket's upper edge, the fraction of values at or below it, joined by
+// straight lines.
+func cdfXYs(h *hdrhistogram.Histogram) plotter.XYs { return cdfPoints(h, false) }
+
+// stepCDFXYs is cdfXYs drawn as steps: each occupied bucket rises from the
+// fraction below it at its lower edge to the fraction at or below it at
+// its upper edge, and the line stays flat between buckets. Where values
+// cluster apart (the answers of a query schedule, a recovery after a
+// lease) the curve jumps rather than slanting across values no one took.
+func stepCDFXYs(h *hdrhistogram.Histogram) plotter.XYs { return cdfPoints(h, true) }
+
+// cdfPoints is cdfXYs, with each bucket's lower edge too when steps.
+func cdfPoints(h *hdrhistogram.Histogram, steps bool) plotter.XYs {
 	if h == nil || h.TotalCount() == 0 {
 		return nil
 	}
@@ -76,8 +87,8 @@ func cdfXYs(h *hdrhistogram.Histogram) plotter.XYs {
 		if b.Count == 0 {
 			continue
 		}
-		if len(xys) == 0 {
-			xys = append(xys, plotter.XY{X: math.Max(float64(b.From), 1) / 1000, Y: 0})
+		if steps || len(xys) == 0 {
+			xys = append(xys, plotter.XY{X: math.Max(float64(b.From), 1) / 1000, Y: float64(cum) / total})
 		}
 		cum += b.Count
 		xys = append(xys, plotter.XY{X: float64(b.To+1) / 1000, Y: float64(cum) / total})

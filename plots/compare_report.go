@@ -109,11 +109,71 @@ var comparisonRows = []comparisonRow{
 	{"status", func(s *metrics.Summary) string { return string(s.Status) }},
 }
 
+// certaintyRows are the comparison table's lines on the writes'
+// convergence after UNKNOWN, shown when a variant has a Certainty; a
+// variant without one shows "–".
+var certaintyRows = []comparisonRow{
+	{"p50 to certainty (ms)", certaintyCell(func(c *metrics.Certainty) string { return certainMs(c, c.P50Ms) })},
+	{"p99 to certainty (ms)", certaintyCell(func(c *metrics.Certainty) string { return certainMs(c, c.P99Ms) })},
+	{"max to certainty (ms)", certaintyCell(func(c *metrics.Certainty) string { return certainMs(c, c.MaxMs) })},
+	{"unresolved (manual or never)", certaintyCell(func(c *metrics.Certainty) string {
+		return fmt.Sprintf("%d of %d intents", c.Unresolved(), c.Intents)
+	})},
+	{"alerts", certaintyCell(func(c *metrics.Certainty) string { return fmt.Sprint(c.Alerts) })},
+	{"status queries (per querying intent)", certaintyCell(func(c *metrics.Certainty) string {
+		return fmt.Sprintf("%d (%s)", c.Queries, num(c.QueriesPerIntent))
+	})},
+}
+
+// certaintyCell reads a row's cell from a summary's Certainty.
+func certaintyCell(f func(c *metrics.Certainty) string) func(s *metrics.Summary) string {
+	return func(s *metrics.Summary) string {
+		if s.Certainty == nil {
+			return "–"
+		}
+		return f(s.Certainty)
+	}
+}
+
+// certainMs is a time to certainty, "–" when nothing became certain.
+func certainMs(c *metrics.Certainty, ms float64) string {
+	if c.Certain() == 0 {
+		return "–"
+	}
+	return num(ms)
+}
+
+// hasCertainty reports whether a variant of c has a Certainty.
+func (c *Comparison) hasCertainty() bool {
+	for _, v := range c.Variants {
+		if !v.NotRun && v.Result != nil && v.Result.Summary.Certainty != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// CertaintyVersus is how variant i's convergence differs from the
+// baseline's (the first variant's), "" when it does not notably or either
+// has none (metrics.CertaintyVersus).
+func (c *Comparison) CertaintyVersus(i int) string {
+	if i == 0 || len(c.Variants) <= i || c.Variants[0].Result == nil || c.Variants[i].Result == nil || c.Variants[i].NotRun {
+		return ""
+	}
+	return metrics.CertaintyVersus(c.Variants[0].Result.Summary.Certainty, c.Variants[i].Result.Summary.Certainty)
+}
+
 // num is the report's number format (reportFuncs' "num").
 func num(x float64) string { return reportFuncs["num"].(func(float64) string)(x) }
 
 var comparisonFuncs = template.FuncMap{
 	"rows": func() []comparisonRow { return comparisonRows },
+	"certaintyRows": func(c *Comparison) []comparisonRow {
+		if !c.hasCertainty() {
+			return nil
+		}
+		return certaintyRows
+	},
 	"bad": func(v ComparedVariant) bool {
 		if v.NotRun || v.Result == nil {
 			return false
@@ -156,9 +216,11 @@ ul.reasons li { margin: 0.3em 0; }
 <tr><th></th>{{range $i, $v := .Variants}}<th class="variant" style="border-bottom-color: {{index $.Colors $i}}">{{$v.Name}}</th>{{end}}</tr>
 <tr><td>verdict</td>{{range .Variants}}<td class="{{if .NotRun}}notrun{{else if bad .}}warn{{else}}ok{{end}}"><strong>{{.Verdict}}</strong></td>{{end}}</tr>
 {{range $r := rows}}<tr><td>{{$r.Label}}</td>{{range $.Variants}}<td>{{cell $r .}}</td>{{end}}</tr>
+{{end}}{{range $r := certaintyRows .Comparison}}<tr class="certainty"><td>{{$r.Label}}</td>{{range $.Variants}}<td>{{cell $r .}}</td>{{end}}</tr>
 {{end}}</table>
 <ul class="reasons">
 {{range .Variants}}{{if .Reason}}<li><strong>{{.Name}}</strong> {{.Verdict}}: {{.Reason}}</li>
+{{end}}{{end}}{{range $i, $v := .Variants}}{{with $.CertaintyVersus $i}}<li class="certainty"><strong>{{$v.Name}}</strong> certainty vs {{(index $.Variants 0).Name}}: {{.}}</li>
 {{end}}{{end}}</ul>
 
 <h2>Variants</h2>

@@ -93,3 +93,46 @@ func TestComparisonReportInBrowser(t *testing.T) {
 	}
 	requireInked(t, img, "comparison-screenshot.png")
 }
+
+// A comparison whose variants follow their writes after UNKNOWN shows
+// their time to certainty side by side, and says how each differs from
+// the baseline; one without convergence shows none of it.
+func TestComparisonReportCertainty(t *testing.T) {
+	plain, err := os.ReadFile(writeComparisonReport(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(plain), "certainty") {
+		t.Error("a comparison without convergence mentions certainty")
+	}
+	base, capped := metricstest.Converging(), metricstest.Converging()
+	cc := *capped.Summary.Certainty
+	cc.P99Ms, cc.Queries = 3100, 900
+	capped.Summary.Certainty = &cc
+	c := &plots.Comparison{Scenario: "synthetic-storm", Seed: 1, Variants: []plots.ComparedVariant{
+		{Name: "baseline", Changes: "the scenario as written", Verdict: "recovered", Result: base},
+		{Name: "capped", Changes: "workload.query.max=3", Verdict: "recovered", Result: capped},
+		{Name: "plain", Changes: "workload.query=off", Verdict: "recovered", Result: metricstest.Storm()},
+	}}
+	dir := outDir(t)
+	if err := plots.WriteComparisonReport(dir, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, plots.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{
+		`<tr class="certainty"><td>p99 to certainty (ms)</td><td>9519</td><td>3100</td><td>–</td></tr>`,
+		`<tr class="certainty"><td>status queries (per querying intent)</td><td>3964 (2.65)</td><td>900 (2.65)</td><td>–</td></tr>`,
+		`<li class="certainty"><strong>capped</strong> certainty vs baseline: p99 to certainty 3.07× lower (9519 → 3100 ms); status queries 4.40× fewer (3964 → 900)</li>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("comparison report lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "<strong>plain</strong> certainty") {
+		t.Error("a variant without convergence is compared on it")
+	}
+}

@@ -117,7 +117,7 @@ func withReplicas(r *metrics.Result) *metrics.Result {
 }
 
 func TestPlots(t *testing.T) {
-	r := withReplicas(metricstest.Storm())
+	r := withReplicas(metricstest.Converging())
 	dir := outDir(t)
 	for _, tc := range []struct {
 		name      string
@@ -134,6 +134,8 @@ func TestPlots(t *testing.T) {
 		{"budget", plots.Budget, 1, []string{"Retry budget level", "gateway-&gt;orders"}},
 		{"replicas", plots.Replicas, 1, []string{"Utilization per replica", "db", "replica", "2"}},
 		{"replica_utilization", plots.ReplicaUtilization, 3, []string{"Utilization per replica over time", "db#0", "db#2", "time (s)"}},
+		{"unknown_intents", plots.UnknownIntents, 2, []string{"Intents unknown over time", "unknown intents", "manual queue", "time (s)", "orders capacity ×0.5"}},
+		{"certainty_cdf", plots.CertaintyCDF, 2, []string{"Time to certainty (CDF)", "11871 certain intents", "p50 17.0 ms", "p99 9519 ms"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := tc.plot(r)
@@ -166,7 +168,7 @@ func TestPlotsWithoutData(t *testing.T) {
 }
 
 func TestWriteAll(t *testing.T) {
-	r := withReplicas(metricstest.Storm())
+	r := withReplicas(metricstest.Converging())
 	dir := t.TempDir()
 	files, err := plots.WriteAll(dir, r)
 	if err != nil {

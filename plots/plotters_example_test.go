@@ -41,14 +41,15 @@ func ExampleAmplification() {
 }
 
 // draw does what ExampleAmplification spells out, for the other plotters:
-// it plots the synthetic storm and prints the title and the files written.
+// it plots the synthetic storm, its writes converging after UNKNOWN, and
+// prints the title and the files written.
 func draw(name string, plotter func(*metrics.Result) (*plot.Plot, error)) {
 	dir, err := os.MkdirTemp("", "plots")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	p, err := plotter(metricstest.Storm())
+	p, err := plotter(metricstest.Converging())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -108,4 +109,20 @@ func ExampleThroughput() {
 	// Offered load vs goodput
 	// throughput.png
 	// throughput.svg
+}
+
+func ExampleUnknownIntents() {
+	draw("unknown_intents", plots.UnknownIntents)
+	// Output:
+	// Intents unknown over time
+	// unknown_intents.png
+	// unknown_intents.svg
+}
+
+func ExampleCertaintyCDF() {
+	draw("certainty_cdf", plots.CertaintyCDF)
+	// Output:
+	// Time to certainty (CDF)
+	// certainty_cdf.png
+	// certainty_cdf.svg
 }

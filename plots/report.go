@@ -98,8 +98,9 @@ type reportData struct {
 
 // chartDrawn names the Standard plots whose series the interactive charts
 // draw (charts.js: throughput, amplification, queue, latency, breaker,
-// budget).
-var chartDrawn = map[string]bool{"throughput": true, "amplification": true, "queue": true, "latency": true, "breaker": true, "budget": true}
+// budget, unknown_intents).
+var chartDrawn = map[string]bool{"throughput": true, "amplification": true, "queue": true, "latency": true, "breaker": true, "budget": true,
+	"unknown_intents": true}
 
 // chartOptions are the interactive charts' options (StormCharts' opts):
 // each service's and edge's colour, the one the static plots give it
@@ -248,6 +249,15 @@ var reportFuncs = template.FuncMap{
 		return strings.ReplaceAll(name, "_", " ")
 	},
 	"pageStyle": func() template.CSS { return pageStyle },
+	// queryLoad says whether any service received status or fact queries.
+	"queryLoad": func(svcs []metrics.ServiceSummary) bool {
+		for _, v := range svcs {
+			if v.Queries > 0 || v.FactQueries > 0 {
+				return true
+			}
+		}
+		return false
+	},
 }
 
 // pagePartials are the parts both pages draw alike: the fault windows'
@@ -314,6 +324,31 @@ var reportTmpl = newPage("report", reportFuncs, `<!DOCTYPE html>
 {{end}}
 </table>
 
+{{with .S.Certainty}}<h2 id="certainty">Certainty</h2>
+<p class="meta">How the writes converged after UNKNOWN: the time from an intent's first attempt to a known outcome, what made it known, and the load the confirming added.</p>
+<table>
+<tr><th>time to certainty (ms)</th><th>mean</th><th>p50</th><th>p99</th><th>max</th></tr>
+<tr><td>{{.Certain}} of {{.Intents}} intents became certain</td>{{if .Certain}}<td>{{num .MeanMs}}</td><td>{{num .P50Ms}}</td><td>{{num .P99Ms}}</td><td>{{num .MaxMs}}</td>{{else}}<td>–</td><td>–</td><td>–</td><td>–</td>{{end}}</tr>
+</table>
+<table>
+<tr><th>resolved by</th><th>intents</th><th>share</th></tr>
+{{range .ResolvedBy.Resolutions}}<tr><td>{{.Name}}</td><td>{{.Intents}}</td><td>{{share .Intents $.S.Certainty.Intents}}</td></tr>
+{{end}}</table>
+<table>
+<tr><th>figure</th><th>value</th></tr>
+<tr><td>alerts (unknown past alert_after)</td><td>{{.Alerts}}</td></tr>
+<tr><td>unknown at once, at most</td><td>{{.UnknownMax}}</td></tr>
+<tr><td>manual queue: longest, at the end</td><td>{{.ManualQueueMax}}, {{.ManualQueueEnd}}</td></tr>
+<tr><td>status queries (per intent that queried)</td><td>{{.Queries}} ({{num .QueriesPerIntent}})</td></tr>
+{{with .Resubmits}}<tr><td>resubmits after NOT_FOUND</td><td>{{.}}</td></tr>
+{{end}}{{with .Recoveries}}<tr><td>recovery tasks: succeeded, failed_final, resumed, unknown</td><td>{{.Succeeded}}, {{.Failed}}, {{.Resumed}}, {{.Unknown}}</td></tr>
+{{end}}{{with .Reconciliation}}<tr><td>reconciliation: runs, items, repaired, repaired twice, failed, to manual</td><td>{{.Runs}}, {{.Items}}, {{.Repaired}}, {{.Rerepaired}}, {{.Failed}}, {{.ToManual}}</td></tr>
+{{end}}</table>
+{{if queryLoad $.S.Services}}<table>
+<tr><th>query load</th><th>attempts</th><th>status queries</th><th>share of attempts</th><th>fact queries</th></tr>
+{{range $.S.Services}}{{if or .Queries .FactQueries}}<tr><td>{{.Name}}</td><td>{{.Attempts}}</td><td>{{.Queries}}</td><td>{{share .Queries .Attempts}}</td><td>{{.FactQueries}}</td></tr>
+{{end}}{{end}}</table>{{end}}
+{{end}}
 {{if .S.Services}}<h2>Services</h2>
 <table>
 <tr><th>service</th><th>attempts</th><th>amp</th><th>ok</th><th>failed</th><th>rejected</th><th>timed out</th><th>wasted</th><th>util</th><th>queue mean</th><th>queue max</th><th>p50 ms</th><th>p99 ms</th></tr>

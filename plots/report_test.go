@@ -378,3 +378,51 @@ func TestReportConnectionPhases(t *testing.T) {
 		t.Errorf("report lacks %q", want)
 	}
 }
+
+// A run that follows its writes after UNKNOWN has a certainty section
+// (time to certainty, resolved by, alerts and the manual queue, the query
+// load per service) and both certainty plots; a run without convergence
+// has neither.
+func TestReportCertainty(t *testing.T) {
+	plainDir, plainFiles := writeReport(t)
+	b, err := os.ReadFile(filepath.Join(plainDir, plots.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), `id="certainty"`) || strings.Contains(strings.Join(plainFiles, " "), "certainty") {
+		t.Error("a run without convergence has a certainty section or plot")
+	}
+
+	dir := outDir(t)
+	r := metricstest.Converging()
+	files, err := plots.WriteAll(dir, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plots.WriteReport(dir, r, files); err != nil {
+		t.Fatal(err)
+	}
+	b, err = os.ReadFile(filepath.Join(dir, plots.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{
+		`<h2 id="certainty">Certainty</h2>`,
+		`<tr><td>11871 of 12000 intents became certain</td><td>569</td><td>17.0</td><td>9519</td><td>16997</td></tr>`,
+		`<tr><td>query</td><td>1039</td><td>8.7%</td></tr>`,
+		`<tr><td>never</td><td>40</td><td>0.3%</td></tr>`,
+		`<tr><td>alerts (unknown past alert_after)</td><td>215</td></tr>`,
+		`<tr><td>manual queue: longest, at the end</td><td>89, 89</td></tr>`,
+		`<tr><td>orders</td><td>26708</td><td>3964</td><td>14.8%</td><td>0</td></tr>`,
+		`<tr><td>db</td><td>19280</td><td>0</td><td>0.0%</td><td>663</td></tr>`,
+		`<figure id="fig-certainty_cdf">`, ">Time to certainty (CDF)<",
+		// The interactive charts draw the unknown intents; the static
+		// plot is left beside the page.
+		`"unknown_intents"`, "unknown_intents.png/.svg",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}

@@ -305,9 +305,9 @@ func writeComparison(dir string, c *analysis.Comparison, partial bool) error {
 	return nil
 }
 
-// writeOverlays draws the variants' goodput, and each service's
-// amplification and queue, one line per variant, into dir, and returns the
-// files.
+// writeOverlays draws the variants' goodput, each service's amplification
+// and queue, and the intents unknown when every variant follows its writes
+// after UNKNOWN, one line per variant, into dir, and returns the files.
 func writeOverlays(dir, scenario string, results map[string]*metrics.Result, order []string) ([]string, error) {
 	type overlay struct{ name, column, label string }
 	overlays := []overlay{{"goodput", metrics.ColGoodput, "goodput (req/s)"}}
@@ -321,6 +321,13 @@ func writeOverlays(dir, scenario string, results map[string]*metrics.Result, ord
 		overlays = append(overlays,
 			overlay{"amplification_" + svc.Name, "amplification/" + svc.Name, "attempts at " + svc.Name + " per offered request"},
 			overlay{"queue_" + svc.Name, metrics.Column(metrics.MetricQueue, svc.Name), "queue length at " + svc.Name})
+	}
+	converging := true // Overlay needs the column in every variant
+	for _, r := range results {
+		converging = converging && r.Series != nil && r.Series.Column(metrics.ColUnknownIntents) >= 0
+	}
+	if converging {
+		overlays = append(overlays, overlay{"unknown_intents", metrics.ColUnknownIntents, "intents unknown"})
 	}
 	var files []string
 	for _, o := range overlays {
