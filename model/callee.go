@@ -99,6 +99,13 @@ type callee struct {
 	faults []*topology.Fault
 	fs     FaultState
 
+	// convergence (converge.go): the query endpoint's service time and
+	// stream, the owner-crash stream, and whether an owner whose step
+	// ended unknown holds its record for reconciliation
+	qtime          dist.Sampler
+	qrng, crashRng *rand.Rand
+	holdUnknown    bool
+
 	// the queue's live items and all it holds (cancelled ones too), as of
 	// its last change, so that the type-independent part can read them
 	qlen, qheld int
@@ -170,6 +177,10 @@ func NewCallee[T any](cfg *topology.Service, rng *rand.Rand, commits, keyed bool
 		if i := cfg.Idempotency; i != nil {
 			ic = idempotency.Config{Retention: i.Retention, Lease: i.Lease, InProgressRetryAfter: i.InProgressRetryAfter}
 		}
+		// With recovery an expired lease waits for the recovery task
+		// instead of being taken over: the fence holds.
+		ic.HoldExpired = cfg.Recovery != nil
+		c.holdUnknown = cfg.Reconciliation != nil
 		if c.store, err = idempotency.NewStore(ic); err != nil {
 			return nil, fmt.Errorf("idempotency: %w", err)
 		}
@@ -519,6 +530,9 @@ type Ending struct {
 	// (Fence 0: none), which Finish commits or aborts.
 	Key   string
 	Fence uint64
+	// Unknown: the write's downstream step ended unknown (timed out); at a
+	// service with reconciliation its key is held (UNKNOWN), not aborted.
+	Unknown bool
 }
 
 // Finish ends an attempt's stay at now as e says. It settles the key the
@@ -529,7 +543,10 @@ func (c *callee) Finish(now time.Duration, e Ending) (executed bool) {
 	c.advance(now)
 	c.inflight--
 	executed = e.Worked && e.Outcome == policies.OK && c.commits && e.Write
-	if e.Fence > 0 {
+	switch {
+	case e.Fence > 0 && !executed && e.Unknown && c.holdUnknown:
+		_ = c.store.Hold(now, c.name, e.Key, e.Fence) // fenced: a newer owner decides
+	case e.Fence > 0:
 		c.settle(now, e.Key, e.Fence, executed)
 	}
 	return executed

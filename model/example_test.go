@@ -159,3 +159,24 @@ faults:
 	// store replica 0: stream service/store, 0 faults, resets []
 	// store replica 1: stream service/store#r1, 1 faults, resets [100ms]
 }
+
+// A client polls after a write's outcome is unknown: PROCESSING twice,
+// then SUCCEEDED, at a fixed interval without jitter.
+func ExampleQuerier() {
+	p := &model.QueryPolicy{First: 100 * time.Millisecond, Backoff: policies.Backoff{Initial: 250 * time.Millisecond, Multiplier: 1},
+		Deadline: 10 * time.Second, Lease: time.Second}
+	var q model.Querier
+	a := q.Start(p, 2*time.Second, 0, 0) // the write's call ended unknown at 2s
+	for _, st := range []model.RecordState{model.Processing, model.Processing, model.Succeeded} {
+		now := a.At
+		q.Wake(p, now)
+		a = q.Answered(p, now+5*time.Millisecond, true, st)
+		fmt.Printf("query at %v: %v -> next %v resolved=%v\n", now, st, a.At, a.Resolved)
+	}
+	fmt.Println("queries:", q.Sent())
+	// Output:
+	// query at 2.1s: PROCESSING -> next 2.355s resolved=false
+	// query at 2.355s: PROCESSING -> next 2.61s resolved=false
+	// query at 2.61s: SUCCEEDED -> next 0s resolved=true
+	// queries: 3
+}
