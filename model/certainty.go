@@ -59,7 +59,7 @@ type Certain struct {
 //	Queried                        one status query was sent for it
 //	Resolve(by)                    first resolution wins: time to certainty
 //	Manual                         it went to the manual queue
-//	End                            the run ended: the rest are never certain
+//	End                            nothing follows it any more: never certain
 type Tally struct {
 	// AlertAfter alerts on an intent unknown this long after its first
 	// attempt (0: no alerts).
@@ -68,6 +68,9 @@ type Tally struct {
 	unknown    int64 // intents unknown now
 	manual     int64
 	queried    int64 // intents that sent a query
+	// open holds the first attempts of the intents that ended never
+	// certain or in the manual queue, whose alerts Certainty counts
+	open []time.Duration
 }
 
 // Begin follows a new intent first attempted at first.
@@ -116,9 +119,9 @@ func (t *Tally) Resolve(in *Certain, now time.Duration, by Resolution) (took tim
 	return took, true
 }
 
-// Manual records at now that in went to the manual queue: it stays
+// Manual records that in went to the manual queue: it stays
 // uncertain (never timed), and alerts once its age passes AlertAfter.
-func (t *Tally) Manual(in *Certain, now time.Duration) {
+func (t *Tally) Manual(in *Certain) {
 	if in.resolved {
 		return
 	}
@@ -128,27 +131,26 @@ func (t *Tally) Manual(in *Certain, now time.Duration) {
 	}
 	t.manual++
 	t.c.ManualQueueMax = max(t.c.ManualQueueMax, t.manual)
+	t.open = append(t.open, in.First)
 	t.add(ByManual)
 }
 
 // Resolved reports whether in is certain (or in the manual queue).
 func (in *Certain) Resolved() bool { return in.resolved }
 
-// End records that the run ended at end with in not yet certain.
-func (t *Tally) End(in *Certain, end time.Duration) {
+// End records that in will not become certain: nothing follows it any
+// more (the run ended, or its last query and job are over). It is counted
+// as never certain, and alerts if the run ends AlertAfter past its first
+// attempt (Certainty).
+func (t *Tally) End(in *Certain) {
 	if in.resolved {
-		if in.By == ByManual && t.AlertAfter > 0 && end-in.First > t.AlertAfter {
-			t.c.Alerts++
-		}
 		return
 	}
 	in.resolved, in.By = true, ByNever
 	if in.unknown {
 		t.unknown--
 	}
-	if t.AlertAfter > 0 && end-in.First > t.AlertAfter {
-		t.c.Alerts++
-	}
+	t.open = append(t.open, in.First)
 	t.add(ByNever)
 }
 
@@ -177,10 +179,18 @@ func (t *Tally) UnknownNow() int64 { return t.unknown }
 // ManualNow is the manual queue's length now.
 func (t *Tally) ManualNow() int64 { return t.manual }
 
-// Certainty returns the counts so far; the driver fills the time to
-// certainty (MeanMs … MaxMs), Recoveries and Reconciliation.
-func (t *Tally) Certainty() metrics.Certainty {
+// Certainty returns the counts of a run that ended at end; the driver
+// fills the time to certainty (MeanMs … MaxMs), Recoveries and
+// Reconciliation.
+func (t *Tally) Certainty(end time.Duration) metrics.Certainty {
 	c := t.c
+	if t.AlertAfter > 0 {
+		for _, first := range t.open {
+			if end-first > t.AlertAfter {
+				c.Alerts++
+			}
+		}
+	}
 	c.ManualQueueEnd = t.manual
 	if t.queried > 0 {
 		c.QueriesPerIntent = float64(c.Queries) / float64(t.queried)

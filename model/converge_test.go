@@ -175,11 +175,11 @@ func TestTally(t *testing.T) {
 	if _, first := tl.Resolve(&b, 2*time.Second, ByReconciliation); first {
 		t.Fatal("a second resolution counted")
 	}
-	tl.Manual(&c, 500*ms)
+	tl.Manual(&c)
 	for _, in := range []*Certain{&a, &b, &c, &d} {
-		tl.End(in, 3*time.Second)
+		tl.End(in)
 	}
-	got := tl.Certainty()
+	got := tl.Certainty(3 * time.Second)
 	want := [6]int64{1, 1, 0, 0, 1, 1}
 	rb := got.ResolvedBy
 	if [6]int64{rb.Reply, rb.Query, rb.Recovery, rb.Reconciliation, rb.Manual, rb.Never} != want {

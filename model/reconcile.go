@@ -27,6 +27,7 @@ type Reconciler struct {
 	byKey    map[string]*reconItem
 	repaired map[string]bool
 	batch    []string
+	dropped  []string
 	stats    metrics.Reconciliation
 	manual   int64
 }
@@ -66,7 +67,7 @@ func (r *Reconciler) Watch(key string, since time.Duration) {
 // next Scan.
 func (r *Reconciler) Scan(now time.Duration, lookup func(key string) (st RecordState, settleable bool)) []string {
 	r.stats.Runs++
-	r.batch = r.batch[:0]
+	r.batch, r.dropped = r.batch[:0], r.dropped[:0]
 	kept := r.items[:0]
 	for _, it := range r.items {
 		if it.gone {
@@ -79,6 +80,7 @@ func (r *Reconciler) Scan(now time.Duration, lookup func(key string) (st RecordS
 		st, ok := lookup(it.key)
 		if !ok && (st.Terminal() || st == NotFound) {
 			delete(r.byKey, it.key) // settled by recovery, a commit, or gone
+			r.dropped = append(r.dropped, it.key)
 			continue
 		}
 		kept = append(kept, it)
@@ -92,6 +94,10 @@ func (r *Reconciler) Scan(now time.Duration, lookup func(key string) (st RecordS
 	r.items = kept
 	return r.batch
 }
+
+// Dropped lists the keys the last Scan stopped watching because they were
+// settled by others or are gone (reused by the next Scan).
+func (r *Reconciler) Dropped() []string { return r.dropped }
 
 // Resolve reports the fact query's answer f for key, which a Scan
 // returned: found and absent decide SUCCEEDED and FAILED_FINAL, which
@@ -136,6 +142,9 @@ func (r *Reconciler) drop(it *reconItem) {
 	delete(r.byKey, it.key)
 	it.busy, it.gone = false, true
 }
+
+// Watching reports whether the job still follows key.
+func (r *Reconciler) Watching(key string) bool { return r.byKey[key] != nil }
 
 // Pending is the number of records the job still watches.
 func (r *Reconciler) Pending() int { return len(r.byKey) }
