@@ -79,7 +79,7 @@ type run struct {
 	checkCtx              func() bool
 
 	totals totals
-	async  *asyncRun // the topics, nil without
+	async  *asyncRun    // the topics, nil without
 	cv     *convergeRun // convergence after UNKNOWN, nil without
 	// ledger folds each counted write's executions with its outcome:
 	// duplicates and unknown outcomes, committed or not
