@@ -247,6 +247,8 @@ type QueryPolicy struct {
 	Lease time.Duration
 	// Resubmit sends the write again with the same key after that.
 	Resubmit bool
+	// Phase > 0 adds U(0, Phase) to the first wait (random_phase).
+	Phase time.Duration
 	// Rand draws the jitter (QueryScheduleStream).
 	Rand *rand.Rand
 }
@@ -295,11 +297,15 @@ type Querier struct {
 // schedule at now; first is the intent's first attempt and sent when its
 // last write was sent.
 func (q *Querier) Start(p *QueryPolicy, now, first, sent time.Duration) QueryAction {
+	at := now + p.First
 	if q.n == 0 {
 		q.first = first
+		if p.Phase > 0 {
+			at += time.Duration(p.Rand.Float64() * float64(p.Phase))
+		}
 	}
 	q.sent = sent
-	return q.wait(p, now+p.First)
+	return q.wait(p, at)
 }
 
 // Wake is the Querier's wake-up at now.

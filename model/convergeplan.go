@@ -74,7 +74,11 @@ func (qp *QueryPlan) Policy(lease time.Duration, rng *rand.Rand) (*QueryPolicy, 
 		return nil, fmt.Errorf("workload.query: %w", err)
 	}
 	q := qp.Config
-	return &QueryPolicy{First: q.FirstDelay, Backoff: b, Deadline: q.Deadline, Lease: lease, Resubmit: q.Resubmit, Rand: rng}, nil
+	pol := &QueryPolicy{First: q.FirstDelay, Backoff: b, Deadline: q.Deadline, Lease: lease, Resubmit: q.Resubmit, Rand: rng}
+	if q.RandomPhase {
+		pol.Phase = q.Interval
+	}
+	return pol, nil
 }
 
 // converge resolves sc's convergence into p.Converge.

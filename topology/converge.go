@@ -43,6 +43,10 @@ type Query struct {
 	// Resubmit sends the write again, with the same key, after a query
 	// answered NOT_FOUND past the lease.
 	Resubmit bool `yaml:"resubmit,omitempty"`
+	// RandomPhase adds U(0, Interval) to the first wait: each client
+	// starts polling at a random phase (as pages polling from their load
+	// time do), so even an unjittered schedule is not in lockstep.
+	RandomPhase bool `yaml:"random_phase,omitempty"`
 	// Call is each query's call policy (timeout, retry, budget, breaker,
 	// network): a query is an attempt like any other. Its to is the
 	// committing service, the default.
