@@ -486,7 +486,6 @@ func (cv *convergeRun) summary(end time.Duration) *metrics.Certainty {
 	if cv.recon != nil {
 		r := cv.recon.Stats()
 		c.Reconciliation = &r
-		c.ManualQueueEnd = cv.recon.Manual()
 	}
 	return &c
 }
