@@ -1,7 +1,10 @@
 package sim
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"path/filepath"
 	"testing"
 
 	"github.com/stormsim/stormsim/metrics"
@@ -227,3 +230,25 @@ func TestNoConvergenceNoCertainty(t *testing.T) {
 // near compares a time read back from the HDR histogram (3 significant
 // digits) with the exact one.
 func near(got, want float64) bool { return got >= want && got <= want*1.001 }
+
+// TestGoldenConverge pins the summary and series of the order-recovery
+// shape at a small scale (queries, crashes, recovery, reconciliation and
+// the manual queue all at work), and checks that a rerun is byte-identical.
+func TestGoldenConverge(t *testing.T) {
+	sets := []string{"duration=20s", "faults.0.at=5s", "faults.2.at=12s"}
+	sc, err := topology.Load(filepath.Join("..", "experiments", "order-recovery.yaml"), sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := runScenario(t, sc), runScenario(t, sc)
+	ja, _ := json.Marshal(a.Summary)
+	jb, _ := json.Marshal(b.Summary)
+	if !bytes.Equal(ja, jb) {
+		t.Fatal("two runs of one seed differ")
+	}
+	if a.Summary.Certainty == nil || a.Summary.Certainty.Reconciliation.ToManual == 0 || a.Summary.Certainty.ResolvedBy.Query == 0 {
+		t.Fatalf("the small run lost the story: %+v", a.Summary.Certainty)
+	}
+	checkGolden(t, "golden_converge_summary.json", "  ", a.Summary)
+	checkGolden(t, "golden_converge_series.json", " ", a.Series)
+}
