@@ -251,6 +251,9 @@ func (cv *convergeRun) act(req *request, a model.QueryAction) {
 			cv.tally.Resubmitted()
 		}
 		in.resubmitting, in.lastSent = true, m.eng.Now()
+		if req.hasDeadline { // the user sends it again: a deadline of its own
+			req.deadline = m.eng.Now() + m.deadline
+		}
 		req.refs++
 		m.startRoot(req)
 	default:

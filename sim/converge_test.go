@@ -252,3 +252,43 @@ func TestGoldenConverge(t *testing.T) {
 	checkGolden(t, "golden_converge_summary.json", "  ", a.Summary)
 	checkGolden(t, "golden_converge_series.json", " ", a.Series)
 }
+
+// One write cancelled at its timeout (cancel_on_timeout aborts its key):
+// its queries find NOT_FOUND, and past the lease the client resubmits it
+// with the same key, which then commits: one execution, certain by the
+// query path, one resubmit.
+const resubmitted = `
+name: resubmit
+duration: 500ms
+workload:
+  entry: orders
+  arrival: constant
+  rate: 2
+  write_fraction: 1
+  idempotency_keys: true
+  deadline: 1s
+  client: {timeout: 100ms}
+  query: {interval: 100ms, resubmit: true, call: {timeout: 50ms}}
+services:
+  - name: orders
+    workers: 1
+    cancel_on_timeout: true
+    service_time: {dist: constant, value: 10ms}
+    query_time: {dist: constant, value: 1ms}
+    idempotency: {lease: 150ms}
+faults:
+  - {service: orders, at: 0s, for: 50ms, latency_add: 200ms}
+`
+
+func TestResubmitAfterNotFound(t *testing.T) {
+	res := runYAML(t, "resubmit", resubmitted)
+	c, orders := res.Summary.Certainty, serviceOf(t, res.Summary, "orders")
+	if c.Resubmits != 1 || c.ResolvedBy != (metrics.ResolvedBy{Query: 1}) || orders.Executions != 1 || res.Summary.Duplicates != 0 {
+		t.Fatalf("certainty %+v, executions %d", *c, orders.Executions)
+	}
+	// unknown at 100ms; NOT_FOUND at 201ms (past the 150ms lease) is
+	// resubmitted at once and commits 10ms later
+	if !near(c.P50Ms, 211) {
+		t.Errorf("time to certainty %vms, want 211", c.P50Ms)
+	}
+}
