@@ -104,35 +104,25 @@ func (t *Tally) Resubmitted() { t.c.Resubmits++ }
 // Resolve records at now that by made in certain. Only the first
 // resolution counts: first is false, and took 0, for a later one.
 func (t *Tally) Resolve(in *Certain, now time.Duration, by Resolution) (took time.Duration, first bool) {
-	if in.resolved {
+	if !t.settle(in, by) {
 		return 0, false
-	}
-	in.resolved, in.By = true, by
-	if in.unknown {
-		t.unknown--
 	}
 	took = now - in.First
 	if t.AlertAfter > 0 && took > t.AlertAfter {
 		t.c.Alerts++ // it was still unknown when the alert was due
 	}
-	t.add(by)
 	return took, true
 }
 
 // Manual records that in went to the manual queue: it stays
 // uncertain (never timed), and alerts once its age passes AlertAfter.
 func (t *Tally) Manual(in *Certain) {
-	if in.resolved {
+	if !t.settle(in, ByManual) {
 		return
-	}
-	in.resolved, in.By = true, ByManual
-	if in.unknown {
-		t.unknown--
 	}
 	t.manual++
 	t.c.ManualQueueMax = max(t.c.ManualQueueMax, t.manual)
 	t.open = append(t.open, in.First)
-	t.add(ByManual)
 }
 
 // Resolved reports whether in is certain (or in the manual queue).
@@ -143,15 +133,23 @@ func (in *Certain) Resolved() bool { return in.resolved }
 // as never certain, and alerts if the run ends AlertAfter past its first
 // attempt (Certainty).
 func (t *Tally) End(in *Certain) {
-	if in.resolved {
-		return
+	if t.settle(in, ByNever) {
+		t.open = append(t.open, in.First)
 	}
-	in.resolved, in.By = true, ByNever
+}
+
+// settle ends in's uncertainty by by, unless it already ended: the one
+// transition every resolution shares.
+func (t *Tally) settle(in *Certain, by Resolution) bool {
+	if in.resolved {
+		return false
+	}
+	in.resolved, in.By = true, by
 	if in.unknown {
 		t.unknown--
 	}
-	t.open = append(t.open, in.First)
-	t.add(ByNever)
+	t.add(by)
+	return true
 }
 
 func (t *Tally) add(by Resolution) {
