@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stormsim/stormsim/metrics"
@@ -290,5 +291,35 @@ func TestResubmitAfterNotFound(t *testing.T) {
 	// resubmitted at once and commits 10ms later
 	if !near(c.P50Ms, 211) {
 		t.Errorf("time to certainty %vms, want 211", c.P50Ms)
+	}
+}
+
+// Recovery decides from the facts it is given. Here the crashed owner's
+// effect is real but the fact query asks a service the owner never
+// called, whose records are absent: on_absent fail marks the record
+// FAILED_FINAL (executed once), resume does the work again (a duplicate,
+// from checking the wrong facts).
+func TestRecoveryOnAbsent(t *testing.T) {
+	tests := []struct {
+		onAbsent   string
+		executions int64
+		rec        metrics.Recoveries
+	}{
+		{"fail", 1, metrics.Recoveries{Failed: 1}},
+		{"resume", 2, metrics.Recoveries{Resumed: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.onAbsent, func(t *testing.T) {
+			src := strings.Replace(crashedOwner, "fact_query: {to: ledger", "fact_query: {to: audit", 1)
+			src = strings.Replace(src, "faults:", "  - {name: audit, workers: 1, service_time: {dist: constant, value: 1ms}, query_time: {dist: constant, value: 1ms}}\nfaults:", 1)
+			res := runYAML(t, "crashed-owner", src, "services.orders.recovery.on_absent="+tt.onAbsent)
+			s := res.Summary
+			if got := serviceOf(t, s, "orders").Executions; got != tt.executions {
+				t.Errorf("executions %d, want %d", got, tt.executions)
+			}
+			if c := s.Certainty; c.Recoveries == nil || *c.Recoveries != tt.rec || c.ResolvedBy.Recovery != 1 {
+				t.Errorf("certainty %+v recoveries %+v, want %+v", *c, c.Recoveries, tt.rec)
+			}
+		})
 	}
 }
