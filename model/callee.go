@@ -457,12 +457,15 @@ func (c *callee) ServiceTime() time.Duration {
 // Conflict, Unavailable when the store is full, Error when the key expired
 // (too old to dedupe or replay: the caller may retry).
 func (c *callee) consult(now time.Duration, key string, digest uint64) (fence uint64, preset bool) {
-	d, fence, _ := c.store.Begin(now, c.name, key, digest)
+	d, fence, saved := c.store.Begin(now, c.name, key, digest)
 	a := Answer{Outcome: policies.OK}
 	switch d {
 	case idempotency.Execute:
 		return fence, false
 	case idempotency.Replay:
+		// The saved result: OK for a commit, the failure recovery or
+		// reconciliation settled it with (FAILED_FINAL).
+		a.Outcome = policies.Outcome(saved.Status)
 	case idempotency.InProgress:
 		a = Answer{Outcome: policies.InProgress, RetryAfter: c.store.Config().InProgressRetryAfter}
 	case idempotency.Conflict:

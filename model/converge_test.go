@@ -287,6 +287,9 @@ func TestCalleeConvergence(t *testing.T) {
 	if ok, _ := c.Settle(2*time.Second, "k2", RecoverFailed); !ok || c.QueryByKey(2*time.Second, "k2") != FailedFinal {
 		t.Fatal("reconciliation could not settle the held record as failed")
 	}
+	if _, _, preset := c.Begin(3*time.Second, true, "k2", 1); !preset || c.PresetAnswer().Outcome != policies.Error {
+		t.Fatalf("a retry of a FAILED_FINAL write is answered %v, want the saved failure", c.PresetAnswer().Outcome)
+	}
 	if st := c.QueryByKey(2*time.Second, "never"); st != NotFound {
 		t.Fatalf("unknown key: %v", st)
 	}

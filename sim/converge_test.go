@@ -317,6 +317,12 @@ func TestRecoveryOnAbsent(t *testing.T) {
 			if got := serviceOf(t, s, "orders").Executions; got != tt.executions {
 				t.Errorf("executions %d, want %d", got, tt.executions)
 			}
+			// The client's retry after recovery is answered the settled
+			// result; after a timed-out attempt a failure stays unknown to
+			// the call (policies.Call's rule), a success does not.
+			if want := tt.onAbsent == "resume"; (s.Requests.Succeeded == 1) != want {
+				t.Errorf("requests %+v", s.Requests)
+			}
 			if c := s.Certainty; c.Recoveries == nil || *c.Recoveries != tt.rec || c.ResolvedBy.Recovery != 1 {
 				t.Errorf("certainty %+v recoveries %+v, want %+v", *c, c.Recoveries, tt.rec)
 			}
