@@ -86,3 +86,26 @@ func TestConvergeKeysValidated(t *testing.T) {
 		})
 	}
 }
+
+// TestSimulatorOnlyConvergence: each convergence key serve does not run
+// is named at its line; a scenario without them has none.
+func TestSimulatorOnlyConvergence(t *testing.T) {
+	sc, err := Load(filepath.Join("testdata", "converge.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := sc.SimulatorOnlyConvergence().Error()
+	for _, want := range []string{"converge.yaml:10: workload.query:", "converge.yaml:27: services[1].recovery:",
+		"converge.yaml:29: services[1].reconciliation:", "converge.yaml:38: faults[0].crash_owner:"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in\n%s", want, got)
+		}
+	}
+	base, err := Load(filepath.Join("testdata", "base.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probs := base.SimulatorOnlyConvergence(); probs != nil {
+		t.Errorf("problems for a scenario without convergence: %v", probs)
+	}
+}
