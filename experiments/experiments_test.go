@@ -17,7 +17,7 @@ import (
 func TestEveryExperimentLoads(t *testing.T) {
 	want := []string{"five-layer-chain", "sre-nested-retries", "independent-failures", "congestive-collapse",
 		"metastable-capacity-drop", "jitter-herd", "hedging-tail", "deadline-budget", "retry-layer",
-		"fan-out-tail", "pushback", "breaker", "open-vs-closed", "order-timeout", "lost-response", "gray-failure", "fleet-budgets", "zone-outage", "proxy-retry-layers"}
+		"fan-out-tail", "pushback", "breaker", "open-vs-closed", "order-timeout", "lost-response", "gray-failure", "fleet-budgets", "zone-outage", "proxy-retry-layers", "order-recovery", "polling-storm"}
 	have := map[string]bool{}
 	for _, n := range Names() {
 		have[n] = true

@@ -43,6 +43,11 @@ type Config struct {
 	// MaxRecords bounds the records held, live and tombstones together
 	// (default 1,000,000). When every record is live, new keys get Full.
 	MaxRecords int
+	// HoldExpired keeps a PROCESSING record whose lease ended for a
+	// recovery task to settle (Settle, Hold): an arrival meanwhile gets
+	// InProgress instead of taking the key over, so the effect never runs
+	// a second time. Default false: an expired lease is taken over.
+	HoldExpired bool
 }
 
 // WithDefaults returns c with every zero field set to its default.

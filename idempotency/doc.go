@@ -24,6 +24,12 @@
 //	PROCESSING, lease over    Execute, higher fence     Conflict
 //	COMPLETED                 Replay saved result       Conflict
 //	tombstone                 Expired                   Expired
+//	held (Hold)               InProgress                Conflict
+//
+// With Config.HoldExpired, PROCESSING past its lease answers InProgress
+// too: a recovery task settles it (Settle) or holds it for reconciliation
+// (Hold), and no second owner executes. Lookup answers a query by key
+// without changing anything.
 //
 // Fences come from one counter per store, so they increase across keys and
 // across the forgetting of a key: a stale owner can never match a newer

@@ -78,6 +78,9 @@ type Stats struct {
 	// Commits counts successful commits; Fenced counts commits and aborts
 	// refused with ErrFenced; Aborts counts successful aborts.
 	Commits, Fenced, Aborts int64
+	// Holds counts records handed to reconciliation (Hold); Settles
+	// records completed by a recovery or reconciliation task (Settle).
+	Holds, Settles int64
 	// Live and Tombstones are the records held now.
 	Live, Tombstones int
 }
@@ -90,6 +93,7 @@ const (
 	processing recState = iota + 1
 	completed
 	tombstone
+	held // unknown, handed to reconciliation (Hold): no owner, no takeover
 )
 
 // record is one key's state. Records live in a slab and are linked, by
@@ -200,7 +204,9 @@ func (s *Store) Begin(now time.Duration, scope, key string, digest uint64) (d De
 	case r.st == completed:
 		s.stats.Replays++
 		return Replay, 0, r.result
-	case now < r.leaseUntil:
+	case now < r.leaseUntil, r.st == held, s.cfg.HoldExpired:
+		// A held record waits for reconciliation; with HoldExpired an
+		// expired lease waits for recovery: neither is taken over.
 		s.stats.InProgress++
 		return InProgress, 0, Result{}
 	}
@@ -255,7 +261,7 @@ func (s *Store) owned(now time.Duration, scope, key string, fence uint64) (*reco
 	switch {
 	case r.st == tombstone:
 		return nil, ErrExpired
-	case r.fence != fence:
+	case r.fence != fence || r.st == held:
 		s.stats.Fenced++
 		return nil, ErrFenced
 	case r.st == completed:

@@ -412,6 +412,9 @@ const (
 	CrashCommitPublish CrashBoundary = iota
 	CrashPublishMark
 	CrashEffectAck
+	// CrashOwner: a write's owner at the committing service, after its
+	// downstream steps and before it records the result (crash_owner).
+	CrashOwner
 )
 
 // CrashProb is the probability of a crash at boundary b at time now, from
@@ -430,6 +433,8 @@ func CrashProb(faults []*topology.Fault, b CrashBoundary, now time.Duration) flo
 			p = f.CrashBetweenPublishAndMark
 		case CrashEffectAck:
 			p = f.CrashBetweenEffectAndAck
+		case CrashOwner:
+			p = f.CrashOwner
 		}
 		q *= 1 - p
 	}

@@ -99,6 +99,13 @@ type callee struct {
 	faults []*topology.Fault
 	fs     FaultState
 
+	// convergence (converge.go): the query endpoint's service time and
+	// stream, the owner-crash stream, and whether an owner whose step
+	// ended unknown holds its record for reconciliation
+	qtime          dist.Sampler
+	qrng, crashRng *rand.Rand
+	holdUnknown    bool
+
 	// the queue's live items and all it holds (cancelled ones too), as of
 	// its last change, so that the type-independent part can read them
 	qlen, qheld int
@@ -170,6 +177,10 @@ func NewCallee[T any](cfg *topology.Service, rng *rand.Rand, commits, keyed bool
 		if i := cfg.Idempotency; i != nil {
 			ic = idempotency.Config{Retention: i.Retention, Lease: i.Lease, InProgressRetryAfter: i.InProgressRetryAfter}
 		}
+		// With recovery an expired lease waits for the recovery task
+		// instead of being taken over: the fence holds.
+		ic.HoldExpired = cfg.Recovery != nil
+		c.holdUnknown = cfg.Reconciliation != nil
 		if c.store, err = idempotency.NewStore(ic); err != nil {
 			return nil, fmt.Errorf("idempotency: %w", err)
 		}
@@ -446,12 +457,15 @@ func (c *callee) ServiceTime() time.Duration {
 // Conflict, Unavailable when the store is full, Error when the key expired
 // (too old to dedupe or replay: the caller may retry).
 func (c *callee) consult(now time.Duration, key string, digest uint64) (fence uint64, preset bool) {
-	d, fence, _ := c.store.Begin(now, c.name, key, digest)
+	d, fence, saved := c.store.Begin(now, c.name, key, digest)
 	a := Answer{Outcome: policies.OK}
 	switch d {
 	case idempotency.Execute:
 		return fence, false
 	case idempotency.Replay:
+		// The saved result: OK for a commit, the failure recovery or
+		// reconciliation settled it with (FAILED_FINAL).
+		a.Outcome = policies.Outcome(saved.Status)
 	case idempotency.InProgress:
 		a = Answer{Outcome: policies.InProgress, RetryAfter: c.store.Config().InProgressRetryAfter}
 	case idempotency.Conflict:
@@ -519,6 +533,9 @@ type Ending struct {
 	// (Fence 0: none), which Finish commits or aborts.
 	Key   string
 	Fence uint64
+	// Unknown: the write's downstream step ended unknown (timed out); at a
+	// service with reconciliation its key is held (UNKNOWN), not aborted.
+	Unknown bool
 }
 
 // Finish ends an attempt's stay at now as e says. It settles the key the
@@ -529,7 +546,10 @@ func (c *callee) Finish(now time.Duration, e Ending) (executed bool) {
 	c.advance(now)
 	c.inflight--
 	executed = e.Worked && e.Outcome == policies.OK && c.commits && e.Write
-	if e.Fence > 0 {
+	switch {
+	case e.Fence > 0 && !executed && e.Unknown && c.holdUnknown:
+		_ = c.store.Hold(now, c.name, e.Key, e.Fence) // fenced: a newer owner decides
+	case e.Fence > 0:
 		c.settle(now, e.Key, e.Fence, executed)
 	}
 	return executed

@@ -159,3 +159,47 @@ faults:
 	// store replica 0: stream service/store, 0 faults, resets []
 	// store replica 1: stream service/store#r1, 1 faults, resets [100ms]
 }
+
+// A client polls after a write's outcome is unknown: PROCESSING twice,
+// then SUCCEEDED, at a fixed interval without jitter.
+func ExampleQuerier() {
+	p := &model.QueryPolicy{First: 100 * time.Millisecond, Backoff: policies.Backoff{Initial: 250 * time.Millisecond, Multiplier: 1},
+		Deadline: 10 * time.Second, Lease: time.Second}
+	var q model.Querier
+	a := q.Start(p, 2*time.Second, 0, 0) // the write's call ended unknown at 2s
+	for _, st := range []model.RecordState{model.Processing, model.Processing, model.Succeeded} {
+		now := a.At
+		q.Wake(p, now)
+		a = q.Answered(p, now+5*time.Millisecond, true, st)
+		fmt.Printf("query at %v: %v -> next %v resolved=%v\n", now, st, a.At, a.Resolved)
+	}
+	fmt.Println("queries:", q.Sent())
+	// Output:
+	// query at 2.1s: PROCESSING -> next 2.355s resolved=false
+	// query at 2.355s: PROCESSING -> next 2.61s resolved=false
+	// query at 2.61s: SUCCEEDED -> next 0s resolved=true
+	// queries: 3
+}
+
+// A reconciliation job watches two UNKNOWN records: the facts prove one,
+// the other cannot be proved and reaches the manual queue after two scans.
+func ExampleReconciler() {
+	r := model.NewReconciler(model.ReconcilePolicy{Interval: time.Second, Batch: 10, MaxTries: 2})
+	state := map[string]model.RecordState{"order-1": model.Unknown, "order-2": model.Unknown}
+	facts := map[string]model.Fact{"order-1": model.FactFound, "order-2": model.FactUnknown}
+	r.Watch("order-1", 0)
+	r.Watch("order-2", 0)
+	lookup := func(k string) (model.RecordState, bool) { return state[k], state[k] == model.Unknown }
+	for scan := 1; scan <= 3; scan++ {
+		for _, k := range append([]string(nil), r.Scan(time.Duration(scan)*time.Second, lookup)...) {
+			d, manual := r.Resolve(k, facts[k], func(d model.Recovery) bool { state[k] = model.Succeeded; return true })
+			fmt.Printf("scan %d: %s -> %v manual=%v\n", scan, k, d, manual)
+		}
+	}
+	fmt.Printf("%+v\n", r.Stats())
+	// Output:
+	// scan 1: order-1 -> succeeded manual=false
+	// scan 1: order-2 -> unknown manual=false
+	// scan 2: order-2 -> unknown manual=true
+	// {Runs:3 Items:3 Repaired:1 Rerepaired:0 Failed:2 ToManual:1}
+}

@@ -46,6 +46,9 @@ type Plan struct {
 	// TopicKeys is, per topic, the ordering keys its events spread over:
 	// the most any of its publish steps uses.
 	TopicKeys map[string]int
+	// Converge is the scenario's convergence after UNKNOWN (convergeplan.go),
+	// nil when it configures none.
+	Converge *ConvergePlan
 }
 
 // ArrivalsPlan is how logical requests arrive.
@@ -90,6 +93,10 @@ type Replica struct {
 	// ConsumerStream names its stream as a member of its service's
 	// consumer group; "" when the service consumes no topic.
 	ConsumerStream string
+	// QueryStream names its query endpoint's stream ("" without
+	// query_time) and CrashStream its owner-crash stream ("" unless the
+	// service commits), set only when the scenario converges.
+	QueryStream, CrashStream string
 }
 
 // Step is one entry of a service's calls: a call, a fan-out of one edge or
@@ -209,6 +216,11 @@ func Compile(sc *topology.Scenario) (*Plan, error) {
 				}
 				rp.Steps = append(rp.Steps, st)
 			}
+		}
+	}
+	if sc.Converges() {
+		if err := c.converge(sc); err != nil {
+			return nil, err
 		}
 	}
 	for i := range sc.Faults {

@@ -37,6 +37,9 @@ type callRun struct {
 	hasDeadline bool
 	done        bool
 	tried       []int // the replicas tried, with retry.other_host or the proxies' rules
+	// the answer of a probe call's last answered attempt (converge.go)
+	qstate model.RecordState
+	fact   model.Fact
 }
 
 func (m *run) newGroup(owner *attempt, req *request, need, total int) *group {
@@ -65,7 +68,8 @@ func (m *run) startCall(g *group, owner *attempt, req *request, e *edge) {
 	cr.wakeSet, cr.done = false, false
 	switch {
 	case owner == nil:
-		cr.hasDeadline, cr.deadline = req.hasDeadline, req.deadline
+		// A probe (a status or fact query) outlives the user's deadline.
+		cr.hasDeadline, cr.deadline = req.hasDeadline && e.probe == 0, req.deadline
 	case g == nil:
 		cr.hasDeadline, cr.deadline = owner.hasDeadline, owner.deadline
 		owner.call = cr
@@ -74,7 +78,7 @@ func (m *run) startCall(g *group, owner *attempt, req *request, e *edge) {
 		g.members = append(g.members, cr)
 	}
 	a := cr.pc.Start(m.eng.Now(), e.pe, policies.CallOptions{
-		Write: req.write, Deadline: cr.deadline, HasDeadline: cr.hasDeadline, Counted: req.counted,
+		Write: req.write && e.probe == 0, Deadline: cr.deadline, HasDeadline: cr.hasDeadline, Counted: req.counted,
 	})
 	if a.Kind == policies.Send && !a.Wake {
 		// The usual start, apply's work without its call: a new call has
@@ -140,6 +144,7 @@ func (m *run) send(cr *callRun, k int, timeout time.Duration) {
 		a.svc = m.pickReplica(cr, e)
 	}
 	a.serverHeld, a.counted, a.state = true, cr.req.counted, attSending
+	a.preset = e.probe != 0 // a probe is answered from records (converge.go)
 	cr.req.refs++
 	if e.propagate && cr.hasDeadline {
 		a.hasDeadline, a.deadline = true, cr.deadline
@@ -323,6 +328,10 @@ func (m *run) memberDone(cr *callRun, o policies.Outcome, r policies.CallResult)
 	if g == nil {
 		// Finish left nothing referring to cr: no attempt, no wake-up.
 		owner, req := cr.owner, cr.req
+		if owner == nil && cr.edge.probe != 0 {
+			m.cv.probeDone(cr, r)
+			return
+		}
 		m.calls.put(cr)
 		if owner == nil {
 			m.requestDone(req, r)
@@ -445,6 +454,15 @@ func (m *run) startRequest(client int, write bool) {
 		m.totals.offered++
 	}
 	req.open = true
+	if m.cv != nil && write {
+		m.cv.begin(req)
+	}
+	m.startRoot(req)
+}
+
+// startRoot starts req's root call over the client's edge (the fleet's
+// instance for it, or the direct path).
+func (m *run) startRoot(req *request) {
 	if m.clientDirect {
 		m.startDirect(req)
 		return
@@ -565,6 +583,10 @@ func (m *run) newRequest() *request {
 
 // requestDone records a logical request's outcome.
 func (m *run) requestDone(req *request, r policies.CallResult) {
+	if req.cv != nil && req.cv.resubmitting {
+		m.cv.resubmitDone(req, r) // not a new request: the same intent again
+		return
+	}
 	now := m.eng.Now()
 	req.result = r
 	req.open = false
@@ -597,6 +619,9 @@ func (m *run) requestDone(req *request, r policies.CallResult) {
 			m.eng.At(next, m.hClient, &m.clients[req.client])
 		}
 	}
+	if req.cv != nil {
+		m.cv.rootDone(req, r)
+	}
 	m.unref(req)
 }
 
@@ -615,6 +640,9 @@ func (m *run) unref(req *request) {
 
 // fold adds req's side-effect executions to the run's ledger.
 func (m *run) fold(req *request) {
+	if req.cv != nil {
+		m.cv.release(req)
+	}
 	if !req.counted || !req.write {
 		return
 	}

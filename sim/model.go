@@ -79,7 +79,8 @@ type run struct {
 	checkCtx              func() bool
 
 	totals totals
-	async  *asyncRun // the topics, nil without
+	async  *asyncRun    // the topics, nil without
+	cv     *convergeRun // convergence after UNKNOWN, nil without
 	// ledger folds each counted write's executions with its outcome:
 	// duplicates and unknown outcomes, committed or not
 	ledger idempotency.Ledger
@@ -155,6 +156,11 @@ type request struct {
 	executions  int
 	key         string // idempotency key, made on first use
 	open        bool   // its root call has not finished
+	// cv follows a write to certainty (converge.go; nil without
+	// convergence); factDone: a fact service did its work (the facts a
+	// recovery or reconciliation fact query finds)
+	cv       *intent
+	factDone bool
 }
 
 // edge is one call edge: caller → callee under one topology.Call, with its
@@ -184,6 +190,9 @@ type edge struct {
 	// per-attempt timers: the edge's timeout, and those cut short by a
 	// deadline; and its calls' wake-ups (hedges, backoffs)
 	tmoLane, dlLane, wakeLane Lane
+	// probe marks a convergence edge (converge.go): its attempts are
+	// status or fact queries, answered from records without work.
+	probe uint8
 	// pools holds the edge's connection pool to each replica of the
 	// callee, by replica (nil: attempts are sent at once): pool.size bounds
 	// the connections to each replica, as an HTTP client's per-host pool
@@ -228,7 +237,7 @@ func build(sc *topology.Scenario) (*run, error) {
 	m.plan = plan
 	b := &builder{m: m, plan: plan, byName: map[string]*service{}, edges: map[*model.Edge]*edge{}, outIdx: map[string]int{},
 		budgets: map[string]policies.Budget{}}
-	for _, step := range []func() error{b.arrivals, b.services, b.calls, b.faults, b.buildAsync} {
+	for _, step := range []func() error{b.arrivals, b.services, b.calls, b.faults, b.buildAsync, b.converge} {
 		if err := step(); err != nil {
 			return nil, fmt.Errorf("%s: %w", src, err)
 		}

@@ -284,6 +284,9 @@ func newSeries(m *run, interval time.Duration) *series {
 		cols = append(cols, m.async.columns()...)
 	}
 	s.ts.Columns = append(cols, replicaColumns(m)...)
+	if m.cv != nil {
+		s.ts.Columns = append(s.ts.Columns, m.cv.columns()...)
+	}
 	return s
 }
 
@@ -352,6 +355,9 @@ func (s *series) flush(from, to time.Duration) {
 	}
 	row = append(row, s.repVals...)
 	s.repVals = s.repVals[:0]
+	if m.cv != nil {
+		row = m.cv.row(row)
+	}
 	s.ts.Rows = append(s.ts.Rows, row)
 	if s.onRow != nil {
 		s.onRow(from, s.ts.Columns, row)
@@ -418,6 +424,7 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 		if s.cm.Commits() {
 			ss.Duplicates = lt.Duplicates
 		}
+		ss.Queries, ss.FactQueries = m.cv.queriesTo(s.name)
 		if t.offered > 0 {
 			ss.Amplification = float64(st.c.attempts) / float64(t.offered)
 		}
@@ -466,6 +473,10 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 	}
 	for _, f := range sc.Faults {
 		res.Faults = append(res.Faults, metrics.FaultWindow{Service: f.Service, At: f.At, For: f.For, Label: model.FaultLabel(&f)})
+	}
+	if m.cv != nil {
+		sum.Certainty = m.cv.summary(simEnd)
+		res.Certainty = m.cv.hist
 	}
 	res.Summary = sum
 	return res

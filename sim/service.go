@@ -23,6 +23,10 @@ type service struct {
 	// cancel: the service stops an attempt's work when its caller gives up
 	// (cancel_on_timeout).
 	cancel bool
+	// writes: a write's answer here goes through finishWrite (the
+	// committing service, or a fact service whose work is the facts:
+	// facts); hasQuery: it has a query endpoint (query_time)
+	writes, facts, hasQuery bool
 
 	shedFn     func(*attempt)
 	deferred   []*attempt // shed or expired, to be answered by an event
@@ -57,7 +61,7 @@ type svcCounters struct {
 // shares first's latency counts and idempotency store.
 func newService(m *run, sp *model.ServicePlan, rp *model.Replica, first *service) (*service, error) {
 	cfg := sp.Config
-	s := &service{m: m, idx: sp.Index, name: cfg.Name, cfg: cfg, cancel: cfg.CancelOnTimeout, rep: rp.Index}
+	s := &service{m: m, idx: sp.Index, name: cfg.Name, cfg: cfg, cancel: cfg.CancelOnTimeout, rep: rp.Index, writes: sp.Commits}
 	cm, err := model.NewCallee[*attempt](cfg, m.stream(rp.Stream), sp.Commits, m.plan.Keyed)
 	if err != nil {
 		return nil, err
@@ -234,6 +238,10 @@ func (m *run) startWork(a *attempt) {
 	s := a.svc
 	a.holding = true
 	a.state = attWorking
+	if a.preset {
+		m.cv.startProbe(a) // a status or fact query (converge.go)
+		return
+	}
 	// The request record is read only when the store needs it: it is
 	// rarely in cache, and most services keep no store.
 	// Only a write at a keyed service consults the store; the rest draw
@@ -318,6 +326,9 @@ func (m *run) workDone(a *attempt) {
 	s := a.svc
 	// a.ev is left stale, as in arrive: cancel's Stop of it is a no-op.
 	if a.preset {
+		if a.edge.probe != 0 {
+			m.cv.answerProbe(a)
+		}
 		m.answer(a, a.answer, a.retryAfter, false, true)
 		return
 	}
@@ -349,10 +360,11 @@ func (m *run) stepDone(a *attempt, ok bool, o policies.Outcome) {
 func (m *run) answer(a *attempt, o policies.Outcome, ra time.Duration, dr bool, worked bool) {
 	s := a.svc
 	now := m.eng.Now()
-	if a.fence == 0 && !(s.cm.Commits() && a.req.write) {
+	crashed := false
+	if a.fence == 0 && !(s.writes && a.req.write) {
 		s.cm.FinishPlain(now) // the common case, inlined: not a write's commit
 	} else {
-		m.finishWrite(a, o, worked)
+		crashed = m.finishWrite(a, o, worked)
 	}
 	if a.counted && worked {
 		if o == policies.OK {
@@ -384,6 +396,11 @@ func (m *run) answer(a *attempt, o policies.Outcome, ra time.Duration, dr bool, 
 			m.dispatch(s)
 		}
 	}
+	if crashed { // the owner died before replying: nobody answers
+		m.countTimedOut(a)
+		m.releaseServer(a)
+		return
+	}
 	switch s.cm.Reply(worked, a.caller == nil) {
 	case model.Wasted:
 		if a.counted {
@@ -408,8 +425,10 @@ func (m *run) answer(a *attempt, o policies.Outcome, ra time.Duration, dr bool, 
 
 // finishWrite ends a's stay at its callee with class o at the committing
 // service, or when a owns its request's idempotency key: it counts the
-// side effect if one executed and settles the key.
-func (m *run) finishWrite(a *attempt, o policies.Outcome, worked bool) {
+// side effect if one executed and settles the key. An owner that crashes
+// there (crash_owner) settles nothing and sends no reply: crashed. At a
+// fact service a write's work is recorded as the facts.
+func (m *run) finishWrite(a *attempt, o policies.Outcome, worked bool) (crashed bool) {
 	s := a.svc
 	var write bool
 	var key string
@@ -418,14 +437,28 @@ func (m *run) finishWrite(a *attempt, o policies.Outcome, worked bool) {
 	}
 	if a.fence > 0 {
 		key = a.req.key
+		if worked && o == policies.OK && s.cm.OwnerCrashes(m.eng.Now()) {
+			m.cv.ownerCrashed(a)
+			return true
+		}
 	}
-	if s.cm.Finish(m.eng.Now(), model.Ending{Outcome: o, Worked: worked && !a.preset, Write: write, Key: key, Fence: a.fence}) {
+	// A timeout leaves the write's outcome unknown: with reconciliation
+	// the owner holds its key (model.Ending.Unknown), which the job watches.
+	unknown := o == policies.Timeout && a.fence > 0
+	if s.cm.Finish(m.eng.Now(), model.Ending{Outcome: o, Worked: worked && !a.preset, Write: write, Key: key, Fence: a.fence, Unknown: unknown}) {
 		a.req.executions++
 		if a.counted {
 			s.c.executions++
 		}
 	}
+	if unknown && m.cv != nil {
+		m.cv.held(a.req)
+	}
+	if s.facts && worked && !a.preset && o == policies.OK && a.req.write {
+		a.req.factDone = true
+	}
 	a.fence = 0
+	return false
 }
 
 // cancel stops a at its callee because its caller gave up and the callee

@@ -68,6 +68,7 @@ func (v *validator) applyDefaults() {
 			v.consumeDefaults(s.Consumes, p)
 		}
 	}
+	v.convergeDefaults()
 	// An omitted limit takes its default; one written as 0 is an error
 	// (limits), not a silent default.
 	if sc.Limits.MaxInflight == 0 && !v.given("limits.max_inflight") {

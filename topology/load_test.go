@@ -42,6 +42,7 @@ func TestBrokenGolden(t *testing.T) {
 		{name: "empty", file: "empty.yaml"},
 		{name: "merge_bomb", file: "merge_bomb.yaml"},
 		{name: "replicas", file: "replicas.yaml"},
+		{name: "converge", file: "converge.yaml"},
 		{name: "set_errors", file: "../base.yaml", sets: []string{
 			"services.back.workers=-1",
 			"services.back.wrkers=3",

@@ -77,6 +77,12 @@ type Workload struct {
 	// Zones places the client instances: instance K is in zone
 	// Zones[K mod len(Zones)]. None: the client has no zone.
 	Zones []string `yaml:"zones,omitempty"`
+	// Query makes the client ask the committing service by the write's key
+	// after a write's outcome is unknown, instead of leaving it unknown
+	// (converge.go); AlertAfter alerts on an intent still unknown that long
+	// after its first attempt. Either makes the run report certainty.
+	Query      *Query        `yaml:"query,omitempty"`
+	AlertAfter time.Duration `yaml:"alert_after,omitempty"`
 }
 
 // RateStep is one step of a piecewise-constant rate schedule.
@@ -133,6 +139,13 @@ type Service struct {
 	// Zones places the replicas: replica K is in zone Zones[K mod
 	// len(Zones)]. None: the service has no zone.
 	Zones []string `yaml:"zones,omitempty"`
+	// QueryTime is the service time of the service's query-by-key
+	// endpoint (status and fact queries); nil: it has none, and a fact
+	// query to it cannot tell. Recovery and Reconciliation are the
+	// committing service's convergence jobs (converge.go).
+	QueryTime      *Dist           `yaml:"query_time,omitempty"`
+	Recovery       *Recovery       `yaml:"recovery,omitempty"`
+	Reconciliation *Reconciliation `yaml:"reconciliation,omitempty"`
 }
 
 // ZoneOf is the zone of replica rep of s ("" without zones).
@@ -304,6 +317,11 @@ type Fault struct {
 	CrashBetweenCommitAndPublish float64 `yaml:"crash_between_commit_and_publish,omitempty"`
 	CrashBetweenPublishAndMark   float64 `yaml:"crash_between_publish_and_mark,omitempty"`
 	CrashBetweenEffectAndAck     float64 `yaml:"crash_between_effect_and_ack,omitempty"`
+	// CrashOwner is the probability that an owner of a write at the
+	// committing service dies after its downstream steps and before it
+	// records the result: the record stays PROCESSING, the reply never
+	// goes (recovery, converge.go, settles it).
+	CrashOwner float64 `yaml:"crash_owner,omitempty"`
 	// ResetConnections closes every pooled connection to the service when
 	// the fault starts (a deploy): callers must connect and handshake again.
 	ResetConnections bool `yaml:"reset_connections,omitempty"`

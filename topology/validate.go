@@ -86,6 +86,7 @@ func (v *validator) validate() {
 	v.services()
 	v.workload()
 	v.faults()
+	v.converge()
 	v.limits()
 	v.ranges()
 	v.cycles()

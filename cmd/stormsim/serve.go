@@ -67,6 +67,9 @@ func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err
 	if err := c.nats.check(c.remote); err != nil {
 		return err
 	}
+	if probs := sc.SimulatorOnlyConvergence(); len(probs) > 0 {
+		return probs
+	}
 	if c.remote {
 		if err := load.CheckLoopback(c.listen); err != nil {
 			fmt.Fprintf(os.Stderr, "stormsim serve: --allow-remote: %d services of %s will accept connections on %s\n", len(sc.Services), sc.Name, c.listen)

@@ -428,6 +428,44 @@ var docs = map[string]expDoc{
 		},
 		plots: []plotSpec{{"deliveries", "deliveries/inventory", "deliveries to inventory per second", "deliveries/s", false, nil}},
 	},
+	"order-recovery": {
+		rows: func(r *results) [][3]string {
+			row := func(v string) string {
+				x := r.first(v).Summary
+				c := x.Certainty
+				b := c.ResolvedBy
+				return fmt.Sprintf("%d orders, %d duplicates; certain by reply %d, query %d, recovery %d, reconciliation %d, manual %d, never %d; %d alerts; p99 %.0f ms",
+					c.Intents, x.Duplicates, b.Reply, b.Query, b.Recovery, b.Reconciliation, b.Manual, b.Never, c.Alerts, c.P99Ms)
+			}
+			inv := svc(r.first("baseline"), "inventory").Consumer
+			rec := func(v string) string {
+				x := r.first(v).Summary.Certainty.Reconciliation
+				return fmt.Sprintf("%d repaired, %d twice, %d to the manual queue, over %d scans", x.Repaired, x.Rerepaired, x.ToManual, x.Runs)
+			}
+			return [][3]string{
+				{"warehouse without an idempotent query", "one order per key; stuck orders to the manual queue, alerted", row("baseline")},
+				{"each event changes inventory once", "0 duplicate effects", fmt.Sprintf("%d events published for %d orders, %d duplicate effects", inv.Published, inv.Intents, inv.DuplicateEffects)},
+				{"warehouse with a query endpoint", "recovery and reconciliation settle every stuck order", row("warehouse-query")},
+				{"reconciliation run twice", "the same repairs, none twice", rec("warehouse-query") + " vs " + rec("reconcile-often")},
+			}
+		},
+		plots: []plotSpec{{"unknown", metrics.ColUnknownIntents, "orders unknown at each second's end", "orders", false, nil}},
+	},
+	"polling-storm": {
+		rows: func(r *results) [][3]string {
+			row := func(v string) string {
+				x := r.first(v).Summary
+				c, o := x.Certainty, svc(r.first(v), "order")
+				return fmt.Sprintf("%d queries (%.1f per polling intent), order amplification %.1f; %d never certain; p99 time to certainty %.1f s",
+					c.Queries, c.QueriesPerIntent, o.Amplification, c.ResolvedBy.Never, c.P99Ms/1000)
+			}
+			return [][3]string{
+				{"poll every 100 ms, no jitter", "a storm of queries at the committing service", row("fixed")},
+				{"random phase, ×2 backoff, full jitter, 2 s cap", "far fewer queries, certainty sooner", row("backoff")},
+			}
+		},
+		plots: []plotSpec{{"attempts", metrics.Column(metrics.MetricAttempts, "order"), "attempts at order per second (writes and queries)", "attempts/s", true, nil}},
+	},
 	"metastable-retry-storm": {
 		rows: func(r *results) [][3]string {
 			return [][3]string{
