@@ -80,6 +80,12 @@ type run struct {
 
 	totals totals
 	async  *asyncRun // the topics, nil without
+	// effectBits numbers the services with an external effect; irrevocable
+	// counts the intents past an irrevocable step (hasIrrevocable: the
+	// scenario has one).
+	effectBits     int
+	irrevocable    metrics.Irrevocable
+	hasIrrevocable bool
 	// ledger folds each counted write's executions with its outcome:
 	// duplicates and unknown outcomes, committed or not
 	ledger idempotency.Ledger
@@ -155,6 +161,10 @@ type request struct {
 	executions  int
 	key         string // idempotency key, made on first use
 	open        bool   // its root call has not finished
+	// irrevocable: it passed an irrevocable step; effected has the bit of
+	// each external effect (effects.bit) its attempts executed.
+	irrevocable bool
+	effected    uint64
 }
 
 // edge is one call edge: caller → callee under one topology.Call, with its
@@ -189,6 +199,8 @@ type edge struct {
 	// the connections to each replica, as an HTTP client's per-host pool
 	// does, and a reset_connections fault on replica r closes pools[r]'s.
 	pools []*connPool
+	// irrevocable: the edge is a call of an irrevocable step.
+	irrevocable bool
 }
 
 // step is one entry of a service's calls: members run at once, and the step
@@ -197,6 +209,9 @@ type step struct {
 	members []*edge
 	need    int
 	pub     *publisher // a publish step (topics), instead of calls
+	// irrevocable: once sent, nothing stops the attempt making the step
+	// (topology.Call.Irrevocable).
+	irrevocable bool
 }
 
 func (m *run) bindHandlers() {
@@ -331,13 +346,15 @@ func (b *builder) calls() error {
 	for i, sp := range b.plan.Services {
 		for r, rp := range sp.Replicas {
 			rs := b.reps[i][r]
-			for _, ps := range rp.Steps {
-				st := step{need: ps.Need}
+			for j, ps := range rp.Steps {
+				st := step{need: ps.Need, irrevocable: sp.Config.Calls[j].Irrevocable}
+				b.m.hasIrrevocable = b.m.hasIrrevocable || st.irrevocable
 				for _, pe := range ps.Members {
 					e, err := b.edge(pe)
 					if err != nil {
 						return err
 					}
+					e.irrevocable = st.irrevocable
 					st.members = append(st.members, e)
 				}
 				rs.steps = append(rs.steps, st)

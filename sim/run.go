@@ -389,6 +389,7 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 		UnknownNotCommitted: lt.UnknownNotCommitted,
 		Writes:              sc.Workload.WriteFraction > 0,
 	}
+	sum.Irrevocable = m.irrevocableSummary()
 	if h := sc.DrainHint(simEnd); h != "" {
 		sum.Hints = []string{h}
 	}
@@ -426,6 +427,7 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 			ss.QueueMean = (st.queueArea - st.warmQueue) / span
 		}
 		ss.Replicas = replicaSummaries(s, span)
+		effectSummaries(s, &ss)
 		sum.Amplification = max(sum.Amplification, ss.Amplification)
 		sum.Services = append(sum.Services, ss)
 		res.ServiceLatency[s.name] = hist

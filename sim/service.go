@@ -46,6 +46,8 @@ type service struct {
 
 	rep  int        // this replica's index
 	reps []*service // every replica of the service, this one included
+
+	fx *effects // its external effect and versioned write; nil without
 }
 
 type svcCounters struct {
@@ -69,6 +71,7 @@ func newService(m *run, sp *model.ServicePlan, rp *model.Replica, first *service
 	} else {
 		s.hist, s.notOK = newLatencyCounts(), newLatencyCounts()
 	}
+	s.fx = newEffects(m, cfg, first)
 	s.shedFn = func(a *attempt) {
 		a.shed = true
 		a.state = attDeferred
@@ -137,6 +140,13 @@ type attempt struct {
 	pool       *poolSlot // its place in the edge's connection pool, if any
 	// call is its step's call when the step has one (grp, when several).
 	call *callRun
+	// entity, readVer and tries are its versioned write's (readVersion):
+	// the entity, the version read, the read-modify-writes begun.
+	entity  int32
+	tries   uint16
+	readVer uint64
+	// pastIrrevocable: it sent an irrevocable step, so nothing cancels it.
+	pastIrrevocable bool
 }
 
 // newAttempt takes an attempt record from the pool and enforces the run's
@@ -234,6 +244,9 @@ func (m *run) startWork(a *attempt) {
 	s := a.svc
 	a.holding = true
 	a.state = attWorking
+	if s.fx != nil {
+		m.readVersion(a)
+	}
 	// The request record is read only when the store needs it: it is
 	// rarely in cache, and most services keep no store.
 	// Only a write at a keyed service consults the store; the rest draw
@@ -323,6 +336,9 @@ func (m *run) workDone(a *attempt) {
 	}
 	if o, ok := s.cm.WorkDone(); !ok {
 		m.answer(a, o, 0, false, true)
+		return
+	}
+	if s.fx != nil && m.effectsDone(a) {
 		return
 	}
 	if len(s.steps) == 0 {
@@ -445,6 +461,9 @@ func (m *run) cancel(a *attempt) {
 		a.cancelled = true
 		s.cm.CancelDeferred()
 	case attWorking, attCalling:
+		if a.pastIrrevocable {
+			return // it sent an irrevocable step: it runs to its end
+		}
 		m.eng.Stop(a.ev)
 		m.abortStep(a)
 		var key string
