@@ -89,24 +89,27 @@ func (sc *Scenario) HasEffects() bool {
 	return false
 }
 
-// SimulatorOnlyEffects names the keys of sc that only the simulator runs
-// (external_effect, versioned_write, irrevocable), so that a driver that
-// does not run them can refuse the scenario by name instead of ignoring
-// them; nil when there are none.
-func (sc *Scenario) SimulatorOnlyEffects() []string {
-	var out []string
+// SimulatorOnlyEffects reports each key of sc that only the simulator runs
+// (external_effect, versioned_write, irrevocable) as a problem at its file
+// and line, so that a driver that does not run them (serve) refuses the
+// scenario by name instead of ignoring them; nil when there are none.
+func (sc *Scenario) SimulatorOnlyEffects() Problems {
+	var out Problems
+	add := func(path, what string) {
+		out = append(out, sc.ProblemAt(path, "%s is simulator-only: serve does not run it (run the scenario with stormsim run)", what))
+	}
 	for i := range sc.Services {
 		s := &sc.Services[i]
 		p := fmt.Sprintf("services[%d]", i)
 		if s.ExternalEffect != nil {
-			out = append(out, p+".external_effect")
+			add(p+".external_effect", "an external effect")
 		}
 		if s.VersionedWrite != nil {
-			out = append(out, p+".versioned_write")
+			add(p+".versioned_write", "a versioned write")
 		}
 		for j := range s.Calls {
 			if s.Calls[j].Irrevocable {
-				out = append(out, fmt.Sprintf("%s.calls[%d].irrevocable", p, j))
+				add(fmt.Sprintf("%s.calls[%d].irrevocable", p, j), "an irrevocable step")
 			}
 		}
 	}

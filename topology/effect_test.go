@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,9 +63,20 @@ func TestEffectsDefaults(t *testing.T) {
 	if !sc.HasEffects() {
 		t.Error("HasEffects = false")
 	}
-	want := []string{"services[0].calls[1].irrevocable", "services[1].versioned_write", "services[2].external_effect", "services[3].external_effect"}
-	if got := sc.SimulatorOnlyEffects(); !slices.Equal(got, want) {
-		t.Errorf("SimulatorOnlyEffects = %q, want %q", got, want)
+	want := []string{
+		"effects.yaml:15: services[0].calls[1].irrevocable: an irrevocable step is simulator-only",
+		"effects.yaml:21: services[1].versioned_write: a versioned write is simulator-only",
+		"effects.yaml:25: services[2].external_effect: an external effect is simulator-only",
+		"effects.yaml:29: services[3].external_effect: an external effect is simulator-only",
+	}
+	probs := sc.SimulatorOnlyEffects()
+	if len(probs) != len(want) {
+		t.Fatalf("SimulatorOnlyEffects = %v, want %d problems", probs, len(want))
+	}
+	for i, p := range probs {
+		if !strings.HasPrefix(p.String(), want[i]) {
+			t.Errorf("SimulatorOnlyEffects[%d] = %q, want it to begin %q", i, p, want[i])
+		}
 	}
 	plain, err := Parse("plain.yaml", []byte(plainScenario), nil)
 	if err != nil {
