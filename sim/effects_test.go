@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"math"
 	"testing"
 	"time"
@@ -266,5 +268,134 @@ func TestConflictRateClosedForm(t *testing.T) {
 	}
 	if vw.LostUpdates != vw.Conflicts {
 		t.Errorf("lost updates = %d, want every conflict (%d) under retry: step", vw.LostUpdates, vw.Conflicts)
+	}
+}
+
+// One checkout: the shop's irrevocable step is a parallel group of two
+// channels needing one answer; the slow one's attempt would be cancelled
+// once the fast one answered, had the step not been irrevocable.
+const irrevocableGroupScenario = `
+name: irrevocable-group
+duration: 1s
+workload:
+  entry: shop
+  arrival: constant
+  rate: 1
+  client: {timeout: 1s}
+services:
+  - name: shop
+    workers: 1
+    service_time: {dist: constant, value: 1ms}
+    calls:
+      - wait_for: 1
+        irrevocable: true
+        parallel:
+          - {to: fast, timeout: 500ms}
+          - {to: slow, timeout: 500ms}
+  - name: fast
+    workers: 1
+    service_time: {dist: constant, value: 5ms}
+  - name: slow
+    workers: 1
+    service_time: {dist: constant, value: 50ms}
+    cancel_on_timeout: true
+    external_effect: {}
+`
+
+// TestIrrevocableGroupNotAborted: the quorum met by the fast member does
+// not cancel the slow member's attempt once the step is irrevocable.
+func TestIrrevocableGroupNotAborted(t *testing.T) {
+	for _, tc := range []struct {
+		set  string
+		sent int64
+	}{
+		{"services.shop.calls.0.irrevocable=true", 1},
+		{"services.shop.calls.0.irrevocable=false", 0},
+	} {
+		sum := runEffects(t, irrevocableGroupScenario, tc.set)
+		if sum.Requests.Succeeded != 1 {
+			t.Fatalf("%s: requests = %+v, want 1 succeeded", tc.set, sum.Requests)
+		}
+		if got := serviceOf(t, sum, "slow").Effects.Sent; got != tc.sent {
+			t.Errorf("%s: slow effects sent = %d, want %d", tc.set, got, tc.sent)
+		}
+	}
+}
+
+// A payment handed irrevocably to a channel that deduplicates by key,
+// whose first reply is lost: the shop's retry reaches the channel again,
+// which absorbs it; the user, whose deadline passed meanwhile, saw UNKNOWN.
+const paymentScenario = `
+name: payment
+duration: 1s
+workload:
+  entry: shop
+  arrival: constant
+  rate: 1
+  deadline: 30ms
+  write_fraction: 1
+  client: {timeout: 1s}
+services:
+  - name: shop
+    workers: 1
+    service_time: {dist: constant, value: 1ms}
+    cancel_on_timeout: true
+    calls:
+      - to: channel
+        timeout: 50ms
+        irrevocable: true
+        propagate_deadline: true
+        retry: {max_attempts: 2, on: [timeout], backoff: {initial: 1ms, jitter: none}}
+  - name: channel
+    workers: 1
+    service_time: {dist: constant, value: 10ms}
+    cancel_on_timeout: true
+    reject_expired: true
+    external_effect: {dedupe: key}
+faults:
+  - {service: channel, at: 0s, for: 20ms, drop_response: 1}
+`
+
+func TestIrrevocablePaymentRetriedAndAbsorbed(t *testing.T) {
+	sum := runEffects(t, paymentScenario)
+	if sum.Requests.Unknown != 1 {
+		t.Fatalf("requests = %+v, want 1 unknown (the deadline passed at 30ms)", sum.Requests)
+	}
+	ch := serviceOf(t, sum, "channel")
+	if want := (metrics.Effects{Sent: 2, Delivered: 1, Absorbed: 1}); ch.Effects == nil || *ch.Effects != want {
+		t.Errorf("channel effects = %+v, want %+v", ch.Effects, want)
+	}
+	if want := (metrics.Irrevocable{Sent: 1, Unknown: 1}); sum.Irrevocable == nil || *sum.Irrevocable != want {
+		t.Errorf("irrevocable = %+v, want %+v", sum.Irrevocable, want)
+	}
+}
+
+// TestEffectsDeterministic: a scenario with every effect, run twice with
+// one seed, writes byte-identical JSON.
+func TestEffectsDeterministic(t *testing.T) {
+	src := conflictRateScenario + `
+    calls:
+      - {to: mailer, timeout: 50ms, irrevocable: true, retry: {max_attempts: 2, on: [timeout]}}
+  - name: mailer
+    workers: 8
+    service_time: {dist: exponential, mean: 2ms}
+    external_effect: {}
+faults:
+  - {service: mailer, at: 5s, for: 5s, drop_response: 0.05}
+`
+	var out [2][]byte
+	for i := range out {
+		sum := runEffects(t, src, "duration=3s", "faults.0.at=1s")
+		b, err := json.Marshal(sum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = b
+		if m := serviceOf(t, sum, "mailer").Effects; m == nil || m.Duplicates == 0 {
+			t.Fatalf("mailer effects = %+v, want some duplicates", m)
+		}
+	}
+	if !bytes.Equal(out[0], out[1]) {
+		t.Errorf("two runs of one seed differ:\n%s\n%s", out[0], out[1])
 	}
 }
