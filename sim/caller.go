@@ -614,6 +614,9 @@ func (m *run) unref(req *request) {
 	if req.refs > 0 {
 		return
 	}
+	if req.irrevocable {
+		m.countIrrevocable(req)
+	}
 	m.fold(req)
 	req.alive = false
 	m.liveReqs--
@@ -622,9 +625,6 @@ func (m *run) unref(req *request) {
 
 // fold adds req's side-effect executions to the run's ledger.
 func (m *run) fold(req *request) {
-	if req.irrevocable {
-		m.countIrrevocable(req)
-	}
 	if !req.counted || !req.write {
 		return
 	}

@@ -372,6 +372,9 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 				m.lost[1].record(simEnd - req.arrived)
 			}
 		}
+		if req.irrevocable {
+			m.countIrrevocable(req)
+		}
 		m.fold(req)
 	}
 	t := &m.totals

@@ -244,13 +244,14 @@ func (m *run) startWork(a *attempt) {
 	s := a.svc
 	a.holding = true
 	a.state = attWorking
-	if s.fx != nil {
-		m.readVersion(a)
-	}
 	// The request record is read only when the store needs it: it is
 	// rarely in cache, and most services keep no store.
 	// Only a write at a keyed service consults the store; the rest draw
 	// their service time directly (what Begin would return for them).
+	// A versioned write reads first (effects.go).
+	if s.fx != nil {
+		m.readVersion(a)
+	}
 	if !s.cm.Keyed() || !a.req.write {
 		a.ev = m.eng.After(s.cm.ServiceTime(), m.hWorkDone, a)
 		return
