@@ -80,12 +80,6 @@ type run struct {
 
 	totals totals
 	async  *asyncRun // the topics, nil without
-	// effectBits numbers the services with an external effect; irrevocable
-	// counts the intents past an irrevocable step (hasIrrevocable: the
-	// scenario has one).
-	effectBits     int
-	irrevocable    metrics.Irrevocable
-	hasIrrevocable bool
 	// ledger folds each counted write's executions with its outcome:
 	// duplicates and unknown outcomes, committed or not
 	ledger idempotency.Ledger
@@ -100,6 +94,13 @@ type run struct {
 	// build made them, so that a branching trajectory (Resume) can reseed them;
 	// a run that never branches only pays for the slice.
 	srcs []streamSource
+
+	// effectBits numbers the services with an external effect; irrevocable
+	// counts the intents past an irrevocable step (hasIrrevocable: the
+	// scenario has one).
+	effectBits     int
+	irrevocable    metrics.Irrevocable
+	hasIrrevocable bool
 
 	// handlers bound once, so scheduling allocates nothing
 	hArrival, hClient, hAttArrive, hWorkDone, hReply, hTimeout, hWake, hFault, hDeferred Handler
@@ -148,6 +149,11 @@ type closedClient struct{ idx int }
 // from arrival to outcome. It stays alive while any attempt made for it is
 // alive, so its side-effect executions can be counted exactly.
 type request struct {
+	// irrevocable: it passed an irrevocable step; effected has the bit of
+	// each external effect (effects.bit) its attempts executed.
+	irrevocable bool
+	effected    uint64
+
 	id          uint64
 	arrived     time.Duration
 	deadline    time.Duration
@@ -161,10 +167,6 @@ type request struct {
 	executions  int
 	key         string // idempotency key, made on first use
 	open        bool   // its root call has not finished
-	// irrevocable: it passed an irrevocable step; effected has the bit of
-	// each external effect (effects.bit) its attempts executed.
-	irrevocable bool
-	effected    uint64
 }
 
 // edge is one call edge: caller → callee under one topology.Call, with its
