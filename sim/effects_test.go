@@ -27,7 +27,7 @@ func runEffects(t *testing.T, src string, sets ...string) metrics.Summary {
 	return res.Summary
 }
 
-func serviceOf(t *testing.T, sum metrics.Summary, name string) metrics.ServiceSummary {
+func effectService(t *testing.T, sum metrics.Summary, name string) metrics.ServiceSummary {
 	t.Helper()
 	for _, s := range sum.Services {
 		if s.Name == name {
@@ -88,7 +88,7 @@ func TestIrrevocableStepRunsPastTheDeadline(t *testing.T) {
 			if sum.Requests.Offered != 1 || sum.Requests.Unknown != 1 {
 				t.Fatalf("requests = %+v, want 1 offered, 1 unknown", sum.Requests)
 			}
-			pay, shop := serviceOf(t, sum, "pay"), serviceOf(t, sum, "shop")
+			pay, shop := effectService(t, sum, "pay"), effectService(t, sum, "shop")
 			if pay.Executions != tc.executions {
 				t.Errorf("pay executions = %d, want %d", pay.Executions, tc.executions)
 			}
@@ -112,7 +112,7 @@ func TestIrrevocableSentOnlyWhenSent(t *testing.T) {
 	if got := *sum.Irrevocable; got != (metrics.Irrevocable{}) {
 		t.Errorf("irrevocable = %+v, want none sent", got)
 	}
-	if pay := serviceOf(t, sum, "pay"); pay.Attempts != 0 {
+	if pay := effectService(t, sum, "pay"); pay.Attempts != 0 {
 		t.Errorf("pay attempts = %d, want 0", pay.Attempts)
 	}
 }
@@ -160,11 +160,11 @@ func TestExternalEffectDuplicates(t *testing.T) {
 			if sum.Requests.Succeeded != 1 {
 				t.Fatalf("requests = %+v, want 1 succeeded", sum.Requests)
 			}
-			mailer := serviceOf(t, sum, "mailer")
+			mailer := effectService(t, sum, "mailer")
 			if mailer.Effects == nil || *mailer.Effects != tc.want {
 				t.Errorf("mailer effects = %+v, want %+v", mailer.Effects, tc.want)
 			}
-			if app := serviceOf(t, sum, "app"); app.Effects != nil {
+			if app := effectService(t, sum, "app"); app.Effects != nil {
 				t.Errorf("app effects = %+v, want none (it has no external effect)", *app.Effects)
 			}
 		})
@@ -206,7 +206,7 @@ func TestConflictRetries(t *testing.T) {
 			if sum.Requests.Offered != 2 || sum.Requests.Succeeded != 2 {
 				t.Fatalf("requests = %+v, want 2 offered, 2 succeeded", sum.Requests)
 			}
-			got := serviceOf(t, sum, "accounts").VersionedWrites
+			got := effectService(t, sum, "accounts").VersionedWrites
 			if got == nil || *got != tc.want {
 				t.Errorf("versioned writes = %+v, want %+v", got, tc.want)
 			}
@@ -220,7 +220,7 @@ func TestConflictAborts(t *testing.T) {
 	sum := runEffects(t, conflictScenario, "services.accounts.versioned_write.retry=operation",
 		"services.accounts.versioned_write.attempts=1")
 	want := metrics.VersionedWrites{Writes: 2, Conflicts: 1, Aborted: 1, ConflictRate: 0.5}
-	if got := serviceOf(t, sum, "accounts").VersionedWrites; got == nil || *got != want {
+	if got := effectService(t, sum, "accounts").VersionedWrites; got == nil || *got != want {
 		t.Errorf("versioned writes = %+v, want %+v", got, want)
 	}
 	if sum.Requests.Succeeded != 1 || sum.Requests.Failed != 1 {
@@ -255,7 +255,7 @@ func TestConflictRateClosedForm(t *testing.T) {
 	const rate, entities = 1000.0, 20
 	w := 10 * time.Millisecond
 	sum := runEffects(t, conflictRateScenario)
-	vw := serviceOf(t, sum, "accounts").VersionedWrites
+	vw := effectService(t, sum, "accounts").VersionedWrites
 	if vw == nil || vw.Writes < 15000 {
 		t.Fatalf("versioned writes = %+v, want about 20000 writes", vw)
 	}
@@ -316,7 +316,7 @@ func TestIrrevocableGroupNotAborted(t *testing.T) {
 		if sum.Requests.Succeeded != 1 {
 			t.Fatalf("%s: requests = %+v, want 1 succeeded", tc.set, sum.Requests)
 		}
-		if got := serviceOf(t, sum, "slow").Effects.Sent; got != tc.sent {
+		if got := effectService(t, sum, "slow").Effects.Sent; got != tc.sent {
 			t.Errorf("%s: slow effects sent = %d, want %d", tc.set, got, tc.sent)
 		}
 	}
@@ -361,7 +361,7 @@ func TestIrrevocablePaymentRetriedAndAbsorbed(t *testing.T) {
 	if sum.Requests.Unknown != 1 {
 		t.Fatalf("requests = %+v, want 1 unknown (the deadline passed at 30ms)", sum.Requests)
 	}
-	ch := serviceOf(t, sum, "channel")
+	ch := effectService(t, sum, "channel")
 	if want := (metrics.Effects{Sent: 2, Delivered: 1, Absorbed: 1}); ch.Effects == nil || *ch.Effects != want {
 		t.Errorf("channel effects = %+v, want %+v", ch.Effects, want)
 	}
@@ -391,7 +391,7 @@ faults:
 			t.Fatal(err)
 		}
 		out[i] = b
-		if m := serviceOf(t, sum, "mailer").Effects; m == nil || m.Duplicates == 0 {
+		if m := effectService(t, sum, "mailer").Effects; m == nil || m.Duplicates == 0 {
 			t.Fatalf("mailer effects = %+v, want some duplicates", m)
 		}
 	}
