@@ -1,9 +1,13 @@
 package topology
 
 import (
+	"errors"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stormsim/stormsim/internal/golden"
 )
 
 // effectsBase has a service of each kind of effect and an irrevocable step;
@@ -146,5 +150,34 @@ func TestEffectsTooManyExternal(t *testing.T) {
 	want := "many.yaml:69: services[64].external_effect: at most 64 services may have an external effect"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got %v\nwant it to contain %q", err, want)
+	}
+}
+
+// TestEffectsBrokenGolden pins the whole report of a scenario breaking
+// every effect key once (testdata/broken/effects.yaml): each problem at its
+// line, in order. Run with -update after a deliberate change.
+func TestEffectsBrokenGolden(t *testing.T) {
+	_, err := Load(filepath.Join("testdata", "broken", "effects.yaml"), nil)
+	var ps Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("Load: %v, want Problems", err)
+	}
+	got := err.Error() + "\n"
+	for _, line := range strings.Split(strings.TrimSpace(got), "\n") {
+		if !positioned.MatchString(line) {
+			t.Errorf("problem does not name its position: %q", line)
+		}
+	}
+	golden.Check(t, filepath.Join("testdata", "broken", "effects.golden"), []byte(got))
+}
+
+// The valid scenario of every effect key loads (it also seeds FuzzParse).
+func TestEffectsScenarioLoads(t *testing.T) {
+	sc, err := Load(filepath.Join("testdata", "effects.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.SimulatorOnlyEffects()) != 4 {
+		t.Errorf("SimulatorOnlyEffects = %v, want 4 keys", sc.SimulatorOnlyEffects())
 	}
 }
