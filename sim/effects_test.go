@@ -228,22 +228,11 @@ func TestConflictAborts(t *testing.T) {
 	}
 }
 
-// Poisson writers at 1000/s over 20 entities, 10ms between read and write,
-// with workers enough that nothing queues.
-const conflictRateScenario = `
-name: conflict-rate
-duration: 20s
-seed: 7
-workload:
-  entry: accounts
-  rate: 1000
-  client: {timeout: 1s}
-services:
-  - name: accounts
-    workers: 1000
-    service_time: {dist: constant, value: 10ms}
-    versioned_write: {entities: 20, retry: step}
-`
+// conflictRate makes conflictScenario Poisson writers at 1000/s over 20
+// entities, 10ms between read and write, with workers enough that nothing
+// queues.
+var conflictRate = []string{"duration=20s", "seed=7", "workload.arrival=poisson", "workload.rate=1000",
+	"services.accounts.workers=1000", "services.accounts.versioned_write.entities=20"}
 
 // TestConflictRateClosedForm checks the conflict rate of step retries
 // (every write commits once, w after its read) against 1 − exp(−λw/K).
@@ -254,7 +243,7 @@ services:
 func TestConflictRateClosedForm(t *testing.T) {
 	const rate, entities = 1000.0, 20
 	w := 10 * time.Millisecond
-	sum := runEffects(t, conflictRateScenario)
+	sum := runEffects(t, conflictScenario, conflictRate...)
 	vw := effectService(t, sum, "accounts").VersionedWrites
 	if vw == nil || vw.Writes < 15000 {
 		t.Fatalf("versioned writes = %+v, want about 20000 writes", vw)
@@ -373,7 +362,7 @@ func TestIrrevocablePaymentRetriedAndAbsorbed(t *testing.T) {
 // TestEffectsDeterministic: a scenario with every effect, run twice with
 // one seed, writes byte-identical JSON.
 func TestEffectsDeterministic(t *testing.T) {
-	src := conflictRateScenario + `
+	src := conflictScenario + `
     calls:
       - {to: mailer, timeout: 50ms, irrevocable: true, retry: {max_attempts: 2, on: [timeout]}}
   - name: mailer
@@ -385,7 +374,7 @@ faults:
 `
 	var out [2][]byte
 	for i := range out {
-		sum := runEffects(t, src, "duration=3s", "faults.0.at=1s")
+		sum := runEffects(t, src, append(conflictRate, "duration=3s", "faults.0.at=1s")...)
 		b, err := json.Marshal(sum)
 		if err != nil {
 			t.Fatal(err)
