@@ -37,3 +37,56 @@ type Irrevocable struct {
 	Sent    int64 `json:"sent"`
 	Unknown int64 `json:"unknown"`
 }
+
+// Add returns the sum of e and o, for merging the shards of a run (nil
+// when both are nil): every field is a count, so the sum is exact.
+func (e *Effects) Add(o *Effects) *Effects {
+	if o == nil {
+		return e
+	}
+	if e == nil {
+		e = &Effects{}
+	}
+	e.Sent += o.Sent
+	e.Delivered += o.Delivered
+	e.Duplicates += o.Duplicates
+	e.Absorbed += o.Absorbed
+	return e
+}
+
+// Add returns the sum of w and o, for merging the shards of a run (nil
+// when both are nil), with ConflictRate recomputed from the summed counts.
+// Shards are independent runs, each with its own entities, so the sum is
+// exact for what the shards did.
+func (w *VersionedWrites) Add(o *VersionedWrites) *VersionedWrites {
+	if o == nil {
+		return w
+	}
+	if w == nil {
+		w = &VersionedWrites{}
+	}
+	w.Writes += o.Writes
+	w.Conflicts += o.Conflicts
+	w.Redone += o.Redone
+	w.LostUpdates += o.LostUpdates
+	w.Aborted += o.Aborted
+	w.ConflictRate = 0
+	if w.Writes > 0 {
+		w.ConflictRate = float64(w.Conflicts) / float64(w.Writes)
+	}
+	return w
+}
+
+// Add returns the sum of ir and o, for merging the shards of a run (nil
+// when both are nil).
+func (ir *Irrevocable) Add(o *Irrevocable) *Irrevocable {
+	if o == nil {
+		return ir
+	}
+	if ir == nil {
+		ir = &Irrevocable{}
+	}
+	ir.Sent += o.Sent
+	ir.Unknown += o.Unknown
+	return ir
+}
