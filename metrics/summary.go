@@ -45,6 +45,9 @@ type Summary struct {
 	// Certainty is how the run's writes converged after UNKNOWN (nil
 	// unless the scenario configures convergence).
 	Certainty *Certainty `json:"certainty,omitempty"`
+	// Irrevocable counts the intents that passed an irrevocable step (nil
+	// unless the scenario has one).
+	Irrevocable *Irrevocable `json:"irrevocable,omitempty"`
 
 	Services []ServiceSummary `json:"services"`
 	Edges    []EdgeSummary    `json:"edges,omitempty"`
@@ -118,6 +121,10 @@ type ServiceSummary struct {
 	// reconciliation fact queries that did. The load confirmation adds.
 	Queries     int64 `json:"queries,omitempty"`
 	FactQueries int64 `json:"fact_queries,omitempty"`
+	// Effects is the service's external effect (nil without one).
+	Effects *Effects `json:"effects,omitempty"`
+	// VersionedWrites is its optimistic read-modify-writes (nil without).
+	VersionedWrites *VersionedWrites `json:"versioned_writes,omitempty"`
 	// Consumer is the service's consumer group of a topic, if it has one.
 	Consumer *ConsumerSummary `json:"consumer,omitempty"`
 	// Replicas are the service's replicas one by one, when it has more

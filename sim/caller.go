@@ -168,6 +168,9 @@ func (m *run) send(cr *callRun, k int, timeout time.Duration) {
 		m.notSent(a)
 		return
 	}
+	if e.irrevocable {
+		m.irrevocableSent(cr)
+	}
 	if e.pools != nil {
 		e.pools[a.svc.rep].acquire(a)
 		return
@@ -296,8 +299,8 @@ func (m *run) abandon(a *attempt, cancel, timedOut bool) {
 	switch {
 	case !a.serverHeld:
 		m.freeAttempt(a)
-	case cancel && a.svc.cancel:
-		m.cancel(a)
+	case cancel && a.svc.cancel && !a.edge.irrevocable:
+		m.cancel(a) // an irrevocable step's attempt, once sent, is never cancelled
 	}
 	// Otherwise the callee keeps working; answer sees a.caller == nil.
 }
@@ -408,6 +411,10 @@ func (m *run) abortCall(cr *callRun) {
 func (m *run) runStep(a *attempt, i int) {
 	st := &a.svc.steps[i]
 	a.stepIdx = i
+	if st.irrevocable {
+		// Deadlines stop only the steps before an irrevocable one.
+		a.hasDeadline = false
+	}
 	if st.pub != nil {
 		m.async.publish(st.pub)
 		m.stepDone(a, true, policies.OK)
@@ -631,6 +638,9 @@ func (m *run) unref(req *request) {
 	req.refs--
 	if req.refs > 0 {
 		return
+	}
+	if req.irrevocable {
+		m.countIrrevocable(req)
 	}
 	m.fold(req)
 	req.alive = false

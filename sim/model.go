@@ -96,6 +96,13 @@ type run struct {
 	// a run that never branches only pays for the slice.
 	srcs []streamSource
 
+	// effectBits numbers the services with an external effect; irrevocable
+	// counts the intents past an irrevocable step (hasIrrevocable: the
+	// scenario has one).
+	effectBits     int
+	irrevocable    metrics.Irrevocable
+	hasIrrevocable bool
+
 	// handlers bound once, so scheduling allocates nothing
 	hArrival, hClient, hAttArrive, hWorkDone, hReply, hTimeout, hWake, hFault, hDeferred Handler
 }
@@ -143,6 +150,11 @@ type closedClient struct{ idx int }
 // from arrival to outcome. It stays alive while any attempt made for it is
 // alive, so its side-effect executions can be counted exactly.
 type request struct {
+	// irrevocable: it passed an irrevocable step; effected has the bit of
+	// each external effect (effects.bit) its attempts executed.
+	irrevocable bool
+	effected    uint64
+
 	id          uint64
 	arrived     time.Duration
 	deadline    time.Duration
@@ -198,6 +210,8 @@ type edge struct {
 	// the connections to each replica, as an HTTP client's per-host pool
 	// does, and a reset_connections fault on replica r closes pools[r]'s.
 	pools []*connPool
+	// irrevocable: the edge is a call of an irrevocable step.
+	irrevocable bool
 }
 
 // step is one entry of a service's calls: members run at once, and the step
@@ -206,6 +220,9 @@ type step struct {
 	members []*edge
 	need    int
 	pub     *publisher // a publish step (topics), instead of calls
+	// irrevocable: once sent, nothing stops the attempt making the step
+	// (topology.Call.Irrevocable).
+	irrevocable bool
 }
 
 func (m *run) bindHandlers() {
@@ -340,13 +357,15 @@ func (b *builder) calls() error {
 	for i, sp := range b.plan.Services {
 		for r, rp := range sp.Replicas {
 			rs := b.reps[i][r]
-			for _, ps := range rp.Steps {
-				st := step{need: ps.Need}
+			for j, ps := range rp.Steps {
+				st := step{need: ps.Need, irrevocable: sp.Config.Calls[j].Irrevocable}
+				b.m.hasIrrevocable = b.m.hasIrrevocable || st.irrevocable
 				for _, pe := range ps.Members {
 					e, err := b.edge(pe)
 					if err != nil {
 						return err
 					}
+					e.irrevocable = st.irrevocable
 					st.members = append(st.members, e)
 				}
 				rs.steps = append(rs.steps, st)

@@ -378,6 +378,9 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 				m.lost[1].record(simEnd - req.arrived)
 			}
 		}
+		if req.irrevocable {
+			m.countIrrevocable(req)
+		}
 		m.fold(req)
 	}
 	t := &m.totals
@@ -395,6 +398,7 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 		UnknownNotCommitted: lt.UnknownNotCommitted,
 		Writes:              sc.Workload.WriteFraction > 0,
 	}
+	sum.Irrevocable = m.irrevocableSummary()
 	if h := sc.DrainHint(simEnd); h != "" {
 		sum.Hints = []string{h}
 	}
@@ -433,6 +437,7 @@ func (m *run) result(sc *topology.Scenario, opt Options, simEnd time.Duration, s
 			ss.QueueMean = (st.queueArea - st.warmQueue) / span
 		}
 		ss.Replicas = replicaSummaries(s, span)
+		effectSummaries(s, &ss)
 		sum.Amplification = max(sum.Amplification, ss.Amplification)
 		sum.Services = append(sum.Services, ss)
 		res.ServiceLatency[s.name] = hist

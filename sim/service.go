@@ -50,6 +50,8 @@ type service struct {
 
 	rep  int        // this replica's index
 	reps []*service // every replica of the service, this one included
+
+	fx *effects // its external effect and versioned write; nil without
 }
 
 type svcCounters struct {
@@ -73,6 +75,7 @@ func newService(m *run, sp *model.ServicePlan, rp *model.Replica, first *service
 	} else {
 		s.hist, s.notOK = newLatencyCounts(), newLatencyCounts()
 	}
+	s.fx = newEffects(m, cfg, first)
 	s.shedFn = func(a *attempt) {
 		a.shed = true
 		a.state = attDeferred
@@ -141,6 +144,13 @@ type attempt struct {
 	pool       *poolSlot // its place in the edge's connection pool, if any
 	// call is its step's call when the step has one (grp, when several).
 	call *callRun
+	// entity, readVer and tries are its versioned write's (readVersion):
+	// the entity, the version read, the read-modify-writes begun.
+	entity  int32
+	tries   uint16
+	readVer uint64
+	// pastIrrevocable: it sent an irrevocable step, so nothing cancels it.
+	pastIrrevocable bool
 }
 
 // newAttempt takes an attempt record from the pool and enforces the run's
@@ -246,6 +256,10 @@ func (m *run) startWork(a *attempt) {
 	// rarely in cache, and most services keep no store.
 	// Only a write at a keyed service consults the store; the rest draw
 	// their service time directly (what Begin would return for them).
+	// A versioned write reads first (effects.go).
+	if s.fx != nil {
+		m.readVersion(a)
+	}
 	if !s.cm.Keyed() || !a.req.write {
 		a.ev = m.eng.After(s.cm.ServiceTime(), m.hWorkDone, a)
 		return
@@ -334,6 +348,9 @@ func (m *run) workDone(a *attempt) {
 	}
 	if o, ok := s.cm.WorkDone(); !ok {
 		m.answer(a, o, 0, false, true)
+		return
+	}
+	if s.fx != nil && m.effectsDone(a) {
 		return
 	}
 	if len(s.steps) == 0 {
@@ -478,6 +495,9 @@ func (m *run) cancel(a *attempt) {
 		a.cancelled = true
 		s.cm.CancelDeferred()
 	case attWorking, attCalling:
+		if a.pastIrrevocable {
+			return // it sent an irrevocable step: it runs to its end
+		}
 		m.eng.Stop(a.ev)
 		m.abortStep(a)
 		var key string

@@ -131,6 +131,12 @@ type Service struct {
 	Calls []Call `yaml:"calls,omitempty"`
 	// Consumes makes the service the consumer group of a topic.
 	Consumes *Consume `yaml:"consumes,omitempty"`
+	// ExternalEffect makes the service's work an effect outside the
+	// system (an e-mail, a payment), counted per execution; nil: none.
+	ExternalEffect *ExternalEffect `yaml:"external_effect,omitempty"`
+	// VersionedWrite makes each attempt a read-modify-write of one entity
+	// that can conflict with a concurrent writer; nil: none.
+	VersionedWrite *VersionedWrite `yaml:"versioned_write,omitempty"`
 	// Replicas runs the service as this many identical replicas, each with
 	// Workers workers, its own queue, fault state and policy state for its
 	// outgoing calls; callers spread their attempts over them (Call.Balance).
@@ -178,6 +184,11 @@ type Call struct {
 	// WaitFor is the quorum of a Fanout or Parallel group: the group
 	// succeeds when this many calls succeeded; 0 means all.
 	WaitFor int `yaml:"wait_for,omitempty"`
+	// Irrevocable marks the step as one that cannot be taken back once
+	// sent (a payment handed to its channel): from its first attempt sent,
+	// neither the caller's cancellation nor the deadline stops the attempt
+	// making it, which runs its remaining steps to the end.
+	Irrevocable bool `yaml:"irrevocable,omitempty"`
 
 	// Timeout bounds each attempt; 0 means none (the deadline still applies).
 	Timeout time.Duration `yaml:"timeout,omitempty"`

@@ -204,8 +204,10 @@ func (v *validator) services() {
 		if s.Consumes != nil {
 			v.consume(s.Consumes, p)
 		}
+		v.serviceEffects(s, p)
 	}
 	v.topics()
+	v.scenarioEffects()
 }
 
 // overload validates the overload protection of the service at sp.

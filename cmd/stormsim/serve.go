@@ -64,6 +64,9 @@ func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err
 	if err != nil {
 		return err
 	}
+	if probs := sc.SimulatorOnlyEffects(); len(probs) > 0 {
+		return probs
+	}
 	if err := c.nats.check(c.remote); err != nil {
 		return err
 	}
