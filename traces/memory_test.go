@@ -11,17 +11,37 @@ import (
 )
 
 // importMemory reads data and reports the heap the spans keep once read
-// (bytes per span, after a collection) and the heap's peak while reading,
-// sampled every few milliseconds from runtime/metrics (which does not stop
-// the world).
+// (bytes per span, after a collection) and the heap's peak while reading.
 func importMemory(tb testing.TB, data []byte) (spans int, keptPerSpan, peak float64) {
 	tb.Helper()
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	heap := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
+	var s []Span
+	var err error
+	base, top := heapPeak(func() { s, _, err = read(context.Background(), "mem.json", data, MaxSpans) })
+	if err != nil {
+		tb.Fatal(err)
+	}
 	runtime.GC()
-	base := heap()
+	kept := heapObjects() - min(heapObjects(), base)
+	runtime.KeepAlive(s)
+	runtime.KeepAlive(data) // the input is not counted: it was there before
+	return len(s), float64(kept) / float64(len(s)), float64(top - base)
+}
+
+// heapObjects is the heap's live and not yet swept objects, in bytes, from
+// runtime/metrics (which does not stop the world).
+func heapObjects() uint64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
+}
+
+// heapPeak runs fn and returns the heap after a collection before it and
+// the heap's peak while it ran, sampled every two milliseconds.
+func heapPeak(fn func()) (base, peak uint64) {
+	runtime.GC()
+	base = heapObjects()
 	var mu sync.Mutex
-	var top uint64
+	top := base
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -34,24 +54,17 @@ func importMemory(tb testing.TB, data []byte) (spans int, keptPerSpan, peak floa
 			case <-stop:
 				return
 			case <-t.C:
-				h := heap()
+				h := heapObjects()
 				mu.Lock()
 				top = max(top, h)
 				mu.Unlock()
 			}
 		}
 	}()
-	s, _, err := read(context.Background(), "mem.json", data, MaxSpans)
+	fn()
 	close(stop)
 	wg.Wait()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	runtime.GC()
-	kept := heap() - min(heap(), base)
-	runtime.KeepAlive(s)
-	runtime.KeepAlive(data) // the input is not counted: it was there before
-	return len(s), float64(kept) / float64(len(s)), float64(max(top, base) - base)
+	return base, max(top, heapObjects())
 }
 
 // maxKeptPerSpan bounds the heap a span read from otlpLines keeps: the
