@@ -184,6 +184,12 @@ func kindOf(dir string) (outputKind, error) {
 
 // waitComplete polls until the shards are ready to merge (see ready),
 // ctx is done, or timeout passes; the error says what is still missing.
+//
+// Unlabelled (run ""), shards ready at the first look are refused: a run
+// repeated with the same flags has the previous run's id, and its shards
+// may not have written their first unit yet, so complete shards found
+// before any waiting may be the previous run's. Only a label tells them
+// apart; a merge without --wait takes them as the user's word.
 func waitComplete(ctx context.Context, dirs []string, shards int, run shard.Run, timeout, poll time.Duration) error {
 	sig := ctx
 	start := time.Now()
@@ -191,10 +197,17 @@ func waitComplete(ctx context.Context, dirs []string, shards int, run shard.Run,
 	defer cancel()
 	t := time.NewTicker(poll)
 	defer t.Stop()
-	for {
+	for first := true; ; first = false {
 		why, err := notReady(dirs, shards, run)
 		if err != nil {
 			return err
+		}
+		if why == "" && first && run == "" {
+			id := "?"
+			if m, err := metrics.ReadManifest(dirs[0]); err == nil {
+				id = m.RunID
+			}
+			return fmt.Errorf("the shards were already complete when --wait began (run %s): without --run they cannot be told from a previous run's of the same command; give the shards and the merge --run LABEL, or merge without --wait to take these", id)
 		}
 		if why == "" {
 			return nil
