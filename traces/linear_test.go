@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -178,21 +176,9 @@ func BenchmarkImport1MSpans(b *testing.B) {
 	b.ReportMetric(kept, "kept-B/span")
 	b.ReportMetric(peak/float64(n), "read-peak-B/span")
 	b.ReportMetric(peak/1e6, "read-peak-MB")
-	// The whole import, reading and inference, as the CLI runs it: its
-	// peak over the file's size (the file itself, held before, is not
-	// counted).
-	var m *Model
-	defer debug.SetGCPercent(debug.SetGCPercent(ImportGCPercent))
-	base, top := heapPeak(func() {
-		spans, _, err := read(context.Background(), "1m.json", data, MaxSpans)
-		if err != nil {
-			b.Fatal(err)
-		}
-		m = infer(spans)
-	})
-	runtime.KeepAlive(m)
-	b.ReportMetric(float64(top-base)/1e6, "import-peak-MB")
-	b.ReportMetric(float64(top-base)/float64(len(data)), "import-peak/file")
+	peakAll := float64(importPeak(b, data))
+	b.ReportMetric(peakAll/1e6, "import-peak-MB")
+	b.ReportMetric(peakAll/float64(len(data)), "import-peak/file")
 }
 
 // benchLines is BenchmarkImport1MSpans's lines of 1,000 traces (4,000
