@@ -44,7 +44,7 @@ type mergeCommand struct {
 func (c *mergeCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.out, "out", "", "write the merged output to `DIR` (required)")
 	fs.IntVar(&c.shards, "shards", 0, "read the `N` shard directories PARENT/shard-0 … PARENT/shard-(N−1)")
-	fs.DurationVar(&c.wait, "wait", 0, "wait up to this long for every shard directory to be complete (e.g. 2h); 0: they must be complete now")
+	fs.DurationVar(&c.wait, "wait", 0, "wait up to this long for every shard directory to be complete (e.g. 2h); 0: they must be complete now; without --run, shards all complete at the first look are refused (they may be a previous run's)")
 	fs.StringVar(&c.format, "format", "text", "output format of a merged run's summary: text or json")
 	fs.Var(&c.label, "run", "merge only the shards of the run labelled `LABEL` (their --run); with --wait, a previous run's shards are waited past, not merged")
 }
