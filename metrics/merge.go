@@ -150,37 +150,13 @@ func mergeHists(parts []*Result, get func(*Result) map[string]*hdrhistogram.Hist
 }
 
 // mergeHist sums the histograms get returns for each part (nil if none has
-// one). Equal geometries add count by count; others go through
-// Histogram.Merge, and any value it cannot hold is an error.
+// one), by MergeHistograms.
 func mergeHist(parts []*Result, get func(*Result) *hdrhistogram.Histogram) (*hdrhistogram.Histogram, error) {
-	var acc *hdrhistogram.Snapshot
-	for _, p := range parts {
-		h := get(p)
-		if h == nil {
-			continue
-		}
-		if acc == nil {
-			acc = h.Export()
-			continue
-		}
-		s := h.Export()
-		if s.LowestTrackableValue == acc.LowestTrackableValue && s.HighestTrackableValue == acc.HighestTrackableValue &&
-			s.SignificantFigures == acc.SignificantFigures && len(s.Counts) == len(acc.Counts) {
-			for i, c := range s.Counts {
-				acc.Counts[i] += c
-			}
-			continue
-		}
-		m := hdrhistogram.Import(acc)
-		if dropped := m.Merge(h); dropped > 0 {
-			return nil, fmt.Errorf("%d values out of range of the first part's histogram", dropped)
-		}
-		acc = m.Export()
+	hs := make([]*hdrhistogram.Histogram, len(parts))
+	for i, p := range parts {
+		hs[i] = get(p)
 	}
-	if acc == nil {
-		return nil, nil
-	}
-	return hdrhistogram.Import(acc), nil
+	return MergeHistograms(hs...)
 }
 
 func mergeSeries(parts []*Result) (*TimeSeries, error) {
@@ -411,19 +387,11 @@ func mergeSummary(parts []*Result, out *Result) Summary {
 		s.LatencyAllMs = parts[0].Summary.LatencyAllMs
 	}
 
-	edgeIdx := map[[2]string]int{}
-	for _, p := range parts {
-		for _, pe := range p.Summary.Edges {
-			k := [2]string{pe.From, pe.To}
-			i, ok := edgeIdx[k]
-			if !ok {
-				i = len(s.Edges)
-				edgeIdx[k] = i
-				s.Edges = append(s.Edges, EdgeSummary{From: pe.From, To: pe.To})
-			}
-			s.Edges[i].Add(pe)
-		}
+	edges := make([][]EdgeSummary, len(parts))
+	for i, p := range parts {
+		edges[i] = p.Summary.Edges
 	}
+	s.Edges = MergeEdges(edges...)
 	return s
 }
 

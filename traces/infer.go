@@ -139,11 +139,7 @@ func infer(spans []Span) *Model {
 	m := &Model{}
 	ix := buildIndex(spans, m)
 	m.Spans = len(ix.spans)
-	traces := map[string]bool{}
-	for _, s := range ix.spans {
-		traces[s.TraceID] = true
-	}
-	m.Traces = len(traces)
+	m.Traces = ix.traces
 	if len(ix.spans) == 0 {
 		m.Notes = append(m.Notes, "no usable spans: nothing inferred")
 		return m
@@ -189,7 +185,7 @@ func (in *inference) link() {
 	orphans := map[string]int{}
 	messaging := 0
 	for _, s := range ix.spans {
-		if s.ParentID != "" && ix.byID[spanKey{s.TraceID, s.ParentID}] == nil {
+		if s.ParentID != "" && ix.parentOf(s) == nil {
 			orphans[s.Service]++
 		}
 		if s.Kind == Producer || s.Kind == Consumer {
@@ -252,7 +248,7 @@ func (in *inference) attempts() {
 			svc.OwnErrors++
 			svc.Classes[s.Class]++
 		}
-		if p := in.ix.byID[spanKey{s.TraceID, s.ParentID}]; p != nil && p.Kind == Client && p.Service != s.Service {
+		if p := in.ix.parentOf(s); p != nil && p.Kind == Client && p.Service != s.Service {
 			k := [2]string{p.Service, s.Service}
 			// A server span may end a little after its client got the
 			// answer (the handler returns after the reply is sent), so

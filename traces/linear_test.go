@@ -176,6 +176,9 @@ func BenchmarkImport1MSpans(b *testing.B) {
 	b.ReportMetric(kept, "kept-B/span")
 	b.ReportMetric(peak/float64(n), "read-peak-B/span")
 	b.ReportMetric(peak/1e6, "read-peak-MB")
+	peakAll := float64(importPeak(b, data))
+	b.ReportMetric(peakAll/1e6, "import-peak-MB")
+	b.ReportMetric(peakAll/float64(len(data)), "import-peak/file")
 }
 
 // benchLines is BenchmarkImport1MSpans's lines of 1,000 traces (4,000

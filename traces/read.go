@@ -34,8 +34,13 @@ func (f Format) String() string {
 // Bounds on an import, which holds every span to infer its model: memory
 // is about the file once, plus what one document decodes to, plus the
 // spans (about 310 bytes each for JSON lines, with service and operation
-// names and ids shared; TestAttackImportMemoryPerSpanIsBounded holds it). A file or a set of files past them
-// is refused, naming the limit, rather than exhausting memory.
+// names and ids shared; TestAttackImportMemoryPerSpanIsBounded holds it),
+// plus the index (about 30 bytes a span) and the collector's headroom: at
+// ImportGCPercent the heap peaks near 460 bytes a span besides the file
+// (TestAttackImportPeakIsBounded, BenchmarkImport1MSpans), so the two
+// limits bound an import near 256 MiB + 2M × 460 B, about 1.2 GB. A file
+// or a set of files past them is refused, naming the limit, rather than
+// exhausting memory.
 const (
 	// MaxFile bounds one trace file. A file of one document (an OTLP or
 	// Jaeger export) decodes whole, at several times its size; JSON lines

@@ -69,6 +69,9 @@ type Span struct {
 	// GaveUp marks a client span that ended without an answer because its
 	// own deadline passed (deadline exceeded, no status code).
 	GaveUp bool
+	// pos is the span's position in the index Infer builds (it fills the
+	// padding after the one-byte fields, so it costs no memory).
+	pos int32
 	// Resend is http.request.resend_count, -1 when absent.
 	Resend int
 	// Method is the HTTP method (http.request.method or http.method), "" if none.

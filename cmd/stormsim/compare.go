@@ -8,10 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/stormsim/stormsim/merge"
 	"github.com/stormsim/stormsim/shard"
 
 	"github.com/spf13/pflag"
@@ -148,21 +148,8 @@ func (c *compareCommand) run(ctx context.Context, args []string, w io.Writer) er
 	return sloErr
 }
 
-// compareShardFile marks a compare shard's output directory and says which
-// variants the whole comparison has, so 'stormsim merge' can reassemble it.
-const compareShardFile = "compare-shard.json"
-
-// compareShardInfo is the content of compareShardFile.
-type compareShardInfo struct {
-	Scenario string             `json:"scenario"`
-	Seed     uint64             `json:"seed"`
-	Shard    string             `json:"shard"`
-	Variants []analysis.Variant `json:"variants"`
-	Owned    []string           `json:"owned"`
-}
-
 // compareShard runs the variants whose index the shard owns and saves each
-// one's result under dir/VARIANT; compareShardFile is written last, so its
+// one's result under dir/VARIANT; merge.CompareShardFile is written last, so its
 // presence marks a finished shard.
 func compareShard(ctx context.Context, b analysis.Builder, base *topology.Scenario, variants []analysis.Variant, spec shard.Spec, workers int, dir string, w io.Writer) error {
 	var owned []analysis.Variant
@@ -171,7 +158,7 @@ func compareShard(ctx context.Context, b analysis.Builder, base *topology.Scenar
 			owned = append(owned, v)
 		}
 	}
-	info := compareShardInfo{Scenario: base.Name, Seed: base.Seed, Shard: spec.String(), Variants: variants}
+	info := merge.CompareShard{Scenario: base.Name, Seed: base.Seed, Shard: spec.String(), Variants: variants}
 	if len(owned) > 0 {
 		c, err := analysis.CompareSeeded(context.WithoutCancel(ctx), signalledRunner(ctx), b, owned, base.Name, base.Seed, workers)
 		if err != nil {
@@ -192,14 +179,14 @@ func compareShard(ctx context.Context, b analysis.Builder, base *topology.Scenar
 			info.Owned = append(info.Owned, col.Variant.Name)
 		}
 	}
-	if err := metrics.WriteFileAtomic(filepath.Join(dir, compareShardFile), func(f io.Writer) error {
+	if err := metrics.WriteFileAtomic(filepath.Join(dir, merge.CompareShardFile), func(f io.Writer) error {
 		enc := json.NewEncoder(f)
 		enc.SetIndent("", "  ")
 		return enc.Encode(info)
 	}); err != nil {
 		return err
 	}
-	if err := metrics.WriteManifest(dir, runIDFrom(ctx), compareShardFile); err != nil {
+	if err := metrics.WriteManifest(dir, runIDFrom(ctx), merge.CompareShardFile); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "shard %s: ran %d of %d variants %v into %s (merge the shards with 'stormsim merge')\n", spec, len(info.Owned), len(variants), info.Owned, dir)
@@ -209,42 +196,9 @@ func compareShard(ctx context.Context, b analysis.Builder, base *topology.Scenar
 // mergeCompareShards reassembles a sharded comparison from its shards'
 // directories and writes it as one unsharded 'stormsim compare --out' would.
 func mergeCompareShards(dirs []string, out string, w io.Writer) error {
-	var first compareShardInfo
-	where := map[string]string{}
-	for i, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, compareShardFile))
-		if err != nil {
-			return err
-		}
-		var info compareShardInfo
-		if err := json.Unmarshal(b, &info); err != nil {
-			return fmt.Errorf("%s: %w", filepath.Join(d, compareShardFile), err)
-		}
-		if i == 0 {
-			first = info
-		} else if info.Scenario != first.Scenario || info.Seed != first.Seed || !slices.EqualFunc(info.Variants, first.Variants, func(a, b analysis.Variant) bool {
-			return a.Name == b.Name && a.File == b.File && slices.Equal(a.Sets, b.Sets)
-		}) {
-			return fmt.Errorf("%s and %s are shards of different comparisons", dirs[0], d)
-		}
-		for _, n := range info.Owned {
-			if prev, ok := where[n]; ok {
-				return fmt.Errorf("variant %s is in both %s and %s", n, prev, d)
-			}
-			where[n] = d
-		}
-	}
-	c := &analysis.Comparison{Scenario: first.Scenario, Seed: first.Seed}
-	for _, v := range first.Variants {
-		d, ok := where[v.Name]
-		if !ok {
-			return fmt.Errorf("no shard holds variant %s: a shard is missing", v.Name)
-		}
-		res, err := metrics.Load(filepath.Join(d, metrics.PathComponent(v.Name)))
-		if err != nil {
-			return err
-		}
-		c.Columns = append(c.Columns, analysis.Column{Variant: v, Result: res, Measures: analysis.MeasuresOf(res)})
+	c, err := merge.Comparison(dirs)
+	if err != nil {
+		return err
 	}
 	if err := c.WriteTable(w); err != nil {
 		return err

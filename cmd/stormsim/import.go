@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/spf13/pflag"
 
@@ -44,6 +45,7 @@ func (c *importCommand) run(ctx context.Context, args []string, w io.Writer) err
 	if len(args) == 1 {
 		return &exitError{exitUsage, errors.New("import traces: want at least one trace file")}
 	}
+	defer debug.SetGCPercent(debug.SetGCPercent(traces.ImportGCPercent))
 	o, err := traces.ImportContext(ctx, args[1:], c.out, c.name)
 	if err != nil {
 		if ctx.Err() != nil {

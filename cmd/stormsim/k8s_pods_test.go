@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
@@ -45,10 +46,13 @@ func podArgs(t *testing.T, stream []byte) map[string][]string {
 }
 
 // TestRenderedJobsRunHere plays the cluster: it renders a 3-shard sweep,
-// runs each pod's arguments here (with $(JOB_COMPLETION_INDEX) expanded as
-// the kubelet does, and the pod's paths mapped to temporary directories),
-// then the merge Job's arguments, and requires the merged sweep.csv to be
-// the unsharded sweep's, byte for byte.
+// starts the merge Job's arguments, runs each pod's arguments here (with
+// $(JOB_COMPLETION_INDEX) expanded as the kubelet does, and the pod's paths
+// mapped to temporary directories) while the merge waits, and requires the
+// merged sweep.csv to be the unsharded sweep's, byte for byte. The merge
+// starts first, as the two Jobs do: an unlabelled merge --wait refuses
+// shards already complete at its first look, since they may be a previous
+// apply's (TestAttackMergeWaitUnlabelledTakesThePreviousRunsShards).
 // Each pod's --shard-from-env reads the environment the Job gives it.
 func TestRenderedJobsRunHere(t *testing.T) {
 	const n = 3
@@ -66,11 +70,23 @@ func TestRenderedJobsRunHere(t *testing.T) {
 	require.NotEmpty(t, work)
 	require.NotEmpty(t, merge)
 
+	defer func(p time.Duration) { mergePoll = p }(mergePoll)
+	mergePoll = 50 * time.Millisecond
 	results := t.TempDir()
 	local := func(a string) string {
 		a = strings.ReplaceAll(a, k8s.ScenarioDir+"/"+k8s.ScenarioKey, scenarioFile)
 		return strings.ReplaceAll(a, k8s.ResultsDir, results)
 	}
+	var margs []string
+	for _, a := range merge {
+		margs = append(margs, local(a))
+	}
+	merged := make(chan string, 1)
+	go func() {
+		_, errOut, code := runCLI(t, margs...)
+		merged <- fmt.Sprintf("status %d: %s", code, errOut)
+	}()
+	time.Sleep(3 * mergePoll) // the merge has looked and found nothing
 	for i := range n {
 		var args []string
 		for _, a := range work {
@@ -82,15 +98,15 @@ func TestRenderedJobsRunHere(t *testing.T) {
 		_, errOut, code := runCLI(t, args...)
 		require.Equal(t, 0, code, "pod %d: stormsim %s: %s", i, strings.Join(args, " "), errOut)
 	}
-	var margs []string
-	for _, a := range merge {
-		margs = append(margs, local(a))
+	select {
+	case got := <-merged:
+		require.Equal(t, "status 0: ", got, "merge")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the merge did not notice the shards")
 	}
-	_, errOut, code := runCLI(t, margs...)
-	require.Equal(t, 0, code, "merge: %s", errOut)
 
 	whole := filepath.Join(t.TempDir(), "whole")
-	_, errOut, code = runCLI(t, append([]string{"sweep", scenarioFile, "--out", whole}, sweepArgs...)...)
+	_, errOut, code := runCLI(t, append([]string{"sweep", scenarioFile, "--out", whole}, sweepArgs...)...)
 	require.Equal(t, 0, code, errOut)
 	want, err := os.ReadFile(filepath.Join(whole, "sweep.csv"))
 	require.NoError(t, err)

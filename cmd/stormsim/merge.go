@@ -2,22 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/stormsim/stormsim/capacity"
+	"github.com/stormsim/stormsim/merge"
 
 	"github.com/spf13/pflag"
 
-	"github.com/stormsim/stormsim/analysis"
-	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/shard"
 )
 
@@ -49,7 +44,7 @@ type mergeCommand struct {
 func (c *mergeCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.out, "out", "", "write the merged output to `DIR` (required)")
 	fs.IntVar(&c.shards, "shards", 0, "read the `N` shard directories PARENT/shard-0 … PARENT/shard-(N−1)")
-	fs.DurationVar(&c.wait, "wait", 0, "wait up to this long for every shard directory to be complete (e.g. 2h); 0: they must be complete now")
+	fs.DurationVar(&c.wait, "wait", 0, "wait up to this long for every shard directory to be complete (e.g. 2h); 0: they must be complete now; without --run, shards all complete at the first look are refused (they may be a previous run's)")
 	fs.StringVar(&c.format, "format", "text", "output format of a merged run's summary: text or json")
 	fs.Var(&c.label, "run", "merge only the shards of the run labelled `LABEL` (their --run); with --wait, a previous run's shards are waited past, not merged")
 }
@@ -131,59 +126,10 @@ func checkMergeOut(dirs []string, out string) error {
 	return nil
 }
 
-// outputKind is what a shard directory holds.
-type outputKind int
-
-const (
-	kindNone     outputKind = iota // nothing complete yet
-	kindSweep                      // sweep.csv from 'stormsim sweep --shard'
-	kindResult                     // a metrics.Save directory (run, load)
-	kindCapacity                   // capacity.json from 'stormsim capacity --shard'
-	kindCompare                    // compare-shard.json from 'stormsim compare --shard'
-)
-
-func (k outputKind) String() string {
-	return [...]string{"incomplete", "sweep", "result", "capacity", "compare"}[k]
-}
-
-// kindOf says what dir holds once it is complete. Every file is written
-// atomically; metrics.Save writes faults.json last, so a result directory
-// with it is complete, and a sweep shard writes its one sweep.csv at the
-// end.
-func kindOf(dir string) (outputKind, error) {
-	exists := func(name string) (bool, error) {
-		_, err := os.Stat(filepath.Join(dir, name))
-		if errors.Is(err, fs.ErrNotExist) {
-			return false, nil
-		}
-		return err == nil, err
-	}
-	for _, c := range []struct {
-		kind  outputKind
-		files []string
-	}{
-		{kindSweep, []string{"sweep.csv"}},
-		{kindCapacity, []string{"capacity.json"}},
-		{kindCompare, []string{compareShardFile}},
-		{kindResult, []string{metrics.SummaryFile, metrics.FaultsFile}},
-	} {
-		all := true
-		for _, f := range c.files {
-			ok, err := exists(f)
-			if err != nil {
-				return kindNone, err
-			}
-			all = all && ok
-		}
-		if all {
-			return c.kind, nil
-		}
-	}
-	return kindNone, nil
-}
-
-// waitComplete polls until the shards are ready to merge (see ready),
+// waitComplete polls until the shards are ready to merge (merge.NotReady),
 // ctx is done, or timeout passes; the error says what is still missing.
+// Unlabelled (run ""), shards ready at the first look are refused
+// (merge.Ambiguous).
 func waitComplete(ctx context.Context, dirs []string, shards int, run shard.Run, timeout, poll time.Duration) error {
 	sig := ctx
 	start := time.Now()
@@ -191,10 +137,15 @@ func waitComplete(ctx context.Context, dirs []string, shards int, run shard.Run,
 	defer cancel()
 	t := time.NewTicker(poll)
 	defer t.Stop()
-	for {
-		why, err := notReady(dirs, shards, run)
+	for first := true; ; first = false {
+		why, err := merge.NotReady(dirs, shards, run)
 		if err != nil {
 			return err
+		}
+		if why == "" && first {
+			if err := merge.Ambiguous(dirs, run); err != nil {
+				return err
+			}
 		}
 		if why == "" {
 			return nil
@@ -211,145 +162,28 @@ func waitComplete(ctx context.Context, dirs []string, shards int, run shard.Run,
 	}
 }
 
-// notReady returns why dirs cannot be merged into a whole run yet, or ""
-// when they can: a directory without finished output, one of another run
-// than run (when given), a sweep whose units
-// do not add up to a whole sweep, or a result shard that was interrupted
-// (its pod is likely being retried).
-func notReady(dirs []string, shards int, run shard.Run) (string, error) {
-	var missing []string
-	for _, d := range dirs {
-		k, err := kindOf(d)
-		if err != nil {
-			return "", err
-		}
-		if k == kindNone {
-			missing = append(missing, d)
-		}
-	}
-	if len(missing) > 0 {
-		n := len(missing)
-		if n > 5 {
-			missing = append(missing[:5], fmt.Sprintf("and %d more", n-5))
-		}
-		return fmt.Sprintf("%d of %d shard directories are not complete: %s", n, len(dirs), strings.Join(missing, ", ")), nil
-	}
-	if why, err := runMismatch(dirs, run); why != "" || err != nil {
-		return why, err
-	}
-	kind, err := commonKind(dirs)
-	if err != nil {
-		return "", err
-	}
-	if kind == kindSweep {
-		_, err := readSweepShards(dirs, shards)
-		var inc *analysis.IncompleteSweepError
-		if errors.As(err, &inc) {
-			return inc.Error(), nil
-		}
-		return "", err
-	}
-	for _, d := range dirs {
-		name := filepath.Join(d, metrics.SummaryFile)
-		b, err := os.ReadFile(name)
-		if err != nil {
-			return "", err
-		}
-		var s struct{ Status metrics.Status }
-		if err := json.Unmarshal(b, &s); err != nil {
-			return "", fmt.Errorf("%s: %w", name, err)
-		}
-		if s.Status == metrics.StatusInterrupted {
-			return d + " was interrupted", nil
-		}
-	}
-	return "", nil
-}
-
-// commonKind returns the kind of output every dir holds, or an error when
-// one is unfinished or they differ.
-func commonKind(dirs []string) (outputKind, error) {
-	var kind outputKind
-	for i, d := range dirs {
-		k, err := kindOf(d)
-		if err != nil {
-			return kindNone, err
-		}
-		if k == kindNone {
-			return kindNone, fmt.Errorf("%s: holds neither sweep.csv, capacity.json, compare-shard.json nor a complete result (summary.json … faults.json): not a finished shard", d)
-		}
-		if i > 0 && k != kind {
-			return kindNone, fmt.Errorf("%s holds %s output, %s holds %s output: shards of different commands", dirs[0], kind, d, k)
-		}
-		kind = k
-	}
-	return kind, nil
-}
-
-// readSweepShards reads the shards' sweep.csv files and checks that their
-// units make one whole sweep: every unit 0 … P·V·R−1 exactly once (P points,
-// V variants, R replicas, as the rows show them), and, with shards = N,
-// that directory I holds only units ≡ I (mod N). A shard interrupted
-// before its last unit, or left out, shows up as a missing unit.
-func readSweepShards(dirs []string, shards int) ([]analysis.Row, error) {
-	parts := make([][]analysis.Row, len(dirs))
-	for i, d := range dirs {
-		name := filepath.Join(d, "sweep.csv")
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, err
-		}
-		rows, err := analysis.ReadRows(name, f)
-		f.Close()
-		if err != nil {
-			return nil, err
-		}
-		if shards > 0 {
-			sp := shard.Spec{Index: i, Count: shards}
-			for _, r := range rows {
-				if !sp.Owns(r.Index) {
-					return nil, fmt.Errorf("%s holds unit %d, which belongs to shard %d/%d, not %v: shards of a different split", name, r.Index, r.Index%shards, shards, sp)
-				}
-			}
-		}
-		parts[i] = rows
-	}
-	rows, err := analysis.MergeRows(parts...)
-	if err != nil {
-		return nil, err
-	}
-	if err := analysis.CheckWhole(rows); err != nil {
-		return nil, err
-	}
-	return rows, nil
-}
-
 // mergeDirs merges complete shard directories of one kind into out.
 func mergeDirs(dirs []string, shards int, run shard.Run, out, format string, w io.Writer) error {
-	kind, err := commonKind(dirs)
+	kind, err := merge.CommonKind(dirs)
 	if err != nil {
 		return err
 	}
-	if why, err := runMismatch(dirs, run); err != nil || why != "" {
+	if why, err := merge.RunMismatch(dirs, run); err != nil || why != "" {
 		if err == nil {
 			err = errors.New(why)
 		}
 		return err
 	}
-	if kind == kindSweep {
-		if _, err := readSweepShards(dirs, shards); err != nil {
+	switch kind {
+	case merge.Sweep:
+		rows, err := merge.SweepShards(dirs, shards)
+		if err != nil {
 			return err
 		}
-		files := make([]string, len(dirs))
-		for i, d := range dirs {
-			files[i] = filepath.Join(d, "sweep.csv")
-		}
-		return mergeSweep(files, out, w)
-	}
-	if kind == kindCompare {
+		return writeSweep(out, rows, merge.SweepValues(rows), true, "", w)
+	case merge.Compare:
 		return mergeCompareShards(dirs, out, w)
-	}
-	if kind == kindCapacity {
+	case merge.Capacity:
 		files, err := capacity.MergeShards(dirs, out)
 		if err != nil {
 			return err
@@ -359,18 +193,7 @@ func mergeDirs(dirs []string, shards int, run shard.Run, out, format string, w i
 		}
 		return nil
 	}
-	parts := make([]*metrics.Result, len(dirs))
-	for i, d := range dirs {
-		r, err := metrics.Load(d)
-		if err != nil {
-			return err
-		}
-		if i > 0 && r.Summary.Seed != parts[0].Summary.Seed {
-			return fmt.Errorf("%s has seed %d, %s seed %d: shards of one run share its seed", d, r.Summary.Seed, dirs[0], parts[0].Summary.Seed)
-		}
-		parts[i] = r
-	}
-	merged, err := metrics.Merge(parts...)
+	merged, err := merge.Results(dirs)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/metrics/metricstest"
 	"github.com/stormsim/stormsim/shard"
 )
 
@@ -116,4 +118,33 @@ func TestMergeRunLabelIsChecked(t *testing.T) {
 			require.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
 		}
 	}
+}
+
+// TestAttackMergeWaitUnlabelledTakesThePreviousRunsShards (issue 37, item
+// 13): without --run, the shards of a repeated run share the previous
+// run's id, so a 'merge --wait' that finds every shard complete at its
+// first look cannot tell whether they are this run's or the previous
+// run's, left in the directories before the new run's first unit lands;
+// it merged them. It now refuses at once, saying how to label the run, and
+// writes nothing. A wait that began before the shards were complete (the
+// merge Job's) goes ahead as before (TestMergeWaitsForLateShards).
+func TestAttackMergeWaitUnlabelledTakesThePreviousRunsShards(t *testing.T) {
+	dir := t.TempDir()
+	parts := metricstest.StormParts(2)
+	for i, p := range parts {
+		p.RunID = "storm"
+		require.NoError(t, metrics.Save(shard.Dir(dir, i), p))
+	}
+	merged := filepath.Join(dir, "merged")
+	_, errOut, code := runCLI(t, "merge", "--shards", "2", "--wait", "20s", dir, "--out", merged)
+	require.Equal(t, exitError1, code, errOut)
+	for _, want := range []string{"already complete when --wait began", "run storm", "--run LABEL", "without --wait"} {
+		require.Contains(t, errOut, want)
+	}
+	require.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
+	_, err := os.Stat(merged)
+	require.ErrorIs(t, err, os.ErrNotExist, "nothing is written")
+	// Without --wait the complete shards are merged: the user says they are the run.
+	_, errOut, code = runCLI(t, "merge", "--shards", "2", dir, "--out", merged)
+	require.Equal(t, 0, code, errOut)
 }

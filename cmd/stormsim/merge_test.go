@@ -62,7 +62,7 @@ func TestShardedSweepMergesToTheUnshardedFiles(t *testing.T) {
 		}
 		wg.Wait()
 		merged := filepath.Join(parent, "merged")
-		execCLI(t, bin, "merge", "--shards", fmt.Sprint(n), "--wait", "30s", parent, "--out", merged)
+		execCLI(t, bin, "merge", "--shards", fmt.Sprint(n), parent, "--out", merged)
 		for _, f := range []string{"sweep.csv", "sweep-aggregate.csv"} {
 			want, err := os.ReadFile(filepath.Join(whole, f))
 			require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormsim/stormsim/merge"
 	"github.com/stormsim/stormsim/metrics"
 )
 
@@ -31,9 +32,9 @@ func TestMergeKeepsVariantNamesInsideOut(t *testing.T) {
 	// both where an unescaped name and where the escaped name point.
 	const evil = "../../../PWNED"
 	for _, d := range shards {
-		info, err := os.ReadFile(filepath.Join(d, compareShardFile))
+		info, err := os.ReadFile(filepath.Join(d, merge.CompareShardFile))
 		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(d, compareShardFile),
+		require.NoError(t, os.WriteFile(filepath.Join(d, merge.CompareShardFile),
 			[]byte(strings.ReplaceAll(string(info), `"baseline"`, `"`+evil+`"`)), 0o644))
 		reseal(t, d)
 	}

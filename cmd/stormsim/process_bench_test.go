@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -26,6 +27,13 @@ const mm1Process = "../../sim/testdata/bench/mm1-timeouts.yaml"
 // parsing and the output count too. It reports their CPU seconds per run
 // and process-ratio, stormsim's over the floor's (issue 24: at most 2 with
 // timers on). timers=off runs both without timeout and deadline.
+//
+// Each round also runs both processes on one simulated second
+// (startup_cpu_s, floor_startup_cpu_s): what a process costs besides its
+// event loop (start-up, scenario, build, output), so that the ratio can be
+// split into the part the loop owes and the part the process does.
+// procs=1 runs stormsim with GOMAXPROCS=1 from its start, to measure what
+// the idle second P costs a single run.
 func BenchmarkMM1Process(b *testing.B) {
 	sc, err := topology.Load(mm1Process, nil)
 	if err != nil {
@@ -42,27 +50,39 @@ func BenchmarkMM1Process(b *testing.B) {
 		name    string
 		sets    []string
 		timeout time.Duration
+		env     []string // stormsim's environment beyond the benchmark's
 	}{
-		{"timers=on", nil, timeout},
-		{"timers=off", []string{"--set", "workload.client.timeout=0", "--set", "workload.deadline=0"}, 0},
+		{"timers=on", nil, timeout, nil},
+		{"timers=on/procs=1", nil, timeout, []string{"GOMAXPROCS=1"}},
+		{"timers=off", []string{"--set", "workload.client.timeout=0", "--set", "workload.deadline=0"}, 0, nil},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			var cliCPU, floorCPU time.Duration
+			var cliCPU, floorCPU, cliStart, floorStart time.Duration
+			to := strconv.FormatFloat(tc.timeout.Seconds(), 'g', -1, 64)
+			args := append([]string{"run", mm1Process, "--format", "json"}, tc.sets...)
 			for b.Loop() {
-				out, cpu := runChild(b, cli, append([]string{"run", mm1Process, "--format", "json"}, tc.sets...)...)
+				out, cpu := runChild(b, tc.env, cli, args...)
 				cliCPU += cpu
 				var sum metrics.Summary
 				if err := json.Unmarshal(out, &sum); err != nil {
 					b.Fatalf("stormsim run: %v", err)
 				}
-				out, cpu = runChild(b, fl, "-duration", d, "-timeout", strconv.FormatFloat(tc.timeout.Seconds(), 'g', -1, 64))
+				out, cpu = runChild(b, nil, fl, "-duration", d, "-timeout", to)
 				floorCPU += cpu
 				sameQueue(b, sum.Requests.Offered, string(out))
+				_, cpu = runChild(b, tc.env, cli, append(args, "--set", "duration=1s")...)
+				cliStart += cpu
+				_, cpu = runChild(b, nil, fl, "-duration", "1", "-timeout", to)
+				floorStart += cpu
 			}
 			n := float64(b.N)
 			b.ReportMetric(cliCPU.Seconds()/n, "stormsim_cpu_s")
 			b.ReportMetric(floorCPU.Seconds()/n, "floor_cpu_s")
 			b.ReportMetric(float64(cliCPU)/float64(floorCPU), "process-ratio")
+			b.ReportMetric(cliStart.Seconds()/n, "startup_cpu_s")
+			b.ReportMetric(floorStart.Seconds()/n, "floor_startup_cpu_s")
+			// The loops' own ratio: each process less its one-second run.
+			b.ReportMetric(float64(cliCPU-cliStart)/float64(floorCPU-floorStart), "loop-ratio")
 		})
 	}
 }
@@ -87,10 +107,14 @@ func sameQueue(b *testing.B, offered int64, floorOut string) {
 	}
 }
 
-// runChild runs bin and returns its standard output and CPU time.
-func runChild(b *testing.B, bin string, args ...string) ([]byte, time.Duration) {
+// runChild runs bin with env added to the benchmark's environment and
+// returns its standard output and CPU time.
+func runChild(b *testing.B, env []string, bin string, args ...string) ([]byte, time.Duration) {
 	b.Helper()
 	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/stormsim/stormsim/merge"
 	"github.com/stormsim/stormsim/shard"
 
 	"github.com/spf13/pflag"
@@ -275,33 +276,9 @@ func mergeSweep(files []string, dir string, w io.Writer) error {
 	if len(files) == 0 {
 		return &exitError{exitUsage, errors.New("--merge: give the shards' sweep.csv files")}
 	}
-	var parts [][]analysis.Row
-	for _, name := range files {
-		f, err := os.Open(name)
-		if err != nil {
-			return err
-		}
-		rows, err := analysis.ReadRows(name, f)
-		f.Close()
-		if err != nil {
-			return err
-		}
-		parts = append(parts, rows)
-	}
-	rows, err := analysis.MergeRows(parts...)
+	rows, values, err := merge.SweepFiles(files)
 	if err != nil {
 		return err
-	}
-	var values []string
-	seen := map[int]bool{}
-	for _, r := range rows {
-		if !seen[r.Point] {
-			seen[r.Point] = true
-			for len(values) <= r.Point {
-				values = append(values, "")
-			}
-			values[r.Point] = r.Value
-		}
 	}
 	return writeSweep(dir, rows, values, true, "", w)
 }

@@ -1,4 +1,4 @@
-package main
+package merge
 
 import (
 	"errors"
@@ -9,13 +9,13 @@ import (
 	"github.com/stormsim/stormsim/shard"
 )
 
-// runMismatch returns why dirs cannot be merged as the shards of one run,
+// RunMismatch returns why dirs cannot be merged as the shards of one run,
 // or "" when they can: a directory without its manifest (its save has not
 // finished, or an older stormsim wrote it), one whose files are not the
 // ones its manifest lists (a save killed midway over an earlier one), or
 // directories of different runs (one is stale, left by an earlier run),
 // or with want a directory of a run not labelled want.
-func runMismatch(dirs []string, want shard.Run) (string, error) {
+func RunMismatch(dirs []string, want shard.Run) (string, error) {
 	first, firstDir := "", ""
 	for _, d := range dirs {
 		m, err := metrics.ReadManifest(d)
