@@ -1,0 +1,81 @@
+package analysis
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/stormsim/stormsim/metrics"
+)
+
+// effectTotals is one column's irrevocable steps, external effects and
+// versioned writes, summed over its services; a nil field is one the
+// variant does not have.
+type effectTotals struct {
+	irrevocable *metrics.Irrevocable
+	effects     *metrics.Effects
+	writes      *metrics.VersionedWrites
+}
+
+// effectRows are the comparison lines of the harm a retry does outside the
+// request's own outcome; printed only when a column has any of them, "-"
+// in a column without the object a line reads.
+var effectRows = []tableRow[effectTotals]{
+	{"irrevocable, unknown of sent", func(t *effectTotals) string {
+		if t.irrevocable == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%d of %d", t.irrevocable.Unknown, t.irrevocable.Sent)
+	}},
+	{"effect duplicates", func(t *effectTotals) string {
+		if t.effects == nil {
+			return "-"
+		}
+		return itoa(t.effects.Duplicates)
+	}},
+	{"effects absorbed by key", func(t *effectTotals) string {
+		if t.effects == nil {
+			return "-"
+		}
+		return itoa(t.effects.Absorbed)
+	}},
+	{"lost updates", func(t *effectTotals) string {
+		if t.writes == nil {
+			return "-"
+		}
+		return itoa(t.writes.LostUpdates)
+	}},
+	{"write conflict rate", func(t *effectTotals) string {
+		if t.writes == nil {
+			return "-"
+		}
+		return strconv.FormatFloat(100*t.writes.ConflictRate, 'f', 1, 64) + "%"
+	}},
+	{"writes aborted", func(t *effectTotals) string {
+		if t.writes == nil {
+			return "-"
+		}
+		return itoa(t.writes.Aborted)
+	}},
+}
+
+// effectsOf returns each run column's effect totals, or nil when no
+// column has effects, so comparisons without them read as before.
+func effectsOf(cols []Column) []*effectTotals {
+	out := make([]*effectTotals, len(cols))
+	found := false
+	for i := range cols {
+		r := cols[i].Result
+		if r == nil || cols[i].Measures.NotRun {
+			continue
+		}
+		t := effectTotals{r.Summary.Irrevocable, r.Summary.TotalEffects(), r.Summary.TotalVersionedWrites()}
+		if t.irrevocable != nil || t.effects != nil || t.writes != nil {
+			out[i] = &t
+			found = true
+		}
+	}
+	if !found {
+		return nil
+	}
+	return out
+}
