@@ -190,6 +190,28 @@ func TestTally(t *testing.T) {
 	}
 }
 
+// A run that stops with calls still open (diverged, interrupted) ends
+// their intents never certain: each is unknown at the end, so the peak of
+// intents unknown at once counts them all, as the requests' unknown does,
+// and so does the count unknown now; an intent that became certain first
+// does not join them.
+func TestTallyEndUnknown(t *testing.T) {
+	tl := Tally{AlertAfter: time.Second}
+	open := make([]Certain, 5)
+	for i := range open {
+		tl.Begin(&open[i], 0)
+	}
+	tl.Unknown(&open[0]) // its call ended unknown; the others were still open
+	tl.Resolve(&open[4], 5*ms, ByReply)
+	for i := range open {
+		tl.End(&open[i])
+	}
+	got := tl.Certainty(2 * time.Second)
+	if got.UnknownMax != 4 || tl.UnknownNow() != 4 || got.ResolvedBy.Never != 4 || got.Alerts != 4 {
+		t.Errorf("unknown max %d, now %d, never %d, alerts %d; want 4 each", got.UnknownMax, tl.UnknownNow(), got.ResolvedBy.Never, got.Alerts)
+	}
+}
+
 // TestCompileConverge: the plan holds the query edge and the jobs' fact
 // edges after every call edge, and the streams of the query endpoints.
 func TestCompileConverge(t *testing.T) {
