@@ -71,6 +71,34 @@ func TestQuerierResubmitAndDeadline(t *testing.T) {
 	if a := q.Start(p, 950*ms, 0, 900*ms); a.Step != QueryStop {
 		t.Fatalf("a first query due past the deadline: %+v, want stop", a)
 	}
+
+	// Without resubmit, NOT_FOUND past the lease is final: the write
+	// failed, and the schedule stops resolved rather than polling on.
+	p.Resubmit = false
+	q = Querier{}
+	q.Start(p, 0, 0, 0)
+	q.Wake(p, 100*ms)
+	if a := q.Answered(p, 110*ms, true, NotFound); a.Step != QueryWait {
+		t.Fatalf("NOT_FOUND inside the lease, no resubmit: %+v, want a wait", a)
+	}
+	q.Wake(p, 210*ms)
+	if a := q.Answered(p, 310*ms, true, NotFound); a != (QueryAction{Step: QueryStop, Resolved: true, State: NotFound}) {
+		t.Fatalf("NOT_FOUND past the lease, no resubmit: %+v, want a resolved stop", a)
+	}
+
+	// MaxQueries stops the schedule after that many queries, unresolved.
+	p.MaxQueries = 2
+	q = Querier{}
+	q.Start(p, 0, 0, 0)
+	for i, at := range []time.Duration{100 * ms, 200 * ms} {
+		if a := q.Wake(p, at); a.Step != QuerySend {
+			t.Fatalf("query %d: %+v, want a send", i+1, a)
+		}
+		q.Answered(p, at+ms, true, Processing)
+	}
+	if a := q.Wake(p, 300*ms); a.Step != QueryStop || a.Resolved || q.Sent() != 2 {
+		t.Fatalf("third wake with max_queries 2: %+v after %d sent, want an unresolved stop", a, q.Sent())
+	}
 }
 
 // TestRecover is recovery's rule, row by row.

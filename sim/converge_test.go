@@ -397,3 +397,31 @@ faults:
 		})
 	}
 }
+
+// A write the committing service cancelled leaves no record: NOT_FOUND
+// past the lease means it never happened. With resubmit the client sends
+// it again (TestResubmitAfterNotFound); without, the answer is final —
+// the write failed — and the querying stops there instead of polling
+// NOT_FOUND until the deadline.
+func TestNotFoundWithoutResubmitIsFailed(t *testing.T) {
+	res := runYAML(t, "resubmit", resubmitted, "workload.query.resubmit=false")
+	c, orders := res.Summary.Certainty, serviceOf(t, res.Summary, "orders")
+	if c.Resubmits != 0 || c.ResolvedBy != (metrics.ResolvedBy{Query: 1}) || orders.Executions != 0 {
+		t.Fatalf("certainty %+v, executions %d", *c, orders.Executions)
+	}
+	// unknown at 100ms; the query at 200ms answers NOT_FOUND at 201ms,
+	// past the 150ms lease from the write sent at 0: one query, certain.
+	if c.Queries != 1 || !near(c.P50Ms, 201) {
+		t.Errorf("%d queries, time to certainty %vms; want 1 and 201", c.Queries, c.P50Ms)
+	}
+}
+
+// max_queries bounds one intent's polling: NOT_FOUND inside a long lease
+// keeps the client asking, and after 3 queries it stops, unknown.
+func TestMaxQueries(t *testing.T) {
+	res := runYAML(t, "resubmit", resubmitted, "services.orders.idempotency.lease=10s", "workload.query.max_queries=3")
+	c := res.Summary.Certainty
+	if c.Queries != 3 || c.ResolvedBy != (metrics.ResolvedBy{Never: 1}) || c.UnknownMax != 1 {
+		t.Errorf("certainty %+v, want 3 queries and the intent never certain", *c)
+	}
+}
