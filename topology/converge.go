@@ -292,6 +292,14 @@ func (q *Query) Backoff() policies.BackoffConfig {
 		Jitter: q.Jitter, Spread: q.Spread}
 }
 
+// SimulatorOnly reports every key of sc that only the simulator runs, the
+// effects' (SimulatorOnlyEffects) then convergence's
+// (SimulatorOnlyConvergence), each at its file and line: what a driver of
+// served services must refuse rather than ignore; nil when there are none.
+func (sc *Scenario) SimulatorOnly() Problems {
+	return append(sc.SimulatorOnlyEffects(), sc.SimulatorOnlyConvergence()...)
+}
+
 // SimulatorOnlyConvergence reports each convergence key of sc that serve
 // does not run yet (status queries, recovery, reconciliation, owner
 // crashes) as a problem at its file and line, so that serve refuses the
