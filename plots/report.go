@@ -359,7 +359,7 @@ var reportTmpl = newPage("report", reportFuncs, `<!DOCTYPE html>
 {{end}}{{end}}</table>{{end}}
 {{end}}
 {{if hasEffects .S}}<h2 id="effects">Effects</h2>
-<p class="meta">What the retries did beyond the request's own outcome: intents past an irrevocable step that their caller saw as unknown, external effects delivered twice or absorbed by key, and versioned writes that conflicted or lost an update.</p>
+<p class="meta">What the writes did beyond each request's own outcome: intents past an irrevocable step that their caller saw as unknown, external effects delivered twice or absorbed by key, and versioned writes that conflicted or lost another writer's update.</p>
 {{with .S.Irrevocable}}<table>
 <tr><th>irrevocable step</th><th>intents sent</th><th>unknown to their caller</th><th>share</th></tr>
 <tr><td>passed</td><td>{{.Sent}}</td><td>{{.Unknown}}</td><td>{{share .Unknown .Sent}}</td></tr>
