@@ -188,6 +188,7 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 		}
 	}
 	effects := effectsOf(c.Columns) // nil without effects: the table as before
+	effectRows := effectRowsOf(effects)
 	if effects != nil {
 		for _, r := range effectRows {
 			width = max(width, utf8.RuneCountInString(r.label))

@@ -16,46 +16,67 @@ type effectTotals struct {
 	writes      *metrics.VersionedWrites
 }
 
-// effectRows are the comparison lines of the harm a retry does outside the
-// request's own outcome; printed only when a column has any of them, "-"
-// in a column without the object a line reads.
-var effectRows = []tableRow[effectTotals]{
-	{"irrevocable, unknown of sent", func(t *effectTotals) string {
+// The comparison lines of what the writes did beyond the request's own
+// outcome, one group per object: a group is printed only when a column
+// has its object, "-" in a column without it.
+var (
+	irrevocableRows = []tableRow[effectTotals]{{"irrevocable, unknown of sent", func(t *effectTotals) string {
 		if t.irrevocable == nil {
 			return "-"
 		}
 		return fmt.Sprintf("%d of %d", t.irrevocable.Unknown, t.irrevocable.Sent)
-	}},
-	{"effect duplicates", func(t *effectTotals) string {
+	}}}
+	externalRows = []tableRow[effectTotals]{{"effect duplicates", func(t *effectTotals) string {
 		if t.effects == nil {
 			return "-"
 		}
 		return itoa(t.effects.Duplicates)
 	}},
-	{"effects absorbed by key", func(t *effectTotals) string {
-		if t.effects == nil {
-			return "-"
-		}
-		return itoa(t.effects.Absorbed)
-	}},
-	{"lost updates", func(t *effectTotals) string {
+		{"effects absorbed by key", func(t *effectTotals) string {
+			if t.effects == nil {
+				return "-"
+			}
+			return itoa(t.effects.Absorbed)
+		}}}
+	versionedRows = []tableRow[effectTotals]{{"lost updates", func(t *effectTotals) string {
 		if t.writes == nil {
 			return "-"
 		}
 		return itoa(t.writes.LostUpdates)
 	}},
-	{"write conflict rate", func(t *effectTotals) string {
-		if t.writes == nil {
-			return "-"
+		{"write conflict rate", func(t *effectTotals) string {
+			if t.writes == nil {
+				return "-"
+			}
+			return strconv.FormatFloat(100*t.writes.ConflictRate, 'f', 1, 64) + "%"
+		}},
+		{"writes aborted", func(t *effectTotals) string {
+			if t.writes == nil {
+				return "-"
+			}
+			return itoa(t.writes.Aborted)
+		}}}
+)
+
+// effectRowsOf returns the effect lines to print for ts: the groups whose
+// object some column has (nil when ts is).
+func effectRowsOf(ts []*effectTotals) []tableRow[effectTotals] {
+	var ir, ex, vw bool
+	for _, t := range ts {
+		if t != nil {
+			ir, ex, vw = ir || t.irrevocable != nil, ex || t.effects != nil, vw || t.writes != nil
 		}
-		return strconv.FormatFloat(100*t.writes.ConflictRate, 'f', 1, 64) + "%"
-	}},
-	{"writes aborted", func(t *effectTotals) string {
-		if t.writes == nil {
-			return "-"
+	}
+	var rows []tableRow[effectTotals]
+	for _, g := range []struct {
+		has  bool
+		rows []tableRow[effectTotals]
+	}{{ir, irrevocableRows}, {ex, externalRows}, {vw, versionedRows}} {
+		if g.has {
+			rows = append(rows, g.rows...)
 		}
-		return itoa(t.writes.Aborted)
-	}},
+	}
+	return rows
 }
 
 // effectsOf returns each run column's effect totals, or nil when no

@@ -81,3 +81,24 @@ func TestCompareEffectsGolden(t *testing.T) {
 		t.Errorf("effects in a comparison without them:\n%s", b.String())
 	}
 }
+
+// A group of effect lines is printed only when some variant has its
+// object: versioned writes alone bring no irrevocable or external-effect
+// lines.
+func TestCompareEffectsOnlyPresent(t *testing.T) {
+	c := effectsComparison()
+	for _, col := range c.Columns {
+		col.Result.Summary.Irrevocable = nil
+		for i := range col.Result.Summary.Services {
+			col.Result.Summary.Services[i].Effects = nil
+		}
+	}
+	var b bytes.Buffer
+	if err := c.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, "lost updates") || strings.Contains(out, "irrevocable") || strings.Contains(out, "effect duplicates") {
+		t.Errorf("want only the versioned-write lines:\n%s", out)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"image/color"
+	"slices"
 
 	"github.com/stormsim/stormsim/metrics"
 )
@@ -151,19 +152,6 @@ var effectRows = []comparisonRow{
 	}},
 }
 
-// hasEffects reports whether a variant of c has effects to compare.
-func (c *Comparison) hasEffects() bool {
-	for _, v := range c.Variants {
-		if v.NotRun || v.Result == nil {
-			continue
-		}
-		if s := &v.Result.Summary; s.Irrevocable != nil || s.TotalEffects() != nil || s.TotalVersionedWrites() != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // certaintyCell reads a row's cell from a summary's Certainty.
 func certaintyCell(f func(c *metrics.Certainty) string) func(s *metrics.Summary) string {
 	return func(s *metrics.Summary) string {
@@ -208,10 +196,16 @@ func num(x float64) string { return reportFuncs["num"].(func(float64) string)(x)
 var comparisonFuncs = template.FuncMap{
 	"rows": func() []comparisonRow { return comparisonRows },
 	"effectRows": func(c *Comparison) []comparisonRow {
-		if !c.hasEffects() {
-			return nil
+		// Only the lines some variant has a figure for.
+		var rows []comparisonRow
+		for _, r := range effectRows {
+			if slices.ContainsFunc(c.Variants, func(v ComparedVariant) bool {
+				return !v.NotRun && v.Result != nil && r.Cell(&v.Result.Summary) != "–"
+			}) {
+				rows = append(rows, r)
+			}
 		}
-		return effectRows
+		return rows
 	},
 	"certaintyRows": func(c *Comparison) []comparisonRow {
 		if !c.hasCertainty() {
