@@ -20,43 +20,44 @@ type effectTotals struct {
 // outcome, one group per object: a group is printed only when a column
 // has its object, "-" in a column without it.
 var (
-	irrevocableRows = []tableRow[effectTotals]{{"irrevocable, unknown of sent", func(t *effectTotals) string {
-		if t.irrevocable == nil {
-			return "-"
-		}
-		return fmt.Sprintf("%d of %d", t.irrevocable.Unknown, t.irrevocable.Sent)
-	}}}
-	externalRows = []tableRow[effectTotals]{{"effect duplicates", func(t *effectTotals) string {
-		if t.effects == nil {
-			return "-"
-		}
-		return itoa(t.effects.Duplicates)
-	}},
-		{"effects absorbed by key", func(t *effectTotals) string {
-			if t.effects == nil {
-				return "-"
-			}
-			return itoa(t.effects.Absorbed)
-		}}}
-	versionedRows = []tableRow[effectTotals]{{"lost updates", func(t *effectTotals) string {
-		if t.writes == nil {
-			return "-"
-		}
-		return itoa(t.writes.LostUpdates)
-	}},
-		{"write conflict rate", func(t *effectTotals) string {
-			if t.writes == nil {
-				return "-"
-			}
-			return strconv.FormatFloat(100*t.writes.ConflictRate, 'f', 1, 64) + "%"
-		}},
-		{"writes aborted", func(t *effectTotals) string {
-			if t.writes == nil {
-				return "-"
-			}
-			return itoa(t.writes.Aborted)
-		}}}
+	irrevocableRows = []tableRow[effectTotals]{
+		{"irrevocable, unknown of sent", irrevocableCell(func(ir *metrics.Irrevocable) string { return fmt.Sprintf("%d of %d", ir.Unknown, ir.Sent) })},
+	}
+	externalRows = []tableRow[effectTotals]{
+		{"effect duplicates", externalCell(func(e *metrics.Effects) string { return itoa(e.Duplicates) })},
+		{"effects absorbed by key", externalCell(func(e *metrics.Effects) string { return itoa(e.Absorbed) })},
+	}
+	versionedRows = []tableRow[effectTotals]{
+		{"lost updates", versionedCell(func(w *metrics.VersionedWrites) string { return itoa(w.LostUpdates) })},
+		{"write conflict rate", versionedCell(func(w *metrics.VersionedWrites) string {
+			return strconv.FormatFloat(100*w.ConflictRate, 'f', 1, 64) + "%"
+		})},
+		{"writes aborted", versionedCell(func(w *metrics.VersionedWrites) string { return itoa(w.Aborted) })},
+	}
 )
+
+// cellOf reads a line's cell from the object get picks out of a column's
+// totals, "-" when the column has none.
+func cellOf[T any](get func(*effectTotals) *T, f func(*T) string) func(*effectTotals) string {
+	return func(t *effectTotals) string {
+		if o := get(t); o != nil {
+			return f(o)
+		}
+		return "-"
+	}
+}
+
+func irrevocableCell(f func(*metrics.Irrevocable) string) func(*effectTotals) string {
+	return cellOf(func(t *effectTotals) *metrics.Irrevocable { return t.irrevocable }, f)
+}
+
+func externalCell(f func(*metrics.Effects) string) func(*effectTotals) string {
+	return cellOf(func(t *effectTotals) *metrics.Effects { return t.effects }, f)
+}
+
+func versionedCell(f func(*metrics.VersionedWrites) string) func(*effectTotals) string {
+	return cellOf(func(t *effectTotals) *metrics.VersionedWrites { return t.writes }, f)
+}
 
 // effectRowsOf returns the effect lines to print for ts: the groups whose
 // object some column has (nil when ts is).

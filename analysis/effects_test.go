@@ -31,10 +31,7 @@ func effectsComparison() *Comparison {
 	}
 	cols := []Column{{Variant: Variant{Name: Baseline}, Result: base}, {Variant: Variant{Name: "keyed", Sets: []string{"services.orders.external_effect.dedupe=true"}}, Result: keyed},
 		{Variant: Variant{Name: "plain", Sets: []string{"services.orders.external_effect=off"}}, Result: metricstest.Storm()}}
-	for i := range cols {
-		cols[i].Measures = MeasuresOf(cols[i].Result)
-	}
-	return &Comparison{Scenario: "synthetic-storm", Seed: 1, Columns: cols}
+	return syntheticComparison(cols)
 }
 
 // Compare shows the effects when any variant has them, "-" where a
