@@ -22,6 +22,12 @@ func certaintyComparison() *Comparison {
 	jittered.Summary.Certainty = &c
 	cols := []Column{{Variant: Variant{Name: Baseline}, Result: base}, {Variant: Variant{Name: "jitter", Sets: []string{"workload.query.jitter=full"}}, Result: jittered},
 		{Variant: Variant{Name: "plain", Sets: []string{"workload.query=off"}}, Result: metricstest.Storm()}}
+	return syntheticComparison(cols)
+}
+
+// syntheticComparison is a comparison of the synthetic storm's columns,
+// each measured from its result.
+func syntheticComparison(cols []Column) *Comparison {
 	for i := range cols {
 		cols[i].Measures = MeasuresOf(cols[i].Result)
 	}

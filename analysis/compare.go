@@ -187,6 +187,13 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 			width = max(width, utf8.RuneCountInString(r.label))
 		}
 	}
+	effects := effectsOf(c.Columns) // nil without effects: the table as before
+	effectRows := effectRowsOf(effects)
+	if effects != nil {
+		for _, r := range effectRows {
+			width = max(width, utf8.RuneCountInString(r.label))
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%*s\t", -width, "")
 	for _, col := range c.Columns {
@@ -214,6 +221,7 @@ func (c *Comparison) WriteTable(w io.Writer) error {
 	}
 	writeTableRows(tw, width, async, asyncRows)
 	writeTableRows(tw, width, certain, certaintyRows)
+	writeTableRows(tw, width, effects, effectRows)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -303,6 +311,12 @@ type ColumnJSON struct {
 	// how it differs from the baseline's (metrics.CertaintyVersus).
 	Certainty       *metrics.Certainty `json:"certainty,omitempty"`
 	CertaintyVersus string             `json:"certainty_vs_baseline,omitempty"`
+	// Irrevocable, Effects and VersionedWrites are the variant's
+	// irrevocable steps and its services' external effects and versioned
+	// writes summed (each absent when the variant has none).
+	Irrevocable     *metrics.Irrevocable     `json:"irrevocable,omitempty"`
+	Effects         *metrics.Effects         `json:"effects,omitempty"`
+	VersionedWrites *metrics.VersionedWrites `json:"versioned_writes,omitempty"`
 }
 
 // JSON returns the comparison's JSON form.
@@ -329,6 +343,8 @@ func (c *Comparison) JSON() ComparisonJSON {
 		if !m.NotRun {
 			j.Certainty = col.Result.Summary.Certainty
 			j.CertaintyVersus = metrics.CertaintyVersus(c.Columns[0].Result.Summary.Certainty, j.Certainty)
+			s := &col.Result.Summary
+			j.Irrevocable, j.Effects, j.VersionedWrites = s.Irrevocable, s.TotalEffects(), s.TotalVersionedWrites()
 		}
 		out.Variants = append(out.Variants, j)
 	}

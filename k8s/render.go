@@ -357,6 +357,11 @@ func Documents(o Options) ([]Document, error) {
 	return docs, nil
 }
 
+// DrivesTarget reports whether o is a load run against a URL (--target in
+// Args) rather than against the scenario's own services served by
+// 'stormsim serve'.
+func (o Options) DrivesTarget() bool { return drivesTarget(o) }
+
 // drivesTarget reports a load run against a URL (--target in Args): 'stormsim
 // load' then takes its workload from flags, not from a scenario argument,
 // and the ConfigMap only records the scenario the run was rendered from.

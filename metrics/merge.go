@@ -121,6 +121,7 @@ func Merge(parts ...*Result) (*Result, error) {
 	}
 	out.Faults = mergeFaults(parts)
 	out.Summary = mergeSummary(parts, out)
+	mergeEffects(parts, &out.Summary)
 	if err := mergeCertainty(parts, out); err != nil { // certainty_merge.go
 		return nil, err
 	}

@@ -12,7 +12,9 @@ import (
 // FormatText writes the short human summary printed by `stormsim run`: the
 // verdict when there is one, the outcome of the logical requests, goodput,
 // end-to-end latency, amplification, how the writes converged when the
-// scenario follows them after UNKNOWN, then one line per service.
+// scenario follows them after UNKNOWN, what irrevocable steps, external
+// effects and versioned writes did when it has them, then one line per
+// service.
 func FormatText(w io.Writer, s *Summary) error {
 	ew := NewErrWriter(w)
 	p := ew.Printf
@@ -69,6 +71,7 @@ func FormatText(w io.Writer, s *Summary) error {
 	}
 	writeConnLines(ew, s.Edges)
 	writeCertainty(ew, s)
+	writeEffects(ew, s) // effects_text.go
 	if ew.Err() != nil {
 		return ew.Err()
 	}

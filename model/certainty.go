@@ -131,21 +131,30 @@ func (in *Certain) Resolved() bool { return in.resolved }
 // End records that in will not become certain: nothing follows it any
 // more (the run ended, or its last query and job are over). It is counted
 // as never certain, and alerts if the run ends AlertAfter past its first
-// attempt (Certainty).
+// attempt (Certainty). A never-certain intent is unknown to its caller
+// from then to the end of the run — including one whose call was still
+// open when a run diverged or was interrupted — so it stays among the
+// intents unknown now, and UnknownMax is at least the count of them.
 func (t *Tally) End(in *Certain) {
+	if in.resolved {
+		return
+	}
+	t.Unknown(in)
 	if t.settle(in, ByNever) {
 		t.open = append(t.open, in.First)
 	}
 }
 
 // settle ends in's uncertainty by by, unless it already ended: the one
-// transition every resolution shares.
+// transition every resolution shares. Only a resolution that makes in
+// certain, or sends it to the manual queue, takes it off the unknown
+// count; ByNever leaves it there.
 func (t *Tally) settle(in *Certain, by Resolution) bool {
 	if in.resolved {
 		return false
 	}
 	in.resolved, in.By = true, by
-	if in.unknown {
+	if in.unknown && by != ByNever {
 		t.unknown--
 	}
 	t.add(by)
@@ -170,8 +179,9 @@ func (t *Tally) add(by Resolution) {
 	}
 }
 
-// UnknownNow is the number of intents unknown now; ManualNow the manual
-// queue's length.
+// UnknownNow is the number of intents unknown now: those whose call ended
+// unknown and are not yet certain nor in the manual queue, and those that
+// ended never certain.
 func (t *Tally) UnknownNow() int64 { return t.unknown }
 
 // ManualNow is the manual queue's length now.

@@ -240,8 +240,10 @@ type QueryPolicy struct {
 	// ended unknown; Backoff the waits between queries.
 	First   time.Duration
 	Backoff policies.Backoff
-	// Deadline bounds the queries, from the intent's first attempt.
-	Deadline time.Duration
+	// Deadline bounds the queries, from the intent's first attempt;
+	// MaxQueries, when positive, bounds their number.
+	Deadline   time.Duration
+	MaxQueries int
 	// Lease is the committing service's: NOT_FOUND past it (from the last
 	// write sent) means the write never happened.
 	Lease time.Duration
@@ -266,7 +268,8 @@ const (
 	// Start again if its outcome is unknown too.
 	QueryResubmit
 	// QueryStop: stop querying: Resolved says the answer made the intent
-	// certain (State), otherwise the deadline passed.
+	// certain (State: a terminal state, or NotFound past the lease without
+	// resubmit — the write failed), otherwise the deadline passed.
 	QueryStop
 )
 
@@ -283,9 +286,9 @@ type QueryAction struct {
 // pointer, so the driver keeps it inside its record of the intent.
 //
 //	Start(first attempt, write sent)  -> Wait(now + First) | Stop
-//	Wake                              -> Send | Stop (deadline)
+//	Wake                              -> Send | Stop (deadline, max queries)
 //	Answered(terminal)                -> Stop, resolved
-//	Answered(NOT_FOUND past lease)    -> Resubmit (with Resubmit)
+//	Answered(NOT_FOUND past lease)    -> Resubmit (with Resubmit) | Stop, resolved (failed)
 //	Answered(other), or no answer     -> Wait(now + Backoff.Delay(n)) | Stop
 type Querier struct {
 	first, sent time.Duration // the intent's first attempt; the last write sent
@@ -310,7 +313,7 @@ func (q *Querier) Start(p *QueryPolicy, now, first, sent time.Duration) QueryAct
 
 // Wake is the Querier's wake-up at now.
 func (q *Querier) Wake(p *QueryPolicy, now time.Duration) QueryAction {
-	if now > q.first+p.Deadline {
+	if now > q.first+p.Deadline || (p.MaxQueries > 0 && q.n >= p.MaxQueries) {
 		return QueryAction{Step: QueryStop}
 	}
 	q.n++
@@ -323,8 +326,14 @@ func (q *Querier) Answered(p *QueryPolicy, now time.Duration, answered bool, st 
 	switch {
 	case answered && st.Terminal():
 		return QueryAction{Step: QueryStop, Resolved: true, State: st}
-	case answered && st == NotFound && p.Resubmit && now >= q.sent+p.Lease:
-		return QueryAction{Step: QueryResubmit}
+	case answered && st == NotFound && now >= q.sent+p.Lease:
+		// Past the lease no owner holds the key: the write never
+		// happened (it never started, or was cancelled or aborted).
+		// That is final: send it again, or the write failed.
+		if p.Resubmit {
+			return QueryAction{Step: QueryResubmit}
+		}
+		return QueryAction{Step: QueryStop, Resolved: true, State: NotFound}
 	}
 	d := p.Backoff.Delay(q.n, q.prev, p.Rand)
 	q.prev = d

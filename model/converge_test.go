@@ -71,6 +71,34 @@ func TestQuerierResubmitAndDeadline(t *testing.T) {
 	if a := q.Start(p, 950*ms, 0, 900*ms); a.Step != QueryStop {
 		t.Fatalf("a first query due past the deadline: %+v, want stop", a)
 	}
+
+	// Without resubmit, NOT_FOUND past the lease is final: the write
+	// failed, and the schedule stops resolved rather than polling on.
+	p.Resubmit = false
+	q = Querier{}
+	q.Start(p, 0, 0, 0)
+	q.Wake(p, 100*ms)
+	if a := q.Answered(p, 110*ms, true, NotFound); a.Step != QueryWait {
+		t.Fatalf("NOT_FOUND inside the lease, no resubmit: %+v, want a wait", a)
+	}
+	q.Wake(p, 210*ms)
+	if a := q.Answered(p, 310*ms, true, NotFound); a != (QueryAction{Step: QueryStop, Resolved: true, State: NotFound}) {
+		t.Fatalf("NOT_FOUND past the lease, no resubmit: %+v, want a resolved stop", a)
+	}
+
+	// MaxQueries stops the schedule after that many queries, unresolved.
+	p.MaxQueries = 2
+	q = Querier{}
+	q.Start(p, 0, 0, 0)
+	for i, at := range []time.Duration{100 * ms, 200 * ms} {
+		if a := q.Wake(p, at); a.Step != QuerySend {
+			t.Fatalf("query %d: %+v, want a send", i+1, a)
+		}
+		q.Answered(p, at+ms, true, Processing)
+	}
+	if a := q.Wake(p, 300*ms); a.Step != QueryStop || a.Resolved || q.Sent() != 2 {
+		t.Fatalf("third wake with max_queries 2: %+v after %d sent, want an unresolved stop", a, q.Sent())
+	}
 }
 
 // TestRecover is recovery's rule, row by row.
@@ -187,6 +215,28 @@ func TestTally(t *testing.T) {
 	}
 	if got.Intents != 4 || got.Alerts != 3 || got.UnknownMax != 3 || got.ManualQueueEnd != 1 || got.Queries != 2 || got.QueriesPerIntent != 2 {
 		t.Errorf("certainty %+v", got)
+	}
+}
+
+// A run that stops with calls still open (diverged, interrupted) ends
+// their intents never certain: each is unknown at the end, so the peak of
+// intents unknown at once counts them all, as the requests' unknown does,
+// and so does the count unknown now; an intent that became certain first
+// does not join them.
+func TestTallyEndUnknown(t *testing.T) {
+	tl := Tally{AlertAfter: time.Second}
+	open := make([]Certain, 5)
+	for i := range open {
+		tl.Begin(&open[i], 0)
+	}
+	tl.Unknown(&open[0]) // its call ended unknown; the others were still open
+	tl.Resolve(&open[4], 5*ms, ByReply)
+	for i := range open {
+		tl.End(&open[i])
+	}
+	got := tl.Certainty(2 * time.Second)
+	if got.UnknownMax != 4 || tl.UnknownNow() != 4 || got.ResolvedBy.Never != 4 || got.Alerts != 4 {
+		t.Errorf("unknown max %d, now %d, never %d, alerts %d; want 4 each", got.UnknownMax, tl.UnknownNow(), got.ResolvedBy.Never, got.Alerts)
 	}
 }
 

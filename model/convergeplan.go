@@ -74,7 +74,7 @@ func (qp *QueryPlan) Policy(lease time.Duration, rng *rand.Rand) (*QueryPolicy, 
 		return nil, fmt.Errorf("workload.query: %w", err)
 	}
 	q := qp.Config
-	pol := &QueryPolicy{First: q.FirstDelay, Backoff: b, Deadline: q.Deadline, Lease: lease, Resubmit: q.Resubmit, Rand: rng}
+	pol := &QueryPolicy{First: q.FirstDelay, Backoff: b, Deadline: q.Deadline, MaxQueries: q.MaxQueries, Lease: lease, Resubmit: q.Resubmit, Rand: rng}
 	if q.RandomPhase {
 		pol.Phase = q.Interval
 	}

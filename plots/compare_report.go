@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"image/color"
+	"slices"
 
 	"github.com/stormsim/stormsim/metrics"
 )
@@ -125,6 +126,32 @@ var certaintyRows = []comparisonRow{
 	})},
 }
 
+// effectRows are the comparison table's lines on what retries did beyond
+// the request's outcome, shown when a variant has irrevocable steps,
+// external effects or versioned writes; "–" where a variant has none.
+var effectRows = []comparisonRow{
+	{"irrevocable: unknown of sent", func(s *metrics.Summary) string {
+		if s.Irrevocable == nil {
+			return "–"
+		}
+		return fmt.Sprintf("%d of %d", s.Irrevocable.Unknown, s.Irrevocable.Sent)
+	}},
+	{"external effects: duplicates, absorbed by key", func(s *metrics.Summary) string {
+		e := s.TotalEffects()
+		if e == nil {
+			return "–"
+		}
+		return fmt.Sprintf("%d, %d", e.Duplicates, e.Absorbed)
+	}},
+	{"versioned writes: lost updates, aborted (conflict rate)", func(s *metrics.Summary) string {
+		w := s.TotalVersionedWrites()
+		if w == nil {
+			return "–"
+		}
+		return fmt.Sprintf("%d, %d (%.1f%%)", w.LostUpdates, w.Aborted, 100*w.ConflictRate)
+	}},
+}
+
 // certaintyCell reads a row's cell from a summary's Certainty.
 func certaintyCell(f func(c *metrics.Certainty) string) func(s *metrics.Summary) string {
 	return func(s *metrics.Summary) string {
@@ -168,6 +195,18 @@ func num(x float64) string { return reportFuncs["num"].(func(float64) string)(x)
 
 var comparisonFuncs = template.FuncMap{
 	"rows": func() []comparisonRow { return comparisonRows },
+	"effectRows": func(c *Comparison) []comparisonRow {
+		// Only the lines some variant has a figure for.
+		var rows []comparisonRow
+		for _, r := range effectRows {
+			if slices.ContainsFunc(c.Variants, func(v ComparedVariant) bool {
+				return !v.NotRun && v.Result != nil && r.Cell(&v.Result.Summary) != "–"
+			}) {
+				rows = append(rows, r)
+			}
+		}
+		return rows
+	},
 	"certaintyRows": func(c *Comparison) []comparisonRow {
 		if !c.hasCertainty() {
 			return nil
@@ -217,6 +256,7 @@ ul.reasons li { margin: 0.3em 0; }
 <tr><td>verdict</td>{{range .Variants}}<td class="{{if .NotRun}}notrun{{else if bad .}}warn{{else}}ok{{end}}"><strong>{{.Verdict}}</strong></td>{{end}}</tr>
 {{range $r := rows}}<tr><td>{{$r.Label}}</td>{{range $.Variants}}<td>{{cell $r .}}</td>{{end}}</tr>
 {{end}}{{range $r := certaintyRows .Comparison}}<tr class="certainty"><td>{{$r.Label}}</td>{{range $.Variants}}<td>{{cell $r .}}</td>{{end}}</tr>
+{{end}}{{range $r := effectRows .Comparison}}<tr class="effects"><td>{{$r.Label}}</td>{{range $.Variants}}<td>{{cell $r .}}</td>{{end}}</tr>
 {{end}}</table>
 <ul class="reasons">
 {{range .Variants}}{{if .Reason}}<li><strong>{{.Name}}</strong> {{.Verdict}}: {{.Reason}}</li>

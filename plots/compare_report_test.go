@@ -136,3 +136,45 @@ func TestComparisonReportCertainty(t *testing.T) {
 		t.Error("a variant without convergence is compared on it")
 	}
 }
+
+// A comparison whose variants have effects shows them side by side, "–"
+// for a variant without; one without effects shows none.
+func TestComparisonReportEffects(t *testing.T) {
+	plain, err := os.ReadFile(writeComparisonReport(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(plain), `class="effects"`) {
+		t.Error("a comparison without effects has effect rows")
+	}
+	base := metricstest.Storm()
+	base.Summary.Irrevocable = &metrics.Irrevocable{Sent: 900, Unknown: 37}
+	for i, v := range base.Summary.Services {
+		if v.Name == "db" {
+			base.Summary.Services[i].VersionedWrites = &metrics.VersionedWrites{Writes: 500, Conflicts: 40, LostUpdates: 40, ConflictRate: 0.08}
+		}
+	}
+	c := &plots.Comparison{Scenario: "synthetic-storm", Seed: 1, Variants: []plots.ComparedVariant{
+		{Name: "baseline", Changes: "the scenario as written", Verdict: "recovered", Result: base},
+		{Name: "plain", Changes: "services.db.versioned_write=off", Verdict: "recovered", Result: metricstest.Storm()},
+	}}
+	dir := outDir(t)
+	if err := plots.WriteComparisonReport(dir, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, plots.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`<tr class="effects"><td>irrevocable: unknown of sent</td><td>37 of 900</td><td>–</td></tr>`,
+		`<tr class="effects"><td>versioned writes: lost updates, aborted (conflict rate)</td><td>40, 0 (8.0%)</td><td>–</td></tr>`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("comparison report lacks %q", want)
+		}
+	}
+	if strings.Contains(string(b), "external effects:") {
+		t.Error("an external-effect line in a comparison where no variant has one")
+	}
+}

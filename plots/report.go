@@ -250,6 +250,15 @@ var reportFuncs = template.FuncMap{
 	},
 	"pageStyle": func() template.CSS { return pageStyle },
 	// queryLoad says whether any service received status or fact queries.
+	"hasEffects": func(s *metrics.Summary) bool {
+		return s.Irrevocable != nil || s.TotalEffects() != nil || s.TotalVersionedWrites() != nil
+	},
+	"effectServices": func(svcs []metrics.ServiceSummary) bool {
+		return slices.ContainsFunc(svcs, func(v metrics.ServiceSummary) bool { return v.Effects != nil })
+	},
+	"versionedServices": func(svcs []metrics.ServiceSummary) bool {
+		return slices.ContainsFunc(svcs, func(v metrics.ServiceSummary) bool { return v.VersionedWrites != nil })
+	},
 	"queryLoad": func(svcs []metrics.ServiceSummary) bool {
 		for _, v := range svcs {
 			if v.Queries > 0 || v.FactQueries > 0 {
@@ -347,6 +356,21 @@ var reportTmpl = newPage("report", reportFuncs, `<!DOCTYPE html>
 {{if queryLoad $.S.Services}}<table>
 <tr><th>query load</th><th>attempts</th><th>status queries</th><th>share of attempts</th><th>fact queries</th></tr>
 {{range $.S.Services}}{{if or .Queries .FactQueries}}<tr><td>{{.Name}}</td><td>{{.Attempts}}</td><td>{{.Queries}}</td><td>{{share .Queries .Attempts}}</td><td>{{.FactQueries}}</td></tr>
+{{end}}{{end}}</table>{{end}}
+{{end}}
+{{if hasEffects .S}}<h2 id="effects">Effects</h2>
+<p class="meta">What the writes did beyond each request's own outcome: intents past an irrevocable step that their caller saw as unknown, external effects delivered twice or absorbed by key, and versioned writes that conflicted or lost another writer's update.</p>
+{{with .S.Irrevocable}}<table>
+<tr><th>irrevocable step</th><th>intents sent</th><th>unknown to their caller</th><th>share</th></tr>
+<tr><td>passed</td><td>{{.Sent}}</td><td>{{.Unknown}}</td><td>{{share .Unknown .Sent}}</td></tr>
+</table>{{end}}
+{{if effectServices .S.Services}}<table>
+<tr><th>external effect</th><th>sent</th><th>delivered</th><th>duplicates</th><th>absorbed by key</th></tr>
+{{range .S.Services}}{{$n := .Name}}{{with .Effects}}<tr><td>{{$n}}</td><td>{{.Sent}}</td><td>{{.Delivered}}</td><td>{{.Duplicates}}</td><td>{{.Absorbed}}</td></tr>
+{{end}}{{end}}</table>{{end}}
+{{if versionedServices .S.Services}}<table>
+<tr><th>versioned writes</th><th>writes</th><th>conflicts</th><th>conflict rate</th><th>redone</th><th>lost updates</th><th>aborted</th></tr>
+{{range .S.Services}}{{$n := .Name}}{{with .VersionedWrites}}<tr><td>{{$n}}</td><td>{{.Writes}}</td><td>{{.Conflicts}}</td><td>{{pct .ConflictRate}}</td><td>{{.Redone}}</td><td>{{.LostUpdates}}</td><td>{{.Aborted}}</td></tr>
 {{end}}{{end}}</table>{{end}}
 {{end}}
 {{if .S.Services}}<h2>Services</h2>

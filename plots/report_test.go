@@ -426,3 +426,44 @@ func TestReportCertainty(t *testing.T) {
 		}
 	}
 }
+
+// A run with effects has an Effects section naming each service's external
+// effect and versioned writes; one without has none.
+func TestReportEffects(t *testing.T) {
+	plainDir, _ := writeReport(t)
+	b, err := os.ReadFile(filepath.Join(plainDir, plots.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), `id="effects"`) {
+		t.Error("a run without effects has an effects section")
+	}
+	dir := outDir(t)
+	r := metricstest.Storm()
+	r.Summary.Irrevocable = &metrics.Irrevocable{Sent: 900, Unknown: 37}
+	for i, v := range r.Summary.Services {
+		switch v.Name {
+		case "orders":
+			r.Summary.Services[i].Effects = &metrics.Effects{Sent: 1000, Delivered: 940, Duplicates: 12, Absorbed: 60}
+		case "db":
+			r.Summary.Services[i].VersionedWrites = &metrics.VersionedWrites{Writes: 500, Conflicts: 40, Redone: 30, LostUpdates: 7, Aborted: 3, ConflictRate: 0.08}
+		}
+	}
+	if err := plots.WriteReport(dir, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = os.ReadFile(filepath.Join(dir, plots.ReportFile)); err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{
+		`<h2 id="effects">Effects</h2>`,
+		`<tr><td>passed</td><td>900</td><td>37</td><td>4.1%</td></tr>`,
+		`<tr><td>orders</td><td>1000</td><td>940</td><td>12</td><td>60</td></tr>`,
+		`<tr><td>db</td><td>500</td><td>40</td><td>8.0%</td><td>30</td><td>7</td><td>3</td></tr>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}

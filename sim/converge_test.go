@@ -329,3 +329,99 @@ func TestRecoveryOnAbsent(t *testing.T) {
 		})
 	}
 }
+
+// A front whose call to the committing back has no timeout waits forever
+// on the write the crashed owner never answers: its workers fill and the
+// run diverges with requests still open. Those requests end unknown, and
+// the certainty object must say so: every never-certain intent is unknown
+// at the end, so unknown_max is at least resolved_by.never and the
+// requests' unknown count less those a job made certain after the fact.
+const stuckFront = `
+name: stuck-front
+duration: 2s
+limits: {max_drain: 5s}
+workload:
+  entry: front
+  arrival: constant
+  rate: 20
+  write_fraction: 1
+  idempotency_keys: true
+  alert_after: 1s
+services:
+  - name: front
+    workers: 1
+    service_time: {dist: constant, value: 1ms}
+    calls:
+      - to: back
+  - name: back
+    workers: 2
+    commits: true
+    service_time: {dist: constant, value: 2ms}
+faults:
+  - {service: back, at: 500ms, for: 10ms, crash_owner: 1}
+`
+
+func TestCertaintyCountsUnknownAtTheEnd(t *testing.T) {
+	// The reconciliation job's scans keep events coming after the front
+	// is stuck, so that run diverges at limits.max_drain; without it the
+	// run completes with the calls still open. Both end them unknown.
+	recon := strings.Replace(stuckFront, "    commits: true\n", `    commits: true
+    reconciliation:
+      interval: 1s
+      fact_query: {to: ledger, timeout: 50ms}
+`, 1)
+	recon = strings.Replace(recon, "faults:\n", `  - name: ledger
+    workers: 1
+    service_time: {dist: constant, value: 1ms}
+    query_time: {dist: constant, value: 1ms}
+faults:
+`, 1)
+	for _, tt := range []struct {
+		name, src string
+		status    metrics.Status
+		alerts    int64
+	}{{"complete", stuckFront, metrics.StatusComplete, 10}, {"diverged", recon, metrics.StatusDiverged, 30}} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := runYAML(t, "stuck-front", tt.src).Summary
+			c := s.Certainty
+			if s.Status != tt.status || c == nil {
+				t.Fatalf("status %s, want %s; certainty %+v", s.Status, tt.status, c)
+			}
+			// Stuck from the crash at 500 ms: 30 arrivals at 50 ms
+			// spacing. At the 2 s end 10 of them are older than
+			// alert_after; at the diverged end, past the drain, all are.
+			if s.Requests.Unknown != 30 || c.ResolvedBy.Never != 30 || c.UnknownMax != 30 || c.Alerts != tt.alerts {
+				t.Errorf("requests unknown %d, never %d, unknown_max %d, alerts %d: want 30, 30, 30, %d",
+					s.Requests.Unknown, c.ResolvedBy.Never, c.UnknownMax, c.Alerts, tt.alerts)
+			}
+		})
+	}
+}
+
+// A write the committing service cancelled leaves no record: NOT_FOUND
+// past the lease means it never happened. With resubmit the client sends
+// it again (TestResubmitAfterNotFound); without, the answer is final —
+// the write failed — and the querying stops there instead of polling
+// NOT_FOUND until the deadline.
+func TestNotFoundWithoutResubmitIsFailed(t *testing.T) {
+	res := runYAML(t, "resubmit", resubmitted, "workload.query.resubmit=false")
+	c, orders := res.Summary.Certainty, serviceOf(t, res.Summary, "orders")
+	if c.Resubmits != 0 || c.ResolvedBy != (metrics.ResolvedBy{Query: 1}) || orders.Executions != 0 {
+		t.Fatalf("certainty %+v, executions %d", *c, orders.Executions)
+	}
+	// unknown at 100ms; the query at 200ms answers NOT_FOUND at 201ms,
+	// past the 150ms lease from the write sent at 0: one query, certain.
+	if c.Queries != 1 || !near(c.P50Ms, 201) {
+		t.Errorf("%d queries, time to certainty %vms; want 1 and 201", c.Queries, c.P50Ms)
+	}
+}
+
+// max_queries bounds one intent's polling: NOT_FOUND inside a long lease
+// keeps the client asking, and after 3 queries it stops, unknown.
+func TestMaxQueries(t *testing.T) {
+	res := runYAML(t, "resubmit", resubmitted, "services.orders.idempotency.lease=10s", "workload.query.max_queries=3")
+	c := res.Summary.Certainty
+	if c.Queries != 3 || c.ResolvedBy != (metrics.ResolvedBy{Never: 1}) || c.UnknownMax != 1 {
+		t.Errorf("certainty %+v, want 3 queries and the intent never certain", *c)
+	}
+}

@@ -25,6 +25,7 @@ func TestParseCall(t *testing.T) {
 		{"timeout: 5 s\n", `client.yaml:1: client.timeout: invalid duration "5 s"`},
 		{"to: db\n", "client.yaml:1: client.to: a client policy calls its one target"},
 		{"budget: {kind: ratio, ratio: 1.5}\n", "client.yaml:1: client.budget"},
+		{"timeout: 1s\nirrevocable: true\n", "client.yaml:2: client.irrevocable: marks a step of a service's calls, not the client's call"},
 	}
 	for _, tc := range cases {
 		_, err := ParseCall("client.yaml", []byte(tc.yaml))

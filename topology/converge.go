@@ -20,9 +20,10 @@ import (
 // key on a schedule — the first query FirstDelay after the write's call
 // ended unknown, then every Interval·Multiplier^(n−1), jittered, capped at
 // MaxInterval — until an answer is terminal (SUCCEEDED or FAILED) or
-// Deadline after the write's first attempt. A NOT_FOUND past the
-// committing service's lease means the write never happened: with
-// Resubmit the client sends the write again with the same key.
+// Deadline after the write's first attempt, or MaxQueries were sent. A
+// NOT_FOUND past the committing service's lease means the write never
+// happened: with Resubmit the client sends the write again with the same
+// key, without it the write failed.
 type Query struct {
 	// FirstDelay is the wait before the first query (default: Interval).
 	FirstDelay time.Duration `yaml:"first_delay,omitempty"`
@@ -40,8 +41,12 @@ type Query struct {
 	// Deadline ends the queries this long after the write's first
 	// attempt (default 60s): the intent stays unknown.
 	Deadline time.Duration `yaml:"deadline,omitempty"`
+	// MaxQueries bounds the queries of one intent (0: none but Deadline);
+	// past it the intent stays unknown, as past Deadline.
+	MaxQueries int `yaml:"max_queries,omitempty"`
 	// Resubmit sends the write again, with the same key, after a query
-	// answered NOT_FOUND past the lease.
+	// answered NOT_FOUND past the lease; without it that answer is final
+	// and the write failed.
 	Resubmit bool `yaml:"resubmit,omitempty"`
 	// RandomPhase adds U(0, Interval) to the first wait: each client
 	// starts polling at a random phase (as pages polling from their load
@@ -174,6 +179,9 @@ func (v *validator) converge() {
 		v.nonNegative(p+".first_delay", q.FirstDelay)
 		v.positive(p+".deadline", q.Deadline)
 		v.nonNegative(p+".max_interval", q.MaxInterval)
+		if q.MaxQueries < 0 {
+			v.add(p+".max_queries", "must be ≥ 0 (0: bounded by deadline only), got %d", q.MaxQueries)
+		}
 		if _, err := policies.ParseJitter(q.Jitter); err != nil {
 			v.add(p+".jitter", "%s", explain(err))
 		}
@@ -282,6 +290,14 @@ func (v *validator) factQuery(c *Call, p, self string) {
 func (q *Query) Backoff() policies.BackoffConfig {
 	return policies.BackoffConfig{Initial: q.Interval, Multiplier: q.Multiplier, Max: q.MaxInterval,
 		Jitter: q.Jitter, Spread: q.Spread}
+}
+
+// SimulatorOnly reports every key of sc that only the simulator runs, the
+// effects' (SimulatorOnlyEffects) then convergence's
+// (SimulatorOnlyConvergence), each at its file and line: what a driver of
+// served services must refuse rather than ignore; nil when there are none.
+func (sc *Scenario) SimulatorOnly() Problems {
+	return append(sc.SimulatorOnlyEffects(), sc.SimulatorOnlyConvergence()...)
 }
 
 // SimulatorOnlyConvergence reports each convergence key of sc that serve

@@ -58,6 +58,7 @@ func TestConvergeKeysValidated(t *testing.T) {
 		{"workload.query.resubmit=maybe", "workload.query.resubmit", ""},
 		{"workload.query.call.timeout=-1s", "workload.query.call.timeout", "must be ≥ 0"},
 		{"workload.query.call.to=front", "workload.query.call.to", "committing service"},
+		{"workload.query.max_queries=-1", "workload.query.max_queries", "must be ≥ 0"},
 		{"workload.idempotency_keys=false", "workload.query", "idempotency_keys"},
 		{"services.back.query_time.dist=gauss", "services[1].query_time.dist", ""},
 		{"services.back.recovery.on_absent=retry", "services[1].recovery.on_absent", "fail or resume"},

@@ -199,9 +199,7 @@ func (v *validator) boundedPastIrrevocable(c *Call, cp, at string) {
 // scenarioEffects checks the effect keys that span the scenario: the
 // client's call is no step, and the external effects fit a request's bits.
 func (v *validator) scenarioEffects() {
-	if v.sc.Workload.Client.Irrevocable {
-		v.add("workload.client.irrevocable", "marks a step of a service's calls, not the client's call")
-	}
+	v.clientNotIrrevocable(&v.sc.Workload.Client, "workload.client")
 	n := 0
 	for i := range v.sc.Services {
 		if v.sc.Services[i].ExternalEffect == nil {
@@ -211,5 +209,15 @@ func (v *validator) scenarioEffects() {
 			v.add(fmt.Sprintf("services[%d].external_effect", i), "at most %d services may have an external effect", MaxExternalEffects)
 			return
 		}
+	}
+}
+
+// clientNotIrrevocable refuses irrevocable on a client's call policy at
+// path (the scenario's workload.client, or a client policy file of its
+// own): it marks a step of a service's calls, and a client's call is
+// none, so accepting it would mean nothing.
+func (v *validator) clientNotIrrevocable(c *Call, path string) {
+	if c.Irrevocable {
+		v.add(path+".irrevocable", "marks a step of a service's calls, not the client's call")
 	}
 }

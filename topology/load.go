@@ -102,6 +102,7 @@ func ParseCall(name string, data []byte) (Call, error) {
 	if c.To != "" || len(c.Parallel) > 0 || c.Fanout > 1 || c.WaitFor != 0 {
 		v.add("client.to", "a client policy calls its one target: to, parallel, fanout and wait_for do not apply")
 	}
+	v.clientNotIrrevocable(&c, "client")
 	v.callDefaults(&c, "client")
 	v.callPolicies(&c, "client", 1)
 	probs = append(probs, v.probs...)

@@ -12,7 +12,7 @@ import (
 func TestServeRefusesConvergence(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"serve", "--listen", "127.0.0.1:0", "../../experiments/polling-storm.yaml"}, &out, &errb)
-	want := "polling-storm.yaml:34: workload.query: status queries by key: simulator-only"
+	want := "polling-storm.yaml:37: workload.query: status queries by key: simulator-only"
 	if code != exitError1 || !strings.Contains(errb.String(), want) {
 		t.Errorf("exit %d, stderr %q; want exit %d and %q", code, errb.String(), exitError1, want)
 	}

@@ -99,6 +99,14 @@ func (c *k8sCommand) run(_ context.Context, args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Load pods drive the scenario's services as 'stormsim serve' runs
+	// them, and serve refuses what only the simulator runs: refuse it
+	// here, at its line, instead of in every pod.
+	if c.o.Mode == "load" && !c.o.DrivesTarget() {
+		if probs := sc.SimulatorOnly(); len(probs) > 0 {
+			return probs
+		}
+	}
 	c.o.Scenario, c.o.ScenarioName = data, sc.Name
 	if c.o.Files, err = sampleFiles(sc); err != nil {
 		return err
