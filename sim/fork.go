@@ -127,7 +127,7 @@ type cloner struct {
 	tops   []int // top blocks, by address
 	paired map[blockKey]unsafe.Pointer
 	taken  map[unsafe.Pointer]bool
-	common map[unsafe.Pointer]bool // records both builds point to, shared
+	common map[unsafe.Pointer]bool           // records both builds point to, shared
 	funcs  map[unsafe.Pointer]unsafe.Pointer // closure of the run → the skeleton's
 	maps   map[unsafe.Pointer]reflect.Value  // map of the run → its copy
 	err    error
