@@ -114,6 +114,34 @@ type particle struct {
 	// w is the weight of a run that reached a level: 1, divided by the
 	// survival probability of every roulette it survived (reach).
 	w float64
+	// t, when not nil, is the run stopped at the crossing, kept alive so
+	// that runs restart from it by copying its state (sim.Trajectory.Fork)
+	// rather than by replaying snap.
+	t *sim.Trajectory
+}
+
+// maxForkEffort bounds the effort at which batches keep the crossing runs
+// alive to fork them: each holds its run's records (about a megabyte with
+// its latency counts), so beyond it states are replayed instead.
+const maxForkEffort = 1000
+
+// minForkPast is the shortest past (in events) worth a copy: a copy costs
+// about as much as replaying a few thousand events (the engine's calendar
+// and the run's records), so shorter pasts are replayed.
+const minForkPast = 5000
+
+// release closes the live runs of ps, each once.
+func release(ps []particle) {
+	for i := range ps {
+		if t := ps[i].t; t != nil {
+			for j := i; j < len(ps); j++ {
+				if ps[j].t == t {
+					ps[j].t = nil
+				}
+			}
+			t.Close()
+		}
+	}
 }
 
 // splitter holds what every run of one estimate shares.
@@ -128,6 +156,10 @@ type splitter struct {
 	events   uint64
 	replayed uint64
 	budget   uint64
+	// fork says batches copy crossing states (Trajectory.Fork); noFork,
+	// why they no longer do after a copy failed (they replay instead).
+	fork   bool
+	noFork string
 }
 
 // Split estimates the probability that sc reaches opt.Level within
@@ -222,6 +254,9 @@ func Split(ctx context.Context, sc *topology.Scenario, opt Options) (*Estimate, 
 		ph, _ := tInterval(halves)
 		est.MeanTimeS, est.MeanTimeNote = exponentialMean(ph, p, s.end)
 	}
+	if s.noFork != "" {
+		est.Notes = append(est.Notes, "crossing states replayed rather than copied: "+s.noFork)
+	}
 	est.Runs, est.Events, est.Replayed = s.runs, s.events, s.replayed
 	return est, nil
 }
@@ -281,7 +316,8 @@ func newSplitter(ctx context.Context, sc *topology.Scenario, opt Options) (*spli
 	}
 	c := *sc
 	c.Duration, c.Warmup = end, 0
-	s := &splitter{ctx: ctx, sc: &c, level: opt.Level, end: end, seed: opt.Seed, budget: opt.MaxEvents}
+	s := &splitter{ctx: ctx, sc: &c, level: opt.Level, end: end, seed: opt.Seed, budget: opt.MaxEvents,
+		fork: opt.Effort <= maxForkEffort}
 	if s.seed == 0 {
 		s.seed = sc.Seed
 	}
@@ -314,6 +350,13 @@ func (s *splitter) start(from *particle, seed uint64) (*sim.Trajectory, gauge, e
 		c.Seed = seed
 		t, err := sim.Start(&c)
 		return t, s.g0.clone(), err
+	}
+	if from.t != nil && s.noFork == "" {
+		t, err := from.t.Fork(seed)
+		if err == nil {
+			return t, from.g.clone(), nil
+		}
+		s.noFork = err.Error()
 	}
 	t, err := sim.Resume(from.snap, seed)
 	return t, from.g.clone(), err
@@ -472,7 +515,7 @@ func (s *splitter) stages(levels, shares []float64) []stage {
 // reach runs from from (nil: the start) until the quantity reaches the
 // stage's target (returning the state there, with its weight) or the
 // horizon passes, or the run loses a roulette (stage).
-func (s *splitter) reach(from *particle, seed uint64, st stage) (particle, bool, error) {
+func (s *splitter) reach(from *particle, seed uint64, st stage, keep bool) (particle, bool, error) {
 	if from != nil && from.over {
 		return particle{over: true, w: 1}, true, nil
 	}
@@ -480,7 +523,14 @@ func (s *splitter) reach(from *particle, seed uint64, st stage) (particle, bool,
 	if err != nil {
 		return particle{}, false, err
 	}
-	defer func() { s.events += t.Events(); s.replayed += t.Replayed(); t.Close() }()
+	kept := false
+	defer func() {
+		s.events += t.Events()
+		s.replayed += t.Replayed()
+		if !kept {
+			t.Close()
+		}
+	}()
 	w, r := 1.0, 0
 	for {
 		v := g.read(t)
@@ -488,7 +538,11 @@ func (s *splitter) reach(from *particle, seed uint64, st stage) (particle, bool,
 			return particle{over: true, w: w}, true, nil
 		}
 		if v >= st.target {
-			return particle{snap: t.Snapshot(), g: g, w: w}, true, nil
+			q := particle{snap: t.Snapshot(), g: g, w: w}
+			if keep && t.Past() >= minForkPast {
+				q.t, kept = t, true
+			}
+			return q, true, nil
 		}
 		for r < len(st.rungs) && v < st.rungs[r].below {
 			if unit(mix(seed, 1<<61, uint64(r))) >= st.rungs[r].survive {
@@ -521,14 +575,17 @@ func (s *splitter) batch(stages []stage, effort int, b uint64) (p, pHalf float64
 			if k > 0 {
 				src = &from[i%len(from)]
 			}
-			q, ok, err := s.reach(src, mix(s.seed, b, uint64(k), uint64(i)), st)
+			q, ok, err := s.reach(src, mix(s.seed, b, uint64(k), uint64(i)), st, s.fork && k < len(stages)-1)
 			if err != nil {
+				release(from)
+				release(next)
 				return 0, 0, err
 			}
 			if ok {
 				next = append(next, q)
 			}
 		}
+		release(from)
 		if len(next) == 0 {
 			return 0, 0, nil
 		}

@@ -97,6 +97,10 @@ func (t *Trajectory) Now() time.Duration { return t.m.eng.Now() }
 // and, for a forked one, the events before the fork excluded.
 func (t *Trajectory) Events() uint64 { return t.m.eng.Events() - t.inherited }
 
+// Past returns the events that made the state reached, since time 0:
+// what resuming its snapshot would replay.
+func (t *Trajectory) Past() uint64 { return t.m.eng.Events() }
+
 // Replayed returns the events run to restore the state it resumed from.
 func (t *Trajectory) Replayed() uint64 { return t.replayed }
 

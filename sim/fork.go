@@ -54,22 +54,20 @@ func cloneRun(m *run) (*run, error) {
 		maps:   map[unsafe.Pointer]reflect.Value{},
 	}
 	rt := reflect.TypeFor[run]()
-	// Pair the skeleton's records with the run's by place, the engine's
-	// queue last so that its events (whose places differ between runs)
-	// cannot claim a record a closure was bound to.
+	// Pair the skeleton's records with the run's by place. The engine is
+	// left out: it holds only events, whose places differ between runs and
+	// whose handlers are the run's bound closures, paired where the run
+	// keeps them.
 	root := blockKey{uintptr(unsafe.Pointer(m)), rt}
 	c.paired[root], c.taken[unsafe.Pointer(sk)] = unsafe.Pointer(sk), true
-	var engine int
 	for i := range rt.NumField() {
-		f := rt.Field(i)
-		if f.Name == "eng" {
-			engine = i
-			continue
+		if f := rt.Field(i); f.Name != "eng" {
+			c.pair(unsafe.Add(unsafe.Pointer(m), f.Offset), unsafe.Add(unsafe.Pointer(sk), f.Offset), f.Type)
 		}
-		c.pair(unsafe.Add(unsafe.Pointer(m), f.Offset), unsafe.Add(unsafe.Pointer(sk), f.Offset), f.Type)
 	}
-	f := rt.Field(engine)
-	c.pair(unsafe.Add(unsafe.Pointer(m), f.Offset), unsafe.Add(unsafe.Pointer(sk), f.Offset), f.Type)
+	if c.paired[blockKey{uintptr(unsafe.Pointer(m.eng)), reflect.TypeFor[Engine]()}] == nil {
+		c.paired[blockKey{uintptr(unsafe.Pointer(m.eng)), reflect.TypeFor[Engine]()}] = unsafe.Pointer(sk.eng)
+	}
 
 	c.block(unsafe.Pointer(m), rt, 1)
 	if c.err == nil {
@@ -193,13 +191,53 @@ func hasPointers(t reflect.Type) bool {
 	return r
 }
 
+// slot is a place in a value that holds a pointer the copy follows: at
+// off, of type typ; an array of n > 0 such values is one slot.
+type slot struct {
+	off  uintptr
+	typ  reflect.Type
+	kind reflect.Kind
+}
+
+// plans caches each type's slots.
+var plans sync.Map
+
+// slots returns where values of type t hold pointers: the leaves of its
+// structs, with arrays of pointerful elements kept whole.
+func slots(t reflect.Type) []slot {
+	if v, ok := plans.Load(t); ok {
+		return v.([]slot)
+	}
+	var out []slot
+	var walk func(off uintptr, t reflect.Type)
+	walk = func(off uintptr, t reflect.Type) {
+		if !hasPointers(t) {
+			return
+		}
+		if t.Kind() == reflect.Struct {
+			for i := range t.NumField() {
+				f := t.Field(i)
+				walk(off+f.Offset, f.Type)
+			}
+			return
+		}
+		out = append(out, slot{off, t, t.Kind()})
+	}
+	walk(0, t)
+	plans.Store(t, out)
+	return out
+}
+
 // pair walks the run's value at o and the skeleton's at n, both of type t,
 // and records which skeleton record stands at the place of which run
 // record, and which skeleton closure at the place of which run closure.
 func (c *cloner) pair(o, n unsafe.Pointer, t reflect.Type) {
-	if !hasPointers(t) {
-		return
+	for _, sl := range slots(t) {
+		c.pairSlot(unsafe.Add(o, sl.off), unsafe.Add(n, sl.off), sl.typ)
 	}
+}
+
+func (c *cloner) pairSlot(o, n unsafe.Pointer, t reflect.Type) {
 	switch t.Kind() {
 	case reflect.Pointer:
 		c.pairTarget(*(*unsafe.Pointer)(o), *(*unsafe.Pointer)(n), t.Elem())
@@ -212,19 +250,18 @@ func (c *cloner) pair(o, n unsafe.Pointer, t reflect.Type) {
 			c.pairTarget(ho.data, hn.data, reflect.ArrayOf(ho.cap, t.Elem()))
 			return
 		}
-		es := t.Elem().Size()
+		es, sl := t.Elem().Size(), slots(t.Elem())
 		for i := range min(ho.len, hn.len) {
-			c.pair(unsafe.Add(ho.data, uintptr(i)*es), unsafe.Add(hn.data, uintptr(i)*es), t.Elem())
+			for _, s := range sl {
+				c.pairSlot(unsafe.Add(ho.data, uintptr(i)*es+s.off), unsafe.Add(hn.data, uintptr(i)*es+s.off), s.typ)
+			}
 		}
 	case reflect.Array:
-		es := t.Elem().Size()
+		es, sl := t.Elem().Size(), slots(t.Elem())
 		for i := range t.Len() {
-			c.pair(unsafe.Add(o, uintptr(i)*es), unsafe.Add(n, uintptr(i)*es), t.Elem())
-		}
-	case reflect.Struct:
-		for i := range t.NumField() {
-			f := t.Field(i)
-			c.pair(unsafe.Add(o, f.Offset), unsafe.Add(n, f.Offset), f.Type)
+			for _, s := range sl {
+				c.pairSlot(unsafe.Add(o, uintptr(i)*es+s.off), unsafe.Add(n, uintptr(i)*es+s.off), s.typ)
+			}
 		}
 	case reflect.Interface:
 		vo, vn := reflect.NewAt(t, o).Elem(), reflect.NewAt(t, n).Elem()
@@ -254,6 +291,10 @@ func (c *cloner) pair(o, n unsafe.Pointer, t reflect.Type) {
 
 func (c *cloner) pairTarget(o, n unsafe.Pointer, t reflect.Type) {
 	if o == nil || n == nil || shared(t) {
+		return
+	}
+	if t == latencyCountsType {
+		c.paired[blockKey{uintptr(o), t}] = n
 		return
 	}
 	if o == n {
@@ -298,7 +339,13 @@ func (c *cloner) block(p unsafe.Pointer, t reflect.Type, n int) {
 
 // visit walks the value at p of type t for the blocks it points to.
 func (c *cloner) visit(p unsafe.Pointer, t reflect.Type) {
-	if !hasPointers(t) || c.err != nil {
+	for _, sl := range slots(t) {
+		c.visitSlot(unsafe.Add(p, sl.off), sl.typ)
+	}
+}
+
+func (c *cloner) visitSlot(p unsafe.Pointer, t reflect.Type) {
+	if c.err != nil {
 		return
 	}
 	switch t.Kind() {
@@ -308,14 +355,12 @@ func (c *cloner) visit(p unsafe.Pointer, t reflect.Type) {
 		h := (*sliceHeader)(p)
 		c.block(h.data, t.Elem(), h.cap)
 	case reflect.Array:
-		es := t.Elem().Size()
+		es, sl := t.Elem().Size(), slots(t.Elem())
 		for i := range t.Len() {
-			c.visit(unsafe.Add(p, uintptr(i)*es), t.Elem())
-		}
-	case reflect.Struct:
-		for i := range t.NumField() {
-			f := t.Field(i)
-			c.visit(unsafe.Add(p, f.Offset), f.Type)
+			q := unsafe.Add(p, uintptr(i)*es)
+			for _, s := range sl {
+				c.visitSlot(unsafe.Add(q, s.off), s.typ)
+			}
 		}
 	case reflect.Interface:
 		v := reflect.NewAt(t, p).Elem()
@@ -446,7 +491,13 @@ func (c *cloner) translate(p unsafe.Pointer) unsafe.Pointer {
 // interfaces, maps and functions, which still name the original's memory,
 // to name the copy's.
 func (c *cloner) fix(p unsafe.Pointer, t reflect.Type) {
-	if !hasPointers(t) || c.err != nil {
+	for _, sl := range slots(t) {
+		c.fixSlot(unsafe.Add(p, sl.off), sl.typ)
+	}
+}
+
+func (c *cloner) fixSlot(p unsafe.Pointer, t reflect.Type) {
+	if c.err != nil {
 		return
 	}
 	switch t.Kind() {
@@ -461,14 +512,12 @@ func (c *cloner) fix(p unsafe.Pointer, t reflect.Type) {
 			h.data = c.translate(h.data)
 		}
 	case reflect.Array:
-		es := t.Elem().Size()
+		es, sl := t.Elem().Size(), slots(t.Elem())
 		for i := range t.Len() {
-			c.fix(unsafe.Add(p, uintptr(i)*es), t.Elem())
-		}
-	case reflect.Struct:
-		for i := range t.NumField() {
-			f := t.Field(i)
-			c.fix(unsafe.Add(p, f.Offset), f.Type)
+			q := unsafe.Add(p, uintptr(i)*es)
+			for _, s := range sl {
+				c.fixSlot(unsafe.Add(q, s.off), s.typ)
+			}
 		}
 	case reflect.Interface:
 		v := reflect.NewAt(t, p).Elem()
