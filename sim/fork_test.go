@@ -46,6 +46,18 @@ func fstate(t *Trajectory) []int64 {
 	return out
 }
 
+// startedTo starts a trajectory of sc and steps it to d; the test closes it.
+func startedTo(t *testing.T, sc *topology.Scenario, d time.Duration) *Trajectory {
+	t.Helper()
+	tr, err := Start(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Close)
+	ftrace(tr, d)
+	return tr
+}
+
 // TestForkMatchesResume checks, on every scenario, that a fork continues
 // exactly as a resumption of the same state with the same seed (which
 // replays the run and is exact by construction), that two forks share
@@ -54,12 +66,7 @@ func fstate(t *Trajectory) []int64 {
 func TestForkMatchesResume(t *testing.T) {
 	for name, sc := range forkScenarios(t) {
 		t.Run(name, func(t *testing.T) {
-			root, err := Start(sc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer root.Close()
-			ftrace(root, 1200*time.Millisecond)
+			root := startedTo(t, sc, 1200*time.Millisecond)
 			snap := root.Snapshot()
 			f1, err := root.Fork(7)
 			if err != nil {
@@ -124,17 +131,13 @@ func TestForkMatchesResume(t *testing.T) {
 // validated types excepted, which no run writes): a field added to the
 // run state, of any type, must be copied or make Fork fail, never be
 // shared silently between branches. Records that two independently built
-// runs of the scenario share are the scenario's, not state, and exempt. It also checks that every type the
-// run state holds is one the copy can follow.
+// runs of the scenario share are the scenario's, not state, and exempt.
+// It also checks that every type the run state holds is one the copy can
+// follow.
 func TestForkSharesNothing(t *testing.T) {
 	for name, sc := range forkScenarios(t) {
 		t.Run(name, func(t *testing.T) {
-			root, err := Start(sc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer root.Close()
-			ftrace(root, time.Second)
+			root := startedTo(t, sc, time.Second)
 			f, err := root.Fork(3)
 			if err != nil {
 				t.Fatal(err)
