@@ -19,7 +19,7 @@ func forkScenarios(t *testing.T) map[string]*topology.Scenario {
 	out := map[string]*topology.Scenario{"branch": branchSc(t)}
 	for _, name := range experiments.Names() {
 		data, _ := experiments.Lookup(name)
-		sc, err := topology.Parse(name+".yaml", data, []string{"duration=3s", "warmup=0s"})
+		sc, err := topology.Parse(name+".yaml", data, []string{"duration=2s", "warmup=0s"})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -66,7 +66,7 @@ func startedTo(t *testing.T, sc *topology.Scenario, d time.Duration) *Trajectory
 func TestForkMatchesResume(t *testing.T) {
 	for name, sc := range forkScenarios(t) {
 		t.Run(name, func(t *testing.T) {
-			root := startedTo(t, sc, 1200*time.Millisecond)
+			root := startedTo(t, sc, 800*time.Millisecond)
 			snap := root.Snapshot()
 			f1, err := root.Fork(7)
 			if err != nil {
@@ -76,19 +76,19 @@ func TestForkMatchesResume(t *testing.T) {
 			if f1.Events() != 0 || f1.Replayed() != 0 {
 				t.Errorf("a fresh fork counts %d events, %d replayed; want 0", f1.Events(), f1.Replayed())
 			}
-			a := ftrace(f1, 3*time.Second)
+			a := ftrace(f1, 2*time.Second)
 			f2, err := root.Fork(7)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer f2.Close()
-			b := ftrace(f2, 3*time.Second)
+			b := ftrace(f2, 2*time.Second)
 			r, err := Resume(snap, 7)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			c := ftrace(r, 3*time.Second)
+			c := ftrace(r, 2*time.Second)
 			if len(c) == 0 || !slices.Equal(a, c) {
 				t.Fatalf("fork and resumption with one seed differ (%d and %d values)", len(a), len(c))
 			}
@@ -112,13 +112,13 @@ func TestForkMatchesResume(t *testing.T) {
 			if !slices.Equal(fstate(g), fstate(rg)) {
 				t.Errorf("second-generation fork %v, resumption %v", fstate(g), fstate(rg))
 			}
-			rest := ftrace(root, 3*time.Second)
+			rest := ftrace(root, 2*time.Second)
 			whole, err := Start(sc)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer whole.Close()
-			full := ftrace(whole, 3*time.Second)
+			full := ftrace(whole, 2*time.Second)
 			if !slices.Equal(full[len(full)-len(rest):], rest) {
 				t.Fatal("forking changed the run it was taken from")
 			}
@@ -137,7 +137,7 @@ func TestForkMatchesResume(t *testing.T) {
 func TestForkSharesNothing(t *testing.T) {
 	for name, sc := range forkScenarios(t) {
 		t.Run(name, func(t *testing.T) {
-			root := startedTo(t, sc, time.Second)
+			root := startedTo(t, sc, 300*time.Millisecond)
 			f, err := root.Fork(3)
 			if err != nil {
 				t.Fatal(err)
