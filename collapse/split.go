@@ -111,6 +111,37 @@ type particle struct {
 	snap sim.Snapshot
 	g    gauge
 	over bool
+	// w is the weight of a run that reached a level: 1, divided by the
+	// survival probability of every roulette it survived (reach).
+	w float64
+	// t, when not nil, is the run stopped at the crossing, kept alive so
+	// that runs restart from it by copying its state (sim.Trajectory.Fork)
+	// rather than by replaying snap.
+	t *sim.Trajectory
+}
+
+// maxForkEffort bounds the effort at which batches keep the crossing runs
+// alive to fork them: each holds its run's records (about a megabyte with
+// its latency counts), so beyond it states are replayed instead.
+const maxForkEffort = 1000
+
+// minForkPast is the shortest past (in events) worth a copy: a copy costs
+// about as much as replaying a few thousand events (the engine's calendar
+// and the run's records), so shorter pasts are replayed.
+const minForkPast = 5000
+
+// release closes the live runs of ps, each once.
+func release(ps []particle) {
+	for i := range ps {
+		if t := ps[i].t; t != nil {
+			for j := i; j < len(ps); j++ {
+				if ps[j].t == t {
+					ps[j].t = nil
+				}
+			}
+			t.Close()
+		}
+	}
 }
 
 // splitter holds what every run of one estimate shares.
@@ -125,6 +156,10 @@ type splitter struct {
 	events   uint64
 	replayed uint64
 	budget   uint64
+	// fork says batches copy crossing states (Trajectory.Fork); noFork,
+	// why they no longer do after a copy failed (they replay instead).
+	fork   bool
+	noFork string
 }
 
 // Split estimates the probability that sc reaches opt.Level within
@@ -145,11 +180,12 @@ func Split(ctx context.Context, sc *topology.Scenario, opt Options) (*Estimate, 
 		return nil, err
 	}
 	est := &Estimate{Scenario: sc.Name, Method: "splitting", Level: opt.Level.String(), WithinS: opt.Within.Seconds()}
-	levels, err := s.pilot(s.effort(opt))
+	levels, shares, err := s.pilot(s.effort(opt))
 	if err != nil {
 		return nil, err
 	}
 	est.Levels = levels
+	stages := s.stages(levels, shares)
 	extrapolate := s.end < opt.Within
 	// raw and halves are each batch's estimates of P(τ ≤ end) and
 	// P(τ ≤ end/2); vs what the interval is over: raw, or when
@@ -163,7 +199,7 @@ func Split(ctx context.Context, sc *topology.Scenario, opt Options) (*Estimate, 
 		prec = DefaultPrecision
 	}
 	for b := 0; b < maxBatches; b++ {
-		p, ph, err := s.batch(levels, s.effort(opt), uint64(b))
+		p, ph, err := s.batch(stages, s.effort(opt), uint64(b))
 		if errors.Is(err, errBudget) && len(vs) >= 2 {
 			est.Notes = append(est.Notes, fmt.Sprintf("stopped by the event budget (%d events) before the precision target ±%g", s.budget, prec))
 			break
@@ -217,6 +253,9 @@ func Split(ctx context.Context, sc *topology.Scenario, opt Options) (*Estimate, 
 		p, _ := tInterval(raw)
 		ph, _ := tInterval(halves)
 		est.MeanTimeS, est.MeanTimeNote = exponentialMean(ph, p, s.end)
+	}
+	if s.noFork != "" {
+		est.Notes = append(est.Notes, "crossing states replayed rather than copied: "+s.noFork)
 	}
 	est.Runs, est.Events, est.Replayed = s.runs, s.events, s.replayed
 	return est, nil
@@ -277,7 +316,8 @@ func newSplitter(ctx context.Context, sc *topology.Scenario, opt Options) (*spli
 	}
 	c := *sc
 	c.Duration, c.Warmup = end, 0
-	s := &splitter{ctx: ctx, sc: &c, level: opt.Level, end: end, seed: opt.Seed, budget: opt.MaxEvents}
+	s := &splitter{ctx: ctx, sc: &c, level: opt.Level, end: end, seed: opt.Seed, budget: opt.MaxEvents,
+		fork: opt.Effort <= maxForkEffort}
 	if s.seed == 0 {
 		s.seed = sc.Seed
 	}
@@ -310,6 +350,13 @@ func (s *splitter) start(from *particle, seed uint64) (*sim.Trajectory, gauge, e
 		c.Seed = seed
 		t, err := sim.Start(&c)
 		return t, s.g0.clone(), err
+	}
+	if from.t != nil && s.noFork == "" {
+		t, err := from.t.Fork(seed)
+		if err == nil {
+			return t, from.g.clone(), nil
+		}
+		s.noFork = err.Error()
 	}
 	t, err := sim.Resume(from.snap, seed)
 	return t, from.g.clone(), err
@@ -358,8 +405,8 @@ func (s *splitter) climb(from *particle, seed uint64) ([]mark, error) {
 // pilot chooses the levels: from the current entrance states it climbs
 // effort runs, sets the next level at the highest value a fifth of them
 // reached, and continues from where they crossed it, until the target.
-func (s *splitter) pilot(effort int) ([]float64, error) {
-	var levels []float64
+// It returns the levels and the share of its runs that reached each.
+func (s *splitter) pilot(effort int) (levels, shares []float64, err error) {
 	var from []particle
 	cur := math.Inf(-1)
 	for stage := 0; ; stage++ {
@@ -372,7 +419,7 @@ func (s *splitter) pilot(effort int) ([]float64, error) {
 			}
 			ms, err := s.climb(p, mix(s.seed, 1<<62, uint64(stage), uint64(i)))
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			runs[i] = ms
 			if len(ms) > 0 {
@@ -392,16 +439,23 @@ func (s *splitter) pilot(effort int) ([]float64, error) {
 				}
 			}
 			if math.IsInf(next, 1) && sorted[0] <= cur {
-				return nil, fmt.Errorf("collapse: no pilot run of %d went above %g toward %s; raise the effort", effort, cur, s.level)
+				return nil, nil, fmt.Errorf("collapse: no pilot run of %d went above %g toward %s; raise the effort", effort, cur, s.level)
 			}
 		}
 		next = min(next, s.level.Threshold)
 		levels = append(levels, next)
+		reached := 0
+		for _, v := range maxima {
+			if v >= next {
+				reached++
+			}
+		}
+		shares = append(shares, float64(reached)/float64(effort))
 		if next >= s.level.Threshold {
-			return levels, nil
+			return levels, shares, nil
 		}
 		if len(levels) > 200 {
-			return nil, fmt.Errorf("collapse: more than 200 levels toward %s; the level rises too slowly for splitting", s.level)
+			return nil, nil, fmt.Errorf("collapse: more than 200 levels toward %s; the level rises too slowly for splitting", s.level)
 		}
 		from = from[:0]
 		for _, ms := range runs {
@@ -416,24 +470,86 @@ func (s *splitter) pilot(effort int) ([]float64, error) {
 	}
 }
 
-// reach runs from from (nil: the start) until the quantity reaches target
-// (returning the state there) or the horizon passes.
-func (s *splitter) reach(from *particle, seed uint64, target float64) (particle, bool, error) {
+// stage is one level of a batch: the runs start from the states where the
+// previous level was crossed (from the empty start for the first) and try
+// to reach target. A run that falls back from its entrance has little
+// chance left of reaching target within the horizon, yet would simulate
+// the rest of the horizon to find out. So it plays Russian roulette the
+// first time it falls below each lower level (rungs, highest first): it
+// goes on with a probability and its weight divided by it, so the
+// expected weighted count of runs reaching target is unchanged (the
+// estimate stays unbiased) while most hopeless continuations stop early.
+type stage struct {
+	target float64
+	rungs  []rung
+}
+
+// rung is a roulette: below level, a run goes on with probability survive.
+type rung struct {
+	below, survive float64
+}
+
+// minSurvive bounds a roulette's survival probability from below.
+const minSurvive = 0.05
+
+// stages sets out the levels as batch runs them. A run of stage k (entered
+// at level k−1) plays roulette below level j, for j = k−2 down to 0, with
+// the pilot's share of runs from level j that reached level j+1 as its
+// survival probability: a run just below level j is worth about that
+// share of one at level j+1 (it must climb back over j+1 to count), so a
+// survivor's weight matches its chance of still counting and the
+// roulettes add little variance — the second moment of a run's weighted
+// count stays near the product of the shares still to climb, whatever the
+// depth it fell to.
+func (s *splitter) stages(levels, shares []float64) []stage {
+	st := make([]stage, len(levels))
+	for k, l := range levels {
+		st[k].target = l
+		for j := k - 2; j >= 0; j-- {
+			st[k].rungs = append(st[k].rungs, rung{below: levels[j], survive: min(1, max(minSurvive, shares[j+1]))})
+		}
+	}
+	return st
+}
+
+// reach runs from from (nil: the start) until the quantity reaches the
+// stage's target (returning the state there, with its weight) or the
+// horizon passes, or the run loses a roulette (stage).
+func (s *splitter) reach(from *particle, seed uint64, st stage, keep bool) (particle, bool, error) {
 	if from != nil && from.over {
-		return *from, true, nil
+		return particle{over: true, w: 1}, true, nil
 	}
 	t, g, err := s.start(from, seed)
 	if err != nil {
 		return particle{}, false, err
 	}
-	defer func() { s.events += t.Events(); s.replayed += t.Replayed(); t.Close() }()
+	kept := false
+	defer func() {
+		s.events += t.Events()
+		s.replayed += t.Replayed()
+		if !kept {
+			t.Close()
+		}
+	}()
+	w, r := 1.0, 0
 	for {
 		v := g.read(t)
 		if t.Diverged() != "" {
-			return particle{over: true}, true, nil
+			return particle{over: true, w: w}, true, nil
 		}
-		if v >= target {
-			return particle{snap: t.Snapshot(), g: g}, true, nil
+		if v >= st.target {
+			q := particle{snap: t.Snapshot(), g: g, w: w}
+			if keep && t.Past() >= minForkPast {
+				q.t, kept = t, true
+			}
+			return q, true, nil
+		}
+		for r < len(st.rungs) && v < st.rungs[r].below {
+			if unit(mix(seed, 1<<61, uint64(r))) >= st.rungs[r].survive {
+				return particle{}, false, nil
+			}
+			w /= st.rungs[r].survive
+			r++
 		}
 		if !t.Step(s.end) && t.Diverged() == "" {
 			return particle{}, false, nil
@@ -441,47 +557,89 @@ func (s *splitter) reach(from *particle, seed uint64, target float64) (particle,
 	}
 }
 
-// batch runs one fixed-effort splitting estimate over levels and returns
-// it: the product of the shares of runs that reached each level; and the
-// same product with the last share counting only runs that reached the
-// target in the horizon's first half, the estimate of P(τ ≤ T/2) (an
-// unbiased one too: fixed-effort splitting weighs each run reaching the
-// target by the product of the earlier shares, whatever is measured on it).
-func (s *splitter) batch(levels []float64, effort int, b uint64) (p, pHalf float64, err error) {
+// batch runs one fixed-effort splitting estimate over the stages and
+// returns it: the product of the weighted shares of runs that reached each
+// level; and the same product with the last share counting only runs that
+// reached the target in the horizon's first half, the estimate of P(τ ≤
+// T/2) (an unbiased one too: fixed-effort splitting weighs each run
+// reaching the target by the product of the earlier shares, whatever is
+// measured on it). The next stage's runs start from the states reached,
+// as many from each as its weight's share of effort (resample).
+func (s *splitter) batch(stages []stage, effort int, b uint64) (p, pHalf float64, err error) {
 	p = 1.0
 	var from, next []particle
-	for k, l := range levels {
+	for k, st := range stages {
 		next = next[:0]
 		for i := range effort {
 			var src *particle
 			if k > 0 {
 				src = &from[i%len(from)]
 			}
-			q, ok, err := s.reach(src, mix(s.seed, b, uint64(k), uint64(i)), l)
+			q, ok, err := s.reach(src, mix(s.seed, b, uint64(k), uint64(i)), st, s.fork && k < len(stages)-1)
 			if err != nil {
+				release(from)
+				release(next)
 				return 0, 0, err
 			}
 			if ok {
 				next = append(next, q)
 			}
 		}
+		release(from)
 		if len(next) == 0 {
 			return 0, 0, nil
 		}
-		if k == len(levels)-1 {
-			early := 0
+		var sum float64
+		for _, q := range next {
+			sum += q.w
+		}
+		if k == len(stages)-1 {
+			var early float64
 			for _, q := range next {
 				if q.over || q.snap.At() <= s.end/2 {
-					early++
+					early += q.w
 				}
 			}
-			pHalf = p * float64(early) / float64(effort)
+			pHalf = p * early / float64(effort)
 		}
-		p *= float64(len(next)) / float64(effort)
-		from, next = next, from
+		p *= sum / float64(effort)
+		from, next = resample(next, sum, effort, unit(mix(s.seed, b, uint64(k), 1<<60))), from
 	}
 	return p, pHalf, nil
 }
+
+// resample returns the states the next stage starts from. With equal
+// weights it keeps them as they are (batch spreads its runs evenly over
+// them); otherwise it draws effort of them by systematic resampling with
+// offset u in [0, 1): each as many times, within one, as its weight's
+// share of effort, as fixed-effort splitting with weights needs to stay
+// unbiased.
+func resample(ps []particle, sum float64, effort int, u float64) []particle {
+	equal := true
+	for _, q := range ps {
+		equal = equal && q.w == ps[0].w
+	}
+	if equal {
+		return ps
+	}
+	out := make([]particle, 0, effort)
+	step := sum / float64(effort)
+	x, acc := u*step, 0.0
+	for _, q := range ps {
+		acc += q.w
+		for x < acc && len(out) < effort {
+			out = append(out, q)
+			x += step
+		}
+	}
+	for len(out) < effort { // rounding: the last state takes the rest
+		out = append(out, ps[len(ps)-1])
+	}
+	return out
+}
+
+// unit maps a hash to [0, 1).
+func unit(h uint64) float64 { return float64(h>>11) / (1 << 53) }
 
 // tInterval returns the mean of xs and the half-width of its Student-t
 // 95 % interval.

@@ -29,8 +29,10 @@ type Trajectory struct {
 	m    *run
 	path []branchPoint
 	// replayed counts the events run to restore the start state, so that
-	// Events reports the whole cost of the trajectory.
-	replayed uint64
+	// Events reports the whole cost of the trajectory; inherited counts
+	// those a forked trajectory's engine had run before the copy (Fork),
+	// which cost it nothing.
+	replayed, inherited uint64
 }
 
 // branchPoint says that after every event at or before at had run, every
@@ -91,8 +93,13 @@ func (t *Trajectory) Snapshot() Snapshot {
 // Now returns the simulated time reached.
 func (t *Trajectory) Now() time.Duration { return t.m.eng.Now() }
 
-// Events returns the events run for this trajectory, its replay included.
-func (t *Trajectory) Events() uint64 { return t.m.eng.Events() }
+// Events returns the events run for this trajectory, its replay included
+// and, for a forked one, the events before the fork excluded.
+func (t *Trajectory) Events() uint64 { return t.m.eng.Events() - t.inherited }
+
+// Past returns the events that made the state reached, since time 0:
+// what resuming its snapshot would replay.
+func (t *Trajectory) Past() uint64 { return t.m.eng.Events() }
 
 // Replayed returns the events run to restore the state it resumed from.
 func (t *Trajectory) Replayed() uint64 { return t.replayed }

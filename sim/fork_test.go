@@ -1,0 +1,223 @@
+package sim
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stormsim/stormsim/experiments"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// forkScenarios are the branch scenario and every canned experiment,
+// shortened: between them they hold state in every part of the model
+// (retries, budgets, breakers, hedges, pools, replicas, topics, faults).
+func forkScenarios(t *testing.T) map[string]*topology.Scenario {
+	t.Helper()
+	out := map[string]*topology.Scenario{"branch": branchSc(t)}
+	for _, name := range experiments.Names() {
+		data, _ := experiments.Lookup(name)
+		sc, err := topology.Parse(name+".yaml", data, []string{"duration=2s", "warmup=0s"})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out[name] = sc
+	}
+	return out
+}
+
+// ftrace steps t to end and records, after each instant, the time and
+// what the level gauges read of every service.
+func ftrace(t *Trajectory, end time.Duration) []int64 {
+	var out []int64
+	for t.Step(end) {
+		out = append(out, fstate(t)...)
+	}
+	return out
+}
+
+func fstate(t *Trajectory) []int64 {
+	out := []int64{int64(t.Now()), int64(t.Inflight()), int64(t.m.eng.Pending())}
+	for i := range t.m.services {
+		out = append(out, int64(t.System(i)), int64(t.Queue(i)), t.Attempts(i))
+	}
+	return out
+}
+
+// startedTo starts a trajectory of sc and steps it to d; the test closes it.
+func startedTo(t *testing.T, sc *topology.Scenario, d time.Duration) *Trajectory {
+	t.Helper()
+	tr, err := Start(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Close)
+	ftrace(tr, d)
+	return tr
+}
+
+// TestForkMatchesResume checks, on every scenario, that a fork continues
+// exactly as a resumption of the same state with the same seed (which
+// replays the run and is exact by construction), that two forks share
+// nothing (the second runs the same after the first has run to the end),
+// and that forking leaves the original as it was.
+func TestForkMatchesResume(t *testing.T) {
+	for name, sc := range forkScenarios(t) {
+		t.Run(name, func(t *testing.T) {
+			root := startedTo(t, sc, 800*time.Millisecond)
+			snap := root.Snapshot()
+			f1, err := root.Fork(7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f1.Close()
+			if f1.Events() != 0 || f1.Replayed() != 0 {
+				t.Errorf("a fresh fork counts %d events, %d replayed; want 0", f1.Events(), f1.Replayed())
+			}
+			a := ftrace(f1, 2*time.Second)
+			f2, err := root.Fork(7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f2.Close()
+			b := ftrace(f2, 2*time.Second)
+			r, err := Resume(snap, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			c := ftrace(r, 2*time.Second)
+			if len(c) == 0 || !slices.Equal(a, c) {
+				t.Fatalf("fork and resumption with one seed differ (%d and %d values)", len(a), len(c))
+			}
+			if !slices.Equal(a, b) {
+				t.Fatal("a second fork ran differently after the first: the forks share state")
+			}
+			if f1.Events() != r.Events()-r.Replayed() {
+				t.Errorf("fork ran %d events, the resumption %d after its replay", f1.Events(), r.Events()-r.Replayed())
+			}
+			// A fork of a fork is a resumption of the fork's snapshot.
+			g, err := f2.Fork(9)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			rg, err := Resume(f2.Snapshot(), 9)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rg.Close()
+			if !slices.Equal(fstate(g), fstate(rg)) {
+				t.Errorf("second-generation fork %v, resumption %v", fstate(g), fstate(rg))
+			}
+			rest := ftrace(root, 2*time.Second)
+			whole, err := Start(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer whole.Close()
+			full := ftrace(whole, 2*time.Second)
+			if !slices.Equal(full[len(full)-len(rest):], rest) {
+				t.Fatal("forking changed the run it was taken from")
+			}
+		})
+	}
+}
+
+// TestForkSharesNothing walks the copy a fork makes and fails if any of
+// its records, slices or maps is one of the original's (the scenario's
+// validated types excepted, which no run writes): a field added to the
+// run state, of any type, must be copied or make Fork fail, never be
+// shared silently between branches. Records that two independently built
+// runs of the scenario share are the scenario's, not state, and exempt.
+// It also checks that every type the run state holds is one the copy can
+// follow.
+func TestForkSharesNothing(t *testing.T) {
+	for name, sc := range forkScenarios(t) {
+		t.Run(name, func(t *testing.T) {
+			root := startedTo(t, sc, 300*time.Millisecond)
+			f, err := root.Fork(3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			other, err := Start(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			// What two runs of the scenario share is the scenario's, not
+			// state: the copy shares it too.
+			orig, cp, common := reachable(t, root.m), reachable(t, f.m), reachable(t, other.m)
+			for a, typ := range cp {
+				if _, ok := orig[a]; ok && common[a] == nil {
+					t.Errorf("the fork shares a %v with the original", typ)
+				}
+			}
+			if len(cp) < len(orig)/2 {
+				t.Errorf("the fork reaches %d records, the original %d", len(cp), len(orig))
+			}
+		})
+	}
+	for _, bad := range []reflect.Type{reflect.TypeFor[chan int](), reflect.TypeFor[unsafe.Pointer]()} {
+		if kindsFollowed(bad) {
+			t.Errorf("%v counted as followed", bad)
+		}
+	}
+	if !kindsFollowed(reflect.TypeFor[run]()) {
+		t.Error("the run state holds a type the copy cannot follow (a channel or an unsafe pointer)")
+	}
+}
+
+// reachable returns the address and type of every block of memory the
+// run's state points to, found as Fork finds them.
+func reachable(t *testing.T, m *run) map[uintptr]reflect.Type {
+	t.Helper()
+	c := &cloner{seen: map[blockKey]int{}, funcs: map[unsafe.Pointer]unsafe.Pointer{}, collectFuncs: true,
+		// Only the scenario's validated types, written by no run, may be
+		// shared: if shared ever exempts more, this walk finds it shared.
+		share: func(t reflect.Type) bool { return t.PkgPath() == topologyPath || t.Size() == 0 }}
+	c.block(unsafe.Pointer(m), reflect.TypeFor[run](), 1)
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	out := map[uintptr]reflect.Type{}
+	for _, b := range c.blocks {
+		out[b.addr] = b.typ
+	}
+	for k := range c.mapsSeen {
+		out[uintptr(k)] = reflect.TypeFor[map[any]any]()
+	}
+	return out
+}
+
+// kindsFollowed reports whether every type reachable from t, through
+// fields, elements, keys and pointers, is one Fork copies.
+func kindsFollowed(t reflect.Type) bool {
+	seen := map[reflect.Type]bool{}
+	var ok func(reflect.Type) bool
+	ok = func(t reflect.Type) bool {
+		if seen[t] || shared(t) {
+			return true
+		}
+		seen[t] = true
+		switch t.Kind() {
+		case reflect.Chan, reflect.UnsafePointer:
+			return false
+		case reflect.Pointer, reflect.Slice, reflect.Array:
+			return ok(t.Elem())
+		case reflect.Map:
+			return ok(t.Key()) && ok(t.Elem())
+		case reflect.Struct:
+			for i := range t.NumField() {
+				if !ok(t.Field(i).Type) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return ok(t)
+}
