@@ -21,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
@@ -125,7 +126,7 @@ services:
     queue: 1000
     service_time: {dist: constant, value: 2s}
 `)
-	addr, method, err := ParseGRPCTarget(cl.URLs["api"])
+	addr, method, err := transport.ParseGRPCTarget(cl.URLs["api"])
 	require.NoError(t, err)
 	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDisableRetry(),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(maxBody)))
@@ -145,7 +146,7 @@ services:
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
-			err := cc.Invoke(ctx, method, &frame{b: body}, new(frame), grpc.ForceCodec(rawCodec{}))
+			err := cc.Invoke(ctx, method, &transport.Frame{Bytes: body}, new(transport.Frame), grpc.ForceCodec(transport.RawCodec{}))
 			switch st := status.Convert(err); {
 			case (st.Code() == codes.Unavailable || st.Code() == codes.ResourceExhausted) && strings.HasPrefix(st.Message(), "request body: the service already holds"):
 				refused.Add(1)

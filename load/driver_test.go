@@ -14,6 +14,7 @@ import (
 
 	"github.com/stormsim/stormsim/internal/memnet"
 	"github.com/stormsim/stormsim/load/internal/clock"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
@@ -33,7 +34,7 @@ func TestRunCountsEveryScheduledRequest(t *testing.T) {
 		var nw memnet.Network
 		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
 			hits.Add(1)
-			if r.Header.Get(HeaderRequestID) == "" || r.Header.Get(HeaderAttempt) != "1" {
+			if r.Header.Get(transport.HeaderRequestID) == "" || r.Header.Get(transport.HeaderAttempt) != "1" {
 				http.Error(w, "missing stormsim headers", http.StatusBadRequest)
 			}
 		})
@@ -61,9 +62,9 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		var gap atomic.Int64
 		var nw memnet.Network
 		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get(HeaderAttempt) == "1" {
+			if r.Header.Get(transport.HeaderAttempt) == "1" {
 				first.Store(time.Now().UnixNano())
-				SetRetryAfter(w.Header(), 150*time.Millisecond, false)
+				transport.SetRetryAfter(w.Header(), 150*time.Millisecond, false)
 				w.WriteHeader(http.StatusServiceUnavailable)
 				return
 			}
@@ -277,7 +278,7 @@ func TestHedgeWinsAgainstSlowFirstAttempt(t *testing.T) {
 		clk := new(clock.Fake)
 		var firsts, hedges, cancelled atomic.Int64
 		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get(HeaderAttempt) != "1" {
+			if r.Header.Get(transport.HeaderAttempt) != "1" {
 				hedges.Add(1)
 				return
 			}
@@ -364,7 +365,7 @@ func TestDeadlineIsPropagated(t *testing.T) {
 		var bad atomic.Int64
 		var nw memnet.Network
 		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
-			ms, err := strconv.ParseFloat(r.Header.Get(HeaderDeadline), 64)
+			ms, err := strconv.ParseFloat(r.Header.Get(transport.HeaderDeadline), 64)
 			if err != nil || ms <= 0 || ms > 500 {
 				bad.Add(1)
 			}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -28,7 +29,7 @@ func oneService(workers, queue int, st time.Duration) *topology.Scenario {
 
 func startService(t *testing.T, sc *topology.Scenario, commits bool) (*Service, *httptest.Server) {
 	t.Helper()
-	s, err := NewService(sc, sc.Services[0].Name, ServiceConfig{Epoch: time.Now(), URLs: map[string]string{}, Client: http.DefaultClient, Commits: commits})
+	s, err := NewService(sc, sc.Services[0].Name, ServiceConfig{Epoch: time.Now(), URLs: map[string]string{}, Commits: commits})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,9 +122,9 @@ func post(t *testing.T, url, key, body string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set(HeaderIdempotencyKey, key)
-	req.Header.Set(HeaderWrite, "1")
-	req.Header.Set(HeaderRequestID, "1")
+	req.Header.Set(transport.HeaderIdempotencyKey, key)
+	req.Header.Set(transport.HeaderWrite, "1")
+	req.Header.Set(transport.HeaderRequestID, "1")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -157,12 +158,12 @@ func TestIdempotencyOverHTTP(t *testing.T) {
 		switch c {
 		case http.StatusOK:
 			ok++
-		case StatusInProgress:
+		case transport.StatusInProgress:
 			inProgress++
 		}
 	}
 	if ok < 1 || ok+inProgress != n || inProgress == 0 {
-		t.Errorf("codes %v: want one owner's 200, the rest %d (or replayed 200s), and some %d", codes, StatusInProgress, StatusInProgress)
+		t.Errorf("codes %v: want one owner's 200, the rest %d (or replayed 200s), and some %d", codes, transport.StatusInProgress, transport.StatusInProgress)
 	}
 	st := getStats(t, srv.URL)
 	if st.Executions != 1 || st.Replays != int64(ok-1) || st.InProgress != int64(inProgress) {
@@ -172,7 +173,7 @@ func TestIdempotencyOverHTTP(t *testing.T) {
 	if c := post(t, srv.URL+"/svc", "k1", "payload"); c != http.StatusOK {
 		t.Errorf("replay after commit: %d, want 200", c)
 	}
-	if c := post(t, srv.URL+"/svc", "k1", "another payload"); c != StatusConflict {
+	if c := post(t, srv.URL+"/svc", "k1", "another payload"); c != transport.StatusConflict {
 		t.Errorf("same key, different body: %d, want 409", c)
 	}
 	st = getStats(t, srv.URL)
@@ -188,8 +189,8 @@ func TestWritesWithoutKeysDuplicate(t *testing.T) {
 	_, srv := startService(t, oneService(4, 4, time.Millisecond), true)
 	for range 3 {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/svc", bytes.NewReader([]byte("x")))
-		req.Header.Set(HeaderWrite, "1")
-		req.Header.Set(HeaderRequestID, "7")
+		req.Header.Set(transport.HeaderWrite, "1")
+		req.Header.Set(transport.HeaderRequestID, "7")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -212,7 +213,7 @@ func TestRejectExpiredDeadline(t *testing.T) {
 	get := func(deadline string) int {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/svc", nil)
 		if deadline != "" {
-			req.Header.Set(HeaderDeadline, deadline)
+			req.Header.Set(transport.HeaderDeadline, deadline)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -237,11 +238,11 @@ func TestRejectExpiredDeadline(t *testing.T) {
 	waitFor("the worker to be busy", func(st Stats) bool { return st.Busy == 1 })
 	go func() { defer wg.Done(); codes[1] = get("") }()
 	waitFor("a queued request", func(st Stats) bool { return st.Queue == 1 })
-	if c := get("50"); c != StatusExpired {
-		t.Errorf("request with 50 ms left behind 100 ms of queued work: %d, want %d", c, StatusExpired)
+	if c := get("50"); c != transport.StatusExpired {
+		t.Errorf("request with 50 ms left behind 100 ms of queued work: %d, want %d", c, transport.StatusExpired)
 	}
-	if c := get("0"); c != StatusExpired {
-		t.Errorf("request with no time left: %d, want %d", c, StatusExpired)
+	if c := get("0"); c != transport.StatusExpired {
+		t.Errorf("request with no time left: %d, want %d", c, transport.StatusExpired)
 	}
 	wg.Wait()
 	if codes[0] != 200 || codes[1] != 200 {
@@ -277,9 +278,9 @@ func FuzzParseAttempt(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, deadline, key, write string) {
 		r := httptest.NewRequest(http.MethodPost, "/svc", strings.NewReader("body"))
-		r.Header.Set(HeaderDeadline, deadline)
-		r.Header.Set(HeaderIdempotencyKey, key)
-		r.Header.Set(HeaderWrite, write)
+		r.Header.Set(transport.HeaderDeadline, deadline)
+		r.Header.Set(transport.HeaderIdempotencyKey, key)
+		r.Header.Set(transport.HeaderWrite, write)
 		const now = time.Hour
 		a := parseAttempt(r, now)
 		if a.hasDeadline {
