@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"google.golang.org/grpc"
@@ -23,6 +24,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/stormsim/stormsim/internal/memnet"
 	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
@@ -281,10 +283,17 @@ func TestGRPCPushback(t *testing.T) {
 // arrives as the callee's grpc-timeout, and reject_expired refuses work
 // whose deadline passed while it queued. The one worker is busy for
 // 200 ms; an attempt queued behind it with 700 ms left is served (it ends
-// at 400 ms), one with 100 ms left is rejected as expired when the worker
-// frees.
+// at 400 ms), one with 100 ms left times out at its caller at 100 ms and
+// is rejected as expired when the worker frees at 200 ms, its work never
+// done. On the bubble's clock (the services, the client and the HTTP/2
+// between them on an in-memory network) each of these instants is exact.
 func TestGRPCDeadlinePropagation(t *testing.T) {
-	cl := startGRPCScenario(t, "deadline.yaml", `
+	synctest.Test(t, testGRPCDeadlinePropagation)
+}
+
+func testGRPCDeadlinePropagation(t *testing.T) {
+	nw := new(memnet.Network)
+	cl := startScenarioWith(t, "deadline.yaml", `
 name: deadline
 seed: 1
 duration: 10s
@@ -295,8 +304,8 @@ services:
     queue: 10
     reject_expired: true
     service_time: {dist: constant, value: 200ms}
-`)
-	gc, err := transport.NewGRPCClient(transport.GRPCClientOptions{})
+`, ClusterOptions{Protocol: ProtocolGRPC, network: nw})
+	gc, err := transport.NewGRPCClient(transport.GRPCClientOptions{Dial: nw.DialContext})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,9 +315,10 @@ services:
 		remaining time.Duration
 		expired   int64
 		want      policies.Outcome
+		took      time.Duration // from the late attempt's send to its answer
 	}{
-		{700 * time.Millisecond, 0, policies.OK},
-		{100 * time.Millisecond, 1, policies.Timeout},
+		{700 * time.Millisecond, 0, policies.OK, 400 * time.Millisecond},
+		{100 * time.Millisecond, 1, policies.Timeout, 100 * time.Millisecond},
 	} {
 		before := db.Stats().All
 		var wg sync.WaitGroup
@@ -317,20 +327,19 @@ services:
 			defer wg.Done()
 			gc.Send(context.Background(), &transport.Attempt{URL: cl.URLs["db"], RequestID: "busy"}, transport.Sending{})
 		}()
-		for db.Stats().Busy == 0 {
-			time.Sleep(time.Millisecond)
+		synctest.Wait() // the busy attempt holds the worker
+		if db.Stats().Busy != 1 {
+			t.Fatalf("%v left: the first attempt did not take the worker", tc.remaining)
 		}
+		start := time.Now()
 		an := gc.Send(context.Background(), &transport.Attempt{URL: cl.URLs["db"], RequestID: "late", Remaining: tc.remaining}, transport.Sending{})
+		took := time.Since(start)
 		wg.Wait()
-		// The expired attempt is refused when the worker frees, after its
-		// caller gave up: wait for the service to count it.
-		end := time.Now().Add(2 * time.Second)
-		for db.Stats().All.Expired-before.Expired < tc.expired && time.Now().Before(end) {
-			time.Sleep(5 * time.Millisecond)
-		}
+		synctest.Wait() // the expired attempt is refused when the worker frees, after its caller gave up
 		after := db.Stats().All
-		if an.Outcome != tc.want || after.Expired-before.Expired != tc.expired {
-			t.Errorf("%v left: outcome %v, %d expired at the callee; want %v, %d", tc.remaining, an.Outcome, after.Expired-before.Expired, tc.want, tc.expired)
+		if an.Outcome != tc.want || after.Expired-before.Expired != tc.expired || took != tc.took {
+			t.Errorf("%v left: outcome %v after %v, %d expired at the callee; want %v after %v, %d",
+				tc.remaining, an.Outcome, took, after.Expired-before.Expired, tc.want, tc.took, tc.expired)
 		}
 		if tc.expired == 1 && after.Succeeded-before.Succeeded != 1 {
 			t.Errorf("%v left: %d succeeded, want only the busy one: expired work was done", tc.remaining, after.Succeeded-before.Succeeded)

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/stormsim/stormsim/internal/memnet"
 	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -87,33 +89,42 @@ func getStatsWith(t *testing.T, client *http.Client, url string) Stats {
 // TestQueueLimitRejectsAtPredictedLoad: 2 workers × 100 ms serve 20 req/s
 // and hold 10 more in the queue. Offered 40 req/s evenly for 2 s (80
 // requests, the last at 1975 ms), the service accepts the 12 that fill it
-// plus one per completion before the last arrival: 19 per worker with
-// exact timers, so 50 accepted and 30 rejected with 503. Real sleeps
-// overshoot, more on a machine busy with other tests: at +10 % (17
-// completions per worker) 34 are rejected, at +25 % (16) 36. Without the
-// waiting room 40 or more would be, with an unbounded one none.
-// /stats must count exactly the attempts the driver sent.
+// plus one per completion up to the last arrival: worker A completes at
+// 100, 200, …, 1900 ms and worker B at 125, …, 1925 ms, 19 each, so 50
+// accepted and 30 rejected with 503. Each completion falls on an arrival's
+// instant; whichever of the two the service sees first, the freed place
+// goes to that arrival or the next, 25 ms later, so the count is exact. On
+// the bubble's clock (service, driver and the HTTP between them on an
+// in-memory network) no timer overshoots: exactly 30. Without the waiting
+// room 40 or more would be, with an unbounded one none. /stats must count
+// exactly the attempts the driver sent.
 func TestQueueLimitRejectsAtPredictedLoad(t *testing.T) {
-	_, srv := startService(t, oneService(2, 10, 100*time.Millisecond), false)
-	res, err := Run(context.Background(), Options{
-		Target: srv.URL + "/svc", Arrivals: constant(40, 2*time.Second), Duration: 2 * time.Second,
+	synctest.Test(t, func(t *testing.T) {
+		var nw memnet.Network
+		sc := oneService(2, 10, 100*time.Millisecond)
+		s, err := NewService(sc, "svc", ServiceConfig{Epoch: time.Now(), URLs: map[string]string{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		base := memTarget(t, &nw, s.ServeHTTP)
+		res, err := Run(context.Background(), Options{
+			network: &nw, Target: base + "svc", Arrivals: constant(40, 2*time.Second), Duration: 2 * time.Second,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := res.Summary
+		rejected := sum.Load.Statuses["503"]
+		if rejected != 30 || sum.Requests.Succeeded != 50 {
+			t.Errorf("503s: %d, succeeded %d of %d; want 30 and 50", rejected, sum.Requests.Succeeded, sum.Requests.Offered)
+		}
+		st := getStatsWith(t, &http.Client{Transport: &http.Transport{DialContext: nw.DialContext}}, strings.TrimSuffix(base, "/"))
+		if st.All.Attempts != sum.Load.Attempts || st.All.Rejected != rejected || st.All.Succeeded != sum.Requests.Succeeded {
+			t.Errorf("/stats attempts %d rejected %d succeeded %d; driver attempts %d rejected %d succeeded %d",
+				st.All.Attempts, st.All.Rejected, st.All.Succeeded, sum.Load.Attempts, rejected, sum.Requests.Succeeded)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := res.Summary
-	rejected := s.Load.Statuses["503"]
-	if rejected < 29 || rejected > 37 {
-		t.Errorf("503s: %d of %d, want 30–36 (±1 for the driver's own timer jitter)", rejected, s.Requests.Offered)
-	}
-	if s.Requests.Succeeded+rejected != 80 {
-		t.Errorf("succeeded %d + rejected %d ≠ 80", s.Requests.Succeeded, rejected)
-	}
-	st := getStats(t, srv.URL)
-	if st.All.Attempts != s.Load.Attempts || st.All.Rejected != rejected || st.All.Succeeded != s.Requests.Succeeded {
-		t.Errorf("/stats attempts %d rejected %d succeeded %d; driver attempts %d rejected %d succeeded %d",
-			st.All.Attempts, st.All.Rejected, st.All.Succeeded, s.Load.Attempts, rejected, s.Requests.Succeeded)
-	}
 }
 
 func post(t *testing.T, url, key, body string) int {
