@@ -1,6 +1,7 @@
 package load
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,13 +31,8 @@ var errAbandoned = errors.New("load: attempt abandoned by its call")
 // call on the edge runs under one mutex, because the edge's budget,
 // breaker and counters are shared by all of its calls.
 type EdgeClient struct {
-	// Root bounds every attempt, abandoned ones included: cancelling it
-	// ends them all. Nil means context.Background().
-	Root context.Context
-	// OnAttempt, if set, is called when each attempt ends, from the
-	// goroutine that sent it, with when it started, how long it took and
-	// its answer. It must not keep a, which may be reused once it returns.
-	OnAttempt func(a *transport.Attempt, start time.Time, took time.Duration, ans transport.Answer)
+	root      context.Context                                                                       // EdgeConfig.Root
+	onAttempt func(a *transport.Attempt, start time.Time, took time.Duration, ans transport.Answer) // EdgeConfig.OnAttempt
 
 	// clk is the run's clock: policies see clk.Now(), the call's waits
 	// (backoff, hedge delays) and attempt timeouts run on it.
@@ -71,25 +67,54 @@ type EdgeClient struct {
 	lat *attemptLatency
 }
 
-// NewEdgeClient wraps edge, sending its attempts through tr (nil:
-// net/http's default client), guarding it with mu (nil: a mutex of its
-// own), on the wall clock from epoch, the run's start. Edges that share
-// policy state — a budget with scope "service" — must share one mutex too.
-func NewEdgeClient(epoch time.Time, tr transport.Transport, edge *policies.Edge, mu *sync.Mutex) *EdgeClient {
-	return newEdgeClient(clock.NewReal(epoch), tr, edge, mu)
+// EdgeConfig configures an EdgeClient. Edge is required; every other
+// field has the default its comment gives.
+type EdgeConfig struct {
+	// Edge is the edge's policy state (policies.NewEdge).
+	Edge *policies.Edge
+	// Transport sends the attempts, chosen once for the edge's life; nil
+	// means net/http's default client (transport.NewHTTP(nil, false)).
+	Transport transport.Transport
+	// Epoch is the run's start: the edge's policies see the wall-clock
+	// time since it. Zero means when NewEdgeClient is called.
+	Epoch time.Time
+	// Mu guards the edge's policy state; nil means a mutex of its own.
+	// Edges that share policy state — a budget with scope "service" —
+	// must share one mutex too.
+	Mu *sync.Mutex
+	// Root bounds every attempt, abandoned ones included: cancelling it
+	// ends them all. Nil means context.Background().
+	Root context.Context
+	// OnAttempt, if set, is called when each attempt ends, from the
+	// goroutine that sent it, with when it started, how long it took and
+	// its answer. It must not keep a, which may be reused once it returns.
+	OnAttempt func(a *transport.Attempt, start time.Time, took time.Duration, ans transport.Answer)
+
+	// clk, if set, is the run's clock in place of the wall clock from
+	// Epoch (the driver's and serve's, scripted in tests).
+	clk clock.Clock
+	// lat, if set, times every attempt as the caller sees it (the
+	// driver's edges to a target whose own latency it cannot see).
+	lat *attemptLatency
 }
 
-// newEdgeClient is NewEdgeClient on clk.
-func newEdgeClient(clk clock.Clock, tr transport.Transport, edge *policies.Edge, mu *sync.Mutex) *EdgeClient {
+// NewEdgeClient returns the client of the edge c describes.
+func NewEdgeClient(c EdgeConfig) *EdgeClient {
+	clk := c.clk
+	if clk == nil {
+		clk = clock.NewReal(cmp.Or(c.Epoch, time.Now()))
+	}
+	mu := c.Mu
 	if mu == nil {
 		mu = new(sync.Mutex)
 	}
+	tr := c.Transport
 	if tr == nil {
 		tr = transport.NewHTTP(nil, false)
 	}
 	_, pooled := tr.(*transport.Lean)
-	ec := &EdgeClient{clk: clk, tr: tr, pooled: pooled, edge: edge, mu: mu,
-		phaseAware: phaseAware(edge)}
+	ec := &EdgeClient{clk: clk, tr: tr, pooled: pooled, edge: c.Edge, mu: mu, root: c.Root, onAttempt: c.OnAttempt,
+		lat: c.lat, phaseAware: phaseAware(c.Edge)}
 	ec.calls.New = func() any { return new(policies.Call) }
 	return ec
 }
@@ -359,7 +384,7 @@ func (d *doing) spawning() {
 	if d.run != nil {
 		return
 	}
-	root := d.ec.Root
+	root := d.ec.root
 	if root == nil {
 		root = context.Background()
 	}
@@ -506,7 +531,7 @@ func (ec *EdgeClient) sendInline(ctx context.Context, a *transport.Attempt, time
 // attemptStart is when an attempt starts on the run's clock, read only
 // for OnAttempt and lat.
 func (ec *EdgeClient) attemptStart() time.Duration {
-	if ec.OnAttempt == nil && ec.lat == nil {
+	if ec.onAttempt == nil && ec.lat == nil {
 		return 0
 	}
 	return ec.clk.Now()
@@ -519,10 +544,10 @@ func (ec *EdgeClient) timed(ctx context.Context, a *transport.Attempt, start tim
 	}
 }
 
-// observe reports an attempt that started at start to OnAttempt.
+// observe reports an attempt that started at start to onAttempt.
 func (ec *EdgeClient) observe(a *transport.Attempt, start time.Duration, ans transport.Answer) {
-	if ec.OnAttempt != nil {
-		ec.OnAttempt(a, clock.Instant(ec.clk, start), ec.clk.Now()-start, ans)
+	if ec.onAttempt != nil {
+		ec.onAttempt(a, clock.Instant(ec.clk, start), ec.clk.Now()-start, ans)
 	}
 }
 

@@ -279,9 +279,13 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 		defer lean.CloseIdle()
 		tr = lean
 	}
-	ec := newEdgeClient(clk, tr, edge, nil)
-	ec.Root = root
-	ec.lat = newAttemptLatency()
+	var onAttempt func(a *transport.Attempt, start time.Time, took time.Duration, ans transport.Answer)
+	if opt.OnAttempt != nil {
+		onAttempt = func(a *transport.Attempt, start time.Time, took time.Duration, ans transport.Answer) {
+			opt.OnAttempt(attemptResult(a, start, took, ans))
+		}
+	}
+	ec := NewEdgeClient(EdgeConfig{Edge: edge, Transport: tr, Root: root, OnAttempt: onAttempt, clk: clk, lat: newAttemptLatency()})
 
 	d := &driver{opt: opt, ec: ec, clk: clk, url: target, rec: newRecorder(opt.Warmup, opt.Interval, opt.Duration)}
 	if opt.Request != nil {
@@ -298,13 +302,6 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	}
 	if err := d.fleet(root); err != nil {
 		return nil, err
-	}
-	if opt.OnAttempt != nil {
-		for _, e := range append([]*EdgeClient{ec}, d.ecs...) {
-			e.OnAttempt = func(a *transport.Attempt, start time.Time, took time.Duration, ans transport.Answer) {
-				opt.OnAttempt(attemptResult(a, start, took, ans))
-			}
-		}
 	}
 	return d.run(ctx, root, stopAttempts, hard, hardCancel)
 }

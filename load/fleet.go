@@ -37,8 +37,8 @@ func (d *driver) fleet(root context.Context) error {
 				return fmt.Errorf("load: client policy: %w", err)
 			}
 			// One transport to the target for the whole fleet.
-			ec = newEdgeClient(d.ec.clk, d.ec.tr, edge, nil)
-			ec.Root, ec.lat = root, d.ec.lat
+			ec = NewEdgeClient(EdgeConfig{Edge: edge, Transport: d.ec.tr, Root: root, OnAttempt: d.ec.onAttempt,
+				clk: d.ec.clk, lat: d.ec.lat})
 			d.ecs = append(d.ecs, ec)
 		}
 		if len(opt.Replicas) > 1 {

@@ -3,7 +3,6 @@ package load_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -46,7 +45,7 @@ func ExampleEdgeClient_UnaryClientInterceptor() {
 		fmt.Println(err)
 		return
 	}
-	ec := load.NewEdgeClient(time.Now(), nil, edge, nil)
+	ec := load.NewEdgeClient(load.EdgeConfig{Edge: edge})
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDisableRetry(), // stormsim's policy retries, not grpc-go

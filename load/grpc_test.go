@@ -240,7 +240,7 @@ func TestGRPCPushback(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ec := NewEdgeClient(time.Now(), nil, edge, nil)
+			ec := NewEdgeClient(EdgeConfig{Edge: edge})
 			var ok bool
 			if tc.via == "interceptor" {
 				cc, err := grpc.NewClient("passthrough:///"+ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -261,7 +261,7 @@ func TestGRPCPushback(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer gc.Close()
-				ec = NewEdgeClient(time.Now(), gc, edge, nil)
+				ec = NewEdgeClient(EdgeConfig{Edge: edge, Transport: gc})
 				res := ec.Do(context.Background(), policies.CallOptions{}, &transport.Attempt{URL: "grpc://" + ln.Addr().String() + "/pkg.S/M"}, nil)
 				ok = res.Outcome == policies.OK
 			}
@@ -681,7 +681,7 @@ func TestUnaryClientInterceptor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ec := NewEdgeClient(time.Now(), nil, edge, nil)
+		ec := NewEdgeClient(EdgeConfig{Edge: edge})
 		cc, err := grpc.NewClient("passthrough:///"+ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithDisableRetry(), grpc.WithUnaryInterceptor(ec.UnaryClientInterceptor(propagate)))
 		if err != nil {

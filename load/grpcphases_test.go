@@ -202,7 +202,7 @@ func TestGRPCTransparentRetry(t *testing.T) {
 			defer gc.Close()
 			edge, err := policies.NewEdge(tc.cfg, rand.New(rand.NewPCG(1, 2)))
 			require.NoError(t, err)
-			ec := NewEdgeClient(time.Now(), gc, edge, nil)
+			ec := NewEdgeClient(EdgeConfig{Edge: edge, Transport: gc})
 			res := ec.Do(context.Background(), policies.CallOptions{Write: true, Counted: true}, &transport.Attempt{URL: grpcURL(tc.addr), Write: true}, nil)
 			require.Equal(t, tc.result, res.Result)
 			require.Equal(t, tc.outcome, res.Outcome)
@@ -338,7 +338,7 @@ func TestGRPCTransparentRetryByGRPCGo(t *testing.T) {
 	defer gc.Close()
 	edge, err := policies.NewEdge(policies.EdgeConfig{Timeout: 2 * time.Second, Retry: policies.RetryConfig{Transparent: true}}, rand.New(rand.NewPCG(1, 2)))
 	require.NoError(t, err)
-	ec := NewEdgeClient(time.Now(), gc, edge, nil)
+	ec := NewEdgeClient(EdgeConfig{Edge: edge, Transport: gc})
 	res := ec.Do(context.Background(), policies.CallOptions{Write: true, Counted: true}, &transport.Attempt{URL: grpcURL(addr), Write: true}, nil)
 	require.Equal(t, policies.OK, res.Outcome)
 	require.Equal(t, 1, res.Attempts, "grpc-go's retry is no attempt of the policy")
@@ -437,7 +437,7 @@ func TestInterceptorPhases(t *testing.T) {
 			edge, err := policies.NewEdge(policies.EdgeConfig{Timeout: 300 * time.Millisecond,
 				Phases: policies.PhaseTimeouts{FirstByte: 100 * time.Millisecond}, Retry: policies.RetryConfig{Transparent: true}}, rand.New(rand.NewPCG(1, 2)))
 			require.NoError(t, err)
-			ec := NewEdgeClient(time.Now(), nil, edge, nil)
+			ec := NewEdgeClient(EdgeConfig{Edge: edge})
 			opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDisableRetry(),
 				grpc.WithUnaryInterceptor(ec.UnaryClientInterceptor(false)), grpc.WithDefaultCallOptions(grpc.ForceCodec(transport.RawCodec{}))}
 			if tc.traced {

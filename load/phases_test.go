@@ -162,7 +162,7 @@ func TestEdgeClientQueueTimeout(t *testing.T) {
 	edge, err := policies.NewEdge(policies.EdgeConfig{Timeout: 2 * time.Second, Phases: policies.PhaseTimeouts{Queue: 50 * time.Millisecond},
 		Retry: policies.RetryConfig{MaxAttempts: 3, On: []policies.RetryClass{"unavailable"}}}, rand.New(rand.NewPCG(1, 2)))
 	require.NoError(t, err)
-	ec := NewEdgeClient(time.Now(), transport.NewHTTP(client, false), edge, nil)
+	ec := NewEdgeClient(EdgeConfig{Edge: edge, Transport: transport.NewHTTP(client, false)})
 	res := ec.Do(context.Background(), policies.CallOptions{Counted: true}, &transport.Attempt{Method: "GET", URL: url}, nil)
 	require.Equal(t, policies.Failed, res.Result)
 	require.Equal(t, policies.Unavailable, res.Outcome)
@@ -176,7 +176,7 @@ func TestEdgeClientQueueTimeout(t *testing.T) {
 func TestTransparentRetryLoad(t *testing.T) {
 	edge, err := policies.NewEdge(policies.EdgeConfig{Timeout: time.Second, Retry: policies.RetryConfig{Transparent: true}}, rand.New(rand.NewPCG(1, 2)))
 	require.NoError(t, err)
-	ec := NewEdgeClient(time.Now(), transport.NewHTTP(newClient(), false), edge, nil)
+	ec := NewEdgeClient(EdgeConfig{Edge: edge, Transport: transport.NewHTTP(newClient(), false)})
 	res := ec.Do(context.Background(), policies.CallOptions{Write: true, Counted: true}, &transport.Attempt{Method: "POST", URL: "http://" + testnet.ClosedPort(t) + "/", Write: true}, nil)
 	require.Equal(t, policies.Failed, res.Result)
 	require.Equal(t, policies.NotSent, res.Outcome)

@@ -382,7 +382,10 @@ func (s *Service) wire(c ServiceConfig) error {
 			}
 			mu, edge.Budget = shared, sharedBudget
 		}
-		ref := &edgeRef{to: pe.To, url: u, cfg: *pe.Call, ec: newEdgeClient(s.clk, c.Transport, edge, mu)}
+		ref := &edgeRef{to: pe.To, url: u, cfg: *pe.Call, ec: NewEdgeClient(EdgeConfig{Edge: edge, Transport: c.Transport, Mu: mu,
+			// Attempts abandoned by a finished call (losing hedges) end
+			// with their timeout, or when the service closes.
+			Root: s.stop, clk: s.clk})}
 		if urls := c.ReplicaURLs[pe.To]; pe.Replicas > 1 && len(urls) > 1 {
 			if err := ref.ec.SetReplicas(urls, pe.Call, model.Stream(s.plan.Seed, pe.BalanceStream)); err != nil {
 				return nil, fmt.Errorf("load: %s.%w", pe.Field, err)
@@ -391,9 +394,6 @@ func (s *Service) wire(c ServiceConfig) error {
 				ref.ec.PreferLocal(pe.Local)
 			}
 		}
-		// Attempts abandoned by a finished call (losing hedges) end with
-		// their timeout, or when the service closes.
-		ref.ec.Root = s.stop
 		refs[pe] = ref
 		s.outEdges = append(s.outEdges, ref)
 		return ref, nil
