@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,8 +98,13 @@ func TestNginx(t *testing.T) {
 			attempts:   func(n int) int { return 2 * n }, duplicates: never},
 		{name: "slow servers, GET: every server once", servers: 3, fault: "latency_add: 600ms", params: " max_fails=0",
 			attempts: func(n int) int { return 3 * n }, duplicates: never},
-		{name: "slow servers, proxy_next_upstream_timeout 400ms: no third try", servers: 3, fault: "latency_add: 600ms", params: " max_fails=0",
-			directives: "proxy_next_upstream_timeout 400ms;",
+		// Tries fail at 300 ms and 600 ms (proxy_read_timeout): 450 ms sits
+		// 150 ms from each, so nginx's timers may run that late on a busy
+		// machine (a first timeout firing past 450 ms would forgo the second
+		// try; at 400 ms, a CPU burner did) and its cached clock lag that
+		// much without changing the count.
+		{name: "slow servers, proxy_next_upstream_timeout 450ms: no third try", servers: 3, fault: "latency_add: 600ms", params: " max_fails=0",
+			directives: "proxy_next_upstream_timeout 450ms;",
 			attempts:   func(n int) int { return 2 * n }, duplicates: never},
 		{name: "slow servers, POST: not passed on", servers: 3, fault: "latency_add: 600ms", params: " max_fails=0", method: "POST",
 			attempts: func(n int) int { return n }, duplicates: never},
@@ -129,7 +135,15 @@ func TestNginx(t *testing.T) {
 			awaitLog(real.offered, func() int64 { return int64(len(lines(t, accessLog))) })
 			var logPer []int64
 			real.attempts, logPer = nginxLog(t, filepath.Join(r.dir, "access.log"), r.addrs)
-			real.perServer, real.duplicates = r.served()
+			// The log names the server of each attempt: those to live
+			// servers reached them.
+			var reached int64
+			for i, n := range logPer {
+				if !slices.Contains(s.dead, i) {
+					reached += n
+				}
+			}
+			real.perServer, real.duplicates = r.served(reached)
 			call := s.preset
 			if call == "" {
 				call = "nginx_conf: nginx.conf, nginx_location: " + strconv.Quote("/")
