@@ -120,7 +120,12 @@ func TestAttack101SwitchingProtocolsDoesNotHang(t *testing.T) {
 // of 1 MiB on one connection to a service that holds what it admits: the
 // memory serve holds must stay near its held-bodies budget, as HTTP's
 // does, however many calls the client opens, and the calls past the
-// budget are refused.
+// budget are refused. A call still unsent when its deadline passes
+// reaches the service neither admitted nor refused: the 150 MiB share one
+// HTTP/2 connection, and with 3 s a machine busy with CPU burners sent
+// too few of them in time (59 refused); 8 s leaves every call sent unless
+// the transfer runs below 19 MiB/s, and costs the test only the wait of
+// the ≈ 8 calls the budget admits.
 func TestAttackGRPCConcurrentBigCallsAreBounded(t *testing.T) {
 	defer func(n int64) { maxHeldBodies = n }(maxHeldBodies)
 	maxHeldBodies = 8 << 20
@@ -151,7 +156,7 @@ services:
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 			defer cancel()
 			err := cc.Invoke(ctx, method, &transport.Frame{Bytes: body}, new(transport.Frame), grpc.ForceCodec(transport.RawCodec{}))
 			switch st := status.Convert(err); {
@@ -215,11 +220,12 @@ func TestAttackLeanUnsolicitedAnswerIsNotTheNextOnes(t *testing.T) {
 				}
 			})
 			res, err := Run(context.Background(), Options{
-				// 100 ms between requests, so that the unsolicited answer
+				// 250 ms between requests, so that the unsolicited answer
 				// (1 ms after each) is there before the next request even
-				// on a starved CPU: its arrival during a request is a race
-				// no client can win, net/http's included.
-				Target: p.url(), Arrivals: constant(10, 2*time.Second), Duration: 2 * time.Second,
+				// on a starved CPU (at 100 ms, CPU burners once delayed it
+				// past the next request): its arrival during a request is
+				// a race no client can win, net/http's included.
+				Target: p.url(), Arrivals: constant(4, 2500*time.Millisecond), Duration: 2500 * time.Millisecond,
 				Policy:  topology.Call{Timeout: time.Second, Retry: policies.RetryConfig{MaxAttempts: 3}},
 				Workers: 4, Connections: 2, Seed: 1, NetHTTP: tc.netHTTP,
 			})

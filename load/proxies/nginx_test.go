@@ -98,13 +98,14 @@ func TestNginx(t *testing.T) {
 			attempts:   func(n int) int { return 2 * n }, duplicates: never},
 		{name: "slow servers, GET: every server once", servers: 3, fault: "latency_add: 600ms", params: " max_fails=0",
 			attempts: func(n int) int { return 3 * n }, duplicates: never},
-		// Tries fail at 300 ms and 600 ms (proxy_read_timeout): 450 ms sits
-		// 150 ms from each, so nginx's timers may run that late on a busy
-		// machine (a first timeout firing past 450 ms would forgo the second
-		// try; at 400 ms, a CPU burner did) and its cached clock lag that
-		// much without changing the count.
-		{name: "slow servers, proxy_next_upstream_timeout 450ms: no third try", servers: 3, fault: "latency_add: 600ms", params: " max_fails=0",
-			directives: "proxy_next_upstream_timeout 450ms;",
+		// Tries fail at 300 ms and 600 ms (proxy_read_timeout). A read
+		// timeout firing late past the next-upstream timeout forgoes the
+		// second try: under CPU burners nginx's fired 100 ms late (400 ms)
+		// and 150 ms late (450 ms). Its clock is read when a timer fires,
+		// so the second try's failure is never seen before 600 ms: 560 ms
+		// leaves the first 260 ms of lateness and the second 40 ms.
+		{name: "slow servers, proxy_next_upstream_timeout 560ms: no third try", servers: 3, fault: "latency_add: 600ms", params: " max_fails=0",
+			directives: "proxy_next_upstream_timeout 560ms;",
 			attempts:   func(n int) int { return 2 * n }, duplicates: never},
 		{name: "slow servers, POST: not passed on", servers: 3, fault: "latency_add: 600ms", params: " max_fails=0", method: "POST",
 			attempts: func(n int) int { return n }, duplicates: never},
