@@ -581,10 +581,15 @@ faults:
 				require.Equal(t, int64(1), p.Resets, "simulator, fault on replica %d", r)
 			}
 			// Serve: a keep-alive connection to each replica, then the
-			// fault on replica 1: only replica 1's is closed.
+			// fault on replica 1: only replica 1's is closed. The fault
+			// comes 500 ms into the run, so that both connections are open
+			// by then even on a starved CPU (at 150 ms, under CPU burners,
+			// replica 1's was opened after its reset, and survived).
 			sc := parseScenario(t, yaml(1))
-			sc.Faults[0].At = 150 * time.Millisecond
-			cl, err := StartCluster(sc, ClusterOptions{Epoch: time.Now()})
+			const faultAt = 500 * time.Millisecond
+			sc.Faults[0].At = faultAt
+			epoch := time.Now()
+			cl, err := StartCluster(sc, ClusterOptions{Epoch: epoch})
 			require.NoError(t, err)
 			defer cl.Close(context.Background())
 			tr := &http.Transport{}
@@ -605,7 +610,8 @@ faults:
 			for _, u := range urls {
 				reused(u)
 			}
-			time.Sleep(300 * time.Millisecond) // a real socket waits past the fault
+			require.Less(t, time.Since(epoch), faultAt, "the connections were to be open before the fault")
+			time.Sleep(time.Until(epoch.Add(faultAt + 150*time.Millisecond))) // a real socket waits past the fault
 			require.True(t, reused(urls[0]), "replica 0's connection was reset by a fault on replica 1")
 			require.False(t, reused(urls[1]), "replica 1's connection survived its reset")
 		}},
