@@ -219,13 +219,18 @@ func TestAttackLeanUnsolicitedAnswerIsNotTheNextOnes(t *testing.T) {
 					p.write(c, []byte(unsolicited))
 				}
 			})
+			rate, span := 10.0, time.Second
+			if tc.later {
+				rate, span = 2, 5*time.Second
+			}
 			res, err := Run(context.Background(), Options{
-				// 250 ms between requests, so that the unsolicited answer
-				// (1 ms after each) is there before the next request even
-				// on a starved CPU (at 100 ms, CPU burners once delayed it
-				// past the next request): its arrival during a request is
-				// a race no client can win, net/http's included.
-				Target: p.url(), Arrivals: constant(4, 2500*time.Millisecond), Duration: 2500 * time.Millisecond,
+				// Requests spaced (while idle: 500 ms apart), so that the
+				// unsolicited answer (1 ms after each) is there before the
+				// next request even on a starved CPU (at 100 and 250 ms,
+				// CPU burners delayed it past the next request, with either
+				// client): its arrival during a request is a race no client
+				// can win, net/http's included.
+				Target: p.url(), Arrivals: constant(rate, span), Duration: span,
 				Policy:  topology.Call{Timeout: time.Second, Retry: policies.RetryConfig{MaxAttempts: 3}},
 				Workers: 4, Connections: 2, Seed: 1, NetHTTP: tc.netHTTP,
 			})
