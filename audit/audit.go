@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/faultproxy"
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -242,8 +242,8 @@ func (a *auditor) send(ctx context.Context, in *Intent, target, number int, body
 	if s.TenantHeader != "" && in.Tenant != "" {
 		req.Header.Set(s.TenantHeader, in.Tenant)
 	}
-	req.Header.Set(load.HeaderRequestID, in.id)
-	req.Header.Set(load.HeaderAttempt, strconv.Itoa(number))
+	req.Header.Set(transport.HeaderRequestID, in.id)
+	req.Header.Set(transport.HeaderAttempt, strconv.Itoa(number))
 	resp, err := a.client.Do(req)
 	if err != nil {
 		at.Error = shortError(err)

@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -111,7 +111,7 @@ func New(cfg Config) (*Proxy, error) {
 		p.seed = topology.DefaultSeed
 	}
 	if p.keyHeader == "" {
-		p.keyHeader = load.HeaderIdempotencyKey
+		p.keyHeader = transport.HeaderIdempotencyKey
 	}
 	if p.maxBody == 0 {
 		p.maxBody = DefaultMaxBodyBytes
@@ -166,10 +166,10 @@ func (p *Proxy) since() time.Duration { return time.Since(p.epoch) }
 // ServeHTTP applies the request's fault and forwards it or not.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := Request{
-		Seq: p.seq.Add(1), ID: r.Header.Get(load.HeaderRequestID), Key: r.Header.Get(p.keyHeader),
+		Seq: p.seq.Add(1), ID: r.Header.Get(transport.HeaderRequestID), Key: r.Header.Get(p.keyHeader),
 		Method: r.Method, Path: r.URL.Path, Header: r.Header, At: p.since(),
 	}
-	req.Attempt, _ = strconv.Atoi(r.Header.Get(load.HeaderAttempt))
+	req.Attempt, _ = strconv.Atoi(r.Header.Get(transport.HeaderAttempt))
 	var d Decision
 	ok := false
 	if p.rule != nil {

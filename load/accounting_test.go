@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
@@ -20,8 +21,8 @@ import (
 // counts the same attempts.
 func TestLoadAccountingAddsUp(t *testing.T) {
 	srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		id, _ := strconv.Atoi(r.Header.Get(HeaderRequestID))
-		first := r.Header.Get(HeaderAttempt) == "1"
+		id, _ := strconv.Atoi(r.Header.Get(transport.HeaderRequestID))
+		first := r.Header.Get(transport.HeaderAttempt) == "1"
 		switch {
 		case first && id%3 == 0:
 			w.WriteHeader(http.StatusServiceUnavailable)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stormsim/stormsim/internal/memnet"
 	"github.com/stormsim/stormsim/load/internal/clock"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/sim"
@@ -54,7 +55,7 @@ services: [{name: s, workers: 1000, service_time: {dist: constant, value: 0s}}]
 				clk := new(clock.Fake)
 				var mu sync.Mutex
 				target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
-					id, _ := strconv.Atoi(r.Header.Get(HeaderRequestID))
+					id, _ := strconv.Atoi(r.Header.Get(transport.HeaderRequestID))
 					mu.Lock()
 					got[id-1] = seen{clk.Now(), r.Method == http.MethodPost}
 					mu.Unlock()

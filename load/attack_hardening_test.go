@@ -21,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
@@ -49,7 +50,12 @@ var switching = func(p *peer, c net.Conn) {
 // TestAttack101SwitchingProtocolsDoesNotHang drives a target that
 // switches protocols and streams forever, with each client: every attempt
 // must end within its own timeout as an error, and a run stopped by its
-// context (a signal) must end at once with partial results.
+// context (a signal) must end at once with partial results. The stop comes
+// when the first request has ended (at about its 0 ms due time), not from
+// a wall-clock timer: on a machine busy with other work a timer set for
+// 250 ms fired after the last request was due (400 ms), and the run was
+// whole. Stopped so, at most the requests due before the stop reached
+// the scheduler, 400 ms of margin before the fifth.
 func TestAttack101SwitchingProtocolsDoesNotHang(t *testing.T) {
 	const (
 		rate     = 10
@@ -70,9 +76,6 @@ func TestAttack101SwitchingProtocolsDoesNotHang(t *testing.T) {
 			p := startPeer(t, switching)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			if tc.stop {
-				time.AfterFunc(duration/2, cancel)
-			}
 			done := make(chan error, 1)
 			var attempts, errs, offered int64
 			var interrupted bool
@@ -81,6 +84,11 @@ func TestAttack101SwitchingProtocolsDoesNotHang(t *testing.T) {
 					Target: p.url(), Arrivals: constant(rate, duration), Duration: duration,
 					Policy:  topology.Call{Timeout: timeout, Retry: policies.RetryConfig{MaxAttempts: 1}},
 					Workers: 8, Seed: 1, NetHTTP: tc.netHTTP, Grace: time.Second,
+					OnDone: func(uint64, bool, bool, policies.CallResult) {
+						if tc.stop {
+							cancel()
+						}
+					},
 				})
 				if err == nil {
 					l := res.Summary.Load
@@ -112,7 +120,12 @@ func TestAttack101SwitchingProtocolsDoesNotHang(t *testing.T) {
 // of 1 MiB on one connection to a service that holds what it admits: the
 // memory serve holds must stay near its held-bodies budget, as HTTP's
 // does, however many calls the client opens, and the calls past the
-// budget are refused.
+// budget are refused. A call still unsent when its deadline passes
+// reaches the service neither admitted nor refused: the 150 MiB share one
+// HTTP/2 connection, and with 3 s a machine busy with CPU burners sent
+// too few of them in time (59 refused); 8 s leaves every call sent unless
+// the transfer runs below 19 MiB/s, and costs the test only the wait of
+// the ≈ 8 calls the budget admits.
 func TestAttackGRPCConcurrentBigCallsAreBounded(t *testing.T) {
 	defer func(n int64) { maxHeldBodies = n }(maxHeldBodies)
 	maxHeldBodies = 8 << 20
@@ -125,7 +138,7 @@ services:
     queue: 1000
     service_time: {dist: constant, value: 2s}
 `)
-	addr, method, err := ParseGRPCTarget(cl.URLs["api"])
+	addr, method, err := transport.ParseGRPCTarget(cl.URLs["api"])
 	require.NoError(t, err)
 	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDisableRetry(),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(maxBody)))
@@ -143,9 +156,9 @@ services:
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 			defer cancel()
-			err := cc.Invoke(ctx, method, &frame{b: body}, new(frame), grpc.ForceCodec(rawCodec{}))
+			err := cc.Invoke(ctx, method, &transport.Frame{Bytes: body}, new(transport.Frame), grpc.ForceCodec(transport.RawCodec{}))
 			switch st := status.Convert(err); {
 			case (st.Code() == codes.Unavailable || st.Code() == codes.ResourceExhausted) && strings.HasPrefix(st.Message(), "request body: the service already holds"):
 				refused.Add(1)
@@ -206,12 +219,18 @@ func TestAttackLeanUnsolicitedAnswerIsNotTheNextOnes(t *testing.T) {
 					p.write(c, []byte(unsolicited))
 				}
 			})
+			rate, span := 10.0, time.Second
+			if tc.later {
+				rate, span = 2, 5*time.Second
+			}
 			res, err := Run(context.Background(), Options{
-				// 100 ms between requests, so that the unsolicited answer
-				// (1 ms after each) is there before the next request even
-				// on a starved CPU: its arrival during a request is a race
-				// no client can win, net/http's included.
-				Target: p.url(), Arrivals: constant(10, 2*time.Second), Duration: 2 * time.Second,
+				// Requests spaced (while idle: 500 ms apart), so that the
+				// unsolicited answer (1 ms after each) is there before the
+				// next request even on a starved CPU (at 100 and 250 ms,
+				// CPU burners delayed it past the next request, with either
+				// client): its arrival during a request is a race no client
+				// can win, net/http's included.
+				Target: p.url(), Arrivals: constant(rate, span), Duration: span,
 				Policy:  topology.Call{Timeout: time.Second, Retry: policies.RetryConfig{MaxAttempts: 3}},
 				Workers: 4, Connections: 2, Seed: 1, NetHTTP: tc.netHTTP,
 			})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 )
@@ -31,7 +32,7 @@ func newAttemptLatency() *attemptLatency {
 // add records attempt a, which took d and ended with ans, unless a is a
 // warm-up attempt or ctx (its call's) ended first: then the call
 // abandoned it.
-func (l *attemptLatency) add(ctx context.Context, a *Attempt, d time.Duration, ans Answer) {
+func (l *attemptLatency) add(ctx context.Context, a *transport.Attempt, d time.Duration, ans transport.Answer) {
 	if a.Warmup || ctx.Err() != nil {
 		return
 	}

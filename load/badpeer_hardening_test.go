@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
@@ -308,7 +309,7 @@ services:
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
-	a := ClassifyStatus(resp.StatusCode, resp.Header)
+	a := transport.ClassifyStatus(resp.StatusCode, resp.Header)
 	require.Equal(t, policies.Error, a.Outcome)
 	require.True(t, a.DontRetry, "the same body cannot succeed on a retry")
 	require.EqualValues(t, 1, cl.Service("api").Stats().All.Rejected)

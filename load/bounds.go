@@ -9,15 +9,6 @@ import (
 	"github.com/stormsim/stormsim/inputfile"
 )
 
-// Bounds on what a peer can make this process hold (issue 17, item 12).
-const (
-	// maxResponseHeaderBytes bounds the header block of an answer the load
-	// driver (or a service calling another) reads: net/http's default is
-	// 10 MB, so a target answering with huge headers at 200 req/s held
-	// gigabytes. An answer over it is a transport error.
-	maxResponseHeaderBytes = 64 << 10
-)
-
 // checkHeaderSize refuses a request whose header block is over
 // maxHeaderBytes. net/http's Server.MaxHeaderBytes is not exact: it reads 4
 // KiB past it before answering 431, and more on a reused connection, so

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -21,7 +22,7 @@ func TestResponseHeadersAreBounded(t *testing.T) {
 		w.Header().Set("X-Big", strings.Repeat("a", size))
 	}))
 	defer srv.Close()
-	tr := NewTransport(1)
+	tr := transport.NewHTTPTransport(1)
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	resp, err := client.Get(srv.URL)

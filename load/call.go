@@ -1,17 +1,18 @@
 package load
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/stormsim/stormsim/load/internal/clock"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
@@ -30,32 +31,19 @@ var errAbandoned = errors.New("load: attempt abandoned by its call")
 // call on the edge runs under one mutex, because the edge's budget,
 // breaker and counters are shared by all of its calls.
 type EdgeClient struct {
-	Client *http.Client
-	// Sender, if set, sends each attempt instead of Send over Client: the
-	// gRPC transport (GRPCClient.Send) plugs in here.
-	Sender func(ctx context.Context, a *Attempt) Answer
-	// GRPC, if set, sends each attempt as a gRPC call, traced and its
-	// phase timeouts enforced as net/http's are (GRPCClient.SendTraced).
-	GRPC *GRPCClient
-	// Root bounds every attempt, abandoned ones included: cancelling it
-	// ends them all. Nil means context.Background().
-	Root context.Context
-	// OnAttempt, if set, is called when each attempt ends, from the
-	// goroutine that sent it, with when it started, how long it took and
-	// its answer. It must not keep a, which may be reused once it returns.
-	OnAttempt func(a *Attempt, start time.Time, took time.Duration, ans Answer)
+	root      context.Context                                                                       // EdgeConfig.Root
+	onAttempt func(a *transport.Attempt, start time.Time, took time.Duration, ans transport.Answer) // EdgeConfig.OnAttempt
 
 	// clk is the run's clock: policies see clk.Now(), the call's waits
 	// (backoff, hedge delays) and attempt timeouts run on it.
 	clk  clock.Clock
 	mu   *sync.Mutex
 	edge *policies.Edge
-	// rt, if set, is Client's transport, used directly (send): the
-	// driver's own client, which needs nothing else of http.Client.
-	rt http.RoundTripper
-	// lean, if set, sends the attempts to its target (leanClient) in
-	// place of Client.
-	lean *leanClient
+	// tr sends every attempt (but one whose Via is set), chosen once when
+	// the edge is built. pooled: it keeps no reference to an attempt it
+	// answered (transport.Lean), so inline attempts come from a pool.
+	tr     transport.Transport
+	pooled bool
 	// bal picks which of urls (the callee's replicas, parsed in parsed)
 	// each attempt goes to, under mu; nil for a callee with one replica.
 	// otherHost: retries avoid the replicas their call tried.
@@ -65,12 +53,12 @@ type EdgeClient struct {
 	otherHost bool
 
 	// Transport failures of attempts, by kind (KindNone counts answers).
-	kinds [numKinds]atomic.Int64
+	kinds [transport.NumKinds]atomic.Int64
 	// HTTP answers by status code.
 	statuses [600]atomic.Int64
 	calls    sync.Pool
 	// Phases records every attempt's phases (SendTraced).
-	Phases PhaseRecorder
+	Phases transport.PhaseRecorder
 	// phaseAware: the edge has phase timeouts, a transparent retry or
 	// retries not_sent, so a not-sent failure reaches it as NotSent.
 	phaseAware bool
@@ -79,22 +67,62 @@ type EdgeClient struct {
 	lat *attemptLatency
 }
 
-// NewEdgeClient wraps edge, guarding it with mu (nil: a mutex of its own),
-// on the wall clock from epoch, the run's start. Edges that share policy
-// state — a budget with scope "service" — must share one mutex too.
-func NewEdgeClient(epoch time.Time, client *http.Client, edge *policies.Edge, mu *sync.Mutex) *EdgeClient {
-	return newEdgeClient(clock.NewReal(epoch), client, edge, mu)
+// EdgeConfig configures an EdgeClient. Edge is required; every other
+// field has the default its comment gives.
+type EdgeConfig struct {
+	// Edge is the edge's policy state (policies.NewEdge).
+	Edge *policies.Edge
+	// Transport sends the attempts, chosen once for the edge's life; nil
+	// means net/http's default client (transport.NewHTTP(nil, false)).
+	Transport transport.Transport
+	// Epoch is the run's start: the edge's policies see the wall-clock
+	// time since it. Zero means when NewEdgeClient is called.
+	Epoch time.Time
+	// Mu guards the edge's policy state; nil means a mutex of its own.
+	// Edges that share policy state — a budget with scope "service" —
+	// must share one mutex too.
+	Mu *sync.Mutex
+	// Root bounds every attempt, abandoned ones included: cancelling it
+	// ends them all. Nil means context.Background().
+	Root context.Context
+	// OnAttempt, if set, is called when each attempt ends, from the
+	// goroutine that sent it, with when it started, how long it took and
+	// its answer. It must not keep a, which may be reused once it returns.
+	OnAttempt func(a *transport.Attempt, start time.Time, took time.Duration, ans transport.Answer)
+
+	// clk, if set, is the run's clock in place of the wall clock from
+	// Epoch (the driver's and serve's, scripted in tests).
+	clk clock.Clock
+	// lat, if set, times every attempt as the caller sees it (the
+	// driver's edges to a target whose own latency it cannot see).
+	lat *attemptLatency
 }
 
-// newEdgeClient is NewEdgeClient on clk.
-func newEdgeClient(clk clock.Clock, client *http.Client, edge *policies.Edge, mu *sync.Mutex) *EdgeClient {
+// NewEdgeClient returns the client of the edge c describes.
+func NewEdgeClient(c EdgeConfig) *EdgeClient {
+	clk := c.clk
+	if clk == nil {
+		clk = clock.NewReal(cmp.Or(c.Epoch, time.Now()))
+	}
+	mu := c.Mu
 	if mu == nil {
 		mu = new(sync.Mutex)
 	}
-	ec := &EdgeClient{clk: clk, Client: client, edge: edge, mu: mu,
-		phaseAware: edge.Transparent || edge.RetryOn.Has(policies.NotSent) || !edge.Phases.IsZero()}
+	tr := c.Transport
+	if tr == nil {
+		tr = transport.NewHTTP(nil, false)
+	}
+	_, pooled := tr.(*transport.Lean)
+	ec := &EdgeClient{clk: clk, tr: tr, pooled: pooled, edge: c.Edge, mu: mu, root: c.Root, onAttempt: c.OnAttempt,
+		lat: c.lat, phaseAware: phaseAware(c.Edge)}
 	ec.calls.New = func() any { return new(policies.Call) }
 	return ec
+}
+
+// phaseAware reports whether edge has phase timeouts, a transparent retry
+// or retries not_sent, so that a not-sent failure must reach it as NotSent.
+func phaseAware(edge *policies.Edge) bool {
+	return edge.Transparent || edge.RetryOn.Has(policies.NotSent) || !edge.Phases.IsZero()
 }
 
 // SetReplicas makes the edge spread its attempts over the replicas of its
@@ -139,16 +167,16 @@ func (ec *EdgeClient) Ejections() int64 {
 }
 
 // pick chooses the replica of attempt a (under mu) and points a at it.
-func (ec *EdgeClient) pick(a *Attempt, tried *[]int) {
+func (ec *EdgeClient) pick(a *transport.Attempt, tried *[]int) {
 	ec.mu.Lock()
 	i := ec.bal.PickNext(ec.clk.Now(), ec.otherHost, tried)
 	ec.mu.Unlock()
-	a.URL, a.url, a.replica = ec.urls[i], ec.parsed[i], i
+	a.URL, a.Parsed, a.Replica = ec.urls[i], ec.parsed[i], i
 }
 
 // phases is where attempt a's phases are recorded: nowhere for a warm-up
 // attempt, which no counter of the edge counts (EdgeStats neither).
-func (ec *EdgeClient) phases(a *Attempt) *PhaseRecorder {
+func (ec *EdgeClient) phases(a *transport.Attempt) *transport.PhaseRecorder {
 	if a.Warmup {
 		return nil
 	}
@@ -166,7 +194,7 @@ func (ec *EdgeClient) phases(a *Attempt) *PhaseRecorder {
 // is answered anyway is counted by its status. So the kinds add up to the
 // policy's attempts sent (EdgeStats.Attempts), as docs/concepts.md
 // states.
-func (ec *EdgeClient) ended(ctx context.Context, a *Attempt, start time.Duration, ans Answer) {
+func (ec *EdgeClient) ended(ctx context.Context, a *transport.Attempt, start time.Duration, ans transport.Answer) {
 	ec.settle(ctx, a, ans)
 	ec.observe(a, start, ans)
 	ec.timed(ctx, a, start, ans)
@@ -175,7 +203,7 @@ func (ec *EdgeClient) ended(ctx context.Context, a *Attempt, start time.Duration
 	}
 	k := ans.Kind
 	ec.kinds[k].Add(1)
-	if st := ans.Status; k == KindNone && st > 0 && st < len(ec.statuses) {
+	if st := ans.Status; k == transport.KindNone && st > 0 && st < len(ec.statuses) {
 		ec.statuses[st].Add(1)
 	}
 }
@@ -184,13 +212,13 @@ func (ec *EdgeClient) ended(ctx context.Context, a *Attempt, start time.Duration
 // ans. An attempt cancelled from above (its call abandoned it, or the run
 // ended: ctx is done) only stops being outstanding, its answer unknown to
 // the caller; its own timeout counts as a failure.
-func (ec *EdgeClient) settle(ctx context.Context, a *Attempt, ans Answer) {
+func (ec *EdgeClient) settle(ctx context.Context, a *transport.Attempt, ans transport.Answer) {
 	if ec.bal == nil {
 		return
 	}
 	counted := ctx.Err() == nil
 	ec.mu.Lock()
-	ec.bal.Done(ec.clk.Now(), a.replica, ans.Outcome, counted)
+	ec.bal.Done(ec.clk.Now(), a.Replica, ans.Outcome, counted)
 	ec.mu.Unlock()
 }
 
@@ -222,8 +250,8 @@ func (ec *EdgeClient) BudgetLevel() (float64, bool) {
 }
 
 // Kinds returns how many attempts ended with each transport kind.
-func (ec *EdgeClient) Kinds() [numKinds]int64 {
-	var out [numKinds]int64
+func (ec *EdgeClient) Kinds() [transport.NumKinds]int64 {
+	var out [transport.NumKinds]int64
 	for i := range out {
 		out[i] = ec.kinds[i].Load()
 	}
@@ -251,7 +279,7 @@ type CallResult struct {
 
 type answer struct {
 	k int
-	a Answer
+	a transport.Answer
 }
 
 // callRun is the driver-side state of one logical call.
@@ -292,7 +320,7 @@ func (r *callRun) finish(cancelAll bool) {
 // are cancelled and the result is Unknown). wg, if not nil, tracks the
 // attempt goroutines, which may outlive Do when they are abandoned rather
 // than cancelled; each is bounded by its attempt timeout or ctx.
-func (ec *EdgeClient) Do(ctx context.Context, opt policies.CallOptions, tmpl *Attempt, wg *sync.WaitGroup) CallResult {
+func (ec *EdgeClient) Do(ctx context.Context, opt policies.CallOptions, tmpl *transport.Attempt, wg *sync.WaitGroup) CallResult {
 	return ec.do(ctx, opt, tmpl, wg, nil)
 }
 
@@ -301,7 +329,7 @@ func (ec *EdgeClient) Do(ctx context.Context, opt policies.CallOptions, tmpl *At
 // for), false when it finished at once (a breaker open, a budget spent),
 // before Do returns. A parallel step needs it to start its members in
 // order (model.Quorum).
-func (ec *EdgeClient) do(ctx context.Context, opt policies.CallOptions, tmpl *Attempt, wg *sync.WaitGroup, started func(bool)) CallResult {
+func (ec *EdgeClient) do(ctx context.Context, opt policies.CallOptions, tmpl *transport.Attempt, wg *sync.WaitGroup, started func(bool)) CallResult {
 	c := ec.calls.Get().(*policies.Call)
 	defer ec.calls.Put(c)
 	d := &doing{ec: ec, c: c, ctx: ctx, opt: opt, tmpl: tmpl, wg: wg}
@@ -337,7 +365,7 @@ type doing struct {
 	c    *policies.Call
 	ctx  context.Context
 	opt  policies.CallOptions
-	tmpl *Attempt
+	tmpl *transport.Attempt
 	wg   *sync.WaitGroup
 	// What attempts sent from goroutines need, made for the first one
 	// (spawning): most calls send every attempt inline and need none of
@@ -356,7 +384,7 @@ func (d *doing) spawning() {
 	if d.run != nil {
 		return
 	}
-	root := d.ec.Root
+	root := d.ec.root
 	if root == nil {
 		root = context.Background()
 	}
@@ -381,11 +409,11 @@ func (d *doing) stopTimer() {
 
 // leanAttempts holds the Attempts of attempts sent inline by the lean
 // client, so that they cost no allocation.
-var leanAttempts = sync.Pool{New: func() any { return new(Attempt) }}
+var leanAttempts = sync.Pool{New: func() any { return new(transport.Attempt) }}
 
 // attempt builds the attempt the action sends: its number, and the
 // deadline left when the call propagates one.
-func (d *doing) attempt(act policies.Action) Attempt {
+func (d *doing) attempt(act policies.Action) transport.Attempt {
 	a := *d.tmpl
 	a.Number = act.Attempt
 	a.Remaining = 0
@@ -406,15 +434,15 @@ func (d *doing) send(act policies.Action) (next policies.Action, inline bool) {
 	ec := d.ec
 	if ec.edge.Hedger == nil && !act.Wake && d.c.InFlight() == 1 {
 		built := d.attempt(act)
-		var a *Attempt
-		if ec.lean != nil && built.url != nil {
+		var a *transport.Attempt
+		if ec.pooled && built.Parsed != nil {
 			// The lean client (sendInline's choice for it) keeps no
 			// reference to an attempt it has answered: its Attempt goes
 			// back to a pool.
-			a = leanAttempts.Get().(*Attempt)
-			defer func() { *a = Attempt{}; leanAttempts.Put(a) }()
+			a = leanAttempts.Get().(*transport.Attempt)
+			defer func() { *a = transport.Attempt{}; leanAttempts.Put(a) }()
 		} else {
-			a = new(Attempt)
+			a = new(transport.Attempt)
 		}
 		*a = built
 		an := answer{k: a.Number, a: ec.sendInline(d.ctx, a, act.Timeout)}
@@ -432,7 +460,7 @@ func (d *doing) send(act policies.Action) (next policies.Action, inline bool) {
 	if d.wg != nil {
 		d.wg.Add(1)
 	}
-	a := new(Attempt)
+	a := new(transport.Attempt)
 	*a = d.attempt(act)
 	go ec.attempt(d.cctx, d.run, a, act.Timeout, d.answers, d.wg)
 	return act, false
@@ -480,12 +508,12 @@ func (ec *EdgeClient) answered(c *policies.Call, an answer) policies.Action {
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
 	now := ec.clk.Now()
-	if an.a.Phase == PhasePool && an.a.Kind == KindTimeout && an.a.Outcome != policies.Timeout {
+	if an.a.Phase == transport.PhasePool && an.a.Kind == transport.KindTimeout && an.a.Outcome != policies.Timeout {
 		// Its pool_timeout or queue_timeout ran out (classify), not the
 		// attempt's timeout: the call machine decides what that means.
 		return c.WaitTimedOut(now, an.k)
 	}
-	if an.a.Outcome == policies.Timeout && an.a.Kind != KindNone {
+	if an.a.Outcome == policies.Timeout && an.a.Kind != transport.KindNone {
 		return c.TimedOut(now, an.k)
 	}
 	return c.Answered(now, an.k, an.a.Outcome, an.a.RetryAfter, an.a.DontRetry)
@@ -493,20 +521,9 @@ func (ec *EdgeClient) answered(c *policies.Call, an answer) policies.Action {
 
 // sendInline sends one attempt from the caller's goroutine, bounded by
 // timeout (0: none) and by ctx, whose end cancels it.
-func (ec *EdgeClient) sendInline(ctx context.Context, a *Attempt, timeout time.Duration) Answer {
+func (ec *EdgeClient) sendInline(ctx context.Context, a *transport.Attempt, timeout time.Duration) transport.Answer {
 	start := ec.attemptStart()
-	if ec.lean != nil && a.url != nil {
-		ans := ec.lean.do(ctx, a, timeout, ec.phases(a))
-		ec.ended(ctx, a, start, ans)
-		return ans
-	}
-	actx := ctx
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = clock.WithTimeout(ec.clk, ctx, timeout)
-		defer cancel()
-	}
-	ans := ec.send(actx, a)
+	ans := ec.send(ctx, a, timeout)
 	ec.ended(ctx, a, start, ans)
 	return ans
 }
@@ -514,63 +531,44 @@ func (ec *EdgeClient) sendInline(ctx context.Context, a *Attempt, timeout time.D
 // attemptStart is when an attempt starts on the run's clock, read only
 // for OnAttempt and lat.
 func (ec *EdgeClient) attemptStart() time.Duration {
-	if ec.OnAttempt == nil && ec.lat == nil {
+	if ec.onAttempt == nil && ec.lat == nil {
 		return 0
 	}
 	return ec.clk.Now()
 }
 
 // timed adds an attempt that started at start to lat, if set.
-func (ec *EdgeClient) timed(ctx context.Context, a *Attempt, start time.Duration, ans Answer) {
+func (ec *EdgeClient) timed(ctx context.Context, a *transport.Attempt, start time.Duration, ans transport.Answer) {
 	if ec.lat != nil {
 		ec.lat.add(ctx, a, ec.clk.Now()-start, ans)
 	}
 }
 
-// observe reports an attempt that started at start to OnAttempt.
-func (ec *EdgeClient) observe(a *Attempt, start time.Duration, ans Answer) {
-	if ec.OnAttempt != nil {
-		ec.OnAttempt(a, clock.Instant(ec.clk, start), ec.clk.Now()-start, ans)
+// observe reports an attempt that started at start to onAttempt.
+func (ec *EdgeClient) observe(a *transport.Attempt, start time.Duration, ans transport.Answer) {
+	if ec.onAttempt != nil {
+		ec.onAttempt(a, clock.Instant(ec.clk, start), ec.clk.Now()-start, ans)
 	}
 }
 
-// send performs one attempt over the edge's transport.
-func (ec *EdgeClient) send(ctx context.Context, a *Attempt) Answer {
-	if a.via != nil {
-		return a.via(ctx, a)
+// send performs one attempt over the edge's transport (or the attempt's
+// own, Via), bounded by timeout (0: none) and by ctx.
+func (ec *EdgeClient) send(ctx context.Context, a *transport.Attempt, timeout time.Duration) transport.Answer {
+	tr := ec.tr
+	if a.Via != nil {
+		tr = a.Via
 	}
-	if ec.GRPC != nil {
-		return ec.GRPC.SendTraced(ctx, a, ec.edge.Phases, ec.phaseAware, ec.phases(a))
-	}
-	if ec.Sender != nil {
-		return ec.Sender(ctx, a)
-	}
-	// net/http: traced, its phase timeouts enforced.
-	return sendTraced(ctx, ec.Client, ec.rt, a, ec.edge.Phases, ec.phaseAware, ec.phases(a))
+	return tr.Send(ctx, a, transport.Sending{Timeout: timeout, Clock: ec.clk, Phases: ec.edge.Phases,
+		PhaseAware: ec.phaseAware, Record: ec.phases(a)})
 }
 
 // attempt sends one attempt bounded by timeout (0: none) and reports it.
-func (ec *EdgeClient) attempt(ctx context.Context, run *callRun, a *Attempt, timeout time.Duration, answers chan<- answer, wg *sync.WaitGroup) {
+func (ec *EdgeClient) attempt(ctx context.Context, run *callRun, a *transport.Attempt, timeout time.Duration, answers chan<- answer, wg *sync.WaitGroup) {
 	defer func() {
 		run.exit()
 		if wg != nil {
 			wg.Done()
 		}
 	}()
-	start := ec.attemptStart()
-	if ec.lean != nil && a.url != nil {
-		ans := ec.lean.do(ctx, a, timeout, ec.phases(a))
-		ec.ended(ctx, a, start, ans)
-		answers <- answer{k: a.Number, a: ans}
-		return
-	}
-	actx := ctx
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = clock.WithTimeout(ec.clk, ctx, timeout)
-		defer cancel()
-	}
-	ans := ec.send(actx, a)
-	ec.ended(ctx, a, start, ans)
-	answers <- answer{k: a.Number, a: ans}
+	answers <- answer{k: a.Number, a: ec.sendInline(ctx, a, timeout)}
 }

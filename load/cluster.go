@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/internal/memnet"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -129,7 +130,7 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load: %s: %w", scenarioName(sc), err)
 	}
-	c := &Cluster{URLs: map[string]string{}, ReplicaURLs: map[string][]string{}, Epoch: opt.Epoch, tr: dialOn(opt.network, NewTransport(opt.Connections)), plan: plan, network: opt.network}
+	c := &Cluster{URLs: map[string]string{}, ReplicaURLs: map[string][]string{}, Epoch: opt.Epoch, tr: dialOn(opt.network, transport.NewHTTPTransport(opt.Connections)), plan: plan, network: opt.network}
 	lns := make([]net.Listener, 0, nListen)
 	fail := func(err error) (*Cluster, error) {
 		for _, ln := range lns {
@@ -179,7 +180,7 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 			}
 			u := scheme + ln.Addr().String() + path
 			if opt.Protocol == ProtocolGRPC {
-				u = "grpc://" + ln.Addr().String() + "/" + GRPCMethod
+				u = "grpc://" + ln.Addr().String() + "/" + transport.GRPCMethod
 			}
 			if r == 0 {
 				c.URLs[svc.Name] = u
@@ -191,14 +192,12 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 	}
 	client := &http.Client{Transport: c.tr}
 	if opt.Protocol == ProtocolGRPC {
-		gc, err := NewGRPCClient(GRPCClientOptions{})
+		dial := dialerOf(opt.network)
+		gc, err := transport.NewGRPCClient(transport.GRPCClientOptions{Dial: dial})
 		if err != nil {
 			return fail(err)
 		}
-		if opt.network != nil {
-			gc.dial = opt.network.DialContext
-		}
-		c.grpc = &grpcCluster{client: gc, tracing: opt.Tracing}
+		c.grpc = &grpcCluster{client: gc, tracing: opt.Tracing, dial: dial}
 	}
 	if c.async, err = startAsync(sc, opt.NATS); err != nil {
 		return fail(err)
@@ -209,17 +208,18 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		if opt.Tracing != nil {
 			cl = &http.Client{Transport: opt.Tracing.Transport(svc.Name, "", c.tr)}
 		}
-		var grpcClient *GRPCClient
+		var tr transport.Transport = transport.NewHTTP(cl, false)
 		if c.grpc != nil {
-			var err error
-			if grpcClient, err = c.grpc.clientOf(svc.Name); err != nil {
+			gc, err := c.grpc.clientOf(svc.Name)
+			if err != nil {
 				return fail(err)
 			}
+			tr = gc
 		}
 		var first *Service
 		for r := range svc.ReplicaCount() {
-			s, err := NewService(sc, svc.Name, ServiceConfig{Epoch: opt.Epoch, URLs: c.URLs, Client: cl, Commits: sp.Commits,
-				LedgerWindow: opt.LedgerWindow, Replica: r, First: first, ReplicaURLs: c.ReplicaURLs, GRPC: grpcClient,
+			s, err := NewService(sc, svc.Name, ServiceConfig{Epoch: opt.Epoch, URLs: c.URLs, Transport: tr, Commits: sp.Commits,
+				LedgerWindow: opt.LedgerWindow, Replica: r, First: first, ReplicaURLs: c.ReplicaURLs,
 				Topics: c.async.topicMap(), Plan: plan})
 			if err != nil {
 				for _, s := range c.Services {

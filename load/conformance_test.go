@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/load/internal/clock"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
@@ -144,15 +145,15 @@ func keyedWrites(yaml string) string {
 // keyedPost is a retry of one keyed write: request 1, key k, whatever i.
 func keyedPost(int) *http.Request {
 	r := httptest.NewRequest(http.MethodPost, "/svc", strings.NewReader("x"))
-	r.Header.Set(HeaderRequestID, "1")
-	r.Header.Set(HeaderWrite, "1")
-	r.Header.Set(HeaderIdempotencyKey, "k")
+	r.Header.Set(transport.HeaderRequestID, "1")
+	r.Header.Set(transport.HeaderWrite, "1")
+	r.Header.Set(transport.HeaderIdempotencyKey, "k")
 	return r
 }
 
 func get(i int) *http.Request {
 	r := httptest.NewRequest(http.MethodGet, "/svc", nil)
-	r.Header.Set(HeaderRequestID, fmt.Sprint(i+1))
+	r.Header.Set(transport.HeaderRequestID, fmt.Sprint(i+1))
 	return r
 }
 
@@ -199,7 +200,7 @@ services:
 				t.Errorf("serve %+v, simulator %+v", st, simS)
 			}
 			for i, rec := range s.answers {
-				if o := rec.Header().Get(HeaderOutcome); o != "" && o != policies.Timeout.String() {
+				if o := rec.Header().Get(transport.HeaderOutcome); o != "" && o != policies.Timeout.String() {
 					t.Errorf("request %d answered %q, want %q", i, o, policies.Timeout)
 				}
 			}
@@ -274,12 +275,12 @@ services:
 					cm.Finish(t0+d, model.Ending{Outcome: want.Outcome, Worked: !preset, Write: true, Key: "k", Fence: fence})
 					cm.Release()
 				}
-				got := s.answers[i].Header().Get(HeaderOutcome)
+				got := s.answers[i].Header().Get(transport.HeaderOutcome)
 				if want.Outcome == policies.OK && got != "" || want.Outcome != policies.OK && got != want.Outcome.String() {
 					t.Errorf("attempt %d at %v: serve %q, simulator's machine %v", i, t0, got, want.Outcome)
 				}
 			}
-			if got := s.answers[2].Header().Get(HeaderOutcome); got != policies.Error.String() {
+			if got := s.answers[2].Header().Get(transport.HeaderOutcome); got != policies.Error.String() {
 				t.Errorf("expired key: serve answered %q, want %q", got, policies.Error)
 			}
 		}},
@@ -515,7 +516,7 @@ services:
 			for i := range 2 {
 				req, err := http.NewRequest(http.MethodGet, cl.URLs["gw"], nil)
 				require.NoError(t, err)
-				req.Header.Set(HeaderRequestID, fmt.Sprint(i+1))
+				req.Header.Set(transport.HeaderRequestID, fmt.Sprint(i+1))
 				resp, err := http.DefaultClient.Do(req)
 				require.NoError(t, err)
 				io.Copy(io.Discard, resp.Body)
@@ -580,10 +581,15 @@ faults:
 				require.Equal(t, int64(1), p.Resets, "simulator, fault on replica %d", r)
 			}
 			// Serve: a keep-alive connection to each replica, then the
-			// fault on replica 1: only replica 1's is closed.
+			// fault on replica 1: only replica 1's is closed. The fault
+			// comes 500 ms into the run, so that both connections are open
+			// by then even on a starved CPU (at 150 ms, under CPU burners,
+			// replica 1's was opened after its reset, and survived).
 			sc := parseScenario(t, yaml(1))
-			sc.Faults[0].At = 150 * time.Millisecond
-			cl, err := StartCluster(sc, ClusterOptions{Epoch: time.Now()})
+			const faultAt = 500 * time.Millisecond
+			sc.Faults[0].At = faultAt
+			epoch := time.Now()
+			cl, err := StartCluster(sc, ClusterOptions{Epoch: epoch})
 			require.NoError(t, err)
 			defer cl.Close(context.Background())
 			tr := &http.Transport{}
@@ -604,7 +610,8 @@ faults:
 			for _, u := range urls {
 				reused(u)
 			}
-			time.Sleep(300 * time.Millisecond) // a real socket waits past the fault
+			require.Less(t, time.Since(epoch), faultAt, "the connections were to be open before the fault")
+			time.Sleep(time.Until(epoch.Add(faultAt + 150*time.Millisecond))) // a real socket waits past the fault
 			require.True(t, reused(urls[0]), "replica 0's connection was reset by a fault on replica 1")
 			require.False(t, reused(urls[1]), "replica 1's connection survived its reset")
 		}},

@@ -31,8 +31,11 @@
 // attempts carry X-Stormsim-Request-Id, X-Stormsim-Attempt, the remaining
 // deadline in X-Stormsim-Deadline-Ms (with propagate_deadline), and, for
 // writes with idempotency keys, Idempotency-Key. Attempt timeouts, backoff
-// waits and hedge delays are timers; answers are classified by ClassifyStatus
-// and transport failures by ClassifyError:
+// waits and hedge delays are timers. Attempts travel through the edge's
+// transport (package load/transport: net/http with phases, the lean
+// HTTP/1.1 client, gRPC), chosen once when the edge is built (NewEdgeClient);
+// answers are classified by transport.ClassifyStatus and transport failures
+// by transport.ClassifyError:
 //
 //	2xx               OK
 //	503, 429          Unavailable (Retry-After-Ms, else Retry-After, is the pushback)
@@ -114,15 +117,15 @@
 // With ProtocolGRPC (ClusterOptions.Protocol, ScenarioOptions.Protocol)
 // each service is a gRPC server (NewGRPCServer) that serves any unary
 // method through the same work path, and its downstream calls go over gRPC
-// (GRPCClient.Send, plugged in as EdgeClient.Sender). The stormsim headers
+// (a transport.GRPCClient, the edges' transport). The stormsim headers
 // travel as lower-case metadata and the propagated deadline as
 // grpc-timeout; answers are status codes (UNAVAILABLE, RESOURCE_EXHAUSTED
 // with grpc-retry-pushback-ms, DEADLINE_EXCEEDED, ABORTED, INTERNAL,
-// INVALID_ARGUMENT), read back by ClassifyGRPC. A grpc:// target is driven
+// INVALID_ARGUMENT), read back by transport.ClassifyGRPC. A grpc:// target is driven
 // like an HTTP one; grpc-go's own retry is disabled unless a service
 // config is given (Options.GRPCServiceConfig), and then runs instead of
 // the policy's retries (NativeGRPCPolicy). EdgeClient.UnaryClientInterceptor
-// puts the same call machine into any grpc-go client. EncodeGRPCRequest
+// puts the same call machine into any grpc-go client. transport.EncodeGRPCRequest
 // turns JSON into the request message through a descriptor set or server
 // reflection.
 //

@@ -5,19 +5,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stormsim/stormsim/shard"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/stormsim/stormsim/shard"
+
 	"github.com/stormsim/stormsim/internal/memnet"
 	"github.com/stormsim/stormsim/load/internal/clock"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
@@ -202,23 +203,6 @@ func CheckLoopback(host string) error {
 	return fmt.Errorf("%q: %w", host, ErrRemote)
 }
 
-// NewTransport returns an HTTP transport holding at most conns connections
-// to each host, all kept alive for reuse.
-func NewTransport(conns int) *http.Transport {
-	return &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxConnsPerHost:     conns,
-		MaxIdleConns:        conns,
-		MaxIdleConnsPerHost: conns,
-		IdleConnTimeout:     30 * time.Second,
-		DisableCompression:  true,
-		// Bounded: net/http's default would let a peer make us hold 10 MB
-		// of headers per answer.
-		MaxResponseHeaderBytes: maxResponseHeaderBytes,
-	}
-}
-
 type job struct {
 	n     uint64
 	at    time.Duration
@@ -236,7 +220,7 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	client := opt.Client
 	var rt http.RoundTripper
 	if client == nil {
-		tr := dialOn(opt.network, NewTransport(opt.Connections))
+		tr := dialOn(opt.network, transport.NewHTTPTransport(opt.Connections))
 		defer tr.CloseIdleConnections()
 		client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 		// The client follows no redirect and keeps no cookie: attempts
@@ -266,24 +250,44 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	root, stopAttempts := context.WithCancel(context.Background())
 	defer stopAttempts()
 	clk := clock.Or(opt.clk, epoch)
-	ec := newEdgeClient(clk, client, edge, nil)
-	ec.Root = root
-	ec.rt = rt
-	ec.lat = newAttemptLatency()
-	if strings.HasPrefix(opt.Target, "grpc://") {
-		gc, err := NewGRPCClient(GRPCClientOptions{ServiceConfig: opt.GRPCServiceConfig, Connections: opt.Connections,
-			StatsHandler: opt.Tracing.GRPCClientHandler(ClientService, opt.ServiceName)})
+	// hard is cancelled Grace after ctx ends, or the drain limit after the
+	// schedule ends: calls still running then are aborted (unknown).
+	hard, hardCancel := context.WithCancel(context.Background())
+	defer hardCancel()
+	target, _ := url.Parse(opt.Target) // defaults checked it
+
+	// The transport, chosen once: gRPC for a grpc:// target; else the
+	// lean client where it can stand in for net/http, which stays the
+	// fallback for attempts to other URLs (a request template's). The lean
+	// client opens no spans: a traced run keeps net/http's, wrapped by the
+	// tracing transport. It drives one target, so not a target's replicas.
+	// Nor does it trace phases: an edge with phase timeouts or a
+	// transparent retry keeps net/http's, which enforces them.
+	var tr transport.Transport = transport.NewHTTP(client, rt != nil)
+	switch {
+	case target.Scheme == "grpc":
+		gc, err := transport.NewGRPCClient(transport.GRPCClientOptions{ServiceConfig: opt.GRPCServiceConfig, Connections: opt.Connections,
+			StatsHandler: opt.Tracing.GRPCClientHandler(ClientService, opt.ServiceName), Dial: dialerOf(opt.network)})
 		if err != nil {
 			return nil, fmt.Errorf("load: %w", err)
 		}
 		defer gc.Close()
-		if opt.network != nil {
-			gc.dial = opt.network.DialContext
-		}
-		ec.GRPC = gc
+		tr = gc
+	case rt != nil && !opt.NetHTTP && opt.Tracing == nil && transport.LeanUsable(target) && len(opt.Replicas) < 2 && !phaseAware(edge):
+		lean := transport.NewLean(transport.LeanConfig{Target: target, Connections: opt.Connections, Abort: hard,
+			Dial: dialerOf(opt.network), Fallback: tr})
+		defer lean.CloseIdle()
+		tr = lean
 	}
+	var onAttempt func(a *transport.Attempt, start time.Time, took time.Duration, ans transport.Answer)
+	if opt.OnAttempt != nil {
+		onAttempt = func(a *transport.Attempt, start time.Time, took time.Duration, ans transport.Answer) {
+			opt.OnAttempt(attemptResult(a, start, took, ans))
+		}
+	}
+	ec := NewEdgeClient(EdgeConfig{Edge: edge, Transport: tr, Root: root, OnAttempt: onAttempt, clk: clk, lat: newAttemptLatency()})
 
-	d := &driver{opt: opt, ec: ec, clk: clk, rec: newRecorder(opt.Warmup, opt.Interval, opt.Duration)}
+	d := &driver{opt: opt, ec: ec, clk: clk, url: target, rec: newRecorder(opt.Warmup, opt.Interval, opt.Duration)}
 	if opt.Request != nil {
 		if d.tmpl, err = opt.Request.compile(opt.Body); err != nil {
 			return nil, err
@@ -296,29 +300,16 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 			d.opt.Header[opt.Request.tenantHeader()] = []string{opt.Request.Tenant}
 		}
 	}
-	d.url, _ = url.Parse(opt.Target) // defaults checked it
-	// The lean client opens no spans: a traced run keeps net/http's,
-	// wrapped by the tracing transport. It drives one target, so not a
-	// target's replicas. Nor does it trace phases: an edge with phase
-	// timeouts or a transparent retry keeps net/http's, which enforces them.
-	d.lean = rt != nil && !opt.NetHTTP && opt.Tracing == nil && leanUsable(d.url) && len(opt.Replicas) < 2 && !ec.phaseAware
-	if err := d.fleet(root, client); err != nil {
+	if err := d.fleet(root); err != nil {
 		return nil, err
 	}
-	if opt.OnAttempt != nil {
-		for _, e := range append([]*EdgeClient{ec}, d.ecs...) {
-			e.OnAttempt = func(a *Attempt, start time.Time, took time.Duration, ans Answer) {
-				opt.OnAttempt(attemptResult(a, start, took, ans))
-			}
-		}
-	}
-	return d.run(ctx, root, stopAttempts)
+	return d.run(ctx, root, stopAttempts, hard, hardCancel)
 }
 
 func (opt *Options) defaults() error {
 	u, err := url.Parse(opt.Target)
 	if err == nil && u.Scheme == "grpc" {
-		_, _, err = ParseGRPCTarget(opt.Target)
+		_, _, err = transport.ParseGRPCTarget(opt.Target)
 		if err != nil {
 			return fmt.Errorf("load: %w", err)
 		}
@@ -383,10 +374,9 @@ type driver struct {
 	ecs []*EdgeClient
 	// clk is the run's clock: the schedule, latencies and every wait of
 	// the driver are read on it.
-	clk  clock.Clock
-	rec  *recorder
-	url  *url.URL // opt.Target, parsed once for every attempt
-	lean bool     // send with a leanClient
+	clk clock.Clock
+	rec *recorder
+	url *url.URL // opt.Target, parsed once for every attempt
 
 	// tmpl is opt.Request compiled; nil without one.
 	tmpl *template
@@ -399,23 +389,11 @@ type driver struct {
 	inflight, maxInflight         atomic.Int64
 }
 
-func (d *driver) run(ctx context.Context, root context.Context, stopAttempts context.CancelFunc) (*metrics.Result, error) {
+// run drives the schedule. hard (cancelled by hardCancel) bounds every
+// call: it ends Grace after ctx ends, or the drain limit after the
+// schedule ends.
+func (d *driver) run(ctx, root context.Context, stopAttempts context.CancelFunc, hard context.Context, hardCancel context.CancelFunc) (*metrics.Result, error) {
 	opt := d.opt
-	// hard is cancelled Grace after ctx: calls still running then are aborted.
-	// hard is cancelled Grace after ctx ends, or the drain limit after the
-	// schedule ends: calls still running then are aborted (unknown).
-	hard, hardCancel := context.WithCancel(context.Background())
-	defer hardCancel()
-	if d.lean {
-		d.ec.lean = newLeanClient(d.url, opt.Connections, hard)
-		if opt.network != nil {
-			d.ec.lean.dial = opt.network.DialContext
-		}
-		defer d.ec.lean.closeIdle()
-		for _, ec := range d.ecs {
-			ec.lean = d.ec.lean // one client to the target for the fleet
-		}
-	}
 	finished, scheduled := make(chan struct{}), make(chan struct{})
 	go func() {
 		limit := opt.Grace
@@ -452,7 +430,7 @@ func (d *driver) run(ctx context.Context, root context.Context, stopAttempts con
 			defer workers.Done()
 			// One template per sender, reused by its requests: Do copies
 			// what its attempts need and keeps no reference after it returns.
-			tmpl := new(Attempt)
+			tmpl := new(transport.Attempt)
 			for j := range jobs {
 				d.serve(ctx, hard, j, tmpl, &attempts)
 			}
@@ -605,7 +583,7 @@ func (d *driver) drop(j job) {
 
 // serve runs one logical request through the client call policy, with a
 // (overwritten) as its attempts' template.
-func (d *driver) serve(ctx, hard context.Context, j job, a *Attempt, attempts *sync.WaitGroup) {
+func (d *driver) serve(ctx, hard context.Context, j job, a *transport.Attempt, attempts *sync.WaitGroup) {
 	opt := d.opt
 	if ctx.Err() != nil {
 		d.drop(j)
@@ -621,9 +599,9 @@ func (d *driver) serve(ctx, hard context.Context, j job, a *Attempt, attempts *s
 	defer d.inflight.Add(-1)
 	counted := j.at >= opt.Warmup
 	id := strconv.FormatUint(j.n+1, 10)
-	*a = Attempt{
+	*a = transport.Attempt{
 		Method: opt.Method, URL: opt.Target, Header: opt.Header, Body: opt.Body,
-		RequestID: id, Write: j.write, Warmup: !counted, url: d.url,
+		RequestID: id, Write: j.write, Warmup: !counted, Parsed: d.url,
 	}
 	if j.write && opt.WriteMethod != "" {
 		a.Method = opt.WriteMethod
@@ -691,7 +669,7 @@ func (d *driver) progress() Progress {
 	return p
 }
 
-func sumKinds(k [numKinds]int64) int64 {
+func sumKinds(k [transport.NumKinds]int64) int64 {
 	var n int64
 	for i := range k {
 		n += k[i]

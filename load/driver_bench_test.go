@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,36 +34,6 @@ func rawEcho(tb testing.TB) string {
 		}
 	})
 	return "http://" + ln.Addr().String() + "/"
-}
-
-// serveConns accepts connections on a loopback listener until the test
-// ends, handling each in a goroutine of its own (which returns when its
-// connection is closed), and returns the listener's address.
-func serveConns(tb testing.TB, handle func(net.Conn)) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	tb.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				handle(c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
 }
 
 // BenchmarkDriverRequest drives the raw echo target open-loop at 10k and 40k req/s

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -19,7 +20,7 @@ func ExampleRun() {
 	var attempts atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		attempts.Add(1)
-		if r.Header.Get(load.HeaderAttempt) == "1" {
+		if r.Header.Get(transport.HeaderAttempt) == "1" {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 	}))
@@ -52,9 +53,9 @@ func ExampleRun() {
 
 func ExampleClassifyStatus() {
 	h := http.Header{}
-	load.SetRetryAfter(h, 250*time.Millisecond, false)
-	a := load.ClassifyStatus(http.StatusServiceUnavailable, h)
-	fmt.Println(a.Outcome, a.RetryAfter, h.Get("Retry-After"), h.Get(load.HeaderRetryAfterMs))
+	transport.SetRetryAfter(h, 250*time.Millisecond, false)
+	a := transport.ClassifyStatus(http.StatusServiceUnavailable, h)
+	fmt.Println(a.Outcome, a.RetryAfter, h.Get("Retry-After"), h.Get(transport.HeaderRetryAfterMs))
 	// Output:
 	// unavailable 250ms 1 250
 }

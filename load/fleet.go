@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 )
@@ -16,7 +16,7 @@ import (
 // the balancer over the target's replicas (Options.Replicas) and the
 // other client instances (Options.Instances), each an edge of its own with
 // the simulator's streams (Options.Instance).
-func (d *driver) fleet(root context.Context, client *http.Client) error {
+func (d *driver) fleet(root context.Context) error {
 	opt := d.opt
 	n := max(opt.Instances, 1)
 	if n > 1 {
@@ -36,8 +36,9 @@ func (d *driver) fleet(root context.Context, client *http.Client) error {
 			if err != nil {
 				return fmt.Errorf("load: client policy: %w", err)
 			}
-			ec = newEdgeClient(d.ec.clk, client, edge, nil)
-			ec.Root, ec.rt, ec.lat = root, d.ec.rt, d.ec.lat
+			// One transport to the target for the whole fleet.
+			ec = NewEdgeClient(EdgeConfig{Edge: edge, Transport: d.ec.tr, Root: root, OnAttempt: d.ec.onAttempt,
+				clk: d.ec.clk, lat: d.ec.lat})
 			d.ecs = append(d.ecs, ec)
 		}
 		if len(opt.Replicas) > 1 {
@@ -64,8 +65,8 @@ func (d *driver) clients() []*EdgeClient {
 }
 
 // kinds sums the client instances' attempts by transport kind.
-func (d *driver) kinds() [numKinds]int64 {
-	var out [numKinds]int64
+func (d *driver) kinds() [transport.NumKinds]int64 {
+	var out [transport.NumKinds]int64
 	for _, ec := range d.clients() {
 		for i, n := range ec.Kinds() {
 			out[i] += n

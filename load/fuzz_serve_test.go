@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -38,7 +39,7 @@ func FuzzServeHeaders(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	svc, err := NewService(sc, "api", ServiceConfig{Epoch: time.Now(), Commits: true, URLs: map[string]string{}, Client: http.DefaultClient})
+	svc, err := NewService(sc, "api", ServiceConfig{Epoch: time.Now(), Commits: true, URLs: map[string]string{}})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -54,25 +55,25 @@ func FuzzServeHeaders(f *testing.F) {
 	f.Add("50", "1", "long-key", strings.Repeat("k", maxKeyLen+1), true, false, []byte("x"))
 
 	valid := map[int]bool{
-		http.StatusOK: true, http.StatusConflict: true, StatusInProgress: true,
+		http.StatusOK: true, http.StatusConflict: true, transport.StatusInProgress: true,
 		http.StatusServiceUnavailable: true, http.StatusTooManyRequests: true,
-		StatusExpired: true, http.StatusInternalServerError: true,
+		transport.StatusExpired: true, http.StatusInternalServerError: true,
 		http.StatusBadRequest: true, http.StatusRequestEntityTooLarge: true,
 	}
 	f.Fuzz(func(t *testing.T, deadline, attempt, id, key string, write, warm bool, body []byte) {
 		r := httptest.NewRequest(http.MethodPost, "/api", bytes.NewReader(body))
 		for name, v := range map[string]string{
-			HeaderDeadline: deadline, HeaderAttempt: attempt, HeaderRequestID: id, HeaderIdempotencyKey: key,
+			transport.HeaderDeadline: deadline, transport.HeaderAttempt: attempt, transport.HeaderRequestID: id, transport.HeaderIdempotencyKey: key,
 		} {
 			if v != "" {
 				r.Header[name] = []string{v}
 			}
 		}
 		if write {
-			r.Header.Set(HeaderWrite, "1")
+			r.Header.Set(transport.HeaderWrite, "1")
 		}
 		if warm {
-			r.Header.Set(HeaderWarmup, "1")
+			r.Header.Set(transport.HeaderWarmup, "1")
 		}
 		w := httptest.NewRecorder()
 		done := make(chan struct{})
@@ -88,25 +89,25 @@ func FuzzServeHeaders(f *testing.F) {
 		if !valid[w.Code] {
 			t.Fatalf("status %d is not part of the emulation's protocol", w.Code)
 		}
-		a := ClassifyStatus(w.Code, w.Header())
+		a := transport.ClassifyStatus(w.Code, w.Header())
 		if (w.Code == http.StatusOK) != (a.Outcome == policies.OK) {
 			t.Fatalf("status %d classified %v", w.Code, a.Outcome)
 		}
 		if w.Code != http.StatusOK {
-			o := w.Header().Get(HeaderOutcome)
+			o := w.Header().Get(transport.HeaderOutcome)
 			if _, err := policies.ParseOutcome(o); err != nil {
-				t.Fatalf("status %d without a valid %s: %q", w.Code, HeaderOutcome, o)
+				t.Fatalf("status %d without a valid %s: %q", w.Code, transport.HeaderOutcome, o)
 			}
 		}
 		// A refusal of the input says which header (or the body) was at
 		// fault, and asks not to retry the same request.
 		if w.Code == http.StatusBadRequest || w.Code == http.StatusRequestEntityTooLarge {
 			msg := w.Body.String()
-			if !strings.HasPrefix(msg, HeaderDeadline+":") && !strings.HasPrefix(msg, HeaderIdempotencyKey+":") && !strings.HasPrefix(msg, "request body:") {
+			if !strings.HasPrefix(msg, transport.HeaderDeadline+":") && !strings.HasPrefix(msg, transport.HeaderIdempotencyKey+":") && !strings.HasPrefix(msg, "request body:") {
 				t.Fatalf("refusal %d does not name the input at fault: %q", w.Code, msg)
 			}
 			if !a.DontRetry {
-				t.Fatalf("refusal %d without %s", w.Code, HeaderDontRetry)
+				t.Fatalf("refusal %d without %s", w.Code, transport.HeaderDontRetry)
 			}
 		}
 		if a.RetryAfter < 0 {

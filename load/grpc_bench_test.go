@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/policies"
 )
 
@@ -22,18 +23,20 @@ func BenchmarkAttempt(b *testing.B) {
 	b.Run("http", func(b *testing.B) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }))
 		defer srv.Close()
-		tr := NewTransport(256)
+		tr := transport.NewHTTPTransport(256)
 		defer tr.CloseIdleConnections()
 		client := &http.Client{Transport: tr}
-		benchAttempts(b, func(ctx context.Context, a *Attempt) Answer { return Send(ctx, client, a) }, srv.URL)
+		benchAttempts(b, func(ctx context.Context, a *transport.Attempt) transport.Answer {
+			return transport.Send(ctx, client, a)
+		}, srv.URL)
 	})
 	b.Run("grpc", func(b *testing.B) {
-		srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
-			var in frame
+		srv := grpc.NewServer(grpc.ForceServerCodec(transport.RawCodec{}), grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+			var in transport.Frame
 			if err := stream.RecvMsg(&in); err != nil {
 				return err
 			}
-			return stream.SendMsg(&frame{b: []byte("ok")})
+			return stream.SendMsg(&transport.Frame{Bytes: []byte("ok")})
 		}))
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -41,28 +44,32 @@ func BenchmarkAttempt(b *testing.B) {
 		}
 		go srv.Serve(ln)
 		defer srv.Stop()
-		gc, err := NewGRPCClient(GRPCClientOptions{})
+		gc, err := transport.NewGRPCClient(transport.GRPCClientOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer gc.Close()
 		url := "grpc://" + ln.Addr().String() + "/a.B/C"
-		b.Run("untraced", func(b *testing.B) { benchAttempts(b, gc.Send, url) })
+		b.Run("untraced", func(b *testing.B) {
+			benchAttempts(b, func(ctx context.Context, a *transport.Attempt) transport.Answer {
+				return gc.Send(ctx, a, transport.Sending{})
+			}, url)
+		})
 		// As an EdgeClient sends them: phases traced into a recorder.
-		var rec PhaseRecorder
+		var rec transport.PhaseRecorder
 		b.Run("traced", func(b *testing.B) {
-			benchAttempts(b, func(ctx context.Context, a *Attempt) Answer {
-				return gc.SendTraced(ctx, a, policies.PhaseTimeouts{}, false, &rec)
+			benchAttempts(b, func(ctx context.Context, a *transport.Attempt) transport.Answer {
+				return gc.Send(ctx, a, transport.Sending{Phases: policies.PhaseTimeouts{}, PhaseAware: false, Record: &rec})
 			}, url)
 		})
 	})
 }
 
-func benchAttempts(b *testing.B, send func(context.Context, *Attempt) Answer, url string) {
+func benchAttempts(b *testing.B, send func(context.Context, *transport.Attempt) transport.Answer, url string) {
 	b.ReportAllocs()
 	b.SetParallelism(8)
 	b.RunParallel(func(pb *testing.PB) {
-		a := Attempt{Method: http.MethodGet, URL: url, RequestID: "1", Number: 1}
+		a := transport.Attempt{Method: http.MethodGet, URL: url, RequestID: "1", Number: 1}
 		for pb.Next() {
 			if an := send(context.Background(), &a); an.Outcome != policies.OK {
 				b.Errorf("attempt: %+v", an)

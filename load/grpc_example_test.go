@@ -1,11 +1,8 @@
 package load_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -14,21 +11,22 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
 
 func ExampleParseGRPCTarget() {
-	addr, method, err := load.ParseGRPCTarget("grpc://127.0.0.1:9000/pkg.Orders/Create")
+	addr, method, err := transport.ParseGRPCTarget("grpc://127.0.0.1:9000/pkg.Orders/Create")
 	fmt.Println(addr, method, err)
 	// Output: 127.0.0.1:9000 /pkg.Orders/Create <nil>
 }
 
 func ExampleClassifyGRPC() {
 	// A callee pushing back for 250 ms (gRFC A6), then one asking not to retry.
-	a := load.ClassifyGRPC(status.Error(codes.ResourceExhausted, "busy"), metadata.Pairs(load.MetadataPushback, "250"))
+	a := transport.ClassifyGRPC(status.Error(codes.ResourceExhausted, "busy"), metadata.Pairs(transport.MetadataPushback, "250"))
 	fmt.Println(a.Outcome, a.RetryAfter, a.DontRetry)
-	a = load.ClassifyGRPC(status.Error(codes.ResourceExhausted, "busy"), metadata.Pairs(load.MetadataPushback, "-1"))
+	a = transport.ClassifyGRPC(status.Error(codes.ResourceExhausted, "busy"), metadata.Pairs(transport.MetadataPushback, "-1"))
 	fmt.Println(a.Outcome, a.RetryAfter, a.DontRetry)
 	// Output:
 	// unavailable 250ms false
@@ -47,7 +45,7 @@ func ExampleEdgeClient_UnaryClientInterceptor() {
 		fmt.Println(err)
 		return
 	}
-	ec := load.NewEdgeClient(time.Now(), nil, edge, nil)
+	ec := load.NewEdgeClient(load.EdgeConfig{Edge: edge})
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDisableRetry(), // stormsim's policy retries, not grpc-go
@@ -64,33 +62,4 @@ func ExampleEdgeClient_UnaryClientInterceptor() {
 	defer cc.Close()
 	fmt.Println("every unary call on cc now runs through the policy")
 	// Output: every unary call on cc now runs through the policy
-}
-
-func ExampleGRPCClient_SendTraced() {
-	// A listener whose kernel accepts the TCP connection but which never
-	// speaks HTTP/2: the call never leaves, so it is not sent (the callee
-	// cannot have seen it), and it failed in the handshake (tls), once
-	// its phase timeout ran out. The listener stays open throughout, so
-	// no other program can take its port meanwhile.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer ln.Close()
-	gc, err := load.NewGRPCClient(load.GRPCClientOptions{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer gc.Close()
-	var rec load.PhaseRecorder
-	an := gc.SendTraced(context.Background(), &load.Attempt{URL: "grpc://" + ln.Addr().String() + "/pkg.Orders/Create", Write: true, Number: 1},
-		policies.PhaseTimeouts{TLS: 100 * time.Millisecond, FirstByte: time.Second}, true, &rec)
-	fmt.Println(an.Outcome, an.Phase, an.NotSent)
-	rep := rec.Report()
-	fmt.Println(rep.NotSent, rep.FailedIn)
-	// Output:
-	// not_sent tls true
-	// 1 map[tls:1]
 }

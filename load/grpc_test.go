@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"google.golang.org/grpc"
@@ -23,6 +24,8 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/stormsim/stormsim/internal/memnet"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/sim"
@@ -40,7 +43,7 @@ func startGRPCScenario(t *testing.T, name, yaml string) *Cluster {
 // returns its trailer and error.
 func rawInvoke(t *testing.T, ctx context.Context, target string, body []byte, md metadata.MD) (metadata.MD, error) {
 	t.Helper()
-	addr, method, err := ParseGRPCTarget(target)
+	addr, method, err := transport.ParseGRPCTarget(target)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +53,7 @@ func rawInvoke(t *testing.T, ctx context.Context, target string, body []byte, md
 	}
 	defer cc.Close()
 	var trailer metadata.MD
-	err = cc.Invoke(metadata.NewOutgoingContext(ctx, md), method, &frame{b: body}, new(frame), grpc.Trailer(&trailer), grpc.ForceCodec(rawCodec{}))
+	err = cc.Invoke(metadata.NewOutgoingContext(ctx, md), method, &transport.Frame{Bytes: body}, new(transport.Frame), grpc.Trailer(&trailer), grpc.ForceCodec(transport.RawCodec{}))
 	return trailer, err
 }
 
@@ -68,7 +71,7 @@ func TestParseGRPCTarget(t *testing.T) {
 		{"grpc:///pkg.Service/Method", "", "", false},
 		{"grpc://127.0.0.1:9000/pkg.Service/Method?x=1", "", "", false},
 	} {
-		addr, method, err := ParseGRPCTarget(tc.in)
+		addr, method, err := transport.ParseGRPCTarget(tc.in)
 		if (err == nil) != tc.ok || addr != tc.addr || method != tc.method {
 			t.Errorf("ParseGRPCTarget(%q) = %q, %q, %v; want %q, %q, ok %v", tc.in, addr, method, err, tc.addr, tc.method, tc.ok)
 		}
@@ -130,25 +133,25 @@ services:
 	if c, _ := call("ok", nil); c != codes.OK {
 		t.Errorf("ok: %v, want OK", c)
 	}
-	if c, tr := call("internal", nil); c != codes.Internal || first(tr, mdOutcome) != "error" {
+	if c, tr := call("internal", nil); c != codes.Internal || transport.MetadataValue(tr, transport.MetadataOutcome) != "error" {
 		t.Errorf("error_rate 1: %v %v, want INTERNAL with outcome error", c, tr)
 	}
 	if c, _ := call("unavailable", nil); c != codes.Unavailable {
 		t.Errorf("error_class unavailable: %v, want UNAVAILABLE", c)
 	}
-	if c, tr := call("caller", nil); c != codes.DeadlineExceeded || first(tr, mdOutcome) != "timeout" {
+	if c, tr := call("caller", nil); c != codes.DeadlineExceeded || transport.MetadataValue(tr, transport.MetadataOutcome) != "timeout" {
 		t.Errorf("downstream timeout: %v %v, want DEADLINE_EXCEEDED with outcome timeout", c, tr)
 	}
-	write := metadata.Pairs(mdKey, "k1", mdWrite, "1", mdRequestID, "r1")
+	write := metadata.Pairs(transport.MetadataIdempotencyKey, "k1", transport.MetadataWrite, "1", transport.MetadataRequestID, "r1")
 	if c, _ := call("store", write); c != codes.OK {
 		t.Errorf("first write: %v, want OK", c)
 	}
 	// The same key with another body is a conflict.
-	if tr, err := rawInvoke(t, ctx, cl.URLs["store"], []byte("other"), write); status.Code(err) != codes.Aborted || first(tr, mdOutcome) != "conflict" {
+	if tr, err := rawInvoke(t, ctx, cl.URLs["store"], []byte("other"), write); status.Code(err) != codes.Aborted || transport.MetadataValue(tr, transport.MetadataOutcome) != "conflict" {
 		t.Errorf("key reused with another body: %v %v, want ABORTED with outcome conflict", err, tr)
 	}
-	long := metadata.Pairs(mdKey, strings.Repeat("k", maxKeyLen+1), mdWrite, "1")
-	if c, tr := call("ok", long); c != codes.InvalidArgument || first(tr, MetadataPushback) != "-1" {
+	long := metadata.Pairs(transport.MetadataIdempotencyKey, strings.Repeat("k", maxKeyLen+1), transport.MetadataWrite, "1")
+	if c, tr := call("ok", long); c != codes.InvalidArgument || transport.MetadataValue(tr, transport.MetadataPushback) != "-1" {
 		t.Errorf("oversized key: %v %v, want INVALID_ARGUMENT with pushback -1", c, tr)
 	}
 	for _, tc := range []struct{ svc, pushback string }{{"full", "250"}, {"fulldont", "-1"}} {
@@ -164,8 +167,8 @@ services:
 			time.Sleep(time.Millisecond)
 		}
 		c, tr := call(tc.svc, nil)
-		if c != codes.ResourceExhausted || first(tr, MetadataPushback) != tc.pushback {
-			t.Errorf("%s full: %v, pushback %q; want RESOURCE_EXHAUSTED, %s", tc.svc, c, first(tr, MetadataPushback), tc.pushback)
+		if c != codes.ResourceExhausted || transport.MetadataValue(tr, transport.MetadataPushback) != tc.pushback {
+			t.Errorf("%s full: %v, pushback %q; want RESOURCE_EXHAUSTED, %s", tc.svc, c, transport.MetadataValue(tr, transport.MetadataPushback), tc.pushback)
 		}
 		wg.Wait()
 	}
@@ -181,7 +184,7 @@ type pushbackServer struct {
 }
 
 func (p *pushbackServer) handle(_ any, stream grpc.ServerStream) error {
-	var in frame
+	var in transport.Frame
 	if err := stream.RecvMsg(&in); err != nil {
 		return err
 	}
@@ -190,10 +193,10 @@ func (p *pushbackServer) handle(_ any, stream grpc.ServerStream) error {
 	n := len(p.times)
 	p.mu.Unlock()
 	if n == 1 {
-		stream.SetTrailer(metadata.Pairs(MetadataPushback, p.pushback))
+		stream.SetTrailer(metadata.Pairs(transport.MetadataPushback, p.pushback))
 		return status.Error(codes.ResourceExhausted, "busy")
 	}
-	return stream.SendMsg(&frame{})
+	return stream.SendMsg(&transport.Frame{})
 }
 
 // TestGRPCPushback: a callee's grpc-retry-pushback-ms is honoured by
@@ -220,14 +223,14 @@ func TestGRPCPushback(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &pushbackServer{pushback: tc.pushback}
-			srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(p.handle))
+			srv := grpc.NewServer(grpc.ForceServerCodec(transport.RawCodec{}), grpc.UnknownServiceHandler(p.handle))
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
 			}
 			go srv.Serve(ln)
 			defer srv.Stop()
-			var gopt GRPCClientOptions
+			var gopt transport.GRPCClientOptions
 			policy := topology.Call{HonorPushback: true, Retry: policies.RetryConfig{MaxAttempts: 3, On: []policies.RetryClass{"unavailable"}}}
 			if tc.via == "grpc-go" {
 				gopt.ServiceConfig = serviceConfig
@@ -237,7 +240,7 @@ func TestGRPCPushback(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ec := NewEdgeClient(time.Now(), nil, edge, nil)
+			ec := NewEdgeClient(EdgeConfig{Edge: edge})
 			var ok bool
 			if tc.via == "interceptor" {
 				cc, err := grpc.NewClient("passthrough:///"+ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -253,13 +256,13 @@ func TestGRPCPushback(t *testing.T) {
 					t.Errorf("the call failed with %v, want the last attempt's RESOURCE_EXHAUSTED", err)
 				}
 			} else {
-				gc, err := NewGRPCClient(gopt)
+				gc, err := transport.NewGRPCClient(gopt)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer gc.Close()
-				ec.Sender = gc.Send
-				res := ec.Do(context.Background(), policies.CallOptions{}, &Attempt{URL: "grpc://" + ln.Addr().String() + "/pkg.S/M"}, nil)
+				ec = NewEdgeClient(EdgeConfig{Edge: edge, Transport: gc})
+				res := ec.Do(context.Background(), policies.CallOptions{}, &transport.Attempt{URL: "grpc://" + ln.Addr().String() + "/pkg.S/M"}, nil)
 				ok = res.Outcome == policies.OK
 			}
 			p.mu.Lock()
@@ -280,10 +283,17 @@ func TestGRPCPushback(t *testing.T) {
 // arrives as the callee's grpc-timeout, and reject_expired refuses work
 // whose deadline passed while it queued. The one worker is busy for
 // 200 ms; an attempt queued behind it with 700 ms left is served (it ends
-// at 400 ms), one with 100 ms left is rejected as expired when the worker
-// frees.
+// at 400 ms), one with 100 ms left times out at its caller at 100 ms and
+// is rejected as expired when the worker frees at 200 ms, its work never
+// done. On the bubble's clock (the services, the client and the HTTP/2
+// between them on an in-memory network) each of these instants is exact.
 func TestGRPCDeadlinePropagation(t *testing.T) {
-	cl := startGRPCScenario(t, "deadline.yaml", `
+	synctest.Test(t, testGRPCDeadlinePropagation)
+}
+
+func testGRPCDeadlinePropagation(t *testing.T) {
+	nw := new(memnet.Network)
+	cl := startScenarioWith(t, "deadline.yaml", `
 name: deadline
 seed: 1
 duration: 10s
@@ -294,8 +304,8 @@ services:
     queue: 10
     reject_expired: true
     service_time: {dist: constant, value: 200ms}
-`)
-	gc, err := NewGRPCClient(GRPCClientOptions{})
+`, ClusterOptions{Protocol: ProtocolGRPC, network: nw})
+	gc, err := transport.NewGRPCClient(transport.GRPCClientOptions{Dial: nw.DialContext})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,31 +315,31 @@ services:
 		remaining time.Duration
 		expired   int64
 		want      policies.Outcome
+		took      time.Duration // from the late attempt's send to its answer
 	}{
-		{700 * time.Millisecond, 0, policies.OK},
-		{100 * time.Millisecond, 1, policies.Timeout},
+		{700 * time.Millisecond, 0, policies.OK, 400 * time.Millisecond},
+		{100 * time.Millisecond, 1, policies.Timeout, 100 * time.Millisecond},
 	} {
 		before := db.Stats().All
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			gc.Send(context.Background(), &Attempt{URL: cl.URLs["db"], RequestID: "busy"})
+			gc.Send(context.Background(), &transport.Attempt{URL: cl.URLs["db"], RequestID: "busy"}, transport.Sending{})
 		}()
-		for db.Stats().Busy == 0 {
-			time.Sleep(time.Millisecond)
+		synctest.Wait() // the busy attempt holds the worker
+		if db.Stats().Busy != 1 {
+			t.Fatalf("%v left: the first attempt did not take the worker", tc.remaining)
 		}
-		an := gc.Send(context.Background(), &Attempt{URL: cl.URLs["db"], RequestID: "late", Remaining: tc.remaining})
+		start := time.Now()
+		an := gc.Send(context.Background(), &transport.Attempt{URL: cl.URLs["db"], RequestID: "late", Remaining: tc.remaining}, transport.Sending{})
+		took := time.Since(start)
 		wg.Wait()
-		// The expired attempt is refused when the worker frees, after its
-		// caller gave up: wait for the service to count it.
-		end := time.Now().Add(2 * time.Second)
-		for db.Stats().All.Expired-before.Expired < tc.expired && time.Now().Before(end) {
-			time.Sleep(5 * time.Millisecond)
-		}
+		synctest.Wait() // the expired attempt is refused when the worker frees, after its caller gave up
 		after := db.Stats().All
-		if an.Outcome != tc.want || after.Expired-before.Expired != tc.expired {
-			t.Errorf("%v left: outcome %v, %d expired at the callee; want %v, %d", tc.remaining, an.Outcome, after.Expired-before.Expired, tc.want, tc.expired)
+		if an.Outcome != tc.want || after.Expired-before.Expired != tc.expired || took != tc.took {
+			t.Errorf("%v left: outcome %v after %v, %d expired at the callee; want %v after %v, %d",
+				tc.remaining, an.Outcome, took, after.Expired-before.Expired, tc.want, tc.took, tc.expired)
 		}
 		if tc.expired == 1 && after.Succeeded-before.Succeeded != 1 {
 			t.Errorf("%v left: %d succeeded, want only the busy one: expired work was done", tc.remaining, after.Succeeded-before.Succeeded)
@@ -517,24 +527,24 @@ func TestClassifyGRPC(t *testing.T) {
 		name string
 		err  error
 		md   metadata.MD
-		want Answer
+		want transport.Answer
 	}{
-		{"ok", nil, nil, Answer{Outcome: policies.OK, Status: 200}},
-		{"unavailable", st(codes.Unavailable, "busy"), metadata.Pairs(mdOutcome, "unavailable"), Answer{Outcome: policies.Unavailable, Status: 503}},
-		{"pushback ms", st(codes.ResourceExhausted, "busy"), metadata.Pairs(MetadataPushback, "250"), Answer{Outcome: policies.Unavailable, Status: 429, RetryAfter: 250 * time.Millisecond}},
-		{"exact pushback first", st(codes.ResourceExhausted, ""), metadata.Pairs(MetadataPushback, "251", mdRetryAfter, "250.5", mdOutcome, "unavailable"), Answer{Outcome: policies.Unavailable, Status: 429, RetryAfter: 250500 * time.Microsecond}},
-		{"negative pushback", st(codes.ResourceExhausted, ""), metadata.Pairs(MetadataPushback, "-1"), Answer{Outcome: policies.Unavailable, Status: 429, DontRetry: true}},
-		{"unparseable pushback", st(codes.Unavailable, "x"), metadata.Pairs(MetadataPushback, "soon"), Answer{Outcome: policies.Unavailable, Status: 503, DontRetry: true}},
-		{"deadline from the callee", st(codes.DeadlineExceeded, "expired"), metadata.Pairs(mdOutcome, "timeout"), Answer{Outcome: policies.Timeout, Status: 504}},
-		{"deadline at the caller", st(codes.DeadlineExceeded, "context deadline exceeded"), nil, Answer{Outcome: policies.Timeout, Kind: KindTimeout}},
-		{"in progress", st(codes.Aborted, ""), metadata.Pairs(mdOutcome, "in_progress", mdRetryAfter, "100"), Answer{Outcome: policies.InProgress, Status: StatusInProgress, RetryAfter: 100 * time.Millisecond}},
-		{"conflict", st(codes.Aborted, ""), nil, Answer{Outcome: policies.Conflict, Status: 409}},
-		{"internal", st(codes.Internal, "boom"), nil, Answer{Outcome: policies.Error, Status: 500}},
-		{"invalid", st(codes.InvalidArgument, "key"), metadata.Pairs(mdOutcome, "error", MetadataPushback, "-1"), Answer{Outcome: policies.Error, Status: 400, DontRetry: true}},
-		{"refused", st(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`), nil, Answer{Outcome: policies.Unavailable, Kind: KindConnect}},
-		{"reset", st(codes.Unavailable, "error reading from server: EOF"), nil, Answer{Outcome: policies.Timeout, Kind: KindReset}},
+		{"ok", nil, nil, transport.Answer{Outcome: policies.OK, Status: 200}},
+		{"unavailable", st(codes.Unavailable, "busy"), metadata.Pairs(transport.MetadataOutcome, "unavailable"), transport.Answer{Outcome: policies.Unavailable, Status: 503}},
+		{"pushback ms", st(codes.ResourceExhausted, "busy"), metadata.Pairs(transport.MetadataPushback, "250"), transport.Answer{Outcome: policies.Unavailable, Status: 429, RetryAfter: 250 * time.Millisecond}},
+		{"exact pushback first", st(codes.ResourceExhausted, ""), metadata.Pairs(transport.MetadataPushback, "251", transport.MetadataRetryAfter, "250.5", transport.MetadataOutcome, "unavailable"), transport.Answer{Outcome: policies.Unavailable, Status: 429, RetryAfter: 250500 * time.Microsecond}},
+		{"negative pushback", st(codes.ResourceExhausted, ""), metadata.Pairs(transport.MetadataPushback, "-1"), transport.Answer{Outcome: policies.Unavailable, Status: 429, DontRetry: true}},
+		{"unparseable pushback", st(codes.Unavailable, "x"), metadata.Pairs(transport.MetadataPushback, "soon"), transport.Answer{Outcome: policies.Unavailable, Status: 503, DontRetry: true}},
+		{"deadline from the callee", st(codes.DeadlineExceeded, "expired"), metadata.Pairs(transport.MetadataOutcome, "timeout"), transport.Answer{Outcome: policies.Timeout, Status: 504}},
+		{"deadline at the caller", st(codes.DeadlineExceeded, "context deadline exceeded"), nil, transport.Answer{Outcome: policies.Timeout, Kind: transport.KindTimeout}},
+		{"in progress", st(codes.Aborted, ""), metadata.Pairs(transport.MetadataOutcome, "in_progress", transport.MetadataRetryAfter, "100"), transport.Answer{Outcome: policies.InProgress, Status: transport.StatusInProgress, RetryAfter: 100 * time.Millisecond}},
+		{"conflict", st(codes.Aborted, ""), nil, transport.Answer{Outcome: policies.Conflict, Status: 409}},
+		{"internal", st(codes.Internal, "boom"), nil, transport.Answer{Outcome: policies.Error, Status: 500}},
+		{"invalid", st(codes.InvalidArgument, "key"), metadata.Pairs(transport.MetadataOutcome, "error", transport.MetadataPushback, "-1"), transport.Answer{Outcome: policies.Error, Status: 400, DontRetry: true}},
+		{"refused", st(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`), nil, transport.Answer{Outcome: policies.Unavailable, Kind: transport.KindConnect}},
+		{"reset", st(codes.Unavailable, "error reading from server: EOF"), nil, transport.Answer{Outcome: policies.Timeout, Kind: transport.KindReset}},
 	} {
-		if got := ClassifyGRPC(tc.err, tc.md); got != tc.want {
+		if got := transport.ClassifyGRPC(tc.err, tc.md); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
@@ -545,7 +555,7 @@ func FuzzParseGRPCTarget(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		addr, method, err := ParseGRPCTarget(s)
+		addr, method, err := transport.ParseGRPCTarget(s)
 		if err != nil {
 			return
 		}
@@ -554,7 +564,7 @@ func FuzzParseGRPCTarget(f *testing.F) {
 		if addr == "" || strings.Count(method, "/") != 2 || strings.Contains(method, "//") || strings.HasSuffix(method, "/") {
 			t.Fatalf("%q: addr %q, method %q", s, addr, method)
 		}
-		a2, m2, err := ParseGRPCTarget("grpc://" + addr + method)
+		a2, m2, err := transport.ParseGRPCTarget("grpc://" + addr + method)
 		if err != nil || a2 != addr || m2 != method {
 			t.Fatalf("%q: reparsed as %q %q %v", s, a2, m2, err)
 		}
@@ -566,8 +576,8 @@ func FuzzParseGRPCTarget(f *testing.F) {
 func TestGRPCClientConnections(t *testing.T) {
 	var mu sync.Mutex
 	peers := map[string]int{}
-	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
-		var in frame
+	srv := grpc.NewServer(grpc.ForceServerCodec(transport.RawCodec{}), grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+		var in transport.Frame
 		if err := stream.RecvMsg(&in); err != nil {
 			return err
 		}
@@ -576,7 +586,7 @@ func TestGRPCClientConnections(t *testing.T) {
 			peers[p.Addr.String()]++
 			mu.Unlock()
 		}
-		return stream.SendMsg(&frame{})
+		return stream.SendMsg(&transport.Frame{})
 	}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -584,13 +594,13 @@ func TestGRPCClientConnections(t *testing.T) {
 	}
 	go srv.Serve(ln)
 	defer srv.Stop()
-	gc, err := NewGRPCClient(GRPCClientOptions{Connections: 3})
+	gc, err := transport.NewGRPCClient(transport.GRPCClientOptions{Connections: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer gc.Close()
 	for range 6 {
-		if a := gc.Send(context.Background(), &Attempt{URL: "grpc://" + ln.Addr().String() + "/a.B/C"}); a.Outcome != policies.OK {
+		if a := gc.Send(context.Background(), &transport.Attempt{URL: "grpc://" + ln.Addr().String() + "/a.B/C"}, transport.Sending{}); a.Outcome != policies.OK {
 			t.Fatalf("attempt: %+v", a)
 		}
 	}
@@ -612,7 +622,7 @@ func TestCheckGRPCServiceConfig(t *testing.T) {
 		{"{\n  \"methodConfig\": [\n    {\"name\": [{}],,}\n  ]\n}", "sc.json:3: "},
 		{`{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 2}}]}`, "sc.json: "},
 	} {
-		err := CheckGRPCServiceConfig("sc.json", tc.cfg)
+		err := transport.CheckGRPCServiceConfig("sc.json", tc.cfg)
 		if (tc.err == "") != (err == nil) || err != nil && !strings.HasPrefix(err.Error(), tc.err) {
 			t.Errorf("%s: %v, want an error starting %q", tc.cfg, err, tc.err)
 		}
@@ -623,21 +633,26 @@ func TestCheckGRPCServiceConfig(t *testing.T) {
 // x-stormsim-attempt, sends the remaining deadline as grpc-timeout only
 // when asked to, and under a hedging policy copies the winning attempt's
 // message into the reply: here the first attempt hangs for 300 ms, the
-// hedge sent 20 ms later answers at once.
-func TestUnaryClientInterceptor(t *testing.T) {
+// hedge sent 20 ms later answers at once. On the bubble's clock, over an
+// in-memory network, the first attempt reaches the server at 0 and the
+// hedge at 20 ms exactly (on real sockets a busy machine delayed the first
+// connection past the hedge, which arrived first).
+func TestUnaryClientInterceptor(t *testing.T) { synctest.Test(t, testUnaryClientInterceptor) }
+
+func testUnaryClientInterceptor(t *testing.T) {
 	type seen struct {
 		attempt  string
 		deadline time.Duration // 0: none
 	}
 	var mu sync.Mutex
 	var got []seen
-	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
-		var in frame
+	srv := grpc.NewServer(grpc.ForceServerCodec(transport.RawCodec{}), grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+		var in transport.Frame
 		if err := stream.RecvMsg(&in); err != nil {
 			return err
 		}
 		md, _ := metadata.FromIncomingContext(stream.Context())
-		s := seen{attempt: first(md, mdAttempt)}
+		s := seen{attempt: transport.MetadataValue(md, transport.MetadataAttempt)}
 		if dl, ok := stream.Context().Deadline(); ok {
 			s.deadline = time.Until(dl)
 		}
@@ -654,14 +669,16 @@ func TestUnaryClientInterceptor(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return stream.SendMsg(&frame{b: out})
+		return stream.SendMsg(&transport.Frame{Bytes: out})
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	var nw memnet.Network
+	ln, err := nw.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Serve(ln)
 	defer srv.Stop()
+	dial := grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) { return nw.DialContext(ctx, "tcp", addr) })
 	for _, propagate := range []bool{false, true} {
 		mu.Lock()
 		got = nil
@@ -671,9 +688,9 @@ func TestUnaryClientInterceptor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ec := NewEdgeClient(time.Now(), nil, edge, nil)
+		ec := NewEdgeClient(EdgeConfig{Edge: edge})
 		cc, err := grpc.NewClient("passthrough:///"+ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDisableRetry(), grpc.WithUnaryInterceptor(ec.UnaryClientInterceptor(propagate)))
+			grpc.WithDisableRetry(), grpc.WithUnaryInterceptor(ec.UnaryClientInterceptor(propagate)), dial)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -691,8 +708,12 @@ func TestUnaryClientInterceptor(t *testing.T) {
 		}
 		for _, s := range got {
 			// The call's deadline is 2 s; the hedge leaves 20 ms later.
-			if propagate && (s.deadline <= time.Second || s.deadline > 2*time.Second) || !propagate && s.deadline != 0 {
-				t.Errorf("propagate %v: attempt %s saw a deadline of %v", propagate, s.attempt, s.deadline)
+			want := map[string]time.Duration{"1": 2 * time.Second, "2": 1980 * time.Millisecond}[s.attempt]
+			if !propagate {
+				want = 0
+			}
+			if s.deadline != want {
+				t.Errorf("propagate %v: attempt %s saw a deadline of %v, want %v", propagate, s.attempt, s.deadline, want)
 			}
 		}
 		mu.Unlock()
@@ -719,7 +740,7 @@ services:
 			t.Fatal(err)
 		}
 	}
-	addr, _, err := ParseGRPCTarget(u)
+	addr, _, err := transport.ParseGRPCTarget(u)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/reflection"
 	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
@@ -49,7 +50,7 @@ services:
 		t.Fatal(err)
 	}
 	target := cl.URLs["api"]
-	base := strings.TrimSuffix(target, GRPCMethod)
+	base := strings.TrimSuffix(target, transport.GRPCMethod)
 	// A server older than reflection v1 serves only v1alpha.
 	old := grpc.NewServer()
 	reflectionv1alpha.RegisterServerReflectionServer(old, reflection.NewServer(reflection.ServerOptions{Services: emulatedServices{}, DescriptorResolver: emulatedResolver{}}))
@@ -59,7 +60,7 @@ services:
 	}
 	go old.Serve(ln)
 	defer old.Stop()
-	oldTarget := "grpc://" + ln.Addr().String() + "/" + GRPCMethod
+	oldTarget := "grpc://" + ln.Addr().String() + "/" + transport.GRPCMethod
 	for _, tc := range []struct {
 		name, target, data string
 		protoset           []byte
@@ -74,7 +75,7 @@ services:
 		{"bad protoset", target, `{}`, []byte("not a descriptor set"), "descriptor set"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := EncodeGRPCRequest(context.Background(), tc.target, []byte(tc.data), tc.protoset)
+			got, err := transport.EncodeGRPCRequest(context.Background(), tc.target, []byte(tc.data), tc.protoset)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want one containing %q", err, tc.err)

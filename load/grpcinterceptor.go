@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/policies"
 )
 
@@ -34,8 +35,8 @@ import (
 func (ec *EdgeClient) UnaryClientInterceptor(propagateDeadline bool) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		outgoing, _ := metadata.FromOutgoingContext(ctx)
-		co := policies.CallOptions{Write: len(outgoing.Get(mdWrite)) > 0, Counted: true}
-		var a Attempt
+		co := policies.CallOptions{Write: len(outgoing.Get(transport.MetadataWrite)) > 0, Counted: true}
+		var a transport.Attempt
 		if dl, ok := ctx.Deadline(); ok {
 			co.Deadline, co.HasDeadline = ec.clk.Now()+time.Until(dl), true
 			if propagateDeadline {
@@ -43,18 +44,14 @@ func (ec *EdgeClient) UnaryClientInterceptor(propagateDeadline bool) grpc.UnaryC
 			}
 		}
 		ic := &intercepted{reply: reply}
-		a.via = func(actx context.Context, at *Attempt) Answer {
+		a.Via = invoked(func(actx context.Context, at *transport.Attempt, o transport.Sending) transport.Answer {
 			r := ic.target()
-			return sendGRPCTraced(actx, at.Number, nil, ec.edge.Phases, ec.phaseAware, &ec.Phases, func(ctx context.Context) (Answer, error) {
-				var err error
-				an := sendGRPC(ctx, at, outgoing.Copy(), func(cctx context.Context, trailer *metadata.MD) error {
-					err = invoker(cctx, method, req, r, cc, append(opts, grpc.Trailer(trailer))...)
-					ic.done(r, err)
-					return err
-				})
-				return an, err
+			return transport.SendInvoked(actx, at, outgoing.Copy(), o, func(cctx context.Context, trailer *metadata.MD) error {
+				err := invoker(cctx, method, req, r, cc, append(opts, grpc.Trailer(trailer))...)
+				ic.done(r, err)
+				return err
 			})
-		}
+		})
 		res := ec.Do(ctx, co, &a, nil)
 		return ic.result(res.Outcome)
 	}
@@ -68,8 +65,16 @@ func (ec *EdgeClient) UnaryClientInterceptor(propagateDeadline bool) grpc.UnaryC
 // for one channel. Without them the interceptor's attempts are not
 // traced, and no phase timeout applies.
 func (ec *EdgeClient) GRPCDialOptions() []grpc.DialOption {
-	w := newGRPCConnWatch(ec.edge.Phases)
-	return []grpc.DialOption{grpc.WithContextDialer(w.dial), grpc.WithStatsHandler(grpcStats{w})}
+	return transport.GRPCDialOptions(ec.edge.Phases)
+}
+
+// invoked adapts the sending of an intercepted call's attempts to a
+// transport.Transport (Attempt.Via).
+type invoked func(ctx context.Context, a *transport.Attempt, o transport.Sending) transport.Answer
+
+// Send calls f.
+func (f invoked) Send(ctx context.Context, a *transport.Attempt, o transport.Sending) transport.Answer {
+	return f(ctx, a, o)
 }
 
 // intercepted is one intercepted call's state shared by its attempts.

@@ -19,6 +19,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/stormsim/stormsim/load/internal/testnet"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -29,8 +31,8 @@ import (
 func grpcTestServer(t *testing.T, delay time.Duration) (addr string, got *atomic.Int64) {
 	t.Helper()
 	got = new(atomic.Int64)
-	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
-		var in frame
+	srv := grpc.NewServer(grpc.ForceServerCodec(transport.RawCodec{}), grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+		var in transport.Frame
 		if err := stream.RecvMsg(&in); err != nil {
 			return err
 		}
@@ -40,7 +42,7 @@ func grpcTestServer(t *testing.T, delay time.Duration) (addr string, got *atomic
 		case <-stream.Context().Done():
 			return stream.Context().Err()
 		}
-		return stream.SendMsg(&frame{})
+		return stream.SendMsg(&transport.Frame{})
 	}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -53,7 +55,7 @@ func grpcURL(addr string) string { return "grpc://" + addr + "/pkg.S/M" }
 
 // requireFailedIn checks that one attempt failed in phase, sent or not,
 // with outcome, and that rec, which recorded it alone, says so.
-func requireFailedIn(t *testing.T, an Answer, rec *PhaseRecorder, phase Phase, notSent bool, outcome policies.Outcome) {
+func requireFailedIn(t *testing.T, an transport.Answer, rec *transport.PhaseRecorder, phase transport.Phase, notSent bool, outcome policies.Outcome) {
 	t.Helper()
 	require.Equal(t, phase, an.Phase, "phase")
 	require.Equal(t, notSent, an.NotSent, "not sent")
@@ -75,36 +77,36 @@ func requireFailedIn(t *testing.T, an Answer, rec *PhaseRecorder, phase Phase, n
 // first_byte_timeout ends it.
 func TestGRPCSendTracedPhases(t *testing.T) {
 	slow, got := grpcTestServer(t, 2*time.Second)
-	closed := closedPort(t)
+	closed := testnet.ClosedPort(t)
 	for _, tc := range []struct {
 		name      string
 		addr      string
 		timeout   time.Duration
 		lim       policies.PhaseTimeouts
 		aware     bool
-		phase     Phase
+		phase     transport.Phase
 		notSent   bool
 		outcome   policies.Outcome
-		kind      ErrorKind
+		kind      transport.ErrorKind
 		reachedBy int64
 	}{
-		{"closed port", closed, time.Second, policies.PhaseTimeouts{}, true, PhaseConnect, true, policies.NotSent, KindConnect, 0},
-		{"closed port, edge without phase semantics", closed, time.Second, policies.PhaseTimeouts{}, false, PhaseConnect, true, policies.Unavailable, KindConnect, 0},
-		{"handshake never completes, tls_timeout", silentListener(t), time.Second, policies.PhaseTimeouts{TLS: 100 * time.Millisecond}, true, PhaseTLS, true, policies.NotSent, KindTimeout, 0},
-		{"handshake never completes, attempt timeout", silentListener(t), 150 * time.Millisecond, policies.PhaseTimeouts{}, true, PhaseTLS, true, policies.Timeout, KindTimeout, 0},
-		{"sent write, attempt timeout", slow, 150 * time.Millisecond, policies.PhaseTimeouts{}, true, PhaseFirstByte, false, policies.Timeout, KindTimeout, 1},
-		{"sent write, first_byte_timeout", slow, time.Second, policies.PhaseTimeouts{FirstByte: 100 * time.Millisecond}, true, PhaseFirstByte, false, policies.Timeout, KindTimeout, 1},
+		{"closed port", closed, time.Second, policies.PhaseTimeouts{}, true, transport.PhaseConnect, true, policies.NotSent, transport.KindConnect, 0},
+		{"closed port, edge without phase semantics", closed, time.Second, policies.PhaseTimeouts{}, false, transport.PhaseConnect, true, policies.Unavailable, transport.KindConnect, 0},
+		{"handshake never completes, tls_timeout", silentListener(t), time.Second, policies.PhaseTimeouts{TLS: 100 * time.Millisecond}, true, transport.PhaseTLS, true, policies.NotSent, transport.KindTimeout, 0},
+		{"handshake never completes, attempt timeout", silentListener(t), 150 * time.Millisecond, policies.PhaseTimeouts{}, true, transport.PhaseTLS, true, policies.Timeout, transport.KindTimeout, 0},
+		{"sent write, attempt timeout", slow, 150 * time.Millisecond, policies.PhaseTimeouts{}, true, transport.PhaseFirstByte, false, policies.Timeout, transport.KindTimeout, 1},
+		{"sent write, first_byte_timeout", slow, time.Second, policies.PhaseTimeouts{FirstByte: 100 * time.Millisecond}, true, transport.PhaseFirstByte, false, policies.Timeout, transport.KindTimeout, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := got.Load()
-			gc, err := NewGRPCClient(GRPCClientOptions{})
+			gc, err := transport.NewGRPCClient(transport.GRPCClientOptions{})
 			require.NoError(t, err)
 			defer gc.Close()
-			var rec PhaseRecorder
+			var rec transport.PhaseRecorder
 			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
 			defer cancel()
 			start := time.Now()
-			an := gc.SendTraced(ctx, &Attempt{URL: grpcURL(tc.addr), Write: true, Number: 1}, tc.lim, tc.aware, &rec)
+			an := gc.Send(ctx, &transport.Attempt{URL: grpcURL(tc.addr), Write: true, Number: 1}, transport.Sending{Phases: tc.lim, PhaseAware: tc.aware, Record: &rec})
 			require.Less(t, time.Since(start), tc.timeout+time.Second, "the attempt is bounded")
 			requireFailedIn(t, an, &rec, tc.phase, tc.notSent, tc.outcome)
 			require.Equal(t, tc.kind, an.Kind, "kind")
@@ -122,15 +124,15 @@ func TestGRPCSendTracedPhases(t *testing.T) {
 // once), the next reuse it (warm).
 func TestGRPCSendTracedAnswered(t *testing.T) {
 	addr, got := grpcTestServer(t, 5*time.Millisecond)
-	gc, err := NewGRPCClient(GRPCClientOptions{})
+	gc, err := transport.NewGRPCClient(transport.GRPCClientOptions{})
 	require.NoError(t, err)
 	defer gc.Close()
-	var rec PhaseRecorder
+	var rec transport.PhaseRecorder
 	const n = 5
 	for i := range n {
-		an := gc.SendTraced(context.Background(), &Attempt{URL: grpcURL(addr), Number: 1}, policies.PhaseTimeouts{FirstByte: time.Second}, true, &rec)
+		an := gc.Send(context.Background(), &transport.Attempt{URL: grpcURL(addr), Number: 1}, transport.Sending{Phases: policies.PhaseTimeouts{FirstByte: time.Second}, PhaseAware: true, Record: &rec})
 		require.Equal(t, policies.OK, an.Outcome, "call %d", i)
-		require.Equal(t, PhaseNone, an.Phase)
+		require.Equal(t, transport.PhaseNone, an.Phase)
 	}
 	require.Equal(t, int64(n), got.Load())
 	rep := rec.Report()
@@ -154,19 +156,19 @@ func TestGRPCSendTracedAnswered(t *testing.T) {
 // (UNAVAILABLE, with its pushback) is an answer: no phase, sent.
 func TestGRPCStatusIsNoPhaseFailure(t *testing.T) {
 	p := &pushbackServer{pushback: "5"}
-	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(p.handle))
+	srv := grpc.NewServer(grpc.ForceServerCodec(transport.RawCodec{}), grpc.UnknownServiceHandler(p.handle))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go srv.Serve(ln)
 	defer srv.Stop()
-	gc, err := NewGRPCClient(GRPCClientOptions{})
+	gc, err := transport.NewGRPCClient(transport.GRPCClientOptions{})
 	require.NoError(t, err)
 	defer gc.Close()
-	var rec PhaseRecorder
-	an := gc.SendTraced(context.Background(), &Attempt{URL: grpcURL(ln.Addr().String())}, policies.PhaseTimeouts{}, true, &rec)
+	var rec transport.PhaseRecorder
+	an := gc.Send(context.Background(), &transport.Attempt{URL: grpcURL(ln.Addr().String())}, transport.Sending{Phases: policies.PhaseTimeouts{}, PhaseAware: true, Record: &rec})
 	require.Equal(t, policies.Unavailable, an.Outcome)
 	require.Equal(t, 5*time.Millisecond, an.RetryAfter)
-	require.Equal(t, PhaseNone, an.Phase)
+	require.Equal(t, transport.PhaseNone, an.Phase)
 	require.False(t, an.NotSent)
 	require.Empty(t, rec.Report().FailedIn)
 }
@@ -186,7 +188,7 @@ func TestGRPCTransparentRetry(t *testing.T) {
 		attempts  int
 		reachedBy int64
 	}{
-		{"not sent: one transparent retry", closedPort(t),
+		{"not sent: one transparent retry", testnet.ClosedPort(t),
 			policies.EdgeConfig{Timeout: time.Second, Retry: policies.RetryConfig{Transparent: true}},
 			policies.Failed, policies.NotSent, 2, 0},
 		{"sent, first_byte_timeout: never retried", slow,
@@ -195,14 +197,13 @@ func TestGRPCTransparentRetry(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := got.Load()
-			gc, err := NewGRPCClient(GRPCClientOptions{})
+			gc, err := transport.NewGRPCClient(transport.GRPCClientOptions{})
 			require.NoError(t, err)
 			defer gc.Close()
 			edge, err := policies.NewEdge(tc.cfg, rand.New(rand.NewPCG(1, 2)))
 			require.NoError(t, err)
-			ec := NewEdgeClient(time.Now(), nil, edge, nil)
-			ec.GRPC = gc
-			res := ec.Do(context.Background(), policies.CallOptions{Write: true, Counted: true}, &Attempt{URL: grpcURL(tc.addr), Write: true}, nil)
+			ec := NewEdgeClient(EdgeConfig{Edge: edge, Transport: gc})
+			res := ec.Do(context.Background(), policies.CallOptions{Write: true, Counted: true}, &transport.Attempt{URL: grpcURL(tc.addr), Write: true}, nil)
 			require.Equal(t, tc.result, res.Result)
 			require.Equal(t, tc.outcome, res.Outcome)
 			require.Equal(t, tc.attempts, res.Attempts)
@@ -228,8 +229,8 @@ func TestGRPCTransparentRetry(t *testing.T) {
 func TestGRPCPoolTimeout(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
-	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.MaxConcurrentStreams(1), grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
-		var in frame
+	srv := grpc.NewServer(grpc.ForceServerCodec(transport.RawCodec{}), grpc.MaxConcurrentStreams(1), grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+		var in transport.Frame
 		if err := stream.RecvMsg(&in); err != nil {
 			return err
 		}
@@ -238,25 +239,25 @@ func TestGRPCPoolTimeout(t *testing.T) {
 		case <-release:
 		case <-stream.Context().Done():
 		}
-		return stream.SendMsg(&frame{})
+		return stream.SendMsg(&transport.Frame{})
 	}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go srv.Serve(ln)
 	defer srv.Stop()
 	defer close(release)
-	gc, err := NewGRPCClient(GRPCClientOptions{})
+	gc, err := transport.NewGRPCClient(transport.GRPCClientOptions{})
 	require.NoError(t, err)
 	defer gc.Close()
-	var rec PhaseRecorder
-	go gc.SendTraced(context.Background(), &Attempt{URL: grpcURL(ln.Addr().String())}, policies.PhaseTimeouts{}, true, &rec)
+	var rec transport.PhaseRecorder
+	go gc.Send(context.Background(), &transport.Attempt{URL: grpcURL(ln.Addr().String())}, transport.Sending{Phases: policies.PhaseTimeouts{}, PhaseAware: true, Record: &rec})
 	select {
 	case <-entered:
 	case <-time.After(2 * time.Second):
 		t.Fatal("the first call never reached the server")
 	}
-	an := gc.SendTraced(context.Background(), &Attempt{URL: grpcURL(ln.Addr().String())}, policies.PhaseTimeouts{Pool: 50 * time.Millisecond}, true, &rec)
-	require.Equal(t, PhasePool, an.Phase)
+	an := gc.Send(context.Background(), &transport.Attempt{URL: grpcURL(ln.Addr().String())}, transport.Sending{Phases: policies.PhaseTimeouts{Pool: 50 * time.Millisecond}, PhaseAware: true, Record: &rec})
+	require.Equal(t, transport.PhasePool, an.Phase)
 	require.True(t, an.NotSent)
 	require.Equal(t, policies.NotSent, an.Outcome)
 }
@@ -332,14 +333,13 @@ func serveRefusing(c net.Conn, refused, served *atomic.Int64) {
 // once, and the retry beneath is counted apart, not as an attempt.
 func TestGRPCTransparentRetryByGRPCGo(t *testing.T) {
 	addr, refused, served := refusingServer(t)
-	gc, err := NewGRPCClient(GRPCClientOptions{})
+	gc, err := transport.NewGRPCClient(transport.GRPCClientOptions{})
 	require.NoError(t, err)
 	defer gc.Close()
 	edge, err := policies.NewEdge(policies.EdgeConfig{Timeout: 2 * time.Second, Retry: policies.RetryConfig{Transparent: true}}, rand.New(rand.NewPCG(1, 2)))
 	require.NoError(t, err)
-	ec := NewEdgeClient(time.Now(), nil, edge, nil)
-	ec.GRPC = gc
-	res := ec.Do(context.Background(), policies.CallOptions{Write: true, Counted: true}, &Attempt{URL: grpcURL(addr), Write: true}, nil)
+	ec := NewEdgeClient(EdgeConfig{Edge: edge, Transport: gc})
+	res := ec.Do(context.Background(), policies.CallOptions{Write: true, Counted: true}, &transport.Attempt{URL: grpcURL(addr), Write: true}, nil)
 	require.Equal(t, policies.OK, res.Outcome)
 	require.Equal(t, 1, res.Attempts, "grpc-go's retry is no attempt of the policy")
 	require.Equal(t, int64(1), refused.Load())
@@ -385,7 +385,7 @@ services:
 	require.Equal(t, int64(1), e.Phases.NewConnections)
 	require.Equal(t, e.Attempts-1, e.Phases.Reused)
 
-	addr, _, err := ParseGRPCTarget(cl.URLs["front"])
+	addr, _, err := transport.ParseGRPCTarget(cl.URLs["front"])
 	require.NoError(t, err)
 	root := "http://" + addr
 	fs := getStats(t, root)
@@ -428,7 +428,7 @@ func TestInterceptorPhases(t *testing.T) {
 		notSent, reached int64
 		failedIn         string
 	}{
-		{"closed port", closedPort(t), true, codes.Unavailable, 2, 2, 0, "connect"},
+		{"closed port", testnet.ClosedPort(t), true, codes.Unavailable, 2, 2, 0, "connect"},
 		{"slow callee, first_byte_timeout", slow, true, codes.DeadlineExceeded, 1, 0, 1, "first_byte"},
 		{"slow callee, channel not traced: the attempt timeout", slow, false, codes.DeadlineExceeded, 1, 0, 1, ""},
 	} {
@@ -437,17 +437,17 @@ func TestInterceptorPhases(t *testing.T) {
 			edge, err := policies.NewEdge(policies.EdgeConfig{Timeout: 300 * time.Millisecond,
 				Phases: policies.PhaseTimeouts{FirstByte: 100 * time.Millisecond}, Retry: policies.RetryConfig{Transparent: true}}, rand.New(rand.NewPCG(1, 2)))
 			require.NoError(t, err)
-			ec := NewEdgeClient(time.Now(), nil, edge, nil)
+			ec := NewEdgeClient(EdgeConfig{Edge: edge})
 			opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDisableRetry(),
-				grpc.WithUnaryInterceptor(ec.UnaryClientInterceptor(false)), grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}))}
+				grpc.WithUnaryInterceptor(ec.UnaryClientInterceptor(false)), grpc.WithDefaultCallOptions(grpc.ForceCodec(transport.RawCodec{}))}
 			if tc.traced {
 				opts = append(opts, ec.GRPCDialOptions()...)
 			}
 			cc, err := grpc.NewClient("passthrough:///"+tc.addr, opts...)
 			require.NoError(t, err)
 			defer cc.Close()
-			md := metadata.Pairs(mdWrite, "1")
-			err = cc.Invoke(metadata.NewOutgoingContext(context.Background(), md), "/pkg.S/M", &frame{}, new(frame))
+			md := metadata.Pairs(transport.MetadataWrite, "1")
+			err = cc.Invoke(metadata.NewOutgoingContext(context.Background(), md), "/pkg.S/M", &transport.Frame{}, new(transport.Frame))
 			require.Equal(t, tc.code, status.Code(err), "%v", err)
 			require.Equal(t, tc.attempts, ec.Stats().Attempts)
 			time.Sleep(50 * time.Millisecond) // a retry, had there been one, would have arrived

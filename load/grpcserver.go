@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -96,7 +97,7 @@ func (emulatedServices) GetServiceInfo() map[string]grpc.ServiceInfo {
 func NewGRPCServer(s *Service, opts ...grpc.ServerOption) *grpc.Server {
 	recv := make(grpcReceivers, max(1, maxHeldBodies/maxBody/grpcReceiveShare))
 	srv := grpc.NewServer(append([]grpc.ServerOption{
-		grpc.ForceServerCodec(rawCodec{}),
+		grpc.ForceServerCodec(transport.RawCodec{}),
 		grpc.UnknownServiceHandler(func(_ any, st grpc.ServerStream) error { return s.serveGRPC(recv, st) }),
 		grpc.MaxRecvMsgSize(maxBody),
 		grpc.MaxHeaderListSize(maxHeaderBytes),
@@ -131,9 +132,9 @@ func codeOfAnswer(st int, pushback bool) codes.Code {
 		return codes.Unavailable
 	case http.StatusTooManyRequests:
 		return codes.ResourceExhausted
-	case StatusExpired:
+	case transport.StatusExpired:
 		return codes.DeadlineExceeded
-	case StatusConflict, StatusInProgress:
+	case transport.StatusConflict, transport.StatusInProgress:
 		return codes.Aborted
 	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusRequestHeaderFieldsTooLarge:
 		return codes.InvalidArgument
@@ -175,12 +176,12 @@ func (r grpcReceivers) receive(ctx context.Context, stream grpc.ServerStream) (*
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
 	b := &grpcBody{slots: r}
-	var in frame
+	var in transport.Frame
 	if err := stream.RecvMsg(&in); err != nil {
 		b.Close()
 		return nil, err
 	}
-	b.b = in.b
+	b.b = in.Bytes
 	return b, nil
 }
 
@@ -261,15 +262,15 @@ func (s *Service) serveGRPC(recv grpcReceivers, stream grpc.ServerStream) error 
 		}
 		r.Header[http.CanonicalHeaderKey(k)] = vs
 	}
-	r.Header.Del(HeaderDeadline)
+	r.Header.Del(transport.HeaderDeadline)
 	if dl, ok := ctx.Deadline(); ok {
-		r.Header.Set(HeaderDeadline, strconv.FormatFloat(float64(time.Until(dl))/float64(time.Millisecond), 'f', 3, 64))
+		r.Header.Set(transport.HeaderDeadline, strconv.FormatFloat(float64(time.Until(dl))/float64(time.Millisecond), 'f', 3, 64))
 	}
 	rec := &answerRecorder{h: http.Header{}}
 	s.work(rec, r)
 	switch rec.status {
 	case http.StatusOK:
-		return stream.SendMsg(&frame{})
+		return stream.SendMsg(&transport.Frame{})
 	case 0:
 		// No answer: the caller went away or its reply was dropped.
 		if err := ctx.Err(); err != nil {
@@ -278,25 +279,25 @@ func (s *Service) serveGRPC(recv grpcReceivers, stream grpc.ServerStream) error 
 		return status.Error(codes.Unavailable, "service stopped")
 	}
 	trailer := metadata.MD{}
-	if o := rec.h.Get(HeaderOutcome); o != "" {
-		trailer.Set(mdOutcome, o)
+	if o := rec.h.Get(transport.HeaderOutcome); o != "" {
+		trailer.Set(transport.MetadataOutcome, o)
 	}
 	pushback := false
-	if v := rec.h.Get(HeaderRetryAfterMs); v != "" {
+	if v := rec.h.Get(transport.HeaderRetryAfterMs); v != "" {
 		ms, _ := strconv.ParseFloat(v, 64)
-		trailer.Set(mdRetryAfter, v)
-		trailer.Set(MetadataPushback, strconv.FormatInt(int64(math.Ceil(ms)), 10))
+		trailer.Set(transport.MetadataRetryAfter, v)
+		trailer.Set(transport.MetadataPushback, strconv.FormatInt(int64(math.Ceil(ms)), 10))
 		pushback = true
 	}
-	if rec.h.Get(HeaderDontRetry) != "" {
-		trailer.Set(mdDontRetry, "1")
-		trailer.Set(MetadataPushback, "-1")
+	if rec.h.Get(transport.HeaderDontRetry) != "" {
+		trailer.Set(transport.MetadataDontRetry, "1")
+		trailer.Set(transport.MetadataPushback, "-1")
 		pushback = true
 	}
 	stream.SetTrailer(trailer)
 	msg := strings.TrimSpace(rec.body.String())
 	if msg == "" {
-		msg = rec.h.Get(HeaderOutcome)
+		msg = rec.h.Get(transport.HeaderOutcome)
 	}
 	return status.Error(codeOfAnswer(rec.status, pushback && rec.status == http.StatusServiceUnavailable), msg)
 }
@@ -305,28 +306,28 @@ func (s *Service) serveGRPC(recv grpcReceivers, stream grpc.ServerStream) error 
 // client their downstream calls share; with tracing, a client per calling
 // service instead, whose client spans it names.
 type grpcCluster struct {
-	client    *GRPCClient
+	client    *transport.GRPCClient
 	tracing   *Tracing
-	byService map[string]*GRPCClient
+	dial      func(ctx context.Context, network, addr string) (net.Conn, error) // the clients' dialer (nil: a net.Dialer)
+	byService map[string]*transport.GRPCClient
 	servers   []*grpc.Server
 	done      []chan struct{}
 }
 
 // clientOf is the client of service's downstream calls.
-func (g *grpcCluster) clientOf(service string) (*GRPCClient, error) {
+func (g *grpcCluster) clientOf(service string) (*transport.GRPCClient, error) {
 	if g.tracing == nil {
 		return g.client, nil
 	}
 	if gc := g.byService[service]; gc != nil {
 		return gc, nil
 	}
-	gc, err := NewGRPCClient(GRPCClientOptions{StatsHandler: g.tracing.GRPCClientHandler(service, "")})
+	gc, err := transport.NewGRPCClient(transport.GRPCClientOptions{StatsHandler: g.tracing.GRPCClientHandler(service, ""), Dial: g.dial})
 	if err != nil {
 		return nil, err
 	}
-	gc.dial = g.client.dial
 	if g.byService == nil {
-		g.byService = map[string]*GRPCClient{}
+		g.byService = map[string]*transport.GRPCClient{}
 	}
 	g.byService[service] = gc
 	return gc, nil

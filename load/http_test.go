@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/load/internal/testnet"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/policies"
 )
 
@@ -21,19 +23,19 @@ func TestClassifyStatus(t *testing.T) {
 		{200, nil, policies.OK, 0, false},
 		{204, nil, policies.OK, 0, false},
 		{503, map[string]string{"Retry-After": "2"}, policies.Unavailable, 2 * time.Second, false},
-		{503, map[string]string{"Retry-After": "2", HeaderRetryAfterMs: "125.5"}, policies.Unavailable, 125500 * time.Microsecond, false},
-		{429, map[string]string{HeaderDontRetry: "1"}, policies.Unavailable, 0, true},
+		{503, map[string]string{"Retry-After": "2", transport.HeaderRetryAfterMs: "125.5"}, policies.Unavailable, 125500 * time.Microsecond, false},
+		{429, map[string]string{transport.HeaderDontRetry: "1"}, policies.Unavailable, 0, true},
 		{504, nil, policies.Timeout, 0, false},
 		{408, nil, policies.Timeout, 0, false},
 		{409, nil, policies.Conflict, 0, false},
-		{425, map[string]string{HeaderRetryAfterMs: "100"}, policies.InProgress, 100 * time.Millisecond, false},
+		{425, map[string]string{transport.HeaderRetryAfterMs: "100"}, policies.InProgress, 100 * time.Millisecond, false},
 		{500, nil, policies.Error, 0, false},
 		{404, nil, policies.Error, 0, false},
 		// An emulated service names its class; a 503 for an injected
 		// "unavailable" error and a 500 agree with the header.
-		{500, map[string]string{HeaderOutcome: "unavailable"}, policies.Unavailable, 0, false},
+		{500, map[string]string{transport.HeaderOutcome: "unavailable"}, policies.Unavailable, 0, false},
 		// A class header cannot turn a success into a failure.
-		{200, map[string]string{HeaderOutcome: "error"}, policies.OK, 0, false},
+		{200, map[string]string{transport.HeaderOutcome: "error"}, policies.OK, 0, false},
 		// Retry-After as an HTTP date is not supported: no delay.
 		{503, map[string]string{"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, policies.Unavailable, 0, false},
 	} {
@@ -41,7 +43,7 @@ func TestClassifyStatus(t *testing.T) {
 		for k, v := range tc.h {
 			h.Set(k, v)
 		}
-		a := ClassifyStatus(tc.status, h)
+		a := transport.ClassifyStatus(tc.status, h)
 		if a.Outcome != tc.want || a.RetryAfter != tc.after || a.DontRetry != tc.dont {
 			t.Errorf("ClassifyStatus(%d, %v) = %v %v %v; want %v %v %v", tc.status, tc.h, a.Outcome, a.RetryAfter, a.DontRetry, tc.want, tc.after, tc.dont)
 		}
@@ -59,15 +61,15 @@ func FuzzRetryAfterRoundTrip(f *testing.F) {
 		}
 		d := time.Duration(us) * time.Microsecond
 		h := http.Header{}
-		SetRetryAfter(h, d, dont)
-		got, gotDont := ParseRetryAfter(h)
+		transport.SetRetryAfter(h, d, dont)
+		got, gotDont := transport.ParseRetryAfter(h)
 		if got != d || gotDont != dont {
 			t.Fatalf("SetRetryAfter(%v, %v) parsed back as %v, %v (headers %v)", d, dont, got, gotDont, h)
 		}
 		if d > 0 {
 			// The whole-second header never promises a retry sooner than d.
-			h.Del(HeaderRetryAfterMs)
-			if s, _ := ParseRetryAfter(h); s < d {
+			h.Del(transport.HeaderRetryAfterMs)
+			if s, _ := transport.ParseRetryAfter(h); s < d {
 				t.Fatalf("Retry-After %v is sooner than %v", s, d)
 			}
 		}
@@ -80,9 +82,9 @@ func FuzzParseRetryAfter(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, ms, secs string) {
 		h := http.Header{}
-		h.Set(HeaderRetryAfterMs, ms)
+		h.Set(transport.HeaderRetryAfterMs, ms)
 		h.Set("Retry-After", secs)
-		if d, _ := ParseRetryAfter(h); d < 0 {
+		if d, _ := transport.ParseRetryAfter(h); d < 0 {
 			t.Fatalf("negative delay %v from %q, %q", d, ms, secs)
 		}
 	})
@@ -94,7 +96,7 @@ func TestTransportFailuresAreClassified(t *testing.T) {
 	// A port held bound but not listening refuses every connection; a
 	// listener closed at once would free its port for the next Listen
 	// below, so "refused" could reach the reset listener (seen in CI).
-	refused := "http://" + closedPort(t)
+	refused := "http://" + testnet.ClosedPort(t)
 	// reset accepts, reads the request, and closes with RST.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -119,23 +121,23 @@ func TestTransportFailuresAreClassified(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	})
-	client := &http.Client{Transport: NewTransport(4)}
+	client := &http.Client{Transport: transport.NewHTTPTransport(4)}
 	defer client.CloseIdleConnections()
 	for _, tc := range []struct {
 		name    string
 		url     string
 		timeout time.Duration
-		kind    ErrorKind
+		kind    transport.ErrorKind
 		outcome policies.Outcome
 	}{
-		{"refused", refused, time.Second, KindConnect, policies.Unavailable},
-		{"reset", "http://" + ln.Addr().String(), time.Second, KindReset, policies.Timeout},
-		{"slow", slow.URL, 50 * time.Millisecond, KindTimeout, policies.Timeout},
+		{"refused", refused, time.Second, transport.KindConnect, policies.Unavailable},
+		{"reset", "http://" + ln.Addr().String(), time.Second, transport.KindReset, policies.Timeout},
+		{"slow", slow.URL, 50 * time.Millisecond, transport.KindTimeout, policies.Timeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
 			defer cancel()
-			a := Send(ctx, client, &Attempt{Method: "GET", URL: tc.url, Number: 1})
+			a := transport.Send(ctx, client, &transport.Attempt{Method: "GET", URL: tc.url, Number: 1})
 			if a.Kind != tc.kind || a.Outcome != tc.outcome {
 				t.Errorf("kind %v outcome %v, want %v %v", a.Kind, a.Outcome, tc.kind, tc.outcome)
 			}

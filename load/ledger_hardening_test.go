@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -88,29 +89,29 @@ func TestServeRefusesMalformedHeaders(t *testing.T) {
 	for _, c := range []struct {
 		header, value, want string
 	}{
-		{HeaderDeadline, "soon", HeaderDeadline + ": want a number of milliseconds"},
-		{HeaderDeadline, "NaN", HeaderDeadline + ": want a number of milliseconds"},
-		{HeaderDeadline, "1e300", HeaderDeadline + ": want a number of milliseconds"},
-		{HeaderIdempotencyKey, strings.Repeat("k", maxKeyLen+1), HeaderIdempotencyKey + ": longer than 256 bytes"},
+		{transport.HeaderDeadline, "soon", transport.HeaderDeadline + ": want a number of milliseconds"},
+		{transport.HeaderDeadline, "NaN", transport.HeaderDeadline + ": want a number of milliseconds"},
+		{transport.HeaderDeadline, "1e300", transport.HeaderDeadline + ": want a number of milliseconds"},
+		{transport.HeaderIdempotencyKey, strings.Repeat("k", maxKeyLen+1), transport.HeaderIdempotencyKey + ": longer than 256 bytes"},
 	} {
 		r := httptest.NewRequest(http.MethodPost, "/api", strings.NewReader("x"))
-		r.Header.Set(HeaderWrite, "1")
+		r.Header.Set(transport.HeaderWrite, "1")
 		r.Header.Set(c.header, c.value)
 		w := httptest.NewRecorder()
 		s.ServeHTTP(w, r)
 		require.Equal(t, http.StatusBadRequest, w.Code, c.value)
 		require.True(t, strings.HasPrefix(w.Body.String(), c.want), "%q", w.Body.String())
-		require.NotEmpty(t, w.Header().Get(HeaderDontRetry))
+		require.NotEmpty(t, w.Header().Get(transport.HeaderDontRetry))
 	}
 	require.Zero(t, s.Stats().Executions, "nothing executed")
 	require.EqualValues(t, 4, s.Stats().All.Rejected)
 
 	// A key of exactly the bound and a well-formed deadline are served.
 	r := httptest.NewRequest(http.MethodPost, "/api", strings.NewReader("x"))
-	r.Header.Set(HeaderWrite, "1")
-	r.Header.Set(HeaderRequestID, "ok")
-	r.Header.Set(HeaderIdempotencyKey, strings.Repeat("k", maxKeyLen))
-	r.Header.Set(HeaderDeadline, "1000.5")
+	r.Header.Set(transport.HeaderWrite, "1")
+	r.Header.Set(transport.HeaderRequestID, "ok")
+	r.Header.Set(transport.HeaderIdempotencyKey, strings.Repeat("k", maxKeyLen))
+	r.Header.Set(transport.HeaderDeadline, "1000.5")
 	w := httptest.NewRecorder()
 	s.ServeHTTP(w, r)
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())

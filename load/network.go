@@ -1,6 +1,7 @@
 package load
 
 import (
+	"context"
 	"net"
 	"net/http"
 
@@ -26,4 +27,12 @@ func dialOn(n *memnet.Network, tr *http.Transport) *http.Transport {
 		tr.DialContext = n.DialContext
 	}
 	return tr
+}
+
+// dialerOf is n's dialer (nil for the host's network: the transport's own).
+func dialerOf(n *memnet.Network) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if n == nil {
+		return nil
+	}
+	return n.DialContext
 }

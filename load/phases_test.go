@@ -3,7 +3,6 @@ package load
 import (
 	"context"
 	"crypto/tls"
-	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormsim/stormsim/load/internal/testnet"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -65,7 +66,7 @@ func silentListener(t *testing.T) string {
 }
 
 func newClient() *http.Client {
-	tr := NewTransport(1)
+	tr := transport.NewHTTPTransport(1)
 	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} // a test listener
 	return &http.Client{Transport: tr}
 }
@@ -82,31 +83,31 @@ func TestSendTracedPhases(t *testing.T) {
 		}
 	}))
 	defer slow.Close()
-	closed, silent := closedPort(t), silentListener(t)
+	closed, silent := testnet.ClosedPort(t), silentListener(t)
 	for _, tc := range []struct {
 		name      string
 		url       string
 		timeout   time.Duration
 		lim       policies.PhaseTimeouts
 		aware     bool
-		phase     Phase
+		phase     transport.Phase
 		notSent   bool
 		outcome   policies.Outcome
 		reachedBy int64 // requests the slow server saw
 	}{
-		{"closed port", "http://" + closed + "/", time.Second, policies.PhaseTimeouts{}, true, PhaseConnect, true, policies.NotSent, 0},
-		{"closed port, edge without phase semantics", "http://" + closed + "/", time.Second, policies.PhaseTimeouts{}, false, PhaseConnect, true, policies.Unavailable, 0},
-		{"tls never completes, tls_timeout", "https://" + silent + "/", time.Second, policies.PhaseTimeouts{TLS: 100 * time.Millisecond}, true, PhaseTLS, true, policies.NotSent, 0},
-		{"tls never completes, attempt timeout", "https://" + silent + "/", 150 * time.Millisecond, policies.PhaseTimeouts{}, true, PhaseTLS, true, policies.Timeout, 0},
-		{"sent write, attempt timeout", slow.URL, 150 * time.Millisecond, policies.PhaseTimeouts{}, true, PhaseFirstByte, false, policies.Timeout, 1},
-		{"sent write, first_byte_timeout", slow.URL, time.Second, policies.PhaseTimeouts{FirstByte: 100 * time.Millisecond}, true, PhaseFirstByte, false, policies.Timeout, 1},
+		{"closed port", "http://" + closed + "/", time.Second, policies.PhaseTimeouts{}, true, transport.PhaseConnect, true, policies.NotSent, 0},
+		{"closed port, edge without phase semantics", "http://" + closed + "/", time.Second, policies.PhaseTimeouts{}, false, transport.PhaseConnect, true, policies.Unavailable, 0},
+		{"tls never completes, tls_timeout", "https://" + silent + "/", time.Second, policies.PhaseTimeouts{TLS: 100 * time.Millisecond}, true, transport.PhaseTLS, true, policies.NotSent, 0},
+		{"tls never completes, attempt timeout", "https://" + silent + "/", 150 * time.Millisecond, policies.PhaseTimeouts{}, true, transport.PhaseTLS, true, policies.Timeout, 0},
+		{"sent write, attempt timeout", slow.URL, 150 * time.Millisecond, policies.PhaseTimeouts{}, true, transport.PhaseFirstByte, false, policies.Timeout, 1},
+		{"sent write, first_byte_timeout", slow.URL, time.Second, policies.PhaseTimeouts{FirstByte: 100 * time.Millisecond}, true, transport.PhaseFirstByte, false, policies.Timeout, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := got.Load()
-			var rec PhaseRecorder
+			var rec transport.PhaseRecorder
 			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
 			defer cancel()
-			an := SendTraced(ctx, newClient(), &Attempt{Method: "POST", URL: tc.url, Write: true, Number: 1}, tc.lim, tc.aware, &rec)
+			an := transport.SendTraced(ctx, newClient(), &transport.Attempt{Method: "POST", URL: tc.url, Write: true, Number: 1}, tc.lim, tc.aware, &rec)
 			requireFailedIn(t, an, &rec, tc.phase, tc.notSent, tc.outcome)
 			require.Eventually(t, func() bool { return got.Load()-before == tc.reachedBy }, time.Second, 10*time.Millisecond)
 		})
@@ -132,7 +133,7 @@ func busyConnection(t *testing.T) (client *http.Client, url string, reached *ato
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) }) // runs first: the held request ends
 	client = newClient()
-	go SendTraced(context.Background(), client, &Attempt{Method: "GET", URL: srv.URL, Number: 1}, policies.PhaseTimeouts{}, true, nil)
+	go transport.SendTraced(context.Background(), client, &transport.Attempt{Method: "GET", URL: srv.URL, Number: 1}, policies.PhaseTimeouts{}, true, nil)
 	select {
 	case <-entered: // the one connection is busy
 	case <-time.After(2 * time.Second):
@@ -145,9 +146,9 @@ func busyConnection(t *testing.T) (client *http.Client, url string, reached *ato
 // in the pool and its pool_timeout fails it not_sent.
 func TestSendTracedPoolWait(t *testing.T) {
 	client, url, _ := busyConnection(t)
-	var rec PhaseRecorder
-	an := SendTraced(context.Background(), client, &Attempt{Method: "GET", URL: url, Number: 1}, policies.PhaseTimeouts{Pool: 50 * time.Millisecond}, true, &rec)
-	require.Equal(t, PhasePool, an.Phase)
+	var rec transport.PhaseRecorder
+	an := transport.SendTraced(context.Background(), client, &transport.Attempt{Method: "GET", URL: url, Number: 1}, policies.PhaseTimeouts{Pool: 50 * time.Millisecond}, true, &rec)
+	require.Equal(t, transport.PhasePool, an.Phase)
 	require.True(t, an.NotSent)
 	require.Equal(t, policies.NotSent, an.Outcome)
 }
@@ -161,8 +162,8 @@ func TestEdgeClientQueueTimeout(t *testing.T) {
 	edge, err := policies.NewEdge(policies.EdgeConfig{Timeout: 2 * time.Second, Phases: policies.PhaseTimeouts{Queue: 50 * time.Millisecond},
 		Retry: policies.RetryConfig{MaxAttempts: 3, On: []policies.RetryClass{"unavailable"}}}, rand.New(rand.NewPCG(1, 2)))
 	require.NoError(t, err)
-	ec := NewEdgeClient(time.Now(), client, edge, nil)
-	res := ec.Do(context.Background(), policies.CallOptions{Counted: true}, &Attempt{Method: "GET", URL: url}, nil)
+	ec := NewEdgeClient(EdgeConfig{Edge: edge, Transport: transport.NewHTTP(client, false)})
+	res := ec.Do(context.Background(), policies.CallOptions{Counted: true}, &transport.Attempt{Method: "GET", URL: url}, nil)
 	require.Equal(t, policies.Failed, res.Result)
 	require.Equal(t, policies.Unavailable, res.Outcome)
 	require.Equal(t, 1, res.Attempts, "the queue's 503 is not retried")
@@ -175,8 +176,8 @@ func TestEdgeClientQueueTimeout(t *testing.T) {
 func TestTransparentRetryLoad(t *testing.T) {
 	edge, err := policies.NewEdge(policies.EdgeConfig{Timeout: time.Second, Retry: policies.RetryConfig{Transparent: true}}, rand.New(rand.NewPCG(1, 2)))
 	require.NoError(t, err)
-	ec := NewEdgeClient(time.Now(), newClient(), edge, nil)
-	res := ec.Do(context.Background(), policies.CallOptions{Write: true, Counted: true}, &Attempt{Method: "POST", URL: "http://" + closedPort(t) + "/", Write: true}, nil)
+	ec := NewEdgeClient(EdgeConfig{Edge: edge, Transport: transport.NewHTTP(newClient(), false)})
+	res := ec.Do(context.Background(), policies.CallOptions{Write: true, Counted: true}, &transport.Attempt{Method: "POST", URL: "http://" + testnet.ClosedPort(t) + "/", Write: true}, nil)
 	require.Equal(t, policies.Failed, res.Result)
 	require.Equal(t, policies.NotSent, res.Outcome)
 	require.Equal(t, 2, res.Attempts)
@@ -205,7 +206,7 @@ func TestRunPhaseAwareUsesNetHTTP(t *testing.T) {
 		{"no phase semantics: the lean client, phases timed", topology.Call{Timeout: time.Second}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := Run(context.Background(), Options{Target: "http://" + closedPort(t) + "/", Arrivals: constant(50, 200*time.Millisecond),
+			res, err := Run(context.Background(), Options{Target: "http://" + testnet.ClosedPort(t) + "/", Arrivals: constant(50, 200*time.Millisecond),
 				Duration: 200 * time.Millisecond, Policy: tc.policy, Workers: 4})
 			require.NoError(t, err)
 			e := res.Summary.Edges[0]
@@ -224,25 +225,4 @@ func TestRunPhaseAwareUsesNetHTTP(t *testing.T) {
 			require.Equal(t, e.Calls, e.Failed, "definite failures, never unknown")
 		})
 	}
-}
-
-// TestPhaseHistQuantiles: quantiles read from the log buckets lie within
-// one bucket (a factor 2^(1/8), +9%) above the exact ones, and never above
-// the largest sample.
-func TestPhaseHistQuantiles(t *testing.T) {
-	var h phaseHist
-	for i := 1; i <= 1000; i++ {
-		h.add(time.Duration(i) * 10 * time.Microsecond) // 0.01ms … 10ms
-	}
-	s := h.stat()
-	require.Equal(t, int64(1000), s.Count)
-	require.InDelta(t, 5.005, s.MeanMs, 1e-9)
-	// 0.01 ms × 1…1000: variance 0.01² × (1000² − 1)/12.
-	require.InDelta(t, 0.01*math.Sqrt((1000*1000-1)/12.0), s.SDMs, 1e-9)
-	for _, c := range []struct{ got, exact float64 }{{s.P50Ms, 5}, {s.P99Ms, 9.9}} {
-		require.GreaterOrEqual(t, c.got, c.exact)
-		require.LessOrEqual(t, c.got, c.exact*1.0906)
-	}
-	require.Equal(t, 10.0, s.MaxMs)
-	require.LessOrEqual(t, s.P99Ms, s.MaxMs)
 }

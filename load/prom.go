@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 )
 
@@ -88,12 +89,12 @@ func (s *Service) registerEdgeCounters(reg *prometheus.Registry) {
 		counter("hedges_total", "Hedged attempts sent on the edge.", func(e metrics.EdgeSummary) int64 { return e.HedgesSent })
 		counter("budget_denied_total", "Retries the retry budget refused.", func(e metrics.EdgeSummary) int64 { return e.RetriesDenied })
 		counter("breaker_rejected_total", "Calls the open circuit breaker failed fast.", func(e metrics.EdgeSummary) int64 { return e.BreakerFastFail })
-		var recs []*PhaseRecorder
+		var recs []*transport.PhaseRecorder
 		for _, e := range s.outEdges {
 			if e.to == to {
 				recs = append(recs, &e.ec.Phases)
 			}
 		}
-		reg.MustRegister(newPhaseCollector(labels, recs))
+		reg.MustRegister(transport.NewPhaseCollector(labels, recs))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/policies"
 )
 
@@ -33,7 +34,7 @@ func TestServiceRateLimitOverHTTP(t *testing.T) {
 			t.Fatalf("codes %v, want %v", codes, want)
 		}
 	}
-	a := ClassifyStatus(http.StatusTooManyRequests, last)
+	a := transport.ClassifyStatus(http.StatusTooManyRequests, last)
 	if a.Outcome != policies.Unavailable {
 		t.Errorf("429 classified %v, want unavailable", a.Outcome)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
@@ -76,7 +77,7 @@ func TestAttackGRPCReflectionIsBounded(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			start := time.Now()
-			_, err = EncodeGRPCRequest(ctx, "grpc://"+ln.Addr().String()+"/p.S/M", nil, nil)
+			_, err = transport.EncodeGRPCRequest(ctx, "grpc://"+ln.Addr().String()+"/p.S/M", nil, nil)
 			require.Error(t, err)
 			require.Contains(t, err.Error(), tc.want)
 			require.Less(t, time.Since(start), 20*time.Second, "stopped by its caps, not by a timeout")

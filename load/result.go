@@ -6,6 +6,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 )
@@ -216,7 +217,7 @@ func (d *driver) result(interrupted bool, elapsed time.Duration) *metrics.Result
 			svc.Failed += n
 		}
 	}
-	svc.TimedOut = d.kinds()[KindTimeout]
+	svc.TimedOut = d.kinds()[transport.KindTimeout]
 	if s.Requests.Offered > 0 {
 		svc.Amplification = float64(attempts) / float64(s.Requests.Offered)
 	}
@@ -261,12 +262,12 @@ func (d *driver) loadReport(elapsed time.Duration, interrupted bool) *metrics.Lo
 		Connections:     opt.Connections,
 		MaxInFlight:     d.maxInflight.Load(),
 		Attempts:        sumKinds(k),
-		Answered:        k[KindNone],
-		ConnectFailures: k[KindConnect],
-		Timeouts:        k[KindTimeout],
-		Resets:          k[KindReset],
-		Canceled:        k[KindCanceled],
-		OtherErrors:     k[KindOther],
+		Answered:        k[transport.KindNone],
+		ConnectFailures: k[transport.KindConnect],
+		Timeouts:        k[transport.KindTimeout],
+		Resets:          k[transport.KindReset],
+		Canceled:        k[transport.KindCanceled],
+		OtherErrors:     k[transport.KindOther],
 		Statuses:        map[string]int64{},
 	}
 	// Requests were due over [0, Duration) (less if interrupted); a

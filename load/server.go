@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stormsim/stormsim/broker"
 	"github.com/stormsim/stormsim/load/internal/clock"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
@@ -28,7 +29,7 @@ import (
 // the idempotency digest; a larger one is refused with 413) and the header
 // block (a larger one is refused with 431 by net/http).
 const (
-	maxBody        = 1 << 20
+	maxBody        = transport.MaxBodyBytes
 	maxHeaderBytes = 64 << 10
 	// maxKeyLen bounds an Idempotency-Key (the store keeps every key for
 	// its retention); longer keys are refused with 400.
@@ -260,9 +261,10 @@ type ServiceConfig struct {
 	Epoch time.Time
 	// URLs maps every service name to its base URL, for downstream calls.
 	URLs map[string]string
-	// Client sends the downstream calls (its transport bounds connections);
-	// nil means http.DefaultClient.
-	Client *http.Client
+	// Transport sends the downstream calls: net/http (transport.NewHTTP,
+	// whose client bounds the connections) or gRPC (a
+	// transport.GRPCClient). Nil means net/http's default client.
+	Transport transport.Transport
 	// Commits marks the service executing writes' side effects.
 	Commits bool
 	// LedgerWindow bounds the side-effect ledger of a committing service:
@@ -276,12 +278,6 @@ type ServiceConfig struct {
 	// it records. Nil means the wall clock from Epoch; tests script a
 	// fake one (clock.Fake) to drive the service exactly.
 	Clock clock.Clock
-	// Sender, if set, sends the downstream attempts instead of Client
-	// (the gRPC transport; see EdgeClient.Sender).
-	Sender func(ctx context.Context, a *Attempt) Answer
-	// GRPC, if set, sends the downstream attempts as gRPC calls, traced
-	// (see EdgeClient.GRPC).
-	GRPC *GRPCClient
 	// Replica is which replica of the service this is (0-based); First is
 	// the service's replica 0 when this is another one: the replicas share
 	// its mutex, idempotency store and side-effect ledger.
@@ -314,9 +310,6 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 		return nil, fmt.Errorf("load: no service %q (replica %d) in the scenario", name, c.Replica)
 	}
 	svc := plan.Service(name).Config
-	if c.Client == nil {
-		c.Client = http.DefaultClient
-	}
 	if c.Epoch.IsZero() {
 		c.Epoch = time.Now()
 	}
@@ -389,7 +382,10 @@ func (s *Service) wire(c ServiceConfig) error {
 			}
 			mu, edge.Budget = shared, sharedBudget
 		}
-		ref := &edgeRef{to: pe.To, url: u, cfg: *pe.Call, ec: newEdgeClient(s.clk, c.Client, edge, mu)}
+		ref := &edgeRef{to: pe.To, url: u, cfg: *pe.Call, ec: NewEdgeClient(EdgeConfig{Edge: edge, Transport: c.Transport, Mu: mu,
+			// Attempts abandoned by a finished call (losing hedges) end
+			// with their timeout, or when the service closes.
+			Root: s.stop, clk: s.clk})}
 		if urls := c.ReplicaURLs[pe.To]; pe.Replicas > 1 && len(urls) > 1 {
 			if err := ref.ec.SetReplicas(urls, pe.Call, model.Stream(s.plan.Seed, pe.BalanceStream)); err != nil {
 				return nil, fmt.Errorf("load: %s.%w", pe.Field, err)
@@ -398,10 +394,6 @@ func (s *Service) wire(c ServiceConfig) error {
 				ref.ec.PreferLocal(pe.Local)
 			}
 		}
-		// Attempts abandoned by a finished call (losing hedges) end with
-		// their timeout, or when the service closes.
-		ref.ec.Root = s.stop
-		ref.ec.Sender, ref.ec.GRPC = c.Sender, c.GRPC
 		refs[pe] = ref
 		s.outEdges = append(s.outEdges, ref)
 		return ref, nil
@@ -555,22 +547,22 @@ type attemptInfo struct {
 
 func parseAttempt(r *http.Request, arrived time.Duration) attemptInfo {
 	a := attemptInfo{
-		id:    r.Header.Get(HeaderRequestID),
-		key:   r.Header.Get(HeaderIdempotencyKey),
-		write: r.Header.Get(HeaderWrite) != "",
-		warm:  r.Header.Get(HeaderWarmup) != "",
+		id:    r.Header.Get(transport.HeaderRequestID),
+		key:   r.Header.Get(transport.HeaderIdempotencyKey),
+		write: r.Header.Get(transport.HeaderWrite) != "",
+		warm:  r.Header.Get(transport.HeaderWarmup) != "",
 	}
-	if v := r.Header.Get(HeaderDeadline); v != "" {
+	if v := r.Header.Get(transport.HeaderDeadline); v != "" {
 		ms, err := strconv.ParseFloat(v, 64)
 		if err == nil && ms > -1e12 && ms < 1e12 {
 			a.deadline, a.hasDeadline = arrived+time.Duration(ms*float64(time.Millisecond)), true
 		} else {
-			a.refuse(http.StatusBadRequest, fmt.Sprintf("%s: want a number of milliseconds, got %.40q", HeaderDeadline, v))
+			a.refuse(http.StatusBadRequest, fmt.Sprintf("%s: want a number of milliseconds, got %.40q", transport.HeaderDeadline, v))
 		}
 	}
 	checkHeaderSize(r, &a)
 	if len(a.key) > maxKeyLen {
-		a.refuse(http.StatusBadRequest, fmt.Sprintf("%s: longer than %d bytes (%d)", HeaderIdempotencyKey, maxKeyLen, len(a.key)))
+		a.refuse(http.StatusBadRequest, fmt.Sprintf("%s: longer than %d bytes (%d)", transport.HeaderIdempotencyKey, maxKeyLen, len(a.key)))
 	}
 	if r.Body != nil {
 		// A body cut short (the client's timeout, a reset) is digested as
@@ -624,8 +616,8 @@ func (rp *reply) worked(o policies.Outcome) {
 // pushback headers.
 func (rp *reply) send(status int, ans model.Answer) {
 	if ans.Outcome != policies.OK {
-		rp.w.Header().Set(HeaderOutcome, ans.Outcome.String())
-		SetRetryAfter(rp.w.Header(), ans.RetryAfter, ans.DontRetry)
+		rp.w.Header().Set(transport.HeaderOutcome, ans.Outcome.String())
+		transport.SetRetryAfter(rp.w.Header(), ans.RetryAfter, ans.DontRetry)
 	}
 	rp.w.WriteHeader(status)
 	rp.record(ans.Outcome)
@@ -733,7 +725,7 @@ func (s *Service) reject(rp *reply, ans model.Answer) {
 	rp.add(cRejected)
 	if ans.Outcome == policies.Timeout {
 		rp.add(cExpired)
-		rp.send(StatusExpired, ans)
+		rp.send(transport.StatusExpired, ans)
 		return
 	}
 	if ans.Limited {
@@ -905,9 +897,9 @@ func statusOf(o policies.Outcome) int {
 	case policies.Timeout:
 		return http.StatusGatewayTimeout
 	case policies.Conflict:
-		return StatusConflict
+		return transport.StatusConflict
 	case policies.InProgress:
-		return StatusInProgress
+		return transport.StatusInProgress
 	}
 	return http.StatusInternalServerError
 }
@@ -923,7 +915,7 @@ func (s *Service) callDownstream(ctx context.Context, spec *callSpec, a attemptI
 		if a.write {
 			method = s.writeMethod
 		}
-		att := Attempt{Method: method, URL: ref.url, Body: a.body, RequestID: a.id, Write: a.write, Warmup: !counted, IdempotencyKey: a.key}
+		att := transport.Attempt{Method: method, URL: ref.url, Body: a.body, RequestID: a.id, Write: a.write, Warmup: !counted, IdempotencyKey: a.key}
 		co := policies.CallOptions{Write: a.write, Counted: counted}
 		if a.hasDeadline {
 			co.Deadline, co.HasDeadline = a.deadline, true

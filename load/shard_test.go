@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/shard"
 	"github.com/stormsim/stormsim/topology"
@@ -25,7 +26,7 @@ func TestShardsSendTheWholeScheduleOnce(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		run := r.Header.Get("X-Test-Run")
-		seen[run] = append(seen[run], r.Header.Get(HeaderRequestID)+"/"+strconv.FormatBool(r.Method == http.MethodPost))
+		seen[run] = append(seen[run], r.Header.Get(transport.HeaderRequestID)+"/"+strconv.FormatBool(r.Method == http.MethodPost))
 	})
 	const dur = time.Second
 	opts := func(label string, sh shard.Spec, epoch time.Time) Options {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/textproto"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -80,7 +81,7 @@ func (t *RequestTemplate) compile(body []byte) (*template, error) {
 	if !t.NoKey {
 		name := t.KeyHeader
 		if name == "" {
-			name = HeaderIdempotencyKey
+			name = transport.HeaderIdempotencyKey
 		}
 		if !httpguts.ValidHeaderFieldName(name) {
 			return nil, fmt.Errorf("load: key header %q: not a valid header name", name)
@@ -187,9 +188,9 @@ func (c *template) expand(id, key string) []byte {
 
 // apply makes a, the template of one intent's attempts, carry the intent's
 // key and body.
-func (c *template) apply(a *Attempt, id string) {
+func (c *template) apply(a *transport.Attempt, id string) {
 	a.IdempotencyKey = c.key(id)
-	a.keyHeader = c.keyHeader
+	a.KeyHeader = c.keyHeader
 	a.Body = c.expand(id, a.IdempotencyKey)
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -20,9 +21,9 @@ import (
 func ExampleRequestTemplate() {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		fmt.Printf("attempt %s: %s %s key=%s tenant=%s\n", r.Header.Get(load.HeaderAttempt), r.Method, b,
+		fmt.Printf("attempt %s: %s %s key=%s tenant=%s\n", r.Header.Get(transport.HeaderAttempt), r.Method, b,
 			r.Header.Get("Idempotency-Key"), r.Header.Get("X-Tenant"))
-		if r.Header.Get(load.HeaderAttempt) == "1" {
+		if r.Header.Get(transport.HeaderAttempt) == "1" {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 	}))

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -29,12 +30,12 @@ func recordingTarget(t *testing.T, keyHeader string) (url string, got func() []a
 	srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		a := arrival{
-			id: r.Header.Get(HeaderRequestID), attempt: r.Header.Get(HeaderAttempt), method: r.Method,
+			id: r.Header.Get(transport.HeaderRequestID), attempt: r.Header.Get(transport.HeaderAttempt), method: r.Method,
 			path: r.URL.RequestURI(), key: r.Header.Get(keyHeader), tenant: r.Header.Get("X-Tenant"),
 			ctype: r.Header.Get("Content-Type"), body: string(b), length: r.ContentLength,
 		}
-		if keyHeader != HeaderIdempotencyKey {
-			a.stdKey = r.Header.Get(HeaderIdempotencyKey)
+		if keyHeader != transport.HeaderIdempotencyKey {
+			a.stdKey = r.Header.Get(transport.HeaderIdempotencyKey)
 		}
 		mu.Lock()
 		seen = append(seen, a)
@@ -122,7 +123,7 @@ func TestRequestTemplateOneKeyPerIntent(t *testing.T) {
 // even on writes that IdempotencyKeys would have keyed.
 func TestRequestTemplateNoKey(t *testing.T) {
 	for _, netHTTP := range []bool{false, true} {
-		target, got := recordingTarget(t, HeaderIdempotencyKey)
+		target, got := recordingTarget(t, transport.HeaderIdempotencyKey)
 		runTemplate(t, target, netHTTP, &RequestTemplate{NoKey: true}, `{"n":{n},"k":"{key}"}`)
 		for _, a := range got() {
 			if a.key != "" || a.body != `{"n":`+a.id+`,"k":""}` {
@@ -136,7 +137,7 @@ func TestRequestTemplateNoKey(t *testing.T) {
 // different keys (a service remembering keys must not replay the first run
 // to the second), under the standard header.
 func TestRequestTemplateRandomPrefix(t *testing.T) {
-	target, got := recordingTarget(t, HeaderIdempotencyKey)
+	target, got := recordingTarget(t, transport.HeaderIdempotencyKey)
 	runTemplate(t, target, false, &RequestTemplate{}, `{}`)
 	runTemplate(t, target, false, &RequestTemplate{}, `{}`)
 	keys := map[string]int{}
@@ -217,9 +218,9 @@ func TestRequestTemplateHedgesShareTheKey(t *testing.T) {
 		srv := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
 			b, _ := io.ReadAll(r.Body)
 			mu.Lock()
-			seen[r.Header.Get(HeaderAttempt)] = []string{r.Header.Get(HeaderIdempotencyKey), string(b)}
+			seen[r.Header.Get(transport.HeaderAttempt)] = []string{r.Header.Get(transport.HeaderIdempotencyKey), string(b)}
 			mu.Unlock()
-			if r.Header.Get(HeaderAttempt) == "1" {
+			if r.Header.Get(transport.HeaderAttempt) == "1" {
 				time.Sleep(150 * time.Millisecond) // slow enough to be hedged
 			}
 		})

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -160,7 +161,7 @@ func clientFor(cl *Cluster, pool *topology.Pool, conns int) (*http.Client, int) 
 	if conns <= 0 {
 		conns = DefaultWorkers // Run's default: one connection per worker
 	}
-	tr := dialOn(cl.network, NewTransport(conns))
+	tr := dialOn(cl.network, transport.NewHTTPTransport(conns))
 	if pool != nil && pool.IdleTimeout > 0 {
 		tr.IdleConnTimeout = pool.IdleTimeout
 	}

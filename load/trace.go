@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/stats"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/traces"
 )
@@ -132,7 +133,7 @@ type resendCount struct {
 
 func (r resendCount) RoundTrip(req *http.Request) (*http.Response, error) {
 	sp := trace.SpanFromContext(req.Context())
-	if n, err := strconv.Atoi(req.Header.Get(HeaderAttempt)); err == nil && n >= 1 {
+	if n, err := strconv.Atoi(req.Header.Get(transport.HeaderAttempt)); err == nil && n >= 1 {
 		sp.SetAttributes(attribute.Int("http.request.resend_count", n-1))
 	}
 	if r.peer != "" {

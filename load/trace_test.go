@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/traces"
 )
 
@@ -47,7 +48,7 @@ services:
 	res, err := RunScenario(context.Background(), sc, ScenarioOptions{Tracing: tr, Protocol: protocol, Ready: func(c *Cluster) {
 		// A scrape of /stats or /metrics is no attempt: it makes no span.
 		root := strings.TrimSuffix(c.URLs["db"], "/db")
-		if addr, _, err := ParseGRPCTarget(c.URLs["db"]); err == nil {
+		if addr, _, err := transport.ParseGRPCTarget(c.URLs["db"]); err == nil {
 			root = "http://" + addr
 		}
 		for _, p := range []string{"/stats", "/metrics"} {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/stormsim/stormsim/load/transport"
 )
 
 // AttemptResult is one attempt as it ended, for Options.OnAttempt.
@@ -25,12 +27,12 @@ type AttemptResult struct {
 	// Status is the HTTP status, 0 when no answer arrived; Kind then says
 	// how the transport failed.
 	Status   int
-	Kind     ErrorKind
+	Kind     transport.ErrorKind
 	BytesOut int
 }
 
 // attemptResult makes the AttemptResult of a, sent at start.
-func attemptResult(a *Attempt, start time.Time, took time.Duration, ans Answer) AttemptResult {
+func attemptResult(a *transport.Attempt, start time.Time, took time.Duration, ans transport.Answer) AttemptResult {
 	return AttemptResult{Start: start, Latency: took, Method: a.Method, URL: a.URL, RequestID: a.RequestID,
 		Number: a.Number, Status: ans.Status, Kind: ans.Kind, BytesOut: len(a.Body)}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/tune"
 )
 
@@ -16,7 +17,7 @@ import (
 // carries vegeta's fields.
 func TestVegetaResultsRoundTrip(t *testing.T) {
 	for _, netHTTP := range []bool{false, true} {
-		target, _ := recordingTarget(t, HeaderIdempotencyKey)
+		target, _ := recordingTarget(t, transport.HeaderIdempotencyKey)
 		var buf bytes.Buffer
 		vw := NewVegetaWriter(&buf, "orders")
 		before := time.Now()
@@ -57,7 +58,7 @@ func TestVegetaResultsRoundTrip(t *testing.T) {
 func TestVegetaWriterNoAnswer(t *testing.T) {
 	var buf bytes.Buffer
 	vw := NewVegetaWriter(&buf, "a")
-	vw.Write(AttemptResult{Start: time.Unix(0, 0), Latency: time.Millisecond, Method: "GET", URL: "http://x/", Kind: KindConnect})
+	vw.Write(AttemptResult{Start: time.Unix(0, 0), Latency: time.Millisecond, Method: "GET", URL: "http://x/", Kind: transport.KindConnect})
 	if err := vw.Flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stormsim/stormsim/internal/golden"
 	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -170,9 +171,9 @@ type badRequest struct {
 var badRequests = []badRequest{
 	{what: "header block over 64 KiB", header: map[string]string{"X-Padding": strings.Repeat("a", 100<<10)}, status: http.StatusRequestHeaderFieldsTooLarge, want: "431"},
 	{what: "body over 1 MiB", body: 2 << 20, status: http.StatusRequestEntityTooLarge, want: "request body:"},
-	{what: "deadline that is not a number", header: map[string]string{load.HeaderDeadline: "soon"}, status: http.StatusBadRequest, want: load.HeaderDeadline + ":"},
-	{what: "deadline out of range", header: map[string]string{load.HeaderDeadline: "1e300"}, status: http.StatusBadRequest, want: load.HeaderDeadline + ":"},
-	{what: "idempotency key over 256 bytes", header: map[string]string{load.HeaderWrite: "1", load.HeaderIdempotencyKey: strings.Repeat("k", 300)}, status: http.StatusBadRequest, want: load.HeaderIdempotencyKey + ":"},
+	{what: "deadline that is not a number", header: map[string]string{transport.HeaderDeadline: "soon"}, status: http.StatusBadRequest, want: transport.HeaderDeadline + ":"},
+	{what: "deadline out of range", header: map[string]string{transport.HeaderDeadline: "1e300"}, status: http.StatusBadRequest, want: transport.HeaderDeadline + ":"},
+	{what: "idempotency key over 256 bytes", header: map[string]string{transport.HeaderWrite: "1", transport.HeaderIdempotencyKey: strings.Repeat("k", 300)}, status: http.StatusBadRequest, want: transport.HeaderIdempotencyKey + ":"},
 }
 
 // serveRequests sends each bad request to a running emulated service on
@@ -203,7 +204,7 @@ services:
 What an HTTP client sees from an emulated service when its request is malformed or too
 large. The load driver classifies each as an error. The service's own refusals (all but 431,
 which net/http sends before the service sees the request) ask not to retry
-(` + "`" + load.HeaderDontRetry + "`" + `) and count as rejected in its stats.
+(` + "`" + transport.HeaderDontRetry + "`" + `) and count as rejected in its stats.
 
 | request | status | outcome header | body |
 |---|---|---|---|
@@ -226,6 +227,6 @@ which net/http sends before the service sees the request) ask not to retry
 		require.Equal(t, c.status, resp.StatusCode, c.what)
 		require.True(t, strings.HasPrefix(string(b), c.want), "%s: body %q", c.what, b)
 		fmt.Fprintf(doc, "| %s | %d | %s | %s |\n", mdCell(c.what), resp.StatusCode,
-			mdCell(resp.Header.Get(load.HeaderOutcome)), codeLines(string(b)))
+			mdCell(resp.Header.Get(transport.HeaderOutcome)), codeLines(string(b)))
 	}
 }

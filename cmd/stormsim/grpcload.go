@@ -13,6 +13,7 @@ import (
 
 	"github.com/stormsim/stormsim/inputfile"
 	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/sim"
 	"github.com/stormsim/stormsim/topology"
@@ -78,7 +79,7 @@ func (g *grpcLoadFlags) target(ctx context.Context, fs *pflag.FlagSet, opt *load
 		}
 	}
 	if len(data) > 0 || set != nil {
-		b, err := load.EncodeGRPCRequest(ctx, opt.Target, data, set)
+		b, err := transport.EncodeGRPCRequest(ctx, opt.Target, data, set)
 		if err != nil {
 			what := "--data"
 			if g.dataFile != "" {
@@ -93,7 +94,7 @@ func (g *grpcLoadFlags) target(ctx context.Context, fs *pflag.FlagSet, opt *load
 		if err != nil {
 			return fmt.Errorf("--grpc-service-config: %w", err)
 		}
-		if err := load.CheckGRPCServiceConfig(g.serviceConfig, string(b)); err != nil {
+		if err := transport.CheckGRPCServiceConfig(g.serviceConfig, string(b)); err != nil {
 			return fmt.Errorf("--grpc-service-config: %w", err)
 		}
 		opt.GRPCServiceConfig = string(b)

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
@@ -39,7 +40,7 @@ type loadExtras struct {
 
 // declare adds the flags to fs.
 func (x *loadExtras) declare(fs *pflag.FlagSet) {
-	fs.StringVar(&x.keyHeader, "key-header", load.HeaderIdempotencyKey, "header carrying each logical request's idempotency key, one per intent and the same on all its retries and hedges (sent with a write --method, or when any key flag is given)")
+	fs.StringVar(&x.keyHeader, "key-header", transport.HeaderIdempotencyKey, "header carrying each logical request's idempotency key, one per intent and the same on all its retries and hedges (sent with a write --method, or when any key flag is given)")
 	fs.StringVar(&x.keyPrefix, "key-prefix", "", "start every key with this (default: a random prefix per run); the key is the prefix then the request's number")
 	fs.BoolVar(&x.noKey, "no-key", false, "send no idempotency key at all")
 	fs.StringVar(&x.tenant, "tenant", "", "send this tenant with every request, in --tenant-header")

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/transport"
 )
 
 func init() {
@@ -43,7 +44,7 @@ type serveCommand struct {
 func (c *serveCommand) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.listen, "listen", load.DefaultListen, "first service's `host:port` (the next services take the next ports; port 0: any free port)")
 	fs.BoolVar(&c.remote, "allow-remote", false, "allow a listen address off the loopback interface")
-	fs.StringVar(&c.proto, "protocol", load.ProtocolHTTP, "what the services speak: http, or grpc (any unary method; reflection describes "+load.GRPCMethod+"; /stats and /metrics still answer HTTP/1 on the same port)")
+	fs.StringVar(&c.proto, "protocol", load.ProtocolHTTP, "what the services speak: http, or grpc (any unary method; reflection describes "+transport.GRPCMethod+"; /stats and /metrics still answer HTTP/1 on the same port)")
 	fs.StringArrayVar(&c.sf.sets, "set", nil, "override a scenario value: `path=value` (repeatable)")
 	fs.Uint64Var(&c.sf.seed, "seed", 0, "random seed (default: the scenario's)")
 	fs.StringVar(&c.traces, "traces", "", "write OpenTelemetry spans (OTLP JSON lines) to `FILE` when stopped: one per attempt, at caller and callee")
@@ -108,7 +109,7 @@ func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err
 		}
 		if c.proto == load.ProtocolGRPC {
 			// The port answers HTTP/1 too: stats and metrics are there.
-			if addr, _, err := load.ParseGRPCTarget(u); err == nil {
+			if addr, _, err := transport.ParseGRPCTarget(u); err == nil {
 				fmt.Fprintf(w, "  %-16s %s   (stats: http://%s/stats, metrics: http://%s/metrics)\n", name, u, addr, addr)
 				continue
 			}

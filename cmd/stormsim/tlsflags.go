@@ -11,6 +11,7 @@ import (
 
 	"github.com/stormsim/stormsim/inputfile"
 	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 )
 
@@ -65,7 +66,7 @@ func (f *tlsFlags) client(target string, conns, workers int) (*http.Client, erro
 	if err != nil {
 		return nil, fmt.Errorf("--tls-ca %s: %w", f.ca, err)
 	}
-	tr := load.NewTransport(cmp.Or(conns, workers, load.DefaultWorkers))
+	tr := transport.NewHTTPTransport(cmp.Or(conns, workers, load.DefaultWorkers))
 	tr.TLSClientConfig = cfg
 	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
 }

@@ -267,18 +267,25 @@ func (r *proxyRun) drive(port int) *metrics.Result {
 }
 
 // served returns the attempts each server saw, by serve's own counters,
-// and the duplicates its ledger counted.
-func (r *proxyRun) served() ([]int64, int64) {
+// and the duplicates its ledger counted, once the servers have counted at
+// least reached attempts in all (what the proxy's log says reached them;
+// 0 when the log cannot tell) and are idle, or after 5 s. Being idle is
+// not enough: the proxy logs a request once it gave up on its last
+// attempt, which by then was written to a server's socket, but on a busy
+// machine the server's handler may not have read it yet, and an idle
+// server that has not counted it yet would be read one attempt short.
+func (r *proxyRun) served(reached int64) ([]int64, int64) {
 	reps := r.cluster.Replicas("app")
 	// Work its callers abandoned runs on (cancel_on_timeout is off): wait
 	// for it to finish, as the simulator's drain does.
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		idle := true
+		idle, seen := true, int64(0)
 		for _, s := range reps {
 			st := s.Stats()
 			idle = idle && st.Busy == 0 && st.Queue == 0
+			seen += st.All.Attempts
 		}
-		if idle {
+		if idle && seen >= reached {
 			break
 		}
 	}

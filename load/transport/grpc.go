@@ -1,4 +1,4 @@
-package load
+package transport
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,15 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/stormsim/stormsim/inputfile"
 	"github.com/stormsim/stormsim/policies"
-	"github.com/stormsim/stormsim/topology"
-)
-
-// Protocols the emulated services speak and the driver sends.
-const (
-	ProtocolHTTP = "http"
-	ProtocolGRPC = "grpc"
 )
 
 // GRPCMethod is the unary method every emulated gRPC service advertises
@@ -46,42 +37,47 @@ const GRPCMethod = "stormsim.v1.Emulated/Call"
 const MetadataPushback = "grpc-retry-pushback-ms"
 
 // The stormsim headers as gRPC metadata keys (lower case, as HTTP/2 sends
-// them). The remaining deadline travels as the standard grpc-timeout.
+// them), shared by the gRPC client and the emulated gRPC services. The
+// remaining deadline travels as the standard grpc-timeout.
 var (
-	mdRequestID  = strings.ToLower(HeaderRequestID)
-	mdAttempt    = strings.ToLower(HeaderAttempt)
-	mdWrite      = strings.ToLower(HeaderWrite)
-	mdWarmup     = strings.ToLower(HeaderWarmup)
-	mdKey        = strings.ToLower(HeaderIdempotencyKey)
-	mdOutcome    = strings.ToLower(HeaderOutcome)
-	mdRetryAfter = strings.ToLower(HeaderRetryAfterMs)
-	mdDontRetry  = strings.ToLower(HeaderDontRetry)
+	MetadataRequestID      = strings.ToLower(HeaderRequestID)
+	MetadataAttempt        = strings.ToLower(HeaderAttempt)
+	MetadataWrite          = strings.ToLower(HeaderWrite)
+	MetadataWarmup         = strings.ToLower(HeaderWarmup)
+	MetadataIdempotencyKey = strings.ToLower(HeaderIdempotencyKey)
+	MetadataOutcome        = strings.ToLower(HeaderOutcome)
+	MetadataRetryAfter     = strings.ToLower(HeaderRetryAfterMs)
+	MetadataDontRetry      = strings.ToLower(HeaderDontRetry)
 )
 
-// frame is a message kept as its encoded bytes: the emulated services
+// Frame is a message kept as its encoded bytes: the emulated services
 // digest the request's bytes and need no schema, and the driver sends
-// bytes encoded once (from --data through a descriptor).
-type frame struct{ b []byte }
+// bytes encoded once (from --data through a descriptor). Client and
+// server exchange Frames through RawCodec.
+type Frame struct{ Bytes []byte }
 
-// rawCodec passes frames through as they are and encodes every other
+// RawCodec passes Frames through as they are and encodes every other
 // message (server reflection's) as protobuf. Its name is "proto", so peers
-// see the standard application/grpc+proto content type.
-type rawCodec struct{}
+// see the standard application/grpc+proto content type. The zero value is
+// ready to use.
+type RawCodec struct{}
 
-func (rawCodec) Marshal(v any) ([]byte, error) {
+// Marshal returns a Frame's bytes, or a proto.Message encoded.
+func (RawCodec) Marshal(v any) ([]byte, error) {
 	switch m := v.(type) {
-	case *frame:
-		return m.b, nil
+	case *Frame:
+		return m.Bytes, nil
 	case proto.Message:
 		return proto.Marshal(m)
 	}
 	return nil, fmt.Errorf("load: grpc codec: cannot marshal %T", v)
 }
 
-func (rawCodec) Unmarshal(data []byte, v any) error {
+// Unmarshal copies data into a Frame, or decodes it into a proto.Message.
+func (RawCodec) Unmarshal(data []byte, v any) error {
 	switch m := v.(type) {
-	case *frame:
-		m.b = append(m.b[:0], data...)
+	case *Frame:
+		m.Bytes = append(m.Bytes[:0], data...)
 		return nil
 	case proto.Message:
 		return proto.Unmarshal(data, m)
@@ -89,7 +85,8 @@ func (rawCodec) Unmarshal(data []byte, v any) error {
 	return fmt.Errorf("load: grpc codec: cannot unmarshal into %T", v)
 }
 
-func (rawCodec) Name() string { return "proto" }
+// Name is "proto", the codec's content subtype.
+func (RawCodec) Name() string { return "proto" }
 
 // ParseGRPCTarget splits a grpc://HOST:PORT/pkg.Service/Method URL into
 // the address to dial and the full method name ("/pkg.Service/Method").
@@ -119,6 +116,9 @@ type GRPCClientOptions struct {
 	// StatsHandler, if set, also sees every call (before stormsim's own
 	// phase tracing): Tracing.GRPCClientHandler's client spans.
 	StatsHandler stats.Handler
+	// Dial, if set, opens connections instead of a net.Dialer (an
+	// in-memory network in tests).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // GRPCClient sends attempts as unary gRPC calls over Connections
@@ -131,8 +131,8 @@ type GRPCClient struct {
 	conns map[grpcConnKey]*grpcConns
 	// targets caches parsed attempt URLs.
 	targets sync.Map // string -> grpcTarget
-	// dial, if set, opens connections instead of a net.Dialer (an
-	// in-memory network in tests; network.go).
+	// dial, if set, opens connections instead of a net.Dialer
+	// (GRPCClientOptions.Dial).
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
@@ -150,7 +150,7 @@ type grpcConns struct {
 func NewGRPCClient(o GRPCClientOptions) (*GRPCClient, error) {
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallRecvMsgSize(maxBody)),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(RawCodec{}), grpc.MaxCallRecvMsgSize(MaxBodyBytes)),
 	}
 	if o.ServiceConfig != "" {
 		opts = append(opts, grpc.WithDefaultServiceConfig(o.ServiceConfig))
@@ -166,7 +166,7 @@ func NewGRPCClient(o GRPCClientOptions) (*GRPCClient, error) {
 			return nil, err
 		}
 	}
-	return &GRPCClient{opts: opts, n: max(o.Connections, 1), conns: map[grpcConnKey]*grpcConns{}}, nil
+	return &GRPCClient{opts: opts, n: max(o.Connections, 1), conns: map[grpcConnKey]*grpcConns{}, dial: o.Dial}, nil
 }
 
 // Close closes every connection.
@@ -225,26 +225,23 @@ func (g *GRPCClient) target(u string) (grpcTarget, error) {
 
 // Send performs one attempt as a unary call to a.URL
 // (grpc://HOST:PORT/pkg.Service/Method) with a.Body as the encoded
-// request, bounded by ctx, and classifies the result (ClassifyGRPC). The
-// attempt's metadata carries the stormsim headers in lower case; the
-// remaining deadline (a.Remaining) is the call's deadline, sent as
-// grpc-timeout. ctx's own deadline, the attempt's timeout, is not sent:
-// the callee learns the user's budget, not the caller's patience, as over
-// HTTP; when it passes, the call is cancelled.
-func (g *GRPCClient) Send(ctx context.Context, a *Attempt) Answer {
-	return g.SendTraced(ctx, a, policies.PhaseTimeouts{}, false, nil)
-}
-
-// SendTraced is Send with the attempt's phases traced as SendTraced traces
-// net/http's (see grpcphases.go for what each phase is over gRPC): its
-// phase timeouts (lim) are enforced, a failure is classified by the phase
-// it failed in, and rec, if not nil, records the phases.
-func (g *GRPCClient) SendTraced(ctx context.Context, a *Attempt, lim policies.PhaseTimeouts, phaseAware bool, rec *PhaseRecorder) Answer {
+// request, bounded by ctx and o.Timeout, and classifies the result
+// (ClassifyGRPC). The attempt's metadata carries the stormsim headers in
+// lower case; the remaining deadline (a.Remaining) is the call's deadline,
+// sent as grpc-timeout. The attempt's timeout is not sent: the callee
+// learns the user's budget, not the caller's patience, as over HTTP; when
+// it passes, the call is cancelled. Its phases are traced as net/http's
+// are (see grpcphases.go for what each phase is over gRPC): o.Phases are
+// enforced, a failure is classified by the phase it failed in, and
+// o.Record, if not nil, records the phases.
+func (g *GRPCClient) Send(ctx context.Context, a *Attempt, o Sending) Answer {
+	ctx, cancel := o.bound(ctx)
+	defer cancel()
 	t, err := g.target(a.URL)
 	if err != nil {
 		return Answer{Outcome: policies.Error, Kind: KindOther}
 	}
-	cc, w, err := g.conn(t.addr, lim)
+	cc, w, err := g.conn(t.addr, o.Phases)
 	if err != nil {
 		return Answer{Outcome: policies.Error, Kind: KindOther}
 	}
@@ -252,14 +249,43 @@ func (g *GRPCClient) SendTraced(ctx context.Context, a *Attempt, lim policies.Ph
 	for k, vs := range a.Header {
 		md[strings.ToLower(k)] = vs
 	}
-	return sendGRPCTraced(ctx, a.Number, w, lim, phaseAware, rec, func(ctx context.Context) (Answer, error) {
+	return sendGRPCTraced(ctx, a.Number, w, o.Phases, o.PhaseAware, o.Record, func(ctx context.Context) (Answer, error) {
 		var err error
 		an := sendGRPC(ctx, a, md, func(ctx context.Context, trailer *metadata.MD) error {
-			err = cc.Invoke(ctx, t.method, &frame{b: a.Body}, new(frame), grpc.Trailer(trailer))
+			err = cc.Invoke(ctx, t.method, &Frame{Bytes: a.Body}, new(Frame), grpc.Trailer(trailer))
 			return err
 		})
 		return an, err
 	})
+}
+
+// SendInvoked sends attempt a with invoke, a call on a channel stormsim
+// did not dial (a grpc-go invoker that UnaryClientInterceptor wraps): md,
+// the call's outgoing metadata, gets a's stormsim metadata, the call gets
+// the remaining deadline, and its answer is classified and traced as
+// Send's, bounded by ctx and o.Timeout. The channel's connections are
+// traced only if it was dialed with GRPCDialOptions.
+func SendInvoked(ctx context.Context, a *Attempt, md metadata.MD, o Sending, invoke func(ctx context.Context, trailer *metadata.MD) error) Answer {
+	ctx, cancel := o.bound(ctx)
+	defer cancel()
+	return sendGRPCTraced(ctx, a.Number, nil, o.Phases, o.PhaseAware, o.Record, func(ctx context.Context) (Answer, error) {
+		var err error
+		an := sendGRPC(ctx, a, md, func(cctx context.Context, trailer *metadata.MD) error {
+			err = invoke(cctx, trailer)
+			return err
+		})
+		return an, err
+	})
+}
+
+// GRPCDialOptions are the options to dial a channel with for the attempts
+// SendInvoked sends on it to be traced by phase, and phase timeouts lim
+// enforced: a dialer bounding connect_timeout and tls_timeout (the HTTP/2
+// handshake) and a stats handler. Each call returns options for one
+// channel.
+func GRPCDialOptions(lim policies.PhaseTimeouts) []grpc.DialOption {
+	w := newGRPCConnWatch(lim)
+	return []grpc.DialOption{grpc.WithContextDialer(w.dial), grpc.WithStatsHandler(grpcStats{w})}
 }
 
 // sendGRPC makes one attempt with invoke: it adds a's stormsim metadata to
@@ -267,17 +293,17 @@ func (g *GRPCClient) SendTraced(ctx context.Context, a *Attempt, lim policies.Ph
 // classifies what came back.
 func sendGRPC(ctx context.Context, a *Attempt, md metadata.MD, invoke func(ctx context.Context, trailer *metadata.MD) error) Answer {
 	if a.RequestID != "" {
-		md.Set(mdRequestID, a.RequestID)
+		md.Set(MetadataRequestID, a.RequestID)
 	}
-	md.Set(mdAttempt, strconv.Itoa(a.Number))
+	md.Set(MetadataAttempt, strconv.Itoa(a.Number))
 	if a.Write {
-		md.Set(mdWrite, "1")
+		md.Set(MetadataWrite, "1")
 	}
 	if a.Warmup {
-		md.Set(mdWarmup, "1")
+		md.Set(MetadataWarmup, "1")
 	}
 	if a.IdempotencyKey != "" {
-		md.Set(mdKey, a.IdempotencyKey)
+		md.Set(MetadataIdempotencyKey, a.IdempotencyKey)
 	}
 	cctx := ctx
 	if _, ok := ctx.Deadline(); ok {
@@ -333,7 +359,7 @@ func ClassifyGRPC(err error, md metadata.MD) Answer {
 	default:
 		a.Outcome = policies.Error
 	}
-	if o := first(md, mdOutcome); o != "" {
+	if o := MetadataValue(md, MetadataOutcome); o != "" {
 		if oc, err := policies.ParseOutcome(o); err == nil {
 			a.Outcome = oc
 			if oc == policies.InProgress {
@@ -360,14 +386,14 @@ func ClassifyGRPC(err error, md metadata.MD) Answer {
 // withPushback reads the pushback of an answer: the exact
 // retry-after-ms of an emulated service, else A6's grpc-retry-pushback-ms.
 func withPushback(a Answer, md metadata.MD) Answer {
-	a.DontRetry = first(md, mdDontRetry) != ""
-	if v := first(md, mdRetryAfter); v != "" {
+	a.DontRetry = MetadataValue(md, MetadataDontRetry) != ""
+	if v := MetadataValue(md, MetadataRetryAfter); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && ms < 1e12 {
 			a.RetryAfter = time.Duration(math.Round(ms * float64(time.Millisecond)))
 			return a
 		}
 	}
-	if v := first(md, MetadataPushback); v != "" {
+	if v := MetadataValue(md, MetadataPushback); v != "" {
 		// A6: a negative or unparseable value means do not retry.
 		ms, err := strconv.ParseInt(v, 10, 64)
 		switch {
@@ -380,7 +406,7 @@ func withPushback(a Answer, md metadata.MD) Answer {
 	return a
 }
 
-func first(md metadata.MD, k string) string {
+func MetadataValue(md metadata.MD, k string) string {
 	if vs := md.Get(k); len(vs) > 0 {
 		return vs[0]
 	}
@@ -409,53 +435,6 @@ func httpStatusOfCode(c codes.Code) int {
 		return 499
 	}
 	return http.StatusInternalServerError
-}
-
-// NativeGRPCPolicy is the part of call policy c that stormsim still runs
-// when grpc-go's own retry runs from a service config: one attempt, no
-// attempt timeout (grpc-go bounds the whole call, retries included, by the
-// deadline), and none of the retry, hedge or budget policy, which the
-// service config's retryPolicy, hedgingPolicy and retryThrottling replace.
-// Breaker, throttle, send rate and deadline propagation are kept.
-func NativeGRPCPolicy(c topology.Call) topology.Call {
-	c.Timeout = 0
-	c.Retry = policies.RetryConfig{MaxAttempts: 1}
-	c.Hedge = nil
-	c.Budget = nil
-	c.HonorPushback = false
-	return c
-}
-
-// scenarioClientPolicy is the client policy a scenario run drives: the
-// scenario's, or its native remainder with a service config.
-func scenarioClientPolicy(sc *topology.Scenario, opt ScenarioOptions) (topology.Call, error) {
-	if opt.GRPCServiceConfig == "" {
-		return sc.Workload.Client, nil
-	}
-	if opt.Protocol != ProtocolGRPC {
-		return topology.Call{}, fmt.Errorf("load: %s: a gRPC service config needs the grpc protocol", scenarioName(sc))
-	}
-	return NativeGRPCPolicy(sc.Workload.Client), nil
-}
-
-// ClientServiceConfig reads the gRPC service config the scenario's client
-// names (workload.client.grpc_service_config, relative to the scenario
-// file): what a run with grpc-go's own retry gives grpc-go, and what the
-// simulator read the same policy from.
-func ClientServiceConfig(sc *topology.Scenario) (string, error) {
-	name := sc.Workload.Client.GRPCServiceConfig
-	if name == "" {
-		return "", fmt.Errorf("load: %s: workload.client.grpc_service_config: not set; grpc-go's own retry needs the service config to run from", scenarioName(sc))
-	}
-	file := name
-	if !filepath.IsAbs(file) && sc.File != "" {
-		file = filepath.Join(filepath.Dir(sc.File), file)
-	}
-	data, err := inputfile.Read(file, topology.MaxFileSize)
-	if err != nil {
-		return "", fmt.Errorf("load: %s: workload.client.grpc_service_config: %w", scenarioName(sc), err)
-	}
-	return string(data), nil
 }
 
 // CheckGRPCServiceConfig reports whether grpc-go accepts cfg as a service

@@ -1,6 +1,6 @@
 //go:build unix
 
-package load
+package testnet
 
 import (
 	"net"
@@ -11,12 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// closedPort returns a loopback address that refuses connections for the
+// ClosedPort returns a loopback address that refuses connections for the
 // whole test. A port freed by closing a listener can be handed to the next
 // listener anyone opens (another test's silent listener took one once and
 // turned "refused" into a handshake that never ends), so the port stays
 // bound, by a socket that never listens, until the test ends.
-func closedPort(t *testing.T) string {
+func ClosedPort(t *testing.T) string {
 	t.Helper()
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	require.NoError(t, err)

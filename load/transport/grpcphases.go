@@ -1,4 +1,4 @@
-package load
+package transport
 
 import (
 	"context"
@@ -284,8 +284,8 @@ func (h grpcStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
 }
 
 // bind gives t the watch of the channel its call went out on, if it has
-// none (a call through EdgeClient.UnaryClientInterceptor, on a channel
-// dialed with EdgeClient.GRPCDialOptions).
+// none (a call through load.EdgeClient.UnaryClientInterceptor, on a channel
+// dialed with GRPCDialOptions).
 func (t *grpcTrace) bind(w *grpcConnWatch) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

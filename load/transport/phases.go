@@ -1,4 +1,4 @@
-package load
+package transport
 
 import (
 	"context"
@@ -30,12 +30,12 @@ const (
 	PhaseWrite
 	PhaseFirstByte
 	PhaseRead
-	numPhases
+	NumPhases
 )
 
 // String returns the phase's name as in the results ("pool_wait", ...).
 func (p Phase) String() string {
-	if p == PhaseNone || p >= numPhases {
+	if p == PhaseNone || p >= NumPhases {
 		return "none"
 	}
 	return metrics.PhaseNames[p-1]
@@ -59,11 +59,11 @@ type phaseTrace struct {
 	mu      sync.Mutex
 	lim     policies.PhaseTimeouts
 	cancel  context.CancelCauseFunc
-	started [numPhases]time.Time
-	dur     [numPhases]time.Duration
-	open    [numPhases]bool // started and not ended
-	ended   [numPhases]bool
-	timer   [numPhases]*time.Timer
+	started [NumPhases]time.Time
+	dur     [NumPhases]time.Duration
+	open    [NumPhases]bool // started and not ended
+	ended   [NumPhases]bool
+	timer   [NumPhases]*time.Timer
 	reused  bool
 	waited  bool // GotConn found no idle connection at once
 	// rec counts connections dialed and handshakes from the hooks
@@ -299,9 +299,9 @@ func (h *phaseHist) stat() metrics.PhaseStat {
 // PhaseRecorder collects an edge's attempt phases (SendTraced); it is
 // safe for concurrent use. The zero PhaseRecorder is ready.
 type PhaseRecorder struct {
-	hist                  [numPhases]phaseHist
+	hist                  [NumPhases]phaseHist
 	cold, warm            phaseHist // answered attempts on a new / reused connection
-	failed                [numPhases]atomic.Int64
+	failed                [NumPhases]atomic.Int64
 	notSent               atomic.Int64
 	dialed, shook, reused atomic.Int64
 	traced                atomic.Int64 // attempts recorded
@@ -324,8 +324,8 @@ func (r *PhaseRecorder) record(t *phaseTrace, an Answer) {
 // attempt's start to its connection, and includes a new connection's
 // dial, as GetConn→GotConn does.
 func (r *PhaseRecorder) recordLean(lp *leanPhases, an Answer, end time.Time) {
-	var dur [numPhases]time.Duration
-	var ended [numPhases]bool
+	var dur [NumPhases]time.Duration
+	var ended [NumPhases]bool
 	mark := func(p Phase, from, to time.Time) {
 		if !from.IsZero() && !to.IsZero() {
 			dur[p], ended[p] = to.Sub(from), true
@@ -348,9 +348,9 @@ func (r *PhaseRecorder) recordLean(lp *leanPhases, an Answer, end time.Time) {
 // whether its connection was reused, or waited for; the attempt's total
 // by cold or warm connection if it was answered; and the phase it failed
 // in, unless it was canceled.
-func (r *PhaseRecorder) add(dur *[numPhases]time.Duration, ended *[numPhases]bool, reused, waited bool, an Answer) {
+func (r *PhaseRecorder) add(dur *[NumPhases]time.Duration, ended *[NumPhases]bool, reused, waited bool, an Answer) {
 	r.traced.Add(1)
-	for p := PhasePool; p < numPhases; p++ {
+	for p := PhasePool; p < NumPhases; p++ {
 		if ended[p] {
 			r.hist[p].add(dur[p])
 		}
@@ -397,7 +397,7 @@ func (r *PhaseRecorder) Report() *metrics.PhaseReport {
 			out.Phases[name] = s
 		}
 	}
-	for p := PhasePool; p < numPhases; p++ {
+	for p := PhasePool; p < NumPhases; p++ {
 		if s := r.hist[p].stat(); s.Count > 0 {
 			out.Phases[p.String()] = s
 		}

@@ -1,4 +1,4 @@
-package load
+package transport
 
 import (
 	"bytes"
@@ -44,6 +44,19 @@ const (
 	HeaderOutcome = "X-Stormsim-Outcome"
 )
 
+// Bounds on what a peer can make this process hold (issue 17, item 12).
+const (
+	// MaxResponseHeaderBytes bounds the header block of an answer the load
+	// driver (or a service calling another) reads: net/http's default is
+	// 10 MB, so a target answering with huge headers at 200 req/s held
+	// gigabytes. An answer over it is a transport error.
+	MaxResponseHeaderBytes = 64 << 10
+	// MaxBodyBytes bounds a request or answer body an emulated service or
+	// the gRPC client reads; an emulated service refuses a larger request
+	// with 413.
+	MaxBodyBytes = 1 << 20
+)
+
 // Status codes of the emulated services, and how the driver reads them.
 const (
 	// StatusConflict: the idempotency key was used with another payload.
@@ -77,7 +90,7 @@ const (
 	KindCanceled
 	// KindOther: any other transport error.
 	KindOther
-	numKinds
+	NumKinds
 )
 
 var kindNames = [...]string{"none", "connect", "timeout", "reset", "canceled", "other"}
@@ -213,17 +226,19 @@ type Attempt struct {
 	IdempotencyKey string
 	// Remaining is the end-to-end budget left when sent; ≤ 0 means none.
 	Remaining time.Duration
-	// keyHeader, if set, is the canonical name IdempotencyKey is sent
-	// under instead of HeaderIdempotencyKey (a RequestTemplate's).
-	keyHeader string
+	// KeyHeader, if set, is the canonical name IdempotencyKey is sent
+	// under instead of HeaderIdempotencyKey (a request template's).
+	KeyHeader string
 
-	// url, if set, is URL parsed, by a sender that sends many attempts to
-	// it: they then share it instead of parsing it each time.
-	url *url.URL
-	// via, if set, sends the attempt instead of its edge's transport (a
-	// gRPC call intercepted by UnaryClientInterceptor).
-	via     func(ctx context.Context, a *Attempt) Answer
-	replica int // the callee replica URL is, when the edge balances
+	// Parsed, if set, is URL parsed, by a sender that sends many attempts
+	// to it: they then share it instead of parsing it each time, and the
+	// Lean client sends only these.
+	Parsed *url.URL
+	// Via, if set, sends the attempt instead of its edge's transport (a
+	// gRPC call intercepted by load.EdgeClient.UnaryClientInterceptor).
+	Via Transport
+	// Replica is the callee replica URL is, when the edge balances.
+	Replica int
 }
 
 // Send performs one attempt with client, bounded by ctx (which carries the
@@ -268,14 +283,14 @@ func send(ctx context.Context, client *http.Client, rt http.RoundTripper, a *Att
 }
 
 // newRequest builds a's request bounded by ctx. An attempt whose URL the
-// sender parsed once (a.url) and that has no body is built without parsing
+// sender parsed once (a.Parsed) and that has no body is built without parsing
 // the URL again; its headers share one array of values.
 func newRequest(ctx context.Context, a *Attempt) (*http.Request, error) {
 	var req *http.Request
-	if a.url != nil && len(a.Body) == 0 {
+	if a.Parsed != nil && len(a.Body) == 0 {
 		// Host is left empty: the request is sent with URL.Host, as
 		// NewRequest would set it.
-		req = (&http.Request{Method: a.Method, URL: a.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}).WithContext(ctx)
+		req = (&http.Request{Method: a.Method, URL: a.Parsed, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}).WithContext(ctx)
 	} else {
 		var body io.Reader
 		if len(a.Body) > 0 {
@@ -323,6 +338,6 @@ func (a *Attempt) eachHeader(set func(k, v string)) {
 		set(HeaderWarmup, "1")
 	}
 	if a.IdempotencyKey != "" {
-		set(cmp.Or(a.keyHeader, HeaderIdempotencyKey), a.IdempotencyKey)
+		set(cmp.Or(a.KeyHeader, HeaderIdempotencyKey), a.IdempotencyKey)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package load
+package transport
 
 import "net"
 

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package load
+package testnet
 
 import (
 	"net"
@@ -9,10 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// closedPort returns a loopback address nothing listens on: a listener's
+// ClosedPort returns a loopback address nothing listens on: a listener's
 // port, freed. (On Unix the port stays reserved; here another listener
 // could take it meanwhile.)
-func closedPort(t *testing.T) string {
+func ClosedPort(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

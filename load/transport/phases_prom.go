@@ -1,4 +1,4 @@
-package load
+package transport
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,7 +14,9 @@ type phaseCollector struct {
 	grpcTransparent  *prometheus.Desc
 }
 
-func newPhaseCollector(labels prometheus.Labels, recs []*PhaseRecorder) *phaseCollector {
+// NewPhaseCollector returns the collector of the phases recs recorded
+// (one service's edges to one callee), each series labelled with labels.
+func NewPhaseCollector(labels prometheus.Labels, recs []*PhaseRecorder) prometheus.Collector {
 	return &phaseCollector{
 		recs: recs,
 		hist: prometheus.NewDesc("stormsim_edge_phase_seconds",
@@ -48,7 +50,7 @@ func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.ns, prometheus.CounterValue, float64(notSent))
 	ch <- prometheus.MustNewConstMetric(c.grpcTransparent, prometheus.CounterValue, float64(transparent))
-	for p := PhasePool; p < numPhases; p++ {
+	for p := PhasePool; p < NumPhases; p++ {
 		var n, failed int64
 		var sum float64
 		buckets := map[float64]uint64{}

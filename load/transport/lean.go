@@ -1,4 +1,4 @@
-package load
+package transport
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 	"github.com/stormsim/stormsim/load/internal/http1"
 )
 
-// leanClient is the driver's HTTP/1.1 client for a plain http:// target:
+// Lean is the driver's HTTP/1.1 client for a plain http:// target:
 // a pool of persistent connections on which each attempt writes its
 // request and reads the answer itself. It does what the driver needs of
 // net/http's client and nothing more, so that an attempt costs no request
@@ -29,7 +29,7 @@ import (
 // chunked encoding or the connection's end; 1xx interim answers skipped;
 // no redirects, cookies, proxies, compression or TLS (those targets use
 // net/http). Safe for concurrent use.
-type leanClient struct {
+type Lean struct {
 	addr   string // host:port to dial
 	target []byte // "<request-target> HTTP/1.1\r\nHost: <host>\r\n"
 	slots  chan struct{}
@@ -44,6 +44,8 @@ type leanClient struct {
 	// dial, if set, opens connections instead of a net.Dialer (an
 	// in-memory network in tests).
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// fallback sends attempts to other URLs (LeanConfig.Fallback).
+	fallback Transport
 }
 
 // leanConn is one connection with its buffers.
@@ -57,26 +59,65 @@ type leanConn struct {
 // errLeanAborted ends attempts sent after the run's end.
 var errLeanAborted = errors.New("load: run ended")
 
-// newLeanClient returns a client of target u holding at most conns
-// connections; attempts carrying base are aborted when it ends.
-func newLeanClient(u *url.URL, conns int, base context.Context) *leanClient {
+// LeanConfig configures a Lean. Target is required; every other field
+// has the default its comment gives.
+type LeanConfig struct {
+	// Target is the plain http URL every attempt with a parsed URL
+	// (Attempt.Parsed) is sent to (LeanUsable).
+	Target *url.URL
+	// Connections bounds the connections held; default 1.
+	Connections int
+	// Abort, if set, is the context the run's own attempts carry: when it
+	// ends, every attempt in flight and every later one fails at once,
+	// watched by one callback rather than by every attempt.
+	Abort context.Context
+	// Dial, if set, opens connections instead of a net.Dialer (an
+	// in-memory network in tests).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Fallback sends the attempts whose URL is not the target's (no
+	// Attempt.Parsed: a request template's own URL); nil means
+	// NewHTTP(nil, false).
+	Fallback Transport
+}
+
+// NewLean returns a client of c.Target; CloseIdle releases its idle
+// connections.
+func NewLean(c LeanConfig) *Lean {
+	u := c.Target
 	host, port := u.Hostname(), u.Port()
 	if port == "" {
 		port = "80"
 	}
-	lc := &leanClient{addr: net.JoinHostPort(host, port), slots: make(chan struct{}, conns), base: base,
-		open: map[*leanConn]struct{}{}}
+	lc := &Lean{addr: net.JoinHostPort(host, port), slots: make(chan struct{}, max(c.Connections, 1)), base: c.Abort,
+		open: map[*leanConn]struct{}{}, dial: c.Dial, fallback: c.Fallback}
+	if lc.fallback == nil {
+		lc.fallback = NewHTTP(nil, false)
+	}
 	lc.target = []byte(" " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\n")
-	context.AfterFunc(base, lc.abortAll)
+	if lc.base != nil {
+		context.AfterFunc(lc.base, lc.abortAll)
+	}
 	return lc
 }
 
-// leanUsable reports whether the driver's attempts to u may use a
-// leanClient: a plain http URL.
-func leanUsable(u *url.URL) bool { return u != nil && u.Scheme == "http" && u.User == nil }
+// Send sends a to the target, bounded by o.Timeout (the connection's
+// deadline) and by ctx, and with o.Record records its phases; an attempt
+// with no parsed URL goes to the fallback transport. The lean client keeps
+// no reference to a once it returns. It neither enforces phase timeouts
+// nor tells not-sent failures apart (an edge that needs them uses HTTP).
+func (lc *Lean) Send(ctx context.Context, a *Attempt, o Sending) Answer {
+	if a.Parsed == nil {
+		return lc.fallback.Send(ctx, a, o)
+	}
+	return lc.do(ctx, a, o.Timeout, o.Record)
+}
+
+// LeanUsable reports whether the driver's attempts to u may use a
+// Lean: a plain http URL.
+func LeanUsable(u *url.URL) bool { return u != nil && u.Scheme == "http" && u.User == nil }
 
 // abortAll fails every attempt in flight and every later one.
-func (lc *leanClient) abortAll() {
+func (lc *Lean) abortAll() {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	lc.aborted = true
@@ -124,7 +165,7 @@ func (lp *leanPhases) failed(an Answer) Answer {
 
 // do sends attempt a bounded by timeout (0: none) and by ctx, classifies
 // its answer and, with rec, records its phases.
-func (lc *leanClient) do(ctx context.Context, a *Attempt, timeout time.Duration, rec *PhaseRecorder) Answer {
+func (lc *Lean) do(ctx context.Context, a *Attempt, timeout time.Duration, rec *PhaseRecorder) Answer {
 	lp := leanPhases{start: time.Now()}
 	an := lc.send(ctx, a, timeout, &lp)
 	if rec != nil {
@@ -134,7 +175,7 @@ func (lc *leanClient) do(ctx context.Context, a *Attempt, timeout time.Duration,
 }
 
 // send is do's exchange, timed into lp.
-func (lc *leanClient) send(ctx context.Context, a *Attempt, timeout time.Duration, lp *leanPhases) Answer {
+func (lc *Lean) send(ctx context.Context, a *Attempt, timeout time.Duration, lp *leanPhases) Answer {
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = lp.start.Add(timeout)
@@ -188,7 +229,7 @@ func (lc *leanClient) send(ctx context.Context, a *Attempt, timeout time.Duratio
 }
 
 // conn returns an idle connection or dials a new one (timed into lp).
-func (lc *leanClient) conn(ctx context.Context, deadline time.Time, lp *leanPhases) (*leanConn, error) {
+func (lc *Lean) conn(ctx context.Context, deadline time.Time, lp *leanPhases) (*leanConn, error) {
 	lc.mu.Lock()
 	if lc.aborted {
 		lc.mu.Unlock()
@@ -232,22 +273,22 @@ func (lc *leanClient) conn(ctx context.Context, deadline time.Time, lp *leanPhas
 	return cn, nil
 }
 
-func (lc *leanClient) put(cn *leanConn) {
+func (lc *Lean) put(cn *leanConn) {
 	cn.reused = true
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	lc.idle = append(lc.idle, cn)
 }
 
-func (lc *leanClient) drop(cn *leanConn) {
+func (lc *Lean) drop(cn *leanConn) {
 	cn.c.Close()
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	delete(lc.open, cn)
 }
 
-// closeIdle closes the idle connections.
-func (lc *leanClient) closeIdle() {
+// CloseIdle closes the idle connections.
+func (lc *Lean) CloseIdle() {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	for _, cn := range lc.idle {
@@ -261,7 +302,7 @@ func (lc *leanClient) closeIdle() {
 // may serve another attempt; replay, with an error, that nothing of an
 // answer arrived on a reused connection and a's request is safe to send
 // again (GET, HEAD, or carrying an idempotency key).
-func (lc *leanClient) exchange(cn *leanConn, a *Attempt, deadline time.Time, lp *leanPhases) (ans Answer, keep, replay bool, err error) {
+func (lc *Lean) exchange(cn *leanConn, a *Attempt, deadline time.Time, lp *leanPhases) (ans Answer, keep, replay bool, err error) {
 	if err := cn.c.SetDeadline(deadline); err != nil {
 		return ans, false, false, err
 	}
@@ -315,7 +356,7 @@ func safeToReplay(a *Attempt) bool {
 }
 
 // writeRequest writes a's request head and body.
-func (lc *leanClient) writeRequest(w *bufio.Writer, a *Attempt) {
+func (lc *Lean) writeRequest(w *bufio.Writer, a *Attempt) {
 	w.WriteString(a.Method)
 	w.Write(lc.target)
 	for k, vs := range a.Header {
@@ -370,7 +411,7 @@ func (h *leanHeader) get(k string) string {
 var errLeanHead = errors.New("load: malformed HTTP answer")
 
 // readLeanHead reads an answer's status line and headers, at most
-// maxResponseHeaderBytes of them, refusing what net/http's client
+// MaxResponseHeaderBytes of them, refusing what net/http's client
 // refuses (http.ReadResponse): a malformed status line or version,
 // header names that are not tokens, control bytes (NUL, CR, ...) in
 // values, Content-Length headers that differ or are not a number, and a
@@ -403,7 +444,7 @@ func readLeanHead(r *bufio.Reader) (h leanHeader, err error) {
 		if err != nil {
 			return h, headErr(err)
 		}
-		if n += len(line); n > maxResponseHeaderBytes {
+		if n += len(line); n > MaxResponseHeaderBytes {
 			return h, errLeanHead
 		}
 		line = trimEOL(line)

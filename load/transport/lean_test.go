@@ -1,4 +1,4 @@
-package load
+package transport
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stormsim/stormsim/load/internal/testnet"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
 )
@@ -23,7 +24,7 @@ import (
 // both clients can be fed the same, possibly unusual, answers.
 func scriptedTarget(t *testing.T, answer string, closeAfter bool) *url.URL {
 	t.Helper()
-	addr := serveConns(t, func(c net.Conn) {
+	addr := testnet.ServeConns(t, func(c net.Conn) {
 		r := bufio.NewReader(c)
 		for {
 			if _, err := http.ReadRequest(r); err != nil {
@@ -40,23 +41,23 @@ func scriptedTarget(t *testing.T, answer string, closeAfter bool) *url.URL {
 }
 
 // bothClients sends a with net/http's client (traced, as the driver sends
-// on edges without phase semantics) and with a leanClient, bounded by
+// on edges without phase semantics) and with a Lean, bounded by
 // timeout, and returns both answers: their outcome and the phase a failure
 // is placed in must agree.
 func bothClients(t *testing.T, u *url.URL, a Attempt, timeout time.Duration) (netHTTP, lean Answer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	tr := NewTransport(4)
+	tr := NewHTTPTransport(4)
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	a.URL = u.String()
 	actx, acancel := context.WithTimeout(ctx, timeout)
 	netHTTP = SendTraced(actx, client, &a, policies.PhaseTimeouts{}, false, nil)
 	acancel()
-	lc := newLeanClient(u, 4, ctx)
-	defer lc.closeIdle()
-	a.url = u
+	lc := NewLean(LeanConfig{Target: u, Connections: 4, Abort: ctx})
+	defer lc.CloseIdle()
+	a.Parsed = u
 	lean = lc.do(ctx, &a, timeout, nil)
 	return netHTTP, lean
 }
@@ -135,7 +136,7 @@ func TestLeanClientTransportFailures(t *testing.T) {
 		require.Equal(t, n, l)
 	})
 	t.Run("refused", func(t *testing.T) {
-		u, _ := url.Parse("http://" + closedPort(t) + "/")
+		u, _ := url.Parse("http://" + testnet.ClosedPort(t) + "/")
 		n, l := bothClients(t, u, Attempt{Method: "GET", Number: 1}, time.Second)
 		require.Equal(t, Answer{Outcome: policies.Unavailable, Kind: KindConnect, Phase: PhaseConnect, NotSent: true}, n)
 		require.Equal(t, n, l)
@@ -143,9 +144,9 @@ func TestLeanClientTransportFailures(t *testing.T) {
 	t.Run("run ended", func(t *testing.T) {
 		u := scriptedTarget(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false)
 		ctx, cancel := context.WithCancel(context.Background())
-		lc := newLeanClient(u, 4, ctx)
-		defer lc.closeIdle()
-		a := Attempt{Method: "GET", Number: 1, url: u}
+		lc := NewLean(LeanConfig{Target: u, Connections: 4, Abort: ctx})
+		defer lc.CloseIdle()
+		a := Attempt{Method: "GET", Number: 1, Parsed: u}
 		require.Equal(t, policies.OK, lc.do(ctx, &a, time.Second, nil).Outcome)
 		cancel()
 		an := lc.do(ctx, &a, time.Second, nil)
@@ -165,10 +166,10 @@ func TestLeanClientTransportFailures(t *testing.T) {
 func TestLeanClientReusesAndReplays(t *testing.T) {
 	for _, closeAfter := range []bool{false, true} {
 		u := scriptedTarget(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", closeAfter)
-		lc := newLeanClient(u, 1, context.Background())
+		lc := NewLean(LeanConfig{Target: u, Connections: 1, Abort: context.Background()})
 		var rec PhaseRecorder
 		for i := range 5 {
-			a := Attempt{Method: "GET", Number: 1, url: u}
+			a := Attempt{Method: "GET", Number: 1, Parsed: u}
 			if closeAfter {
 				time.Sleep(5 * time.Millisecond) // let the target's close arrive
 			}
@@ -177,7 +178,7 @@ func TestLeanClientReusesAndReplays(t *testing.T) {
 		lc.mu.Lock()
 		require.Len(t, lc.open, 1, "one connection at a time")
 		lc.mu.Unlock()
-		lc.closeIdle()
+		lc.CloseIdle()
 		// The phases say the same: one connection reused four times, or,
 		// when the target closes each, a new one (cold) for every attempt.
 		rep := rec.Report()
