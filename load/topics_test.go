@@ -229,16 +229,18 @@ func TestServeTopicsRedelivery(t *testing.T) {
 }
 
 // JetStream accepts a late ack, the simulator ignores it (docs/model.md,
-// "Asynchronous hops"). The consumer takes 900 ms, the ack deadline is
-// 600 ms, max_deliveries 3. Simulated: deliveries at 0, 600 and 1200 ms,
-// the first two acks (at 900 and 1500 ms) too late, dead-lettered at
-// 1800 ms: 3 deliveries, 3 effects, 1 dead letter per intent. JetStream:
-// the first delivery's ack at 900 ms settles the message that was
-// redelivered at 600 ms: 2 deliveries, 2 effects, no dead letter. Each
-// boundary is 300 ms from the next, a margin a real broker on a machine
-// busy with other work keeps (at 100 ms, a load average of 25 moved one).
+// "Asynchronous hops"). The consumer takes 1.5 s, the ack deadline is
+// 1 s, max_deliveries 3. Simulated: deliveries at 0, 1 and 2 s, every ack
+// (at 1.5, 2.5 and 3.5 s) too late, dead-lettered at 3 s: 3 deliveries,
+// 3 effects, 1 dead letter per intent. JetStream: the first delivery's
+// ack at 1.5 s settles the message that was redelivered at 1 s: 2
+// deliveries, 2 effects, no dead letter. Processing at 1.5 times the
+// deadline puts both boundaries the real broker must keep (redelivery
+// before the first ack, that ack before a third delivery) 500 ms from
+// the next; at 300 ms, two CPU burners moved one in ten runs, at 100 ms a
+// load average of 25 did.
 func TestServeTopicsLateAck(t *testing.T) {
-	sc := topicParse(t, "workload.rate=10", "services.1.service_time.value=900ms", "services.1.consumes.ack_deadline=600ms")
+	sc := topicParse(t, "workload.rate=10", "services.1.service_time.value=1500ms", "services.1.consumes.ack_deadline=1s")
 	sides := bothSides(t, sc, sc)
 	real, simmed := sides[0].c, sides[1].c
 	if n := simmed.Intents; simmed.Deliveries != 3*n || simmed.Effects != 3*n || simmed.DeadLettered != n {
