@@ -134,7 +134,7 @@ func serviceSummary(reps []*Service, offered int64) (metrics.ServiceSummary, []m
 			}
 			ss.Replicas = append(ss.Replicas, rs)
 		}
-		edges = mergeEdges(edges, st.Edges)
+		edges = metrics.MergeEdges(edges, st.Edges)
 	}
 	ss.LatencyMs = metrics.LatencyOf(mergedHistogram(reps, (*Service).LatencyHistogram))
 	if offered > 0 {
@@ -147,19 +147,8 @@ func serviceSummary(reps []*Service, offered int64) (metrics.ServiceSummary, []m
 	return ss, edges
 }
 
-// mergeEdges adds a replica's edges into the service's: every replica has
-// the same edges in the same order, and the simulator sums its replicas'.
-func mergeEdges(into, add []metrics.EdgeSummary) []metrics.EdgeSummary {
-	if into == nil {
-		return append(into, add...)
-	}
-	for i := range min(len(into), len(add)) {
-		into[i].Add(add[i])
-	}
-	return into
-}
-
-// mergedHistogram is one of the replicas' histograms (hist), merged.
+// mergedHistogram is the replicas' histograms (hist), merged into the
+// first one's copy (Service's histogram methods return copies).
 func mergedHistogram(reps []*Service, hist func(*Service) *hdrhistogram.Histogram) *hdrhistogram.Histogram {
 	h := hist(reps[0])
 	for _, r := range reps[1:] {
