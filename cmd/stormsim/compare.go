@@ -363,6 +363,12 @@ func signalledRunnerWith(sig context.Context, onRow func(context.Context, *topol
 	return analysis.RunnerFunc(func(ctx context.Context, sc *topology.Scenario) (*metrics.Result, error) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
+		// AfterFunc calls cancel on a goroutine of its own even when sig is
+		// already done, so a run could start before it; a signal that came
+		// first stops the run before its first event.
+		if sig.Err() != nil {
+			cancel()
+		}
 		defer context.AfterFunc(sig, cancel)()
 		opt := sim.Options{Version: version}
 		if onRow != nil {
