@@ -163,7 +163,8 @@
 
   // newPlot makes one chart. opts.colors maps a series label (a service,
   // an edge) to its colour, so a series has the colour the static plots
-  // give it; opts.faults are shaded on time charts.
+  // give it; opts.widths sets some labels' line widths, and the labels in
+  // opts.dashed are drawn dashed; opts.faults are shaded on time charts.
   function newPlot(root, opts, id, title, xLabel, unit, labels, points) {
     var prefix = opts.prefix || "", colors = opts.colors || {};
     var box = document.createElement("div");
@@ -175,6 +176,12 @@
       // Time series leave uPlot to show points where they are sparse (a
       // value between two gaps is a dot, not nothing).
       var s = { label: l, stroke: colors[l] || palette[i % palette.length], width: 1.5, spanGaps: !!points };
+      if (opts.widths && l in opts.widths) {
+        s.width = opts.widths[l];
+      }
+      if (opts.dashed && opts.dashed.indexOf(l) >= 0) {
+        s.dash = [6, 4];
+      }
       if (points) {
         s.points = { show: true };
       }
@@ -373,6 +380,90 @@
       }
       c.add(row);
     }
+    c.draw();
+    return c;
+  };
+
+  // sameValues reports whether two value arrays are the same, null equal
+  // to null.
+  function sameValues(a, b) {
+    if (a.length !== b.length) {
+      return false;
+    }
+    for (var i = 0; i < a.length; i++) {
+      if (a[i] !== b[i]) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // compare overlays the variants of a comparison, as compare's report.html
+  // embeds them: cmp is {charts: [{id, title, unit}], variants: [{name,
+  // color, start_s, interval_s, values: {id: [...]}}]}. Each chart has a
+  // line per variant in its colour over the longest variant's intervals
+  // (variants share their arrivals, so their intervals line up); a line
+  // identical to an earlier variant's is dashed and its legend says whose
+  // it repeats, as the static overlays do. opts as for StormCharts.
+  StormCharts.compare = function (root, cmp, opts) {
+    var c = new StormCharts(root, opts), longest = null;
+    cmp.variants.forEach(function (v) {
+      var n = 0;
+      for (var id in v.values) {
+        n = Math.max(n, v.values[id].length);
+      }
+      v.n = n;
+      if (longest === null || n > longest.n) {
+        longest = v;
+      }
+    });
+    c.charts = [];
+    if (longest === null) {
+      c.draw();
+      return c;
+    }
+    var xs = [];
+    for (var i = 0; i < longest.n; i++) {
+      xs.push(longest.start_s + i * longest.interval_s);
+    }
+    cmp.charts.forEach(function (spec) {
+      var vs = cmp.variants.filter(function (v) { return spec.id in v.values; });
+      var lines = vs.map(function (v) {
+        var ys = v.values[spec.id].slice();
+        while (ys.length < xs.length) {
+          ys.push(null);
+        }
+        return ys;
+      });
+      var labels = vs.map(function (v, k) {
+        for (var j = 0; j < k; j++) {
+          if (sameValues(lines[k], lines[j])) {
+            return v.name + " = " + vs[j].name;
+          }
+        }
+        return v.name;
+      });
+      var colors = {};
+      vs.forEach(function (v, k) { colors[labels[k]] = v.color; });
+      var o = {};
+      for (var key in c.opts) {
+        o[key] = c.opts[key];
+      }
+      o.colors = colors;
+      o.dashed = labels.filter(function (l) { return l.indexOf(" = ") >= 0; });
+      // Variants share their arrivals, so their lines often coincide: earlier
+      // lines are drawn wider, so a later one over them leaves a halo of
+      // their colour (the static overlays' rule).
+      o.widths = {};
+      labels.forEach(function (l, k) {
+        o.widths[l] = vs.length < 2 ? 1.5 : 1.5 + 2 * (vs.length - 1 - k) / (vs.length - 1);
+      });
+      o.prefix = "cmp-";
+      var ch = newPlot(root, o, spec.id, spec.title, "time (s)", spec.unit, labels, false);
+      ch.data = [xs.slice()].concat(lines);
+      c.charts.push(ch);
+    });
+    c.rows = xs.length;
     c.draw();
     return c;
   };

@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"slices"
 
+	"github.com/stormsim/stormsim/charts"
 	"github.com/stormsim/stormsim/metrics"
 )
 
@@ -43,12 +44,35 @@ func WriteComparisonReport(dir string, c *Comparison, plotFiles []string) error 
 	if err != nil {
 		return err
 	}
-	data := comparisonData{Comparison: c, Figures: figs}
+	data := comparisonData{Comparison: c}
+	hex := make([]string, len(c.Variants))
 	for i := range c.Variants {
 		data.Colors = append(data.Colors, cssColor(palette[i%len(palette)]))
+		hex[i] = string(data.Colors[i])
 	}
 	if len(c.Variants) > 0 && c.Variants[0].Result != nil {
 		data.Faults = c.Variants[0].Result.Faults
+	}
+	if cc := compareChartsOf(c, hex); cc != nil {
+		data.Charts = cc
+		data.ChartScript, data.ChartStyle = charts.Script(), charts.Style()
+		opts := chartOptions{Colors: map[string]string{}, Faults: []chartFault{}}
+		if len(c.Variants) > 0 && c.Variants[0].Result != nil {
+			opts = chartOptionsOf(c.Variants[0].Result)
+		}
+		for _, v := range cc.Variants {
+			opts.Colors[v.Name] = v.Color
+		}
+		data.ChartOptions = opts
+	}
+	// The interactive charts draw the overlays: a static twin would draw
+	// each again, so it is left to its files.
+	for _, f := range figs {
+		if data.Charts.charted(f.Name) {
+			data.Files = append(data.Files, f.Name)
+		} else {
+			data.Figures = append(data.Figures, f)
+		}
 	}
 	return writePage(dir, comparisonTmpl, data)
 }
@@ -59,6 +83,15 @@ type comparisonData struct {
 	Colors  []template.CSS
 	Faults  []metrics.FaultWindow
 	Figures []figureData
+	// Charts, drawn by the live page's chart module (package charts) with
+	// ChartScript, ChartStyle and ChartOptions, overlay the variants
+	// interactively; nil when some variant has no time series. Files are
+	// the static overlays they stand for, written beside the page.
+	Charts       *compareCharts
+	ChartScript  template.JS
+	ChartStyle   template.CSS
+	ChartOptions chartOptions
+	Files        []string
 }
 
 // cssColor is c as a CSS hex colour.
@@ -239,6 +272,7 @@ var comparisonTmpl = newPage("comparison", comparisonFuncs, `<!DOCTYPE html>
 <title>stormsim comparison: {{.Scenario}}</title>
 <style>
 {{pageStyle}}
+{{.ChartStyle}}
 .warn { background: #fdecea; }
 .ok { background: #edf7ed; }
 .notrun { background: #f3f3f3; color: #666; }
@@ -271,9 +305,15 @@ ul.reasons li { margin: 0.3em 0; }
 
 {{template "faults" .Faults}}
 
-{{if .Figures}}<h2>Overlaid</h2>
-<p class="meta">One line per variant in its column's colour; fault windows shaded. A variant whose line is another's exactly is dashed over it and named "A = B" in the legend.</p>
-{{template "figures" .Figures}}{{end}}
+{{with .Charts}}<h2>Overlaid</h2>
+<p class="meta">One line per variant in its column's colour; fault windows shaded. A variant whose line is another's exactly is dashed over it and named "A = B" in the legend. Drag to zoom, double-click to reset.</p>
+<div id="charts"></div>
+<script>{{$.ChartScript}}</script>
+<script>StormCharts.compare(document.getElementById("charts"), {{.}}, {{$.ChartOptions}});</script>
+{{with $.Files}}<p class="meta">The same overlays as static plots, beside this page: {{range $i, $f := .}}{{if $i}}, {{end}}{{$f}}.png/.svg{{end}}.</p>{{end}}
+{{end}}{{if .Figures}}<h2>{{if .Charts}}Plots{{else}}Overlaid{{end}}</h2>
+{{if not .Charts}}<p class="meta">One line per variant in its column's colour; fault windows shaded. A variant whose line is another's exactly is dashed over it and named "A = B" in the legend.</p>
+{{end}}{{template "figures" .Figures}}{{end}}
 </body>
 </html>
 `)

@@ -1,6 +1,7 @@
 package plots_test
 
 import (
+	"image"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,7 +67,8 @@ func TestComparisonReport(t *testing.T) {
 		"peak amplification, per request offered in the interval",
 		"27.6× at orders, 21 s",
 		"services.gateway.calls.orders.budget.ratio=0.1",
-		`<figure id="fig-goodput">`, `<figure id="fig-queue_orders">`,
+		"StormCharts.compare(",
+		"The same overlays as static plots, beside this page: goodput.png/.svg, queue_orders.png/.svg.",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("comparison report lacks %q", want)
@@ -78,8 +80,10 @@ func TestComparisonReport(t *testing.T) {
 	if !strings.HasSuffix(row, "<td>–</td>") {
 		t.Errorf("goodput row %q: the variant not run should show –", row)
 	}
-	if n := strings.Count(page, "<svg"); n != 2 {
-		t.Errorf("%d inline SVGs, want the 2 overlays", n)
+	// The interactive charts draw the overlays: their static twins stay in
+	// their files.
+	if n := strings.Count(page, "<svg"); n != 0 {
+		t.Errorf("%d inline SVGs, want none: the charts draw the 2 overlays", n)
 	}
 }
 
@@ -92,6 +96,35 @@ func TestComparisonReportInBrowser(t *testing.T) {
 		t.Errorf("console output while rendering the comparison:\n%s", strings.Join(console, "\n"))
 	}
 	requireInked(t, img, "comparison-screenshot.png")
+	// The overlays are interactive charts, no static SVGs: what is drawn
+	// in the variants' colours and the fault shading is theirs.
+	if n := faultPixels(img); n < 20000 { // about 150000 over the seven charts, none without them
+		t.Errorf("%d pixels of fault shading: the charts do not shade the faults", n)
+	}
+	for _, v := range []struct {
+		name string
+		c    [3]uint32
+	}{{"baseline", [3]uint32{0x4e, 0x79, 0xa7}}, {"budget", [3]uint32{0xf2, 0x8e, 0x2b}}} {
+		if n := colourPixels(img, v.c); n < 1500 { // 3000 to 7000 along the seven charts' lines, about 300 in the legends' boxes alone
+			t.Errorf("%d pixels in %s's colour: its lines are not drawn", n, v.name)
+		}
+	}
+}
+
+// colourPixels counts the pixels of img within 12 of c in each channel.
+func colourPixels(img image.Image, c [3]uint32) int {
+	n := 0
+	b := img.Bounds()
+	near := func(a, b uint32) bool { return a+12 >= b && b+12 >= a }
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if near(r>>8, c[0]) && near(g>>8, c[1]) && near(bl>>8, c[2]) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // A comparison whose variants follow their writes after UNKNOWN shows

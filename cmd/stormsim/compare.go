@@ -263,33 +263,13 @@ func writeComparison(dir string, c *analysis.Comparison, partial bool) error {
 // and queue, and the intents unknown when every variant follows its writes
 // after UNKNOWN, one line per variant, into dir, and returns the files.
 func writeOverlays(dir, scenario string, results map[string]*metrics.Result, order []string) ([]string, error) {
-	type overlay struct{ name, column, label string }
-	overlays := []overlay{{"goodput", metrics.ColGoodput, "goodput (req/s)"}}
-	var first *metrics.Result
-	for _, n := range order {
-		if first = results[n]; first != nil {
-			break
-		}
-	}
-	for _, svc := range first.Summary.Services {
-		overlays = append(overlays,
-			overlay{"amplification_" + svc.Name, "amplification/" + svc.Name, "attempts at " + svc.Name + " per offered request"},
-			overlay{"queue_" + svc.Name, metrics.Column(metrics.MetricQueue, svc.Name), "queue length at " + svc.Name})
-	}
-	converging := true // Overlay needs the column in every variant
-	for _, r := range results {
-		converging = converging && r.Series != nil && r.Series.Column(metrics.ColUnknownIntents) >= 0
-	}
-	if converging {
-		overlays = append(overlays, overlay{"unknown_intents", metrics.ColUnknownIntents, "intents unknown"})
-	}
 	var files []string
-	for _, o := range overlays {
-		out, err := plots.Overlay(dir, o.name, results, o.column,
-			plots.WithOrder(order...), plots.WithYLabel(o.label), plots.WithTitle(scenario+": "+o.label))
+	for _, o := range plots.OverlayColumns(results, order) {
+		out, err := plots.Overlay(dir, o.Name, results, o.Column,
+			plots.WithOrder(order...), plots.WithYLabel(o.Label), plots.WithTitle(scenario+": "+o.Label))
 		files = append(files, out...)
 		if err != nil {
-			return files, fmt.Errorf("overlay %s: %w", o.name, err)
+			return files, fmt.Errorf("overlay %s: %w", o.Name, err)
 		}
 	}
 	return files, nil

@@ -82,7 +82,11 @@ func TestCompareWritesVerdictsAndReport(t *testing.T) {
 		require.Contains(t, string(page), ">"+v.Verdict+"<")
 		require.FileExists(t, filepath.Join(out, v.Name, "summary.json"))
 	}
-	require.Contains(t, string(page), `<figure id="fig-goodput">`)
+	// The overlays are the page's interactive charts, their static twins
+	// files beside it.
+	require.Contains(t, string(page), `StormCharts.compare(`)
+	require.Contains(t, string(page), `goodput.png/.svg`)
+	require.FileExists(t, filepath.Join(out, "goodput.svg"))
 }
 
 // TestInterruptedRunSaysInterrupted (issue 36 item 6): a run stopped by a
