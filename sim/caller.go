@@ -464,6 +464,10 @@ func (m *run) startRequest(client int, write bool) {
 	if m.cv != nil && write {
 		m.cv.begin(req)
 	}
+	if m.clientDirect {
+		m.startDirect(req, true)
+		return
+	}
 	m.startRoot(req)
 }
 
@@ -471,7 +475,7 @@ func (m *run) startRequest(client int, write bool) {
 // instance for it, or the direct path).
 func (m *run) startRoot(req *request) {
 	if m.clientDirect {
-		m.startDirect(req)
+		m.startDirect(req, false)
 		return
 	}
 	if m.fleet != nil {
@@ -495,8 +499,10 @@ func plainEdge(e *policies.Edge) bool {
 // startDirect starts req's root call over a plain client edge (plainEdge):
 // it counts the call and its attempt as policies.Call.Start would and sends
 // attempt 1, with m.direct as its caller and its timeout armed first, as
-// send does.
-func (m *run) startDirect(req *request) {
+// send does. fresh says req was started just now by startRequest, so its
+// timer is the run's directTmo on directLane (directTimer's arithmetic for
+// a deadline all ahead, done once in build).
+func (m *run) startDirect(req *request, fresh bool) {
 	e := m.client
 	if req.counted {
 		e.pe.Stats.Calls++
@@ -507,7 +513,11 @@ func (m *run) startDirect(req *request) {
 	a.serverHeld, a.counted, a.state = true, req.counted, attSending
 	req.refs++
 	if m.directTimed {
-		m.directTimer(a, req)
+		if fresh && !e.propagate {
+			a.tmo = m.eng.AtLane(m.directLane, m.eng.now+m.directTmo, m.hTimeout, a)
+		} else {
+			m.directTimer(a, req)
+		}
 	}
 	if e.hasNet {
 		a.ev = m.eng.After(e.net.Sample(e.pe.Rand), m.hAttArrive, a)
