@@ -219,9 +219,6 @@ func (m *run) replyHandler() Handler {
 		a.ev = Timer{}
 		cr, k := a.caller, a.k
 		if cr == &m.direct {
-			if m.directTimed {
-				m.eng.Stop(a.tmo)
-			}
 			m.deliverDirect(a)
 			return
 		}
@@ -558,8 +555,14 @@ func (m *run) directTimedOut(a *attempt) {
 // deliverDirect ends a direct root call with its attempt's answer: OK
 // succeeds, a Timeout class leaves the result unknown (the work may have
 // been done), anything else fails — the result policies.Call gives a
-// single attempt that cannot be retried.
+// single attempt that cannot be retried. Its timer, if any, is stopped.
+// answer calls it directly for a reply that crosses no network, without
+// the reply handler's indirect call (a.ev, stale, is zeroed with the
+// record).
 func (m *run) deliverDirect(a *attempt) {
+	if m.directTimed {
+		m.eng.Stop(a.tmo)
+	}
 	req, o := a.req, a.answer
 	a.caller = nil
 	m.releaseServer(a)
@@ -643,16 +646,24 @@ func (m *run) requestDone(req *request, r policies.CallResult) {
 }
 
 // unref drops one hold on req; the last one folds its side-effect
-// executions into the totals and frees it.
+// executions into the totals and frees it (release). Small enough to be
+// inlined: every request is unreferenced twice or more, and only the last
+// time does more than count.
 func (m *run) unref(req *request) {
 	req.refs--
-	if req.refs > 0 {
-		return
+	if req.refs <= 0 {
+		m.release(req)
 	}
+}
+
+// release folds req, whose last hold was dropped, and frees it.
+func (m *run) release(req *request) {
 	if req.irrevocable {
 		m.countIrrevocable(req)
 	}
-	m.fold(req)
+	if req.cv != nil || req.counted && req.write {
+		m.fold(req) // most requests have nothing to fold: no call
+	}
 	req.alive = false
 	m.liveReqs--
 	m.requests.put(req)

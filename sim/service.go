@@ -437,6 +437,10 @@ func (m *run) answer(a *attempt, o policies.Outcome, ra time.Duration, dr bool, 
 		a.ev = m.eng.After(a.edge.delay(a.svc), m.hReply, a)
 		return
 	}
+	if a.caller == &m.direct {
+		m.deliverDirect(a) // what deliver does for it, without the handler's call
+		return
+	}
 	m.deliver(a)
 }
 
