@@ -219,9 +219,6 @@ func (m *run) replyHandler() Handler {
 		a.ev = Timer{}
 		cr, k := a.caller, a.k
 		if cr == &m.direct {
-			if m.directTimed {
-				m.eng.Stop(a.tmo)
-			}
 			m.deliverDirect(a)
 			return
 		}
@@ -464,6 +461,10 @@ func (m *run) startRequest(client int, write bool) {
 	if m.cv != nil && write {
 		m.cv.begin(req)
 	}
+	if m.clientDirect {
+		m.startDirect(req, true)
+		return
+	}
 	m.startRoot(req)
 }
 
@@ -471,7 +472,7 @@ func (m *run) startRequest(client int, write bool) {
 // instance for it, or the direct path).
 func (m *run) startRoot(req *request) {
 	if m.clientDirect {
-		m.startDirect(req)
+		m.startDirect(req, false)
 		return
 	}
 	if m.fleet != nil {
@@ -495,8 +496,10 @@ func plainEdge(e *policies.Edge) bool {
 // startDirect starts req's root call over a plain client edge (plainEdge):
 // it counts the call and its attempt as policies.Call.Start would and sends
 // attempt 1, with m.direct as its caller and its timeout armed first, as
-// send does.
-func (m *run) startDirect(req *request) {
+// send does. fresh says req was started just now by startRequest, so its
+// timer is the run's directTmo on directLane (directTimer's arithmetic for
+// a deadline all ahead, done once in build).
+func (m *run) startDirect(req *request, fresh bool) {
 	e := m.client
 	if req.counted {
 		e.pe.Stats.Calls++
@@ -507,7 +510,11 @@ func (m *run) startDirect(req *request) {
 	a.serverHeld, a.counted, a.state = true, req.counted, attSending
 	req.refs++
 	if m.directTimed {
-		m.directTimer(a, req)
+		if fresh && !e.propagate {
+			a.tmo = m.eng.AtLane(m.directLane, m.eng.now+m.directTmo, m.hTimeout, a)
+		} else {
+			m.directTimer(a, req)
+		}
 	}
 	if e.hasNet {
 		a.ev = m.eng.After(e.net.Sample(e.pe.Rand), m.hAttArrive, a)
@@ -548,8 +555,14 @@ func (m *run) directTimedOut(a *attempt) {
 // deliverDirect ends a direct root call with its attempt's answer: OK
 // succeeds, a Timeout class leaves the result unknown (the work may have
 // been done), anything else fails — the result policies.Call gives a
-// single attempt that cannot be retried.
+// single attempt that cannot be retried. Its timer, if any, is stopped.
+// answer calls it directly for a reply that crosses no network, without
+// the reply handler's indirect call (a.ev, stale, is zeroed with the
+// record).
 func (m *run) deliverDirect(a *attempt) {
+	if m.directTimed {
+		m.eng.Stop(a.tmo)
+	}
 	req, o := a.req, a.answer
 	a.caller = nil
 	m.releaseServer(a)
@@ -633,16 +646,24 @@ func (m *run) requestDone(req *request, r policies.CallResult) {
 }
 
 // unref drops one hold on req; the last one folds its side-effect
-// executions into the totals and frees it.
+// executions into the totals and frees it (release). Small enough to be
+// inlined: every request is unreferenced twice or more, and only the last
+// time does more than count.
 func (m *run) unref(req *request) {
 	req.refs--
-	if req.refs > 0 {
-		return
+	if req.refs <= 0 {
+		m.release(req)
 	}
+}
+
+// release folds req, whose last hold was dropped, and frees it.
+func (m *run) release(req *request) {
 	if req.irrevocable {
 		m.countIrrevocable(req)
 	}
-	m.fold(req)
+	if req.cv != nil || req.counted && req.write {
+		m.fold(req) // most requests have nothing to fold: no call
+	}
 	req.alive = false
 	m.liveReqs--
 	m.requests.put(req)

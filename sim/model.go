@@ -60,6 +60,12 @@ type run struct {
 	clientDirect bool
 	directTimed  bool // direct root calls have a timeout (the edge's or the deadline's)
 	direct       callRun
+	// directTmo is a new request's direct timeout (the edge's, cut to the
+	// deadline) and directLane its lane: directTimer's arithmetic, done
+	// once for the requests startRequest starts, whose deadline is all
+	// ahead of them.
+	directTmo  time.Duration
+	directLane *Lane
 
 	requests pool[request]
 	attempts pool[attempt]
@@ -261,6 +267,11 @@ func build(sc *topology.Scenario) (*run, error) {
 	}
 	m.clientDirect = plainEdge(m.client.pe) && m.client.bal == nil && !m.client.hasX && m.client.pools == nil
 	m.directTimed = m.client.pe.Timeout > 0 || m.deadline > 0
+	m.directTmo = m.client.pe.Timeout
+	if m.deadline > 0 && (m.directTmo == 0 || m.deadline < m.directTmo) {
+		m.directTmo = m.deadline
+	}
+	m.directLane = m.client.timeoutLane(m.directTmo)
 	m.direct.slots = []*attempt{nil}
 	return m, nil
 }

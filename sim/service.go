@@ -119,7 +119,6 @@ type attempt struct {
 	edge        *edge
 	caller      *callRun // nil once the caller let go
 	k           int      // attempt number within the caller's call
-	hasDeadline bool
 	deadline    time.Duration
 	arrived     time.Duration
 	state       uint8
@@ -129,28 +128,29 @@ type attempt struct {
 	shed        bool
 	holding     bool // holds a worker
 	cancelled   bool
+	hasDeadline bool  // the fields of one word together: the record is zeroed on every reuse
 	ev          Timer // the callee-side pending event
 	tmo         Timer // the caller's per-attempt timeout
 	stepIdx     int
 	grp         *group
 	fence       uint64 // > 0: owns its request's idempotency key
 	preset      bool   // answer with answer/retryAfter at once, doing no work
+	answer      policies.Outcome
+	dontRetry   bool
+	waitOut     bool   // its wait for a pool slot ran out (Call.WaitTimedOut)
 	gen         uint32 // changes each time the record is reused
 
-	answer     policies.Outcome
 	retryAfter time.Duration
-	dontRetry  bool
-	waitOut    bool      // its wait for a pool slot ran out (Call.WaitTimedOut)
 	pool       *poolSlot // its place in the edge's connection pool, if any
 	// call is its step's call when the step has one (grp, when several).
 	call *callRun
 	// entity, readVer and tries are its versioned write's (readVersion):
 	// the entity, the version read, the read-modify-writes begun.
-	entity  int32
-	tries   uint16
-	readVer uint64
+	entity int32
+	tries  uint16
 	// pastIrrevocable: it sent an irrevocable step, so nothing cancels it.
 	pastIrrevocable bool
+	readVer         uint64
 }
 
 // newAttempt takes an attempt record from the pool and enforces the run's
@@ -435,6 +435,10 @@ func (m *run) answer(a *attempt, o policies.Outcome, ra time.Duration, dr bool, 
 	}
 	if a.edge.hasNet {
 		a.ev = m.eng.After(a.edge.delay(a.svc), m.hReply, a)
+		return
+	}
+	if a.caller == &m.direct {
+		m.deliverDirect(a) // what deliver does for it, without the handler's call
 		return
 	}
 	m.deliver(a)
