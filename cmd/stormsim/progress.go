@@ -9,14 +9,15 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 )
 
-// isTerminal reports whether w is a character device (a terminal).
+// isTerminal reports whether w is a terminal: a file the terminal
+// driver answers for (isatty), so /dev/null and other character devices
+// that are not terminals draw no progress bar.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return isatty(f)
 }
 
 // progressBar is one mpb bar drawn on w, or nothing (the zero value)
