@@ -55,7 +55,7 @@ func TestLoadAccountingAddsUp(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				res, err := Run(context.Background(), Options{
-					Target: srv.URL, Arrivals: constant(200, time.Second), Duration: time.Second,
+					Target: srv.URL, Arrivals: Constant(200, time.Second), Duration: time.Second,
 					Warmup: 200 * time.Millisecond, Workers: 64, Policy: c.pol, NetHTTP: net,
 				})
 				if err != nil {

@@ -54,7 +54,7 @@ services: [{name: s, workers: 1000, service_time: {dist: constant, value: 0s}}]
 				var nw memnet.Network
 				clk := new(clock.Fake)
 				var mu sync.Mutex
-				target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+				target := MemTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
 					id, _ := strconv.Atoi(r.Header.Get(transport.HeaderRequestID))
 					mu.Lock()
 					got[id-1] = seen{clk.Now(), r.Method == http.MethodPost}
@@ -64,8 +64,8 @@ services: [{name: s, workers: 1000, service_time: {dist: constant, value: 0s}}]
 				if err != nil {
 					t.Fatal(err)
 				}
-				runScripted(t, clk, func() {
-					if _, err := Run(context.Background(), Options{clk: clk, network: &nw, Target: target, Arrivals: arrivals,
+				RunScripted(t, clk, func() {
+					if _, err := Run(context.Background(), Options{Clock: clk, Network: &nw, Target: target, Arrivals: arrivals,
 						Duration: sc.Duration, WriteMethod: http.MethodPost}); err != nil {
 						t.Error(err)
 					}

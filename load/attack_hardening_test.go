@@ -81,7 +81,7 @@ func TestAttack101SwitchingProtocolsDoesNotHang(t *testing.T) {
 			var interrupted bool
 			go func() {
 				res, err := Run(ctx, Options{
-					Target: p.url(), Arrivals: constant(rate, duration), Duration: duration,
+					Target: p.url(), Arrivals: Constant(rate, duration), Duration: duration,
 					Policy:  topology.Call{Timeout: timeout, Retry: policies.RetryConfig{MaxAttempts: 1}},
 					Workers: 8, Seed: 1, NetHTTP: tc.netHTTP, Grace: time.Second,
 					OnDone: func(uint64, bool, bool, policies.CallResult) {
@@ -230,7 +230,7 @@ func TestAttackLeanUnsolicitedAnswerIsNotTheNextOnes(t *testing.T) {
 				// CPU burners delayed it past the next request, with either
 				// client): its arrival during a request is a race no client
 				// can win, net/http's included.
-				Target: p.url(), Arrivals: constant(rate, span), Duration: span,
+				Target: p.url(), Arrivals: Constant(rate, span), Duration: span,
 				Policy:  topology.Call{Timeout: time.Second, Retry: policies.RetryConfig{MaxAttempts: 3}},
 				Workers: 4, Connections: 2, Seed: 1, NetHTTP: tc.netHTTP,
 			})

@@ -216,7 +216,7 @@ func TestBadPeers(t *testing.T) {
 			peak := heapPeak()
 			start := time.Now()
 			res, err := Run(context.Background(), Options{
-				Target: p.url(), Arrivals: constant(rate, duration), Duration: duration,
+				Target: p.url(), Arrivals: Constant(rate, duration), Duration: duration,
 				Policy:  topology.Call{Timeout: timeout, Retry: policies.RetryConfig{MaxAttempts: 1}},
 				Workers: 32, Seed: 1,
 			})
@@ -254,7 +254,7 @@ func TestSilentPeerWithoutTimeout(t *testing.T) {
 	defer cancel()
 	done := make(chan *metrics.Result, 1)
 	go func() {
-		res, err := Run(ctx, Options{Target: p.url(), Arrivals: constant(10, 500*time.Millisecond),
+		res, err := Run(ctx, Options{Target: p.url(), Arrivals: Constant(10, 500*time.Millisecond),
 			Duration: 500 * time.Millisecond, Workers: 8, Seed: 1, Grace: 500 * time.Millisecond})
 		if err != nil {
 			t.Error(err)

@@ -45,7 +45,7 @@ func BenchmarkOfferedRate(b *testing.B) {
 				}()
 				cpu0, cpuOK := cputime.Process()
 				res, err := Run(context.Background(), Options{
-					Target: target, Arrivals: constant(rate, d), Duration: d, Workers: 256,
+					Target: target, Arrivals: Constant(rate, d), Duration: d, Workers: 256,
 				})
 				close(done)
 				if err != nil {

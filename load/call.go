@@ -13,6 +13,7 @@ import (
 
 	"github.com/stormsim/stormsim/load/internal/clock"
 	"github.com/stormsim/stormsim/load/transport"
+	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
@@ -64,7 +65,7 @@ type EdgeClient struct {
 	phaseAware bool
 	// lat, if set, times every attempt as the caller sees it (the
 	// driver's edge to a target whose own latency it cannot see).
-	lat *attemptLatency
+	lat *AttemptLatency
 }
 
 // EdgeConfig configures an EdgeClient. Edge is required; every other
@@ -90,17 +91,17 @@ type EdgeConfig struct {
 	// its answer. It must not keep a, which may be reused once it returns.
 	OnAttempt func(a *transport.Attempt, start time.Time, took time.Duration, ans transport.Answer)
 
-	// clk, if set, is the run's clock in place of the wall clock from
+	// Clock, if set, is the run's clock in place of the wall clock from
 	// Epoch (the driver's and serve's, scripted in tests).
-	clk clock.Clock
-	// lat, if set, times every attempt as the caller sees it (the
+	Clock clock.Clock
+	// Latency, if set, times every attempt as the caller sees it (the
 	// driver's edges to a target whose own latency it cannot see).
-	lat *attemptLatency
+	Latency *AttemptLatency
 }
 
 // NewEdgeClient returns the client of the edge c describes.
 func NewEdgeClient(c EdgeConfig) *EdgeClient {
-	clk := c.clk
+	clk := c.Clock
 	if clk == nil {
 		clk = clock.NewReal(cmp.Or(c.Epoch, time.Now()))
 	}
@@ -114,14 +115,34 @@ func NewEdgeClient(c EdgeConfig) *EdgeClient {
 	}
 	_, pooled := tr.(*transport.Lean)
 	ec := &EdgeClient{clk: clk, tr: tr, pooled: pooled, edge: c.Edge, mu: mu, root: c.Root, onAttempt: c.OnAttempt,
-		lat: c.lat, phaseAware: phaseAware(c.Edge)}
+		lat: c.Latency, phaseAware: PhaseAware(c.Edge)}
 	ec.calls.New = func() any { return new(policies.Call) }
 	return ec
 }
 
-// phaseAware reports whether edge has phase timeouts, a transparent retry
+// Sibling returns another client over ec's transport, clock, attempt hook
+// and latency tally, with its own policy state edge and root: one more
+// instance of a client fleet toward the same target.
+func (ec *EdgeClient) Sibling(edge *policies.Edge, root context.Context) *EdgeClient {
+	return NewEdgeClient(EdgeConfig{Edge: edge, Transport: ec.tr, Root: root, OnAttempt: ec.onAttempt, Clock: ec.clk, Latency: ec.lat})
+}
+
+// Summary is the edge's row of a run's summary, from and to naming its
+// ends: its policy counters, breaker openings, ejections and phases.
+func (ec *EdgeClient) Summary(from, to string) metrics.EdgeSummary {
+	var opens int64
+	if _, n, ok := ec.BreakerState(); ok {
+		opens = n
+	}
+	es := metrics.EdgeSummaryOf(from, to, ec.Stats(), opens)
+	es.Ejections = ec.Ejections()
+	es.Phases = ec.Phases.Report()
+	return es
+}
+
+// PhaseAware reports whether edge has phase timeouts, a transparent retry
 // or retries not_sent, so that a not-sent failure must reach it as NotSent.
-func phaseAware(edge *policies.Edge) bool {
+func PhaseAware(edge *policies.Edge) bool {
 	return edge.Transparent || edge.RetryOn.Has(policies.NotSent) || !edge.Phases.IsZero()
 }
 
@@ -321,15 +342,15 @@ func (r *callRun) finish(cancelAll bool) {
 // attempt goroutines, which may outlive Do when they are abandoned rather
 // than cancelled; each is bounded by its attempt timeout or ctx.
 func (ec *EdgeClient) Do(ctx context.Context, opt policies.CallOptions, tmpl *transport.Attempt, wg *sync.WaitGroup) CallResult {
-	return ec.do(ctx, opt, tmpl, wg, nil)
+	return ec.DoStarted(ctx, opt, tmpl, wg, nil)
 }
 
-// do is Do, calling started, if set, once the call policy decided the
+// DoStarted is Do, calling started, if set, once the call policy decided the
 // call's start: with true when it goes on (an attempt is sent or waited
 // for), false when it finished at once (a breaker open, a budget spent),
 // before Do returns. A parallel step needs it to start its members in
 // order (model.Quorum).
-func (ec *EdgeClient) do(ctx context.Context, opt policies.CallOptions, tmpl *transport.Attempt, wg *sync.WaitGroup, started func(bool)) CallResult {
+func (ec *EdgeClient) DoStarted(ctx context.Context, opt policies.CallOptions, tmpl *transport.Attempt, wg *sync.WaitGroup, started func(bool)) CallResult {
 	c := ec.calls.Get().(*policies.Call)
 	defer ec.calls.Put(c)
 	d := &doing{ec: ec, c: c, ctx: ctx, opt: opt, tmpl: tmpl, wg: wg}
@@ -388,7 +409,7 @@ func (d *doing) spawning() {
 	if root == nil {
 		root = context.Background()
 	}
-	cctx, cancel := context.WithCancelCause(withSpanOf(root, d.ctx))
+	cctx, cancel := context.WithCancelCause(WithSpanOf(root, d.ctx))
 	d.cctx, d.run = cctx, &callRun{cancel: cancel}
 	d.answers = make(chan answer, max(d.ec.edge.MaxAttempts, d.ec.edge.HedgeMax))
 }

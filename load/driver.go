@@ -135,9 +135,9 @@ type Options struct {
 	// the live view's feed, as many rows as the result's series. columns
 	// and row are the callee's.
 	OnRow func(start time.Duration, columns []string, row []float64)
-	// services adds a scenario run's sampled service columns to OnRow's
+	// Services adds a scenario run's sampled service columns to OnRow's
 	// rows (RunScenario sets it).
-	services rowSource
+	Services RowSource
 	// OnDone, if set, is called when a logical request ends; counted says
 	// it arrived after the warm-up.
 	OnDone func(id uint64, write, counted bool, r policies.CallResult)
@@ -161,12 +161,12 @@ type Options struct {
 	// then run beneath Policy (which should then not retry). Empty: grpc-go's
 	// retry is disabled and Policy alone decides.
 	GRPCServiceConfig string
-	// clk, if set, is the run's clock in place of the wall clock from
+	// Clock, if set, is the run's clock in place of the wall clock from
 	// Epoch: tests script it.
-	clk clock.Clock
-	// network, if set, is the in-memory network the driver dials on
+	Clock clock.Clock
+	// Network, if set, is the in-memory network the driver dials on
 	// (tests; network.go).
-	network *memnet.Network
+	Network *memnet.Network
 	// Shard, when set, makes this driver send only the logical requests of
 	// the whole schedule whose index n is ≡ Index (mod Count): 1/Count of the
 	// rate, at the whole schedule's intended times, with the whole
@@ -220,7 +220,7 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	client := opt.Client
 	var rt http.RoundTripper
 	if client == nil {
-		tr := dialOn(opt.network, transport.NewHTTPTransport(opt.Connections))
+		tr := dialOn(opt.Network, transport.NewHTTPTransport(opt.Connections))
 		defer tr.CloseIdleConnections()
 		client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 		// The client follows no redirect and keeps no cookie: attempts
@@ -249,7 +249,7 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	}
 	root, stopAttempts := context.WithCancel(context.Background())
 	defer stopAttempts()
-	clk := clock.Or(opt.clk, epoch)
+	clk := clock.Or(opt.Clock, epoch)
 	// hard is cancelled Grace after ctx ends, or the drain limit after the
 	// schedule ends: calls still running then are aborted (unknown).
 	hard, hardCancel := context.WithCancel(context.Background())
@@ -267,15 +267,15 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	switch {
 	case target.Scheme == "grpc":
 		gc, err := transport.NewGRPCClient(transport.GRPCClientOptions{ServiceConfig: opt.GRPCServiceConfig, Connections: opt.Connections,
-			StatsHandler: opt.Tracing.GRPCClientHandler(ClientService, opt.ServiceName), Dial: dialerOf(opt.network)})
+			StatsHandler: opt.Tracing.GRPCClientHandler(ClientService, opt.ServiceName), Dial: dialerOf(opt.Network)})
 		if err != nil {
 			return nil, fmt.Errorf("load: %w", err)
 		}
 		defer gc.Close()
 		tr = gc
-	case rt != nil && !opt.NetHTTP && opt.Tracing == nil && transport.LeanUsable(target) && len(opt.Replicas) < 2 && !phaseAware(edge):
+	case rt != nil && !opt.NetHTTP && opt.Tracing == nil && transport.LeanUsable(target) && len(opt.Replicas) < 2 && !PhaseAware(edge):
 		lean := transport.NewLean(transport.LeanConfig{Target: target, Connections: opt.Connections, Abort: hard,
-			Dial: dialerOf(opt.network), Fallback: tr})
+			Dial: dialerOf(opt.Network), Fallback: tr})
 		defer lean.CloseIdle()
 		tr = lean
 	}
@@ -285,7 +285,7 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 			opt.OnAttempt(attemptResult(a, start, took, ans))
 		}
 	}
-	ec := NewEdgeClient(EdgeConfig{Edge: edge, Transport: tr, Root: root, OnAttempt: onAttempt, clk: clk, lat: newAttemptLatency()})
+	ec := NewEdgeClient(EdgeConfig{Edge: edge, Transport: tr, Root: root, OnAttempt: onAttempt, Clock: clk, Latency: NewAttemptLatency()})
 
 	d := &driver{opt: opt, ec: ec, clk: clk, url: target, rec: newRecorder(opt.Warmup, opt.Interval, opt.Duration)}
 	if opt.Request != nil {
@@ -619,13 +619,13 @@ func (d *driver) serve(ctx, hard context.Context, j job, a *transport.Attempt, a
 			a.Remaining = opt.Deadline // marks "propagate"; Do fills the real value
 		}
 	}
-	hard, sp := opt.Tracing.startRequest(hard, id)
+	hard, sp := opt.Tracing.StartRequest(hard, id)
 	ec := d.ec
 	if d.ecs != nil {
 		ec = d.ecs[model.InstanceOf(j.n, len(d.ecs))]
 	}
 	res := ec.Do(hard, co, a, attempts)
-	endRequest(sp, res.Result)
+	EndRequest(sp, res.Result)
 	d.rec.record(j.at, d.clk.Now(), res.Result, counted)
 	if opt.OnDone != nil {
 		opt.OnDone(j.n, j.write, counted, res.Result)

@@ -51,13 +51,13 @@ func BenchmarkDriverRequest(b *testing.B) {
 	for _, rate := range []float64{10000, 40000} {
 		b.Run(fmt.Sprintf("rate=%g", rate), func(b *testing.B) {
 			// Warm the process up (goroutines, buffers) outside the measurement.
-			opt := Options{Target: url, Arrivals: constant(rate, time.Hour), Duration: time.Hour,
+			opt := Options{Target: url, Arrivals: Constant(rate, time.Hour), Duration: time.Hour,
 				Workers: 256, Policy: pol, MaxRequests: 2000}
 			if _, err := Run(context.Background(), opt); err != nil {
 				b.Fatal(err)
 			}
 			opt.MaxRequests = uint64(b.N)
-			opt.Arrivals = constant(rate, time.Hour) // a run draws its own
+			opt.Arrivals = Constant(rate, time.Hour) // a run draws its own
 			b.ReportAllocs()
 			cpu0, cpuOK := cputime.Process()
 			b.ResetTimer()

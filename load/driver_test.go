@@ -32,14 +32,14 @@ func TestRunCountsEveryScheduledRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var hits atomic.Int64
 		var nw memnet.Network
-		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+		target := MemTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
 			hits.Add(1)
 			if r.Header.Get(transport.HeaderRequestID) == "" || r.Header.Get(transport.HeaderAttempt) != "1" {
 				http.Error(w, "missing stormsim headers", http.StatusBadRequest)
 			}
 		})
 		res, err := Run(context.Background(), Options{
-			network: &nw, Target: target, Arrivals: constant(200, time.Second), Duration: time.Second, Workers: 16,
+			Network: &nw, Target: target, Arrivals: Constant(200, time.Second), Duration: time.Second, Workers: 16,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +61,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		var first atomic.Int64 // unix nanos of the rejection
 		var gap atomic.Int64
 		var nw memnet.Network
-		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+		target := MemTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get(transport.HeaderAttempt) == "1" {
 				first.Store(time.Now().UnixNano())
 				transport.SetRetryAfter(w.Header(), 150*time.Millisecond, false)
@@ -72,7 +72,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		})
 		pol := topology.Call{HonorPushback: true, Retry: policies.RetryConfig{MaxAttempts: 2}}
 		res, err := Run(context.Background(), Options{
-			network: &nw, Target: target, Arrivals: constant(1, time.Second), Duration: time.Second, Policy: pol,
+			Network: &nw, Target: target, Arrivals: Constant(1, time.Second), Duration: time.Second, Policy: pol,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -107,7 +107,7 @@ func TestCoordinatedOmission(t *testing.T) {
 		var nw memnet.Network
 		clk := new(clock.Fake)
 		busy := make(chan struct{}, slots)
-		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+		target := MemTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
 			select {
 			case busy <- struct{}{}:
 			default:
@@ -118,10 +118,10 @@ func TestCoordinatedOmission(t *testing.T) {
 			<-busy
 		})
 		var res *metrics.Result
-		runScripted(t, clk, func() {
+		RunScripted(t, clk, func() {
 			var err error
-			res, err = Run(context.Background(), Options{clk: clk, network: &nw,
-				Target: target, Arrivals: constant(rate, 10*time.Second), Duration: 10 * time.Second,
+			res, err = Run(context.Background(), Options{Clock: clk, Network: &nw,
+				Target: target, Arrivals: Constant(rate, 10*time.Second), Duration: 10 * time.Second,
 				Workers: slots, MaxLateness: 20 * time.Second, Grace: 10 * time.Second,
 			})
 			if err != nil {
@@ -179,7 +179,7 @@ func TestStallShowsInP99(t *testing.T) {
 		lock := make(chan struct{}, 1) // a mutex the bubble sees waiting
 		var n atomic.Int64
 		var nw memnet.Network
-		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+		target := MemTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
 			lock <- struct{}{}
 			if n.Add(1) == 50 {
 				time.Sleep(time.Second)
@@ -187,7 +187,7 @@ func TestStallShowsInP99(t *testing.T) {
 			<-lock
 		})
 		res, err := Run(context.Background(), Options{
-			network: &nw, Target: target, Arrivals: constant(100, 2*time.Second), Duration: 2 * time.Second, Workers: 8,
+			Network: &nw, Target: target, Arrivals: Constant(100, 2*time.Second), Duration: 2 * time.Second, Workers: 8,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -210,14 +210,14 @@ func TestBudgetStopsRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var hits atomic.Int64
 		var nw memnet.Network
-		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+		target := MemTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
 			hits.Add(1)
 			w.WriteHeader(http.StatusServiceUnavailable)
 		})
 		run := func(budget *policies.BudgetConfig) (offered, attempts int64, denied int64) {
 			pol := topology.Call{Retry: policies.RetryConfig{MaxAttempts: 3}, Budget: budget}
 			res, err := Run(context.Background(), Options{
-				network: &nw, Target: target, Arrivals: constant(200, time.Second/2), Duration: time.Second / 2, Policy: pol,
+				Network: &nw, Target: target, Arrivals: Constant(200, time.Second/2), Duration: time.Second / 2, Policy: pol,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -249,7 +249,7 @@ func TestBreakerOpensAgainstDeadTarget(t *testing.T) {
 	ln.Close() // nothing listens: every connection is refused
 	pol := topology.Call{Breaker: &policies.BreakerConfig{Kind: "consecutive", Failures: 5, OpenFor: 10 * time.Second}}
 	res, err := Run(context.Background(), Options{
-		Target: dead, Arrivals: constant(100, time.Second), Duration: time.Second, Policy: pol,
+		Target: dead, Arrivals: Constant(100, time.Second), Duration: time.Second, Policy: pol,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +277,7 @@ func TestHedgeWinsAgainstSlowFirstAttempt(t *testing.T) {
 		var nw memnet.Network
 		clk := new(clock.Fake)
 		var firsts, hedges, cancelled atomic.Int64
-		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+		target := MemTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get(transport.HeaderAttempt) != "1" {
 				hedges.Add(1)
 				return
@@ -289,8 +289,8 @@ func TestHedgeWinsAgainstSlowFirstAttempt(t *testing.T) {
 		pol := topology.Call{Hedge: &policies.HedgeConfig{Delay: 30 * time.Millisecond, MaxAttempts: 2, CancelOthers: true}}
 		done := make(chan *metrics.Result, 1)
 		go func() {
-			res, err := Run(context.Background(), Options{clk: clk, network: &nw,
-				Target: target, Arrivals: constant(20, time.Second), Duration: time.Second, Policy: pol,
+			res, err := Run(context.Background(), Options{Clock: clk, Network: &nw,
+				Target: target, Arrivals: Constant(20, time.Second), Duration: time.Second, Policy: pol,
 			})
 			if err != nil {
 				t.Error(err)
@@ -314,7 +314,7 @@ func TestHedgeWinsAgainstSlowFirstAttempt(t *testing.T) {
 		}
 		step(50*time.Millisecond, 2, 1)
 		var res *metrics.Result
-		runScripted(t, clk, func() { res = <-done })
+		RunScripted(t, clk, func() { res = <-done })
 		if res == nil {
 			return
 		}
@@ -333,12 +333,12 @@ func TestHedgeWinsAgainstSlowFirstAttempt(t *testing.T) {
 func TestInterruptReturnsPartialResult(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var nw memnet.Network
-		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {})
+		target := MemTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {})
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
 		start := time.Now()
 		res, err := Run(ctx, Options{
-			network: &nw, Target: target, Arrivals: constant(100, time.Minute), Duration: time.Minute, Grace: 200 * time.Millisecond,
+			Network: &nw, Target: target, Arrivals: Constant(100, time.Minute), Duration: time.Minute, Grace: 200 * time.Millisecond,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -354,7 +354,7 @@ func TestInterruptReturnsPartialResult(t *testing.T) {
 }
 
 func TestRefusesRemoteTarget(t *testing.T) {
-	_, err := Run(context.Background(), Options{Target: "http://192.0.2.1/", Arrivals: constant(1, time.Second), Duration: time.Second})
+	_, err := Run(context.Background(), Options{Target: "http://192.0.2.1/", Arrivals: Constant(1, time.Second), Duration: time.Second})
 	if !errors.Is(err, ErrRemote) {
 		t.Fatalf("err = %v, want ErrRemote", err)
 	}
@@ -364,14 +364,14 @@ func TestDeadlineIsPropagated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var bad atomic.Int64
 		var nw memnet.Network
-		target := memTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
+		target := MemTarget(t, &nw, func(w http.ResponseWriter, r *http.Request) {
 			ms, err := strconv.ParseFloat(r.Header.Get(transport.HeaderDeadline), 64)
 			if err != nil || ms <= 0 || ms > 500 {
 				bad.Add(1)
 			}
 		})
 		res, err := Run(context.Background(), Options{
-			network: &nw, Target: target, Arrivals: constant(100, 200*time.Millisecond), Duration: 200 * time.Millisecond,
+			Network: &nw, Target: target, Arrivals: Constant(100, 200*time.Millisecond), Duration: 200 * time.Millisecond,
 			Deadline: 500 * time.Millisecond, Policy: topology.Call{PropagateDeadline: true},
 		})
 		if err != nil {
@@ -396,14 +396,14 @@ func TestDriverDispatchesOnTime(t *testing.T) {
 		const n = 1000
 		var nw memnet.Network
 		clk := new(clock.Fake)
-		target := memTarget(t, &nw, func(http.ResponseWriter, *http.Request) {})
+		target := MemTarget(t, &nw, func(http.ResponseWriter, *http.Request) {})
 		arrivals, err := TargetArrivals(topology.ArrivalPoisson, 1000, 0, time.Hour, 7)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var res *metrics.Result
-		runScripted(t, clk, func() {
-			if res, err = Run(context.Background(), Options{clk: clk, network: &nw,
+		RunScripted(t, clk, func() {
+			if res, err = Run(context.Background(), Options{Clock: clk, Network: &nw,
 				Target: target, Arrivals: arrivals, Duration: time.Hour, MaxRequests: n,
 				Workers: 16, LateThreshold: time.Nanosecond,
 			}); err != nil {

@@ -374,7 +374,7 @@ services:
     workers: 8
     service_time: {dist: constant, value: 2ms}
 `)
-	res, err := Run(context.Background(), Options{Target: cl.URLs["front"], Arrivals: constant(100, 300*time.Millisecond),
+	res, err := Run(context.Background(), Options{Target: cl.URLs["front"], Arrivals: Constant(100, 300*time.Millisecond),
 		Duration: 300 * time.Millisecond, Policy: topology.Call{Timeout: time.Second}})
 	require.NoError(t, err)
 	e := res.Summary.Edges[0]

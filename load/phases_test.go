@@ -206,7 +206,7 @@ func TestRunPhaseAwareUsesNetHTTP(t *testing.T) {
 		{"no phase semantics: the lean client, phases timed", topology.Call{Timeout: time.Second}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := Run(context.Background(), Options{Target: "http://" + testnet.ClosedPort(t) + "/", Arrivals: constant(50, 200*time.Millisecond),
+			res, err := Run(context.Background(), Options{Target: "http://" + testnet.ClosedPort(t) + "/", Arrivals: Constant(50, 200*time.Millisecond),
 				Duration: 200 * time.Millisecond, Policy: tc.policy, Workers: 4})
 			require.NoError(t, err)
 			e := res.Summary.Edges[0]

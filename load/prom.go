@@ -73,7 +73,7 @@ func (s *Service) registerEdgeCounters(reg *prometheus.Registry) {
 			total := metrics.EdgeSummary{From: s.name, To: to}
 			for _, e := range s.outEdges {
 				if e.to == to {
-					total.Add(edgeSummary(s.name, e.to, e.ec))
+					total.Add(e.ec.Summary(s.name, e.to))
 				}
 			}
 			return total

@@ -225,7 +225,7 @@ func (d *driver) result(interrupted bool, elapsed time.Duration) *metrics.Result
 	s.Services = []metrics.ServiceSummary{svc}
 	// Its attempts as the driver timed them are what `tune` reads for it
 	// (a scenario run replaces them with each service's own).
-	all, ok := d.ec.lat.histograms()
+	all, ok := d.ec.lat.Histograms()
 	res.ServiceLatency[opt.ServiceName] = all
 	res.ServiceOKLatency = map[string]*hdrhistogram.Histogram{opt.ServiceName: ok}
 	s.Edges = []metrics.EdgeSummary{d.clientEdge(opt.ServiceName)}
@@ -235,17 +235,6 @@ func (d *driver) result(interrupted bool, elapsed time.Duration) *metrics.Result
 	s.Load.Unmeasured = []string{opt.ServiceName}
 	res.Series = r.series()
 	return res
-}
-
-func edgeSummary(from, to string, ec *EdgeClient) metrics.EdgeSummary {
-	var opens int64
-	if _, n, ok := ec.BreakerState(); ok {
-		opens = n
-	}
-	es := metrics.EdgeSummaryOf(from, to, ec.Stats(), opens)
-	es.Ejections = ec.Ejections()
-	es.Phases = ec.Phases.Report()
-	return es
 }
 
 func (d *driver) loadReport(elapsed time.Duration, interrupted bool) *metrics.LoadReport {

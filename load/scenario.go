@@ -139,8 +139,8 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 		Target: entry, Method: http.MethodGet, WriteMethod: cmp.Or(w.WriteMethod, http.MethodPost), Arrivals: arrivals, Duration: sc.Duration, Warmup: sc.Warmup, Interval: sc.Interval,
 		Deadline: w.Deadline, Policy: policy, GRPCServiceConfig: opt.GRPCServiceConfig, IdempotencyKeys: w.IdempotencyKeys,
 		Workers: opt.Workers, Connections: conns, Seed: seed, Rand: model.Stream(sc.Seed, clientStream(0)), Scenario: sc.Name, Version: opt.Version,
-		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, network: opt.Network, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
-		MaxRequests: opt.MaxRequests, Shard: opt.Shard, Tracing: opt.Tracing, NetHTTP: opt.NetHTTP, OnRow: opt.OnRow, services: liveServices(&samples, opt.OnRow),
+		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, Network: opt.Network, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
+		MaxRequests: opt.MaxRequests, Shard: opt.Shard, Tracing: opt.Tracing, NetHTTP: opt.NetHTTP, OnRow: opt.OnRow, Services: liveServices(&samples, opt.OnRow),
 		OnDone: func(id uint64, write, counted bool, r policies.CallResult) {
 			if write && counted {
 				vmu.Lock()

@@ -21,9 +21,9 @@ import (
 // expectations are exact where the process is deterministic, and a machine
 // busy with other work changes nothing.
 
-// memTarget serves h on an in-memory listener of nw until the test (the
+// MemTarget serves h on an in-memory listener of nw until the test (the
 // bubble) ends; it returns the target's URL.
-func memTarget(t *testing.T, nw *memnet.Network, h http.HandlerFunc) string {
+func MemTarget(t *testing.T, nw *memnet.Network, h http.HandlerFunc) string {
 	t.Helper()
 	ln, err := nw.Listen("127.0.0.1:0")
 	if err != nil {
@@ -35,11 +35,11 @@ func memTarget(t *testing.T, nw *memnet.Network, h http.HandlerFunc) string {
 	return "http://" + ln.Addr().String() + "/"
 }
 
-// runScripted calls run in its own goroutine and moves clk from one timer
+// RunScripted calls run in its own goroutine and moves clk from one timer
 // to the next whenever everything else in the bubble waits, until run
 // returns: a run on a fake clock, every event at its exact time. Call it
 // inside synctest.Test.
-func runScripted(t *testing.T, clk *clock.Fake, run func()) {
+func RunScripted(t *testing.T, clk *clock.Fake, run func()) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() {
@@ -59,14 +59,10 @@ func runScripted(t *testing.T, clk *clock.Fake, run func()) {
 	}
 }
 
-// constant is the constant arrivals of a target run at rate over d (seed 1).
-func constant(rate float64, d time.Duration) *model.Arrivals { return constantWrites(rate, 0, d) }
+// Constant is the constant arrivals of a target run at rate over d (seed 1).
+func Constant(rate float64, d time.Duration) *model.Arrivals { return ConstantWrites(rate, 0, d) }
 
-// constantWrites is constant with a share writes of writes.
-func constantWrites(rate, writes float64, d time.Duration) *model.Arrivals {
-	a, err := TargetArrivals(topology.ArrivalConstant, rate, writes, d, 1)
-	if err != nil {
-		panic(err)
-	}
-	return a
+// ConstantWrites is Constant with a share writes of writes.
+func ConstantWrites(rate, writes float64, d time.Duration) *model.Arrivals {
+	return model.ArrivalsFor(&topology.Workload{Arrival: topology.ArrivalConstant, Rate: rate, WriteFraction: writes}, d, 1)
 }

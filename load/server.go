@@ -385,7 +385,7 @@ func (s *Service) wire(c ServiceConfig) error {
 		ref := &edgeRef{to: pe.To, url: u, cfg: *pe.Call, ec: NewEdgeClient(EdgeConfig{Edge: edge, Transport: c.Transport, Mu: mu,
 			// Attempts abandoned by a finished call (losing hedges) end
 			// with their timeout, or when the service closes.
-			Root: s.stop, clk: s.clk})}
+			Root: s.stop, Clock: s.clk})}
 		if urls := c.ReplicaURLs[pe.To]; pe.Replicas > 1 && len(urls) > 1 {
 			if err := ref.ec.SetReplicas(urls, pe.Call, model.Stream(s.plan.Seed, pe.BalanceStream)); err != nil {
 				return nil, fmt.Errorf("load: %s.%w", pe.Field, err)
@@ -671,7 +671,7 @@ func (s *Service) work(w http.ResponseWriter, r *http.Request) {
 	}
 	wctx, done := s.workContext(r)
 	defer done()
-	wctx = withSpanOf(wctx, r.Context())
+	wctx = WithSpanOf(wctx, r.Context())
 	wt, started := s.admit(rp, a)
 	if wt == nil || !started && !s.await(wctx, rp, wt) {
 		return
@@ -923,7 +923,7 @@ func (s *Service) callDownstream(ctx context.Context, spec *callSpec, a attemptI
 				att.Remaining = a.deadline - s.now()
 			}
 		}
-		return ref.ec.do(ctx, co, &att, nil, started)
+		return ref.ec.DoStarted(ctx, co, &att, nil, started)
 	}
 	if len(spec.members) == 1 {
 		r := one(ctx, spec.members[0], nil)
@@ -1036,7 +1036,7 @@ func (s *Service) Stats() Stats {
 	}
 	st.Replays, st.InProgress, st.Conflicts = s.replays.Load(), s.inProg.Load(), s.conflict.Load()
 	for _, e := range s.outEdges {
-		st.Edges = append(st.Edges, edgeSummary(s.name, e.to, e.ec))
+		st.Edges = append(st.Edges, e.ec.Summary(s.name, e.to))
 	}
 	st.Consumer = s.ConsumerSummary()
 	return st

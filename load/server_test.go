@@ -107,9 +107,9 @@ func TestQueueLimitRejectsAtPredictedLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(s.Close)
-		base := memTarget(t, &nw, s.ServeHTTP)
+		base := MemTarget(t, &nw, s.ServeHTTP)
 		res, err := Run(context.Background(), Options{
-			network: &nw, Target: base + "svc", Arrivals: constant(40, 2*time.Second), Duration: 2 * time.Second,
+			Network: &nw, Target: base + "svc", Arrivals: Constant(40, 2*time.Second), Duration: 2 * time.Second,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -71,7 +71,7 @@ func runTemplateWith(t *testing.T, target string, netHTTP bool, tmpl *RequestTem
 		Target: target + "/orders?x=1", Method: http.MethodPost, Body: []byte(body),
 		Header: http.Header{"Content-Type": {"application/json"}}, Request: tmpl,
 		IdempotencyKeys: true, // overridden by the template
-		Arrivals:        constantWrites(100, 1, time.Second), Duration: time.Second, MaxRequests: 3,
+		Arrivals:        ConstantWrites(100, 1, time.Second), Duration: time.Second, MaxRequests: 3,
 		Policy: pol, NetHTTP: netHTTP, Workers: 4, OnAttempt: onAttempt,
 	})
 	if err != nil {
@@ -167,7 +167,7 @@ func TestRequestTemplateRefuses(t *testing.T) {
 		{RequestTemplate{Tenant: "a\r\nX-Evil: 1"}, "tenant"},
 		{RequestTemplate{Tenant: "a", TenantHeader: "x:y"}, `tenant header "x:y"`},
 	} {
-		_, err := Run(context.Background(), Options{Target: "http://127.0.0.1:1/", Arrivals: constant(1, time.Second),
+		_, err := Run(context.Background(), Options{Target: "http://127.0.0.1:1/", Arrivals: Constant(1, time.Second),
 			Duration: time.Second, Request: &tc.tmpl})
 		if err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%+v: %v, want %q", tc.tmpl, err, tc.msg)
@@ -227,7 +227,7 @@ func TestRequestTemplateHedgesShareTheKey(t *testing.T) {
 		pol := topology.Call{Timeout: 2 * time.Second, Hedge: &policies.HedgeConfig{Delay: 20 * time.Millisecond, MaxAttempts: 2}}
 		_, err := Run(context.Background(), Options{
 			Target: srv.URL, Method: http.MethodPost, Body: []byte(`{"n":{n}}`), Request: &RequestTemplate{KeyPrefix: "h-"},
-			Arrivals: constant(10, time.Second), Duration: time.Second, MaxRequests: 1,
+			Arrivals: Constant(10, time.Second), Duration: time.Second, MaxRequests: 1,
 			Policy: pol, NetHTTP: netHTTP,
 		})
 		if err != nil {

@@ -142,8 +142,8 @@ func (r resendCount) RoundTrip(req *http.Request) (*http.Response, error) {
 	return r.next.RoundTrip(req)
 }
 
-// startRequest opens the root span of one logical request at the driver.
-func (t *Tracing) startRequest(ctx context.Context, id string) (context.Context, trace.Span) {
+// StartRequest opens the root span of one logical request at the driver.
+func (t *Tracing) StartRequest(ctx context.Context, id string) (context.Context, trace.Span) {
 	if t == nil {
 		return ctx, nil
 	}
@@ -151,8 +151,8 @@ func (t *Tracing) startRequest(ctx context.Context, id string) (context.Context,
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attribute.String("stormsim.request_id", id)))
 }
 
-// endRequest closes a root span with the request's result.
-func endRequest(sp trace.Span, r policies.CallResult) {
+// EndRequest closes a root span with the request's result.
+func EndRequest(sp trace.Span, r policies.CallResult) {
 	if sp == nil {
 		return
 	}
@@ -183,10 +183,10 @@ func (t *Tracing) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// withSpanOf carries the span of from into ctx, so that work detached
+// WithSpanOf carries the span of from into ctx, so that work detached
 // from its request's context (kept going for nobody, or attempts run in
 // their own goroutines) still calls downstream in the request's trace.
-func withSpanOf(ctx, from context.Context) context.Context {
+func WithSpanOf(ctx, from context.Context) context.Context {
 	if sc := trace.SpanContextFromContext(from); sc.IsValid() {
 		return trace.ContextWithSpanContext(ctx, sc)
 	}
