@@ -287,8 +287,13 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 			opt.OnAttempt(attemptResult(a, start, took, ans))
 		}
 	}
+	reps, err := replicas(opt, 0, opt.BalanceRand)
+	if err != nil {
+		return nil, err
+	}
 	lat := edge.NewAttemptLatency()
-	ec := edge.NewEdgeClient(edge.EdgeConfig{Edge: pe, Transport: tr, Root: root, OnAttempt: onAttempt, Clock: clk, Latency: lat})
+	ec := edge.NewEdgeClient(edge.EdgeConfig{Edge: pe, Transport: tr, Root: root, OnAttempt: onAttempt, Clock: clk, Latency: lat,
+		Replicas: reps})
 
 	d := &driver{opt: opt, ec: ec, lat: lat, clk: clk, url: target, rec: newRecorder(opt.Warmup, opt.Interval, opt.Duration)}
 	if opt.Request != nil {

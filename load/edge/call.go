@@ -97,6 +97,10 @@ type EdgeConfig struct {
 	// Latency, if set, times every attempt as the caller sees it (the
 	// driver's edges to a target whose own latency it cannot see).
 	Latency *AttemptLatency
+	// Replicas, if set, are the callee's replicas, over which the edge
+	// spreads its attempts (NewReplicas); nil: the callee has one. Each
+	// edge needs its own (a balancer's state is per caller).
+	Replicas *Replicas
 }
 
 // NewEdgeClient returns the client of the edge c describes.
@@ -116,15 +120,19 @@ func NewEdgeClient(c EdgeConfig) *EdgeClient {
 	_, pooled := tr.(*transport.Lean)
 	ec := &EdgeClient{clk: clk, tr: tr, pooled: pooled, edge: c.Edge, mu: mu, root: c.Root, onAttempt: c.OnAttempt,
 		lat: c.Latency, phaseAware: PhaseAware(c.Edge)}
+	if r := c.Replicas; r != nil {
+		ec.bal, ec.urls, ec.parsed, ec.otherHost = r.bal, r.urls, r.parsed, r.otherHost
+	}
 	ec.calls.New = func() any { return new(policies.Call) }
 	return ec
 }
 
 // Sibling returns another client over ec's transport, clock, attempt hook
-// and latency tally, with its own policy state edge and root: one more
-// instance of a client fleet toward the same target.
-func (ec *EdgeClient) Sibling(edge *policies.Edge, root context.Context) *EdgeClient {
-	return NewEdgeClient(EdgeConfig{Edge: edge, Transport: ec.tr, Root: root, OnAttempt: ec.onAttempt, Clock: ec.clk, Latency: ec.lat})
+// and latency tally, with its own policy state edge, root and replicas
+// (nil: none): one more instance of a client fleet toward the same target.
+func (ec *EdgeClient) Sibling(edge *policies.Edge, root context.Context, reps *Replicas) *EdgeClient {
+	return NewEdgeClient(EdgeConfig{Edge: edge, Transport: ec.tr, Root: root, OnAttempt: ec.onAttempt, Clock: ec.clk, Latency: ec.lat,
+		Replicas: reps})
 }
 
 // Policy is the edge's policy state (EdgeConfig.Edge). Its budget,
@@ -151,35 +159,39 @@ func PhaseAware(edge *policies.Edge) bool {
 	return edge.Transparent || edge.RetryOn.Has(policies.NotSent) || !edge.Phases.IsZero()
 }
 
-// SetReplicas makes the edge spread its attempts over the replicas of its
-// callee at urls, by call's balance, outlier_detection and
-// retry.other_host, drawing from rng: the simulator's balancer
-// (model.Balancer), fed the wall clock. Attempts whose URL the call's
-// template gives are sent to the replica picked instead.
-func (ec *EdgeClient) SetReplicas(urls []string, call *topology.Call, rng *rand.Rand) error {
+// Replicas are the replicas of an edge's callee and how its attempts are
+// spread over them (EdgeConfig.Replicas).
+type Replicas struct {
+	bal       *model.Balancer
+	urls      []string
+	parsed    []*url.URL
+	otherHost bool
+}
+
+// NewReplicas returns the replicas of a callee at urls, spread by call's
+// balance, outlier_detection and retry.other_host, drawing from rng: the
+// simulator's balancer (model.Balancer), fed the run's clock. local, if
+// not nil, marks the replicas in the caller's zone, which the balancer
+// prefers (zone_aware; model.Balancer.PreferLocal). Attempts whose URL the
+// call's template gives are sent to the replica picked instead.
+func NewReplicas(urls []string, call *topology.Call, rng *rand.Rand, local []bool) (*Replicas, error) {
 	bal, err := model.NewBalancer(call.Balance, len(urls), call.OutlierDetection, rng)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := bal.FollowRetry(call.Retry); err != nil {
-		return err
+		return nil, err
 	}
 	parsed := make([]*url.URL, len(urls))
 	for i, u := range urls {
 		if parsed[i], err = url.Parse(u); err != nil {
-			return fmt.Errorf("replica %d: %w", i, err)
+			return nil, fmt.Errorf("replica %d: %w", i, err)
 		}
 	}
-	ec.bal, ec.urls, ec.parsed, ec.otherHost = bal, urls, parsed, call.Retry.OtherHost
-	return nil
-}
-
-// PreferLocal makes the edge's balancer prefer the replicas marked local
-// (zone_aware; model.Balancer.PreferLocal). Call it after SetReplicas.
-func (ec *EdgeClient) PreferLocal(local []bool) {
-	if ec.bal != nil {
-		ec.bal.PreferLocal(local)
+	if local != nil {
+		bal.PreferLocal(local)
 	}
+	return &Replicas{bal: bal, urls: urls, parsed: parsed, otherHost: call.Retry.OtherHost}, nil
 }
 
 // Ejections is the number of replicas the edge's outlier detection ejected.

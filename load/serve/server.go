@@ -383,18 +383,16 @@ func (s *Service) wire(c ServiceConfig) error {
 			}
 			mu, pol.Budget = shared, sharedBudget
 		}
+		var reps *edge.Replicas
+		if urls := c.ReplicaURLs[pe.To]; pe.Replicas > 1 && len(urls) > 1 {
+			if reps, err = edge.NewReplicas(urls, pe.Call, model.Stream(s.plan.Seed, pe.BalanceStream), pe.Local); err != nil {
+				return nil, fmt.Errorf("load: %s.%w", pe.Field, err)
+			}
+		}
 		ref := &edgeRef{to: pe.To, url: u, cfg: *pe.Call, ec: edge.NewEdgeClient(edge.EdgeConfig{Edge: pol, Transport: c.Transport, Mu: mu,
 			// Attempts abandoned by a finished call (losing hedges) end
 			// with their timeout, or when the service closes.
-			Root: s.stop, Clock: s.clk})}
-		if urls := c.ReplicaURLs[pe.To]; pe.Replicas > 1 && len(urls) > 1 {
-			if err := ref.ec.SetReplicas(urls, pe.Call, model.Stream(s.plan.Seed, pe.BalanceStream)); err != nil {
-				return nil, fmt.Errorf("load: %s.%w", pe.Field, err)
-			}
-			if pe.Local != nil {
-				ref.ec.PreferLocal(pe.Local)
-			}
-		}
+			Root: s.stop, Clock: s.clk, Replicas: reps})}
 		refs[pe] = ref
 		s.outEdges = append(s.outEdges, ref)
 		return ref, nil
