@@ -167,7 +167,7 @@ type Options struct {
 	// Epoch: tests script it.
 	Clock clock.Clock
 	// Network, if set, is the in-memory network the driver dials on
-	// (tests; network.go).
+	// (tests; load/internal/network).
 	Network *memnet.Network
 	// Shard, when set, makes this driver send only the logical requests of
 	// the whole schedule whose index n is ≡ Index (mod Count): 1/Count of the

@@ -24,6 +24,10 @@
 //	reset, EOF        Timeout, kind reset (the target may have done the work)
 //	attempt timeout   Timeout, kind timeout
 //
+// A callee with replicas (EdgeConfig.Replicas, built by NewReplicas) has
+// each attempt sent to the replica the simulator's balancer
+// (model.Balancer) picks.
+//
 // EdgeClient.UnaryClientInterceptor puts the same call machine into any
 // grpc-go client. Tracing (NewTracing) opens the spans of requests and
 // attempts (OpenTelemetry, OTLP JSON lines). EdgeClient is safe for

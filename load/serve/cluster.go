@@ -53,7 +53,7 @@ type ClusterOptions struct {
 	// its store in a temporary directory removed at Close).
 	NATS string
 	// network, if set, is the in-memory network services listen and dial
-	// on instead of the host's (tests; network.go).
+	// on instead of the host's (tests; load/internal/network).
 	network *memnet.Network
 }
 

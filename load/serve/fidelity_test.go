@@ -153,7 +153,7 @@ func TestFidelityRealVersusSimulated(t *testing.T) {
 
 // runInMemory runs sc as RunScenario does — its services, the driver and
 // the HTTP between them — in a synctest bubble on an in-memory network
-// (scripted_test.go): on the bubble's clock, where the service times, waits
+// (load/internal/loadtest): on the bubble's clock, where the service times, waits
 // and timeouts of the scenario are exact and a machine busy with other work
 // stalls nothing, so the run is the scenario every time.
 func runInMemory(t *testing.T, sc *topology.Scenario, opt ScenarioOptions) *metrics.Result {

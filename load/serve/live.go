@@ -7,6 +7,9 @@ import (
 	"github.com/stormsim/stormsim/load/driver"
 )
 
+// The services' live columns: the sampler as a driver.RowSource beside a
+// scenario run's rows, and Cluster.Watch for stormsim serve.
+
 // liveServices is the sampler as a RowSource when the run has a live
 // feed, nil otherwise.
 func liveServices(sm *sampler, onRow func(time.Duration, []string, []float64)) driver.RowSource {
@@ -23,6 +26,7 @@ func (sm *sampler) ticked() {
 	sm.tick = make(chan struct{})
 }
 
+// Row, Rows and Finish make the sampler a driver.RowSource.
 func (sm *sampler) Row(i int, wait time.Duration) ([]string, []float64) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()

@@ -1,3 +1,12 @@
+// Package loadtest holds the test helpers that the tests of load/driver
+// and load/serve share. Tests built on them run whole runs — driver, services and
+// the HTTP between them — as time scripts: inside a testing/synctest bubble
+// (so that net/http's own timers are fake too), on an in-memory network
+// (memnet, whose waits the bubble sees), with the run's clock either the
+// bubble's (Real reads it) or a clock.Fake the test advances. No real time
+// passes: a latency is exactly the service times and waits on its path, so
+// expectations are exact where the process is deterministic, and a machine
+// busy with other work changes nothing.
 package loadtest
 
 import (
@@ -11,15 +20,6 @@ import (
 	"github.com/stormsim/stormsim/model"
 	"github.com/stormsim/stormsim/topology"
 )
-
-// The tests of this file's helpers run whole runs — driver, services and
-// the HTTP between them — as time scripts: inside a testing/synctest bubble
-// (so that net/http's own timers are fake too), on an in-memory network
-// (memnet, whose waits the bubble sees), with the run's clock either the
-// bubble's (Real reads it) or a clock.Fake the test advances. No real time
-// passes: a latency is exactly the service times and waits on its path, so
-// expectations are exact where the process is deterministic, and a machine
-// busy with other work changes nothing.
 
 // MemTarget serves h on an in-memory listener of nw until the test (the
 // bubble) ends; it returns the target's URL.
