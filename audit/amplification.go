@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/faultproxy"
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/driver"
 	"github.com/stormsim/stormsim/policies"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -82,15 +82,15 @@ func driveAmplification(ctx context.Context, a *auditor, _ int) ([]*Intent, erro
 	prefix := "audit-" + a.nonce + "-amplification-"
 	// Every intent a write, at a constant rate: the simulator's arrival
 	// process, as load --target offers it.
-	arrivals, err := load.TargetArrivals(topology.ArrivalConstant, am.Rate, 1, dur, s.Seed)
+	arrivals, err := driver.TargetArrivals(topology.ArrivalConstant, am.Rate, 1, dur, s.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("amplification: %w", err)
 	}
-	opt := load.Options{
+	opt := driver.Options{
 		Target: urls[0], Method: s.Request.Method, WriteMethod: s.Request.Method, Header: header, Body: []byte(s.Request.Body),
 		// One key per intent, reused by its retries: each intent is one
 		// order, however many attempts reach the upstream.
-		Request:  &load.RequestTemplate{KeyHeader: s.KeyHeader, KeyPrefix: prefix, Tenant: a.tenant(0), TenantHeader: s.TenantHeader},
+		Request:  &driver.RequestTemplate{KeyHeader: s.KeyHeader, KeyPrefix: prefix, Tenant: a.tenant(0), TenantHeader: s.TenantHeader},
 		Arrivals: arrivals, Duration: dur,
 		MaxRequests: uint64(run.perStep * float64(len(am.Latency))),
 		Policy:      am.Client, Seed: s.Seed,
@@ -105,7 +105,7 @@ func driveAmplification(ctx context.Context, a *auditor, _ int) ([]*Intent, erro
 		opt.Replicas = urls
 	}
 	// The run's own outcomes are not the check's: the upstream's attempts are.
-	if _, err := load.Run(ctx, opt); err != nil && ctx.Err() == nil {
+	if _, err := driver.Run(ctx, opt); err != nil && ctx.Err() == nil {
 		return nil, fmt.Errorf("the load driver: %w", err)
 	}
 	// The proxies record an attempt when they are done with it: wait

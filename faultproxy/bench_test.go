@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/driver"
 	"github.com/stormsim/stormsim/topology"
 )
 
@@ -33,11 +33,11 @@ func benchUpstream(b *testing.B) *httptest.Server {
 }
 
 func p50At(b *testing.B, target string, rate float64, d time.Duration) float64 {
-	arrivals, err := load.TargetArrivals(topology.ArrivalConstant, rate, 0, d, 1)
+	arrivals, err := driver.TargetArrivals(topology.ArrivalConstant, rate, 0, d, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
-	res, err := load.Run(context.Background(), load.Options{
+	res, err := driver.Run(context.Background(), driver.Options{
 		Target: target, Arrivals: arrivals, Duration: d,
 		Warmup: d / 4, Workers: 256, Connections: 256, Grace: time.Second,
 	})

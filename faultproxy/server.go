@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/driver"
 )
 
 // Server is a Proxy listening on an address.
@@ -27,7 +27,7 @@ type Server struct {
 // An address off the loopback interface is refused unless allowRemote.
 func Listen(p *Proxy, addr string, allowRemote bool) (*Server, error) {
 	if !allowRemote {
-		if err := load.CheckLoopback(addr); err != nil {
+		if err := driver.CheckLoopback(addr); err != nil {
 			return nil, fmt.Errorf("faultproxy: listen %s: %w", addr, err)
 		}
 	}
@@ -65,7 +65,7 @@ func (s *Server) ListenMetrics(addr string) (string, error) {
 		return "", errors.New("faultproxy: metrics already served")
 	}
 	if !s.allowRemote {
-		if err := load.CheckLoopback(addr); err != nil {
+		if err := driver.CheckLoopback(addr); err != nil {
 			return "", fmt.Errorf("faultproxy: metrics %s: %w", addr, err)
 		}
 	}

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/stormsim/stormsim/live"
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/driver"
+	"github.com/stormsim/stormsim/load/serve"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -34,12 +35,12 @@ func TestLoadRunStreamsOneEventPerInterval(t *testing.T) {
 		dur = 2 * time.Second
 	)
 	epoch := time.Now().Add(50 * time.Millisecond)
-	arrivals, err := load.TargetArrivals(topology.ArrivalConstant, 40, 0, dur, 1)
+	arrivals, err := driver.TargetArrivals(topology.ArrivalConstant, 40, 0, dur, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sentAt []time.Time
-	res, err := load.Run(context.Background(), load.Options{
+	res, err := driver.Run(context.Background(), driver.Options{
 		Target: target.URL, Arrivals: arrivals, Duration: dur, Interval: iv,
 		Epoch: epoch, Workers: 32, Grace: time.Second,
 		OnRow: func(start time.Duration, cols []string, row []float64) {
@@ -126,7 +127,7 @@ services:
   - {name: db, workers: 2, service_time: {dist: constant, value: 2ms}}
 `)
 	var got [][]string
-	res, err := load.RunScenario(context.Background(), sc, load.ScenarioOptions{Workers: 16, Grace: time.Second,
+	res, err := serve.RunScenario(context.Background(), sc, serve.ScenarioOptions{Workers: 16, Grace: time.Second,
 		OnRow: func(start time.Duration, cols []string, row []float64) {
 			if len(row) != len(cols) {
 				t.Errorf("row at %v: %d values for %d columns", start, len(row), len(cols))

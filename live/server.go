@@ -18,7 +18,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/stormsim/stormsim/charts"
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/driver"
 	"github.com/stormsim/stormsim/metrics"
 )
 
@@ -101,7 +101,7 @@ func Start(opt Options) (*Server, error) {
 		return nil, fmt.Errorf("live: address %q: want host:port: %w", opt.Addr, err)
 	}
 	if !opt.AllowRemote {
-		if err := load.CheckLoopback(opt.Addr); err != nil {
+		if err := driver.CheckLoopback(opt.Addr); err != nil {
 			return nil, fmt.Errorf("live: address %w", err)
 		}
 	}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/stormsim/stormsim/charts"
 	"github.com/stormsim/stormsim/live"
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/driver"
 	"github.com/stormsim/stormsim/metrics"
 )
 
@@ -162,7 +162,7 @@ func TestLateViewerGetsHistory(t *testing.T) {
 
 func TestLoopbackOnlyUnlessAllowed(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.1:80"} {
-		if _, err := live.Start(live.Options{Addr: addr}); !errors.Is(err, load.ErrRemote) {
+		if _, err := live.Start(live.Options{Addr: addr}); !errors.Is(err, driver.ErrRemote) {
 			t.Errorf("Start(%q): err = %v, want ErrRemote", addr, err)
 		}
 	}

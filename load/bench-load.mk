@@ -74,5 +74,5 @@ bench-load-http:
 	  b = (lo != "" && hi != "") ? lo " and " hi : lo hi; \
 	  if (b == "") b = "unbounded by the rates tried (both clean at the highest)"; \
 	  printf "ratio stormsim/vegeta: %.2f at the rates tried; the true ratio is %s (a highest clean rate lies below the next rate tried)\n", s / v, b }'; fi
-	go test -run '^$$' -bench OfferedRate -benchtime 1x ./load/
-	go test -run '^$$' -bench DriverRequest -benchtime 20000x ./load/
+	go test -run '^$$' -bench OfferedRate -benchtime 1x ./load/driver/
+	go test -run '^$$' -bench DriverRequest -benchtime 20000x ./load/driver/

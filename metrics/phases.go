@@ -25,7 +25,8 @@ const (
 )
 
 // PhaseStat summarizes one phase's durations over the attempts that went
-// through it; quantiles come from log-spaced buckets (within 10%).
+// through it; quantiles come from an HDR histogram at 2 significant
+// figures (within 1 %).
 type PhaseStat struct {
 	Count  int64   `json:"count"`
 	MeanMs float64 `json:"mean_ms"`

@@ -8,7 +8,8 @@ import (
 	"testing/synctest"
 
 	"github.com/stormsim/stormsim/internal/memnet"
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/edge"
+	"github.com/stormsim/stormsim/load/serve"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/sim"
 	"github.com/stormsim/stormsim/topology"
@@ -34,7 +35,7 @@ import (
 // Over gRPC the spans come from grpc-go's stats handlers (otelgrpc, whose
 // rpc.response.status_code names the code) and the same checks hold.
 func TestRoundTrip(t *testing.T) {
-	for _, protocol := range []string{load.ProtocolHTTP, load.ProtocolGRPC} {
+	for _, protocol := range []string{serve.ProtocolHTTP, serve.ProtocolGRPC} {
 		t.Run(protocol, func(t *testing.T) { roundTrip(t, protocol) })
 	}
 }
@@ -52,11 +53,11 @@ func roundTrip(t *testing.T, protocol string) {
 	// services, so one run is the scenario.
 	var realRes *metrics.Result
 	synctest.Test(t, func(t *testing.T) {
-		tr, err := load.NewTracing(tracesFile)
+		tr, err := edge.NewTracing(tracesFile)
 		if err != nil {
 			t.Fatal(err)
 		}
-		realRes, err = load.RunScenario(context.Background(), orig, load.ScenarioOptions{Tracing: tr, Protocol: protocol, Network: new(memnet.Network)})
+		realRes, err = serve.RunScenario(context.Background(), orig, serve.ScenarioOptions{Tracing: tr, Protocol: protocol, Network: new(memnet.Network)})
 		if cerr := tr.Close(context.Background()); err == nil {
 			err = cerr
 		}
@@ -79,8 +80,8 @@ func roundTrip(t *testing.T, protocol string) {
 			t.Errorf("%s: %d server spans, want one per attempt: %d", s.Name, s.Attempts, want)
 		}
 	}
-	if m.Requests != int(realRes.Summary.Requests.Offered) || m.Client != load.ClientService {
-		t.Errorf("root spans: %d of %q, want one per logical request (%d) of %s", m.Requests, m.Client, realRes.Summary.Requests.Offered, load.ClientService)
+	if m.Requests != int(realRes.Summary.Requests.Offered) || m.Client != edge.ClientService {
+		t.Errorf("root spans: %d of %q, want one per logical request (%d) of %s", m.Requests, m.Client, realRes.Summary.Requests.Offered, edge.ClientService)
 	}
 	out := filepath.Join(dir, "imported.yaml")
 	o, err := traces.Import([]string{tracesFile}, out, "imported")

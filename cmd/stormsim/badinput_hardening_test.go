@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stormsim/stormsim/internal/golden"
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/serve"
 	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -189,7 +189,7 @@ services:
     service_time: {dist: constant, value: 1ms}
 `), nil)
 	require.NoError(t, err)
-	cl, err := load.StartCluster(sc, load.ClusterOptions{Listen: "127.0.0.1:0"})
+	cl, err := serve.StartCluster(sc, serve.ClusterOptions{Listen: "127.0.0.1:0"})
 	require.NoError(t, err)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

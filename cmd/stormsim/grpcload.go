@@ -12,7 +12,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stormsim/stormsim/inputfile"
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/driver"
+	"github.com/stormsim/stormsim/load/serve"
 	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/sim"
@@ -31,7 +32,7 @@ type grpcLoadFlags struct {
 }
 
 func (g *grpcLoadFlags) declare(fs *pflag.FlagSet) {
-	fs.StringVar(&g.protocol, "protocol", load.ProtocolHTTP, "SCENARIO mode: what the services speak and the driver sends: http or grpc")
+	fs.StringVar(&g.protocol, "protocol", serve.ProtocolHTTP, "SCENARIO mode: what the services speak and the driver sends: http or grpc")
 	fs.StringVar(&g.data, "data", "", "grpc:// target: the request message as JSON, encoded through --protoset or server reflection")
 	fs.StringVar(&g.dataFile, "data-file", "", "grpc:// target: read --data from `FILE`")
 	fs.StringVar(&g.protoset, "protoset", "", "grpc:// target: describe the method with this FileDescriptorSet `FILE` (protoc --descriptor_set_out, buf build -o) instead of server reflection")
@@ -40,7 +41,7 @@ func (g *grpcLoadFlags) declare(fs *pflag.FlagSet) {
 }
 
 // target applies the flags to a run against --target.
-func (g *grpcLoadFlags) target(ctx context.Context, fs *pflag.FlagSet, opt *load.Options) error {
+func (g *grpcLoadFlags) target(ctx context.Context, fs *pflag.FlagSet, opt *driver.Options) error {
 	usage := func(format string, args ...any) error { return &exitError{exitUsage, fmt.Errorf(format, args...)} }
 	for _, name := range []string{"protocol", "grpc-native-retry"} {
 		if fs.Changed(name) {
@@ -98,24 +99,24 @@ func (g *grpcLoadFlags) target(ctx context.Context, fs *pflag.FlagSet, opt *load
 			return fmt.Errorf("--grpc-service-config: %w", err)
 		}
 		opt.GRPCServiceConfig = string(b)
-		opt.Policy = load.NativeGRPCPolicy(opt.Policy)
+		opt.Policy = serve.NativeGRPCPolicy(opt.Policy)
 	}
 	return nil
 }
 
 // scenario applies the flags to a SCENARIO run.
-func (g *grpcLoadFlags) scenario(sc *topology.Scenario, opt *load.ScenarioOptions) error {
-	if g.protocol != load.ProtocolHTTP && g.protocol != load.ProtocolGRPC {
+func (g *grpcLoadFlags) scenario(sc *topology.Scenario, opt *serve.ScenarioOptions) error {
+	if g.protocol != serve.ProtocolHTTP && g.protocol != serve.ProtocolGRPC {
 		return &exitError{exitUsage, fmt.Errorf("--protocol: want http or grpc, got %q", g.protocol)}
 	}
 	opt.Protocol = g.protocol
 	if !g.native {
 		return nil
 	}
-	if g.protocol != load.ProtocolGRPC {
+	if g.protocol != serve.ProtocolGRPC {
 		return &exitError{exitUsage, errors.New("--grpc-native-retry needs --protocol grpc")}
 	}
-	cfg, err := load.ClientServiceConfig(sc)
+	cfg, err := serve.ClientServiceConfig(sc)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/edge"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/traces"
 )
@@ -61,7 +61,7 @@ func TestServeGRPCAndDriveItWithData(t *testing.T) {
 	require.NoError(t, err)
 	kinds := map[traces.Kind]int{}
 	for _, sp := range spans {
-		require.Equal(t, load.ClientService, sp.Service)
+		require.Equal(t, edge.ClientService, sp.Service)
 		if sp.ParentID == "" {
 			kinds[traces.Internal]++
 		} else {

@@ -19,7 +19,8 @@ import (
 
 	"github.com/stormsim/stormsim/analysis"
 	"github.com/stormsim/stormsim/inputfile"
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/driver"
+	"github.com/stormsim/stormsim/load/serve"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/topology"
 )
@@ -102,10 +103,10 @@ func (c *loadCommand) flags(fs *pflag.FlagSet) {
 	fs.Float64Var(&c.writes, "write-fraction", 0, "share of logical requests that are non-idempotent writes")
 	fs.BoolVar(&c.keys, "idempotency-keys", false, "send an Idempotency-Key with every write")
 	fs.DurationVar(&c.warmup, "warmup", 0, "requests due before this are sent but not counted")
-	fs.IntVar(&c.workers, "workers", load.DefaultWorkers, "sender goroutines: the bound on logical requests in flight")
+	fs.IntVar(&c.workers, "workers", driver.DefaultWorkers, "sender goroutines: the bound on logical requests in flight")
 	fs.IntVar(&c.conns, "connections", 0, "TCP connections to the target (default: --workers); for gRPC, the HTTP/2 connections calls are spread over (default 1)")
 	fs.DurationVar(&c.maxLate, "max-lateness", 0, "a request not sent within this of its due time is counted unsent (default: the deadline, else 5s)")
-	fs.DurationVar(&c.grace, "grace", load.DefaultGrace, "after the schedule (or Ctrl-C), how long requests in flight may still take beyond what their deadline or timeouts allow")
+	fs.DurationVar(&c.grace, "grace", driver.DefaultGrace, "after the schedule (or Ctrl-C), how long requests in flight may still take beyond what their deadline or timeouts allow")
 	fs.StringArrayVar(&c.sf.sets, "set", nil, "SCENARIO mode: override a scenario value `path=value` (repeatable)")
 	fs.Uint64Var(&c.sf.seed, "seed", 0, "random seed (default: 1, or the scenario's)")
 	fs.StringVar(&c.format, "format", "text", "output format: text or json")
@@ -163,7 +164,7 @@ func (c *loadCommand) run(ctx context.Context, args []string, w io.Writer) error
 		return err
 	}
 	if c.remote {
-		if u, err := url.Parse(c.target); err == nil && load.CheckLoopback(u.Host) != nil {
+		if u, err := url.Parse(c.target); err == nil && driver.CheckLoopback(u.Host) != nil {
 			fmt.Fprintf(os.Stderr, "stormsim load: --allow-remote: will send %s %s at %g req/s for %v (%d senders, at most %d connections)\n",
 				opt.Method, c.target, c.rate, c.duration, opt.Workers, max(opt.Connections, opt.Workers))
 		}
@@ -232,7 +233,7 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 	if err != nil {
 		return err
 	}
-	sopt := load.ScenarioOptions{
+	sopt := serve.ScenarioOptions{
 		Workers: c.workers, Connections: c.conns, AllowRemote: c.remote, Version: version, Progress: bar.update, Grace: c.grace,
 		MaxRequests: c.maxReq, Shard: spec, Epoch: epoch, Tracing: tr, NetHTTP: c.client == "net", TLS: c.tlsf.on, OnRow: lv.onRow(ctx, sc.Interval), NATS: c.nats.url,
 	}
@@ -240,7 +241,7 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 		return errors.Join(err, closeTracing(tr))
 	}
 	bar.start("load", sc.Duration)
-	res, err := load.RunScenario(ctx, sc, sopt)
+	res, err := serve.RunScenario(ctx, sc, sopt)
 	bar.finish()
 	lv.srv.End()
 	if err = errors.Join(err, closeTracing(tr)); err != nil {
@@ -262,12 +263,12 @@ func (c *loadCommand) runScenario(ctx context.Context, path string, bar *loadPro
 
 // options returns the load run the flags describe against --target; a
 // flag error is a usage error.
-func (c *loadCommand) options() (load.Options, error) {
+func (c *loadCommand) options() (driver.Options, error) {
 	spec, err := c.sh.Spec(os.LookupEnv)
 	if err != nil {
-		return load.Options{}, &exitError{exitUsage, err}
+		return driver.Options{}, &exitError{exitUsage, err}
 	}
-	opt := load.Options{
+	opt := driver.Options{
 		Target: c.target, Method: c.method, Duration: c.duration, MaxRequests: c.maxReq, Deadline: c.deadline,
 		IdempotencyKeys: c.keys, Warmup: c.warmup, Workers: c.workers,
 		Connections: c.conns, MaxLateness: c.maxLate, Grace: c.grace, Seed: c.sf.seed, Version: version, AllowRemote: c.remote,
@@ -309,7 +310,7 @@ func (c *loadCommand) options() (load.Options, error) {
 	}
 	// The simulator's arrival process, from the run's seed: a scenario
 	// with this workload offers the same requests at the same times.
-	if opt.Arrivals, err = load.TargetArrivals(topology.Arrival(c.arrival), float64(c.rate), c.writes, c.duration, opt.Seed); err != nil {
+	if opt.Arrivals, err = driver.TargetArrivals(topology.Arrival(c.arrival), float64(c.rate), c.writes, c.duration, opt.Seed); err != nil {
 		return opt, &exitError{exitUsage, fmt.Errorf("--arrival/--rate/--write-fraction: %w", err)}
 	}
 	// The shards keep the one scenario name: merge joins parts of one run.
@@ -417,7 +418,7 @@ type loadProgress struct {
 	force bool
 	p     *mpb.Progress
 	bar   *mpb.Bar
-	last  load.Progress
+	last  driver.Progress
 }
 
 func newLoadProgress(w io.Writer, force bool) *loadProgress {
@@ -451,7 +452,7 @@ func (lp *loadProgress) line() string {
 }
 
 // update is a load.Options.Progress callback.
-func (lp *loadProgress) update(p load.Progress) {
+func (lp *loadProgress) update(p driver.Progress) {
 	if lp.bar == nil {
 		return
 	}

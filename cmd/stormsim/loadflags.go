@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/driver"
 	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/policies"
@@ -44,7 +44,7 @@ func (x *loadExtras) declare(fs *pflag.FlagSet) {
 	fs.StringVar(&x.keyPrefix, "key-prefix", "", "start every key with this (default: a random prefix per run); the key is the prefix then the request's number")
 	fs.BoolVar(&x.noKey, "no-key", false, "send no idempotency key at all")
 	fs.StringVar(&x.tenant, "tenant", "", "send this tenant with every request, in --tenant-header")
-	fs.StringVar(&x.tenantHeader, "tenant-header", load.DefaultTenantHeader, "header carrying --tenant")
+	fs.StringVar(&x.tenantHeader, "tenant-header", driver.DefaultTenantHeader, "header carrying --tenant")
 	fs.DurationVar(&x.timeout, "timeout", 0, "quick policy: each attempt's timeout (instead of a --policy file)")
 	fs.IntVar(&x.retries, "retries", 0, "quick policy: retries after the first attempt (instead of a --policy file)")
 	fs.StringSliceVar(&x.retryOn, "retry-on", nil, "quick policy: the outcome `classes` retried: unavailable, timeout, error, in_progress, not_sent (default unavailable,timeout)")
@@ -165,16 +165,16 @@ func (x *loadExtras) quickPolicy(fs *pflag.FlagSet, policyFile string) (call top
 // for a write method (anything but GET, HEAD and OPTIONS), or when a key or
 // tenant flag is given; nil otherwise, which keeps the plain behaviour (the
 // body sent as written, --idempotency-keys on drawn writes).
-func (x *loadExtras) requestTemplate(fs *pflag.FlagSet, method string) (*load.RequestTemplate, error) {
+func (x *loadExtras) requestTemplate(fs *pflag.FlagSet, method string) (*driver.RequestTemplate, error) {
 	// Each flag checked alone, so that the error names it.
 	for _, f := range []struct {
 		name string
-		t    load.RequestTemplate
+		t    driver.RequestTemplate
 	}{
-		{"key-header", load.RequestTemplate{KeyHeader: x.keyHeader, KeyPrefix: "k"}},
-		{"key-prefix", load.RequestTemplate{KeyPrefix: x.keyPrefix}},
-		{"tenant", load.RequestTemplate{Tenant: x.tenant}},
-		{"tenant-header", load.RequestTemplate{Tenant: "t", TenantHeader: x.tenantHeader}},
+		{"key-header", driver.RequestTemplate{KeyHeader: x.keyHeader, KeyPrefix: "k"}},
+		{"key-prefix", driver.RequestTemplate{KeyPrefix: x.keyPrefix}},
+		{"tenant", driver.RequestTemplate{Tenant: x.tenant}},
+		{"tenant-header", driver.RequestTemplate{Tenant: "t", TenantHeader: x.tenantHeader}},
 	} {
 		if err := f.t.Validate(); err != nil {
 			return nil, fmt.Errorf("--%s: %w", f.name, err)
@@ -188,7 +188,7 @@ func (x *loadExtras) requestTemplate(fs *pflag.FlagSet, method string) (*load.Re
 	if !write && !asked {
 		return nil, nil
 	}
-	return &load.RequestTemplate{KeyHeader: x.keyHeader, KeyPrefix: x.keyPrefix, NoKey: x.noKey,
+	return &driver.RequestTemplate{KeyHeader: x.keyHeader, KeyPrefix: x.keyPrefix, NoKey: x.noKey,
 		Tenant: x.tenant, TenantHeader: x.tenantHeader}, nil
 }
 
@@ -224,7 +224,7 @@ func (c *loadCommand) readStdinTarget() error {
 	if len(data) > maxTargetsInput {
 		return fmt.Errorf("stdin: more than %d bytes of targets", maxTargetsInput)
 	}
-	ts, err := load.ReadTargets(strings.NewReader(string(data)), "stdin")
+	ts, err := driver.ReadTargets(strings.NewReader(string(data)), "stdin")
 	if err != nil {
 		return err
 	}
@@ -253,16 +253,16 @@ func (c *loadCommand) readStdinTarget() error {
 // runTarget runs the --target load, writing every attempt to --output as
 // vegeta results when asked (atomically: the file appears complete, with
 // what an interrupted run had sent).
-func (c *loadCommand) runTarget(ctx context.Context, opt load.Options) (*metrics.Result, error) {
+func (c *loadCommand) runTarget(ctx context.Context, opt driver.Options) (*metrics.Result, error) {
 	if c.x.output == "" {
-		return load.Run(ctx, opt)
+		return driver.Run(ctx, opt)
 	}
 	var res *metrics.Result
 	var runErr error
 	err := metrics.WriteFileAtomic(c.x.output, func(w io.Writer) error {
-		vw := load.NewVegetaWriter(w, c.target)
+		vw := driver.NewVegetaWriter(w, c.target)
 		opt.OnAttempt = vw.Write
-		if res, runErr = load.Run(ctx, opt); runErr != nil {
+		if res, runErr = driver.Run(ctx, opt); runErr != nil {
 			return runErr
 		}
 		return vw.Flush()

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stormsim/stormsim/broker"
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/driver"
 )
 
 // natsFlag is --nats: the NATS server (with JetStream) that runs a
@@ -31,7 +31,7 @@ func (f *natsFlag) check(remote bool) error {
 		return &exitError{exitUsage, fmt.Errorf("--nats: want nats://host:port, got %q", broker.Redact(f.url))}
 	}
 	if !remote {
-		if err := load.CheckLoopback(u.Host); err != nil {
+		if err := driver.CheckLoopback(u.Host); err != nil {
 			return &exitError{exitUsage, fmt.Errorf("--nats: %w (add --allow-remote)", err)}
 		}
 	}

@@ -11,7 +11,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/driver"
+	"github.com/stormsim/stormsim/load/serve"
 	"github.com/stormsim/stormsim/load/transport"
 )
 
@@ -42,9 +43,9 @@ type serveCommand struct {
 
 // flags declares the command's flags on fs.
 func (c *serveCommand) flags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.listen, "listen", load.DefaultListen, "first service's `host:port` (the next services take the next ports; port 0: any free port)")
+	fs.StringVar(&c.listen, "listen", serve.DefaultListen, "first service's `host:port` (the next services take the next ports; port 0: any free port)")
 	fs.BoolVar(&c.remote, "allow-remote", false, "allow a listen address off the loopback interface")
-	fs.StringVar(&c.proto, "protocol", load.ProtocolHTTP, "what the services speak: http, or grpc (any unary method; reflection describes "+transport.GRPCMethod+"; /stats and /metrics still answer HTTP/1 on the same port)")
+	fs.StringVar(&c.proto, "protocol", serve.ProtocolHTTP, "what the services speak: http, or grpc (any unary method; reflection describes "+transport.GRPCMethod+"; /stats and /metrics still answer HTTP/1 on the same port)")
 	fs.StringArrayVar(&c.sf.sets, "set", nil, "override a scenario value: `path=value` (repeatable)")
 	fs.Uint64Var(&c.sf.seed, "seed", 0, "random seed (default: the scenario's)")
 	fs.StringVar(&c.traces, "traces", "", "write OpenTelemetry spans (OTLP JSON lines) to `FILE` when stopped: one per attempt, at caller and callee")
@@ -58,7 +59,7 @@ func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err
 	if len(args) != 1 {
 		return &exitError{exitUsage, fmt.Errorf("want one scenario, got %d arguments", len(args))}
 	}
-	if c.proto != load.ProtocolHTTP && c.proto != load.ProtocolGRPC {
+	if c.proto != serve.ProtocolHTTP && c.proto != serve.ProtocolGRPC {
 		return &exitError{exitUsage, fmt.Errorf("--protocol: want http or grpc, got %q", c.proto)}
 	}
 	sc, err := loadScenario(args[0], c.sf.overrides())
@@ -74,7 +75,7 @@ func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err
 		return err
 	}
 	if c.remote {
-		if err := load.CheckLoopback(c.listen); err != nil {
+		if err := driver.CheckLoopback(c.listen); err != nil {
 			fmt.Fprintf(os.Stderr, "stormsim serve: --allow-remote: %d services of %s will accept connections on %s\n", len(sc.Services), sc.Name, c.listen)
 		}
 	}
@@ -87,9 +88,9 @@ func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err
 	if err != nil {
 		return err
 	}
-	cl, err := load.StartCluster(sc, load.ClusterOptions{Listen: c.listen, AllowRemote: c.remote,
+	cl, err := serve.StartCluster(sc, serve.ClusterOptions{Listen: c.listen, AllowRemote: c.remote,
 		// A server that runs indefinitely keeps a bounded ledger.
-		LedgerWindow: load.DefaultLedgerWindow, Tracing: tr, Protocol: c.proto, TLS: c.tls.on, NATS: c.nats.url})
+		LedgerWindow: serve.DefaultLedgerWindow, Tracing: tr, Protocol: c.proto, TLS: c.tls.on, NATS: c.nats.url})
 	if err != nil {
 		return errors.Join(err, closeTracing(tr))
 	}
@@ -106,7 +107,7 @@ func (c *serveCommand) run(ctx context.Context, args []string, w io.Writer) (err
 		if urls := cl.ReplicaURLs[name]; len(urls) > 1 {
 			name, u = fmt.Sprintf("%s#%d", name, s.Replica()), urls[s.Replica()]
 		}
-		if c.proto == load.ProtocolGRPC {
+		if c.proto == serve.ProtocolGRPC {
 			// The port answers HTTP/1 too: stats and metrics are there.
 			if addr, _, err := transport.ParseGRPCTarget(u); err == nil {
 				fmt.Fprintf(w, "  %-16s %s   (stats: http://%s/stats, metrics: http://%s/metrics)\n", name, u, addr, addr)

@@ -10,7 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stormsim/stormsim/inputfile"
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/driver"
+	"github.com/stormsim/stormsim/load/serve"
 	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 )
@@ -62,11 +63,11 @@ func (f *tlsFlags) client(target string, conns, workers int) (*http.Client, erro
 	if err != nil {
 		return nil, fmt.Errorf("--tls-ca: %w", err)
 	}
-	cfg, err := load.ClientTLS(pem)
+	cfg, err := serve.ClientTLS(pem)
 	if err != nil {
 		return nil, fmt.Errorf("--tls-ca %s: %w", f.ca, err)
 	}
-	tr := transport.NewHTTPTransport(cmp.Or(conns, workers, load.DefaultWorkers))
+	tr := transport.NewHTTPTransport(cmp.Or(conns, workers, driver.DefaultWorkers))
 	tr.TLSClientConfig = cfg
 	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
 }

@@ -15,7 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/driver"
+	"github.com/stormsim/stormsim/load/serve"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/sim"
 	"github.com/stormsim/stormsim/topology"
@@ -203,7 +204,7 @@ type proxyRun struct {
 	dir     string
 	s       scenario
 	addrs   []string // the proxy's servers: serve's replicas, or closed ports
-	cluster *load.Cluster
+	cluster *serve.Cluster
 }
 
 func newProxyRun(t *testing.T, s scenario) *proxyRun {
@@ -212,7 +213,7 @@ func newProxyRun(t *testing.T, s scenario) *proxyRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := load.StartCluster(up, load.ClusterOptions{})
+	cl, err := serve.StartCluster(up, serve.ClusterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,11 +252,11 @@ func (r *proxyRun) drive(port int) *metrics.Result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	arrivals, err := load.TargetArrivals(topology.ArrivalConstant, rate, writes, duration, 1)
+	arrivals, err := driver.TargetArrivals(topology.ArrivalConstant, rate, writes, duration, 1)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	res, err := load.Run(ctx, load.Options{
+	res, err := driver.Run(ctx, driver.Options{
 		Target: fmt.Sprintf("http://127.0.0.1:%d/", port), Arrivals: arrivals,
 		Duration: duration, WriteMethod: method, Grace: 10 * time.Second,
 		Policy: topology.Call{Timeout: 10 * time.Second},

@@ -38,9 +38,9 @@ func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.grpcTransparent
 }
 
-// promBucketStep keeps every 8th log bucket (powers of two of µs) as a
-// Prometheus bucket.
-const promBucketStep = 8
+// promBuckets is how many Prometheus buckets a phase has: upper bounds at
+// the powers of two of µs, 2^0 … 2^27 µs (the phase histogram's range).
+const promBuckets = 28
 
 func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	var notSent, transparent int64
@@ -51,23 +51,42 @@ func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.ns, prometheus.CounterValue, float64(notSent))
 	ch <- prometheus.MustNewConstMetric(c.grpcTransparent, prometheus.CounterValue, float64(transparent))
 	for p := PhasePool; p < NumPhases; p++ {
-		var n, failed int64
-		var sum float64
-		buckets := map[float64]uint64{}
+		var failed int64
 		for _, r := range c.recs {
-			h := &r.hist[p]
-			n += h.n.Load()
-			sum += float64(h.sumNs.Load()) / 1e9
 			failed += r.failed[p].Load()
-			var cum uint64
-			for i := range h.counts {
-				cum += uint64(h.counts[i].Load())
-				if (i+1)%promBucketStep == 0 {
-					buckets[phaseBound(i)/1000] += cum
-				}
-			}
 		}
+		n, sum, buckets := mergedPhase(c.recs, p)
 		ch <- prometheus.MustNewConstHistogram(c.hist, uint64(n), sum, buckets, p.String())
 		ch <- prometheus.MustNewConstMetric(c.failed, prometheus.CounterValue, float64(failed), p.String())
 	}
+}
+
+// mergedPhase merges phase p's histograms of recs into one and returns its
+// count, its sum in seconds and its cumulative Prometheus buckets: at each
+// bound 2^k µs, the samples of the HDR buckets that start at or below it
+// (the bound is a bucket's start, so the count is exact to the histogram's
+// 1 %).
+func mergedPhase(recs []*PhaseRecorder, p Phase) (n int64, sumS float64, buckets map[float64]uint64) {
+	merged := newPhaseHistogram()
+	for _, r := range recs {
+		h, rn, rs := r.hist[p].snapshot()
+		if h == nil {
+			continue
+		}
+		merged.Merge(h)
+		n += rn
+		sumS += rs
+	}
+	buckets = make(map[float64]uint64, promBuckets)
+	bars := merged.Distribution()
+	var cum uint64
+	i := 0
+	for k := range promBuckets {
+		bound := int64(1) << k
+		for ; i < len(bars) && bars[i].From <= bound; i++ {
+			cum += uint64(bars[i].Count)
+		}
+		buckets[float64(bound)/1e6] = cum
+	}
+	return n, sumS, buckets
 }

@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/driver"
 	"github.com/stormsim/stormsim/load/internal/benchaddr"
 	"github.com/stormsim/stormsim/load/internal/httpecho"
 )
@@ -46,7 +46,7 @@ func main() {
 		fmt.Println(addr)
 		return
 	}
-	if err := load.CheckLoopback(*listen); err != nil {
+	if err := driver.CheckLoopback(*listen); err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		os.Exit(2)
 	}
@@ -95,7 +95,7 @@ func main() {
 
 // answers checks that addr answers GET / as echo does: 200 and its body.
 func answers(addr string) error {
-	if err := load.CheckLoopback(addr); err != nil {
+	if err := driver.CheckLoopback(addr); err != nil {
 		return err
 	}
 	c := &http.Client{Timeout: 2 * time.Second}

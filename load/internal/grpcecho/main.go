@@ -26,7 +26,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
-	"github.com/stormsim/stormsim/load"
+	"github.com/stormsim/stormsim/load/driver"
 	"github.com/stormsim/stormsim/load/internal/benchaddr"
 )
 
@@ -44,7 +44,7 @@ func main() {
 		fmt.Println(addr)
 		return
 	}
-	if err := load.CheckLoopback(*listen); err != nil {
+	if err := driver.CheckLoopback(*listen); err != nil {
 		fmt.Fprintln(os.Stderr, "grpcecho:", err)
 		os.Exit(2)
 	}
@@ -77,7 +77,7 @@ func main() {
 
 // serving checks that addr answers a health check as grpcecho does.
 func serving(addr string) error {
-	if err := load.CheckLoopback(addr); err != nil {
+	if err := driver.CheckLoopback(addr); err != nil {
 		return err
 	}
 	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
