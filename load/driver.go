@@ -167,6 +167,9 @@ type Options struct {
 	// network, if set, is the in-memory network the driver dials on
 	// (tests; network.go).
 	network *memnet.Network
+	// converge, if set, follows the writes to certainty: status queries
+	// after an unknown outcome (RunScenario sets it; driveconverge.go).
+	converge *converger
 	// Shard, when set, makes this driver send only the logical requests of
 	// the whole schedule whose index n is ≡ Index (mod Count): 1/Count of the
 	// rate, at the whole schedule's intended times, with the whole
@@ -302,6 +305,11 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	}
 	if err := d.fleet(root); err != nil {
 		return nil, err
+	}
+	if opt.converge != nil {
+		if err := opt.converge.start(clk, root); err != nil {
+			return nil, err
+		}
 	}
 	return d.run(ctx, root, stopAttempts, hard, hardCancel)
 }
@@ -442,6 +450,9 @@ func (d *driver) run(ctx, root context.Context, stopAttempts context.CancelFunc,
 	close(scheduled)
 	close(jobs)
 	workers.Wait()
+	if d.opt.converge != nil {
+		d.opt.converge.wait() // every intent's status queries
+	}
 
 	// Abandoned (not cancelled) attempts run until they answer or time
 	// out; give them the grace period, then cancel what is left.
@@ -624,7 +635,14 @@ func (d *driver) serve(ctx, hard context.Context, j job, a *transport.Attempt, a
 	if d.ecs != nil {
 		ec = d.ecs[model.InstanceOf(j.n, len(d.ecs))]
 	}
+	var in *intent
+	if opt.converge != nil && j.write {
+		in = opt.converge.begin(j.at, counted)
+	}
 	res := ec.Do(hard, co, a, attempts)
+	if in != nil {
+		opt.converge.done(ctx, in, res.Result, a, co, ec)
+	}
 	endRequest(sp, res.Result)
 	d.rec.record(j.at, d.clk.Now(), res.Result, counted)
 	if opt.OnDone != nil {

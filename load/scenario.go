@@ -129,6 +129,10 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	client, conns := clientFor(cl, w.Client.Pool, want)
 	// The client fleet's edges are the plan's, as the simulator binds them.
 	fleet := cl.Plan().Client
+	cv, err := newConverger(sc, cl, opt.Protocol == ProtocolGRPC)
+	if err != nil {
+		return nil, err
+	}
 	clientStream := func(k int) string { return fleet[k].Stream }
 	res, err := Run(ctx, Options{Client: client,
 		Replicas: cl.ReplicaURLs[w.Entry], BalanceRand: model.Stream(sc.Seed, model.BalanceStream(clientStream(0))),
@@ -140,7 +144,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 		Deadline: w.Deadline, Policy: policy, GRPCServiceConfig: opt.GRPCServiceConfig, IdempotencyKeys: w.IdempotencyKeys,
 		Workers: opt.Workers, Connections: conns, Seed: seed, Rand: model.Stream(sc.Seed, clientStream(0)), Scenario: sc.Name, Version: opt.Version,
 		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, network: opt.Network, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
-		MaxRequests: opt.MaxRequests, Shard: opt.Shard, Tracing: opt.Tracing, NetHTTP: opt.NetHTTP, OnRow: opt.OnRow, services: liveServices(&samples, opt.OnRow),
+		MaxRequests: opt.MaxRequests, Shard: opt.Shard, converge: cv, Tracing: opt.Tracing, NetHTTP: opt.NetHTTP, OnRow: opt.OnRow, services: liveServices(&samples, opt.OnRow),
 		OnDone: func(id uint64, write, counted bool, r policies.CallResult) {
 			if write && counted {
 				vmu.Lock()
@@ -164,6 +168,9 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 		}
 	}
 	fillServices(res, sc, cl, &samples)
+	if cv != nil {
+		cv.fill(res)
+	}
 	committer := cl.Service(CommittingService(sc)) // it keeps its replicas' ledger
 	if committer != nil && len(views) > 0 {
 		var l idempotency.Ledger

@@ -237,6 +237,8 @@ type Service struct {
 	warmup   time.Duration
 	consumer *broker.Consumer
 	topic    *broker.Topic
+	// hasQuery: the service answers status queries (serveconverge.go).
+	hasQuery bool
 }
 
 // edgeRef is one outgoing edge of a service.
@@ -331,6 +333,9 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 		s.cm.ShareStore(c.First.cm)
 	}
 	s.cm.TrackCancelled(func(w *waiter) bool { return w.state == cancelled }, func(*waiter) {})
+	if err := s.enableQueries(); err != nil {
+		return nil, err
+	}
 	s.warmup = sc.Warmup
 	for _, f := range rp.Faults {
 		s.faults = append(s.faults, *f)
@@ -534,6 +539,8 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type attemptInfo struct {
 	id, key     string
 	write, warm bool
+	// query: a status query by key (serveconverge.go).
+	query bool
 	// deadline is the propagated deadline on the service's clock, if
 	// hasDeadline.
 	deadline    time.Duration
@@ -551,6 +558,7 @@ func parseAttempt(r *http.Request, arrived time.Duration) attemptInfo {
 		key:   r.Header.Get(transport.HeaderIdempotencyKey),
 		write: r.Header.Get(transport.HeaderWrite) != "",
 		warm:  r.Header.Get(transport.HeaderWarmup) != "",
+		query: r.Header.Get(HeaderQuery) != "",
 	}
 	if v := r.Header.Get(transport.HeaderDeadline); v != "" {
 		ms, err := strconv.ParseFloat(v, 64)
@@ -658,6 +666,7 @@ func cDropped(c *counters) *atomic.Int64   { return &c.dropped }
 func (s *Service) work(w http.ResponseWriter, r *http.Request) {
 	arrived := s.now()
 	a := parseAttempt(r, arrived)
+	s.checkQuery(&a)
 	defer s.holdBody(&a)()
 	rp := &reply{s: s, w: w, warm: a.warm, arrived: arrived}
 	rp.add(cAttempts)
@@ -674,6 +683,10 @@ func (s *Service) work(w http.ResponseWriter, r *http.Request) {
 	wctx = withSpanOf(wctx, r.Context())
 	wt, started := s.admit(rp, a)
 	if wt == nil || !started && !s.await(wctx, rp, wt) {
+		return
+	}
+	if a.query {
+		s.serveQuery(wctx, r, rp, wt, a.key)
 		return
 	}
 	s.serveWork(wctx, r, rp, a, wt)

@@ -301,16 +301,14 @@ func (sc *Scenario) SimulatorOnly() Problems {
 }
 
 // SimulatorOnlyConvergence reports each convergence key of sc that serve
-// does not run yet (status queries, recovery, reconciliation, owner
-// crashes) as a problem at its file and line, so that serve refuses the
-// scenario by name instead of ignoring them; nil when there are none.
+// does not run yet (recovery, reconciliation, owner crashes; serve runs
+// status queries by key and alert_after) as a problem at its file and
+// line, so that serve refuses the scenario by name instead of ignoring
+// them; nil when there are none.
 func (sc *Scenario) SimulatorOnlyConvergence() Problems {
 	var out Problems
 	add := func(path, what string) {
 		out = append(out, sc.ProblemAt(path, "%s: simulator-only for now, serve does not run it (run the scenario with stormsim run)", what))
-	}
-	if sc.Workload.Query != nil {
-		add("workload.query", "status queries by key")
 	}
 	for i := range sc.Services {
 		s, p := &sc.Services[i], fmt.Sprintf("services[%d]", i)

@@ -96,11 +96,15 @@ func TestSimulatorOnlyConvergence(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := sc.SimulatorOnlyConvergence().Error()
-	for _, want := range []string{"converge.yaml:10: workload.query:", "converge.yaml:27: services[1].recovery:",
+	for _, want := range []string{"converge.yaml:27: services[1].recovery:",
 		"converge.yaml:29: services[1].reconciliation:", "converge.yaml:38: faults[0].crash_owner:"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in\n%s", want, got)
 		}
+	}
+	// serve runs status queries by key: they are not refused.
+	if strings.Contains(got, "workload.query") {
+		t.Errorf("workload.query named simulator-only, but serve runs it:\n%s", got)
 	}
 	base, err := Load(filepath.Join("testdata", "base.yaml"), nil)
 	if err != nil {

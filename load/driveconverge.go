@@ -1,0 +1,277 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/stormsim/stormsim/load/internal/clock"
+	"github.com/stormsim/stormsim/load/transport"
+	"github.com/stormsim/stormsim/metrics"
+	"github.com/stormsim/stormsim/model"
+	"github.com/stormsim/stormsim/policies"
+	"github.com/stormsim/stormsim/topology"
+)
+
+// This file is the client half of convergence after UNKNOWN in serve: a
+// scenario run follows each write to certainty with the plan's machines
+// (model.ConvergePlan), as the simulator does (sim/converge.go). A write
+// whose call ended unknown is queried by its key on the Querier's
+// schedule over the plan's query edge (model.QueryPlan.Edge, from
+// model.QueryCaller to the committing service, under workload.query.call,
+// drawing from its stream): each query is a call of its own with its
+// policy's retries, budget and breaker, sent as a GET to the committing
+// service's work path with HeaderQuery and the key in Idempotency-Key, so
+// it queues and counts in that service's attempts and amplification (the
+// served endpoint is serveconverge.go). A NOT_FOUND past the lease
+// resubmits the write with the same key (resubmit). model.Tally keeps the
+// run's certainty, reported as the summary's certainty exactly as the
+// simulator reports it.
+
+// converger follows a scenario run's writes to certainty. Its machines
+// (the tally, the queriers, the schedule's jitter stream) are guarded by
+// mu; the queries of one intent run in a goroutine of their own.
+type converger struct {
+	mu    sync.Mutex
+	tally model.Tally
+	hist  *hdrhistogram.Histogram
+	// ivQueries counts the status queries of the current series interval.
+	ivQueries int64
+	// pol is the query schedule (nil without workload.query); pe its edge,
+	// ec that edge's client (bound by start), url the committing
+	// service's, hdr the query's headers.
+	pol *model.QueryPolicy
+	pe  *model.Edge
+	ec  *EdgeClient
+	tr  transport.Transport
+	url string
+	hdr http.Header
+	// states holds, per key, the record state the last answered query of
+	// it named (the edge's OnAttempt hook reads it off the answer).
+	states map[string]model.RecordState
+	// deadline is the workload's: a resubmitted write gets one of its own.
+	deadline time.Duration
+	seed     uint64
+	clk      clock.Clock
+	root     context.Context
+	wg       sync.WaitGroup
+	// committer names the committing service.
+	committer string
+}
+
+// intent is one write followed to certainty.
+type intent struct {
+	c        model.Certain
+	q        model.Querier
+	counted  bool
+	lastSent time.Duration
+}
+
+// newConverger returns the converger of a scenario run on cl, nil when
+// the scenario configures no convergence.
+func newConverger(sc *topology.Scenario, cl *Cluster, grpc bool) (*converger, error) {
+	cp := cl.Plan().Converge
+	if cp == nil {
+		return nil, nil
+	}
+	commit := cl.Plan().Services[cp.Committer]
+	cv := &converger{tally: model.Tally{AlertAfter: cp.AlertAfter}, hist: metrics.NewCertaintyHistogram(),
+		deadline: sc.Workload.Deadline, seed: sc.Seed, committer: commit.Name, states: map[string]model.RecordState{}}
+	q := cp.Query
+	if q == nil {
+		return cv, nil
+	}
+	if grpc {
+		return nil, fmt.Errorf("load: %s: workload.query: status queries are served over HTTP only, not protocol grpc", scenarioName(sc))
+	}
+	svc := cl.Service(commit.Name)
+	var err error
+	if cv.pol, err = q.Policy(svc.cm.Lease(), model.Stream(sc.Seed, q.Stream)); err != nil {
+		return nil, fmt.Errorf("load: %s: %w", scenarioName(sc), err)
+	}
+	cv.pe, cv.url = q.Edge, cl.URLs[commit.Name]
+	cv.tr = transport.NewHTTP(&http.Client{Transport: cl.tr}, false)
+	cv.hdr = http.Header{HeaderQuery: {"1"}}
+	return cv, nil
+}
+
+// start binds the query edge on the run's clock; root bounds its attempts.
+func (cv *converger) start(clk clock.Clock, root context.Context) error {
+	cv.clk, cv.root = clk, root
+	if cv.pol == nil {
+		return nil
+	}
+	edge, err := policies.NewEdge(cv.pe.Call.EdgeConfig(), model.Stream(cv.seed, cv.pe.Stream))
+	if err != nil {
+		return fmt.Errorf("load: %s.%w", cv.pe.Field, err)
+	}
+	cv.ec = NewEdgeClient(EdgeConfig{Edge: edge, Transport: cv.tr, Root: root, clk: clk,
+		OnAttempt: func(a *transport.Attempt, _ time.Time, _ time.Duration, ans transport.Answer) {
+			if st, ok := RecordOf(ans.Status); ok {
+				cv.mu.Lock()
+				cv.states[a.IdempotencyKey] = st
+				cv.mu.Unlock()
+			}
+		}})
+	return nil
+}
+
+// begin follows a new write first attempted (due) at first.
+func (cv *converger) begin(first time.Duration, counted bool) *intent {
+	in := &intent{counted: counted, lastSent: first}
+	cv.mu.Lock()
+	if counted {
+		cv.tally.Begin(&in.c, first)
+	} else {
+		in.c = model.Certain{First: first}
+	}
+	cv.mu.Unlock()
+	return in
+}
+
+// done is the write's own call ended with r: a known answer makes it
+// certain; an unknown one starts its queries, in a goroutine of their
+// own, from write (its attempt, copied) sent over ec with co.
+func (cv *converger) done(ctx context.Context, in *intent, r policies.CallResult, write *transport.Attempt, co policies.CallOptions, ec *EdgeClient) {
+	if r != policies.Unknown {
+		cv.resolve(in, model.ByReply)
+		return
+	}
+	cv.mu.Lock()
+	if in.counted {
+		cv.tally.Unknown(&in.c)
+	}
+	cv.mu.Unlock()
+	if cv.pol == nil || write.IdempotencyKey == "" {
+		cv.end(in)
+		return
+	}
+	w := *write
+	cv.wg.Add(1)
+	go func() {
+		defer cv.wg.Done()
+		cv.follow(ctx, in, &w, co, ec)
+	}()
+}
+
+// follow runs in's status queries, the Querier's schedule, to its end.
+func (cv *converger) follow(ctx context.Context, in *intent, write *transport.Attempt, co policies.CallOptions, ec *EdgeClient) {
+	cv.mu.Lock()
+	a := in.q.Start(cv.pol, cv.clk.Now(), in.c.First, in.lastSent)
+	cv.mu.Unlock()
+	for {
+		switch a.Step {
+		case model.QueryWait:
+			if !clock.Sleep(cv.clk, ctx, a.At-cv.clk.Now()) {
+				cv.end(in) // the run was stopped
+				return
+			}
+			cv.mu.Lock()
+			a = in.q.Wake(cv.pol, cv.clk.Now())
+			cv.mu.Unlock()
+		case model.QuerySend:
+			cv.mu.Lock()
+			if in.counted {
+				cv.tally.Queried(&in.c)
+			}
+			cv.ivQueries++
+			cv.mu.Unlock()
+			st, ok := cv.query(ctx, write, in.counted)
+			cv.mu.Lock()
+			a = in.q.Answered(cv.pol, cv.clk.Now(), ok, st)
+			cv.mu.Unlock()
+		case model.QueryResubmit:
+			now := cv.clk.Now()
+			cv.mu.Lock()
+			if in.counted {
+				cv.tally.Resubmitted()
+			}
+			cv.mu.Unlock()
+			in.lastSent = now
+			if co.HasDeadline { // the user sends it again: a deadline of its own
+				co.Deadline = now + cv.deadline
+			}
+			if r := ec.Do(ctx, co, write, nil); r.Result != policies.Unknown {
+				cv.resolve(in, model.ByQuery)
+				return
+			}
+			cv.mu.Lock()
+			a = in.q.Start(cv.pol, cv.clk.Now(), in.c.First, in.lastSent)
+			cv.mu.Unlock()
+		default:
+			if a.Resolved {
+				cv.resolve(in, model.ByQuery)
+			} else {
+				cv.end(in)
+			}
+			return
+		}
+	}
+}
+
+// query sends one status query for write's key over the query edge and
+// returns the record state it answered; ok is false when the query got no
+// answer (it failed or timed out).
+func (cv *converger) query(ctx context.Context, write *transport.Attempt, counted bool) (st model.RecordState, ok bool) {
+	key := write.IdempotencyKey
+	att := transport.Attempt{Method: http.MethodGet, URL: cv.url, Header: cv.hdr, RequestID: write.RequestID,
+		IdempotencyKey: key, KeyHeader: write.KeyHeader, Warmup: !counted}
+	r := cv.ec.Do(ctx, policies.CallOptions{Counted: counted}, &att, nil)
+	cv.mu.Lock()
+	st, ok = cv.states[key]
+	delete(cv.states, key)
+	cv.mu.Unlock()
+	return st, ok && r.Result == policies.Succeeded
+}
+
+// resolve records that by made in certain now.
+func (cv *converger) resolve(in *intent, by model.Resolution) {
+	if !in.counted {
+		return
+	}
+	cv.mu.Lock()
+	defer cv.mu.Unlock()
+	if took, first := cv.tally.Resolve(&in.c, cv.clk.Now(), by); first {
+		metrics.RecordLatency(cv.hist, took)
+	}
+}
+
+// end records that nothing follows in any more: unless certain, it never
+// will be.
+func (cv *converger) end(in *intent) {
+	if !in.counted {
+		return
+	}
+	cv.mu.Lock()
+	cv.tally.End(&in.c)
+	cv.mu.Unlock()
+}
+
+// wait waits for every intent's queries to end (each ends by its
+// schedule's deadline, or when the run is stopped).
+func (cv *converger) wait() { cv.wg.Wait() }
+
+// fill adds the run's certainty to res, ended now: the summary's
+// certainty, the query edge and the committing service's query count.
+func (cv *converger) fill(res *metrics.Result) {
+	cv.mu.Lock()
+	c := cv.tally.Certainty(cv.clk.Now())
+	cv.mu.Unlock()
+	c.SetTimes(cv.hist)
+	s := &res.Summary
+	s.Certainty, res.Certainty = &c, cv.hist
+	if cv.ec == nil {
+		return
+	}
+	es := edgeSummary(model.QueryCaller, cv.committer, cv.ec)
+	s.Edges = append(s.Edges, es)
+	for i := range s.Services {
+		if s.Services[i].Name == cv.committer {
+			s.Services[i].Queries = es.Attempts
+		}
+	}
+}
