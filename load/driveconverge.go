@@ -39,8 +39,10 @@ type converger struct {
 	mu    sync.Mutex
 	tally model.Tally
 	hist  *hdrhistogram.Histogram
-	// ivQueries counts the status queries of the current series interval.
+	// ivQueries counts the status queries of the current series interval,
+	// ivHist the times to certainty of the intents certain in it.
 	ivQueries int64
+	ivHist    *hdrhistogram.Histogram
 	// pol is the query schedule (nil without workload.query); pe its edge,
 	// ec that edge's client (bound by start), url the committing
 	// service's, hdr the query's headers.
@@ -79,7 +81,7 @@ func newConverger(sc *topology.Scenario, cl *Cluster, grpc bool) (*converger, er
 		return nil, nil
 	}
 	commit := cl.Plan().Services[cp.Committer]
-	cv := &converger{tally: model.Tally{AlertAfter: cp.AlertAfter}, hist: metrics.NewCertaintyHistogram(),
+	cv := &converger{tally: model.Tally{AlertAfter: cp.AlertAfter}, hist: metrics.NewCertaintyHistogram(), ivHist: metrics.NewCertaintyHistogram(),
 		deadline: sc.Workload.Deadline, seed: sc.Seed, committer: commit.Name, states: map[string]model.RecordState{}}
 	q := cp.Query
 	if q == nil {
@@ -237,6 +239,7 @@ func (cv *converger) resolve(in *intent, by model.Resolution) {
 	defer cv.mu.Unlock()
 	if took, first := cv.tally.Resolve(&in.c, cv.clk.Now(), by); first {
 		metrics.RecordLatency(cv.hist, took)
+		metrics.RecordLatency(cv.ivHist, took)
 	}
 }
 
@@ -273,5 +276,24 @@ func (cv *converger) fill(res *metrics.Result) {
 		if s.Services[i].Name == cv.committer {
 			s.Services[i].Queries = es.Attempts
 		}
+	}
+}
+
+// sample adds the run-wide convergence columns of the series interval
+// ending now to sm (the simulator's: intents unknown and the manual
+// queue now, the interval's queries and its p99 time to certainty), and
+// starts the next interval.
+func (cv *converger) sample(sm *sampler) {
+	cv.mu.Lock()
+	p99 := 0.0
+	if cv.ivHist.TotalCount() > 0 {
+		p99 = float64(cv.ivHist.ValueAtQuantile(99)) / 1000
+	}
+	row := [...]float64{float64(cv.tally.UnknownNow()), float64(cv.tally.ManualNow()), float64(cv.ivQueries), p99}
+	cv.ivQueries = 0
+	cv.ivHist.Reset()
+	cv.mu.Unlock()
+	for i, c := range [...]string{metrics.ColUnknownIntents, metrics.ColManualQueue, metrics.ColQueries, metrics.ColCertainP99} {
+		sm.cols[c] = append(sm.cols[c], row[i])
 	}
 }

@@ -117,7 +117,11 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	// them: the same ledger, the same requests (after the warm-up).
 	var vmu sync.Mutex
 	views := map[uint64]policies.CallResult{}
-	var samples sampler
+	cv, err := newConverger(sc, cl, opt.Protocol == ProtocolGRPC)
+	if err != nil {
+		return nil, err
+	}
+	samples := sampler{cv: cv}
 	samples.start(cl, sc.Interval)
 	want := cmp.Or(opt.Connections, opt.Workers)
 	if opt.Protocol == ProtocolGRPC && opt.Connections == 0 {
@@ -129,10 +133,6 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	client, conns := clientFor(cl, w.Client.Pool, want)
 	// The client fleet's edges are the plan's, as the simulator binds them.
 	fleet := cl.Plan().Client
-	cv, err := newConverger(sc, cl, opt.Protocol == ProtocolGRPC)
-	if err != nil {
-		return nil, err
-	}
 	clientStream := func(k int) string { return fleet[k].Stream }
 	res, err := Run(ctx, Options{Client: client,
 		Replicas: cl.ReplicaURLs[w.Entry], BalanceRand: model.Stream(sc.Seed, model.BalanceStream(clientStream(0))),
@@ -281,6 +281,8 @@ type sampler struct {
 	n        int
 	tick     chan struct{}
 	stopOnce sync.Once
+	// cv, if set, adds the run-wide convergence columns (driveconverge.go).
+	cv *converger
 }
 
 func (sm *sampler) start(cl *Cluster, interval time.Duration) {
@@ -361,6 +363,9 @@ func (sm *sampler) take(cl *Cluster) {
 				sm.add(metrics.MetricBudgetLevel, name, level)
 			}
 		}
+	}
+	if sm.cv != nil {
+		sm.cv.sample(sm)
 	}
 }
 

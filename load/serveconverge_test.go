@@ -1,9 +1,11 @@
 package load
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/stormsim/stormsim/load/transport"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
+	"github.com/stormsim/stormsim/sim"
 )
 
 // serviceNamed is the summary of service name in s.
@@ -155,4 +158,119 @@ services:
 	if rec := none.answers[0]; rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "no query endpoint") {
 		t.Errorf("a query to a service without query_time: %d %q, want 400 naming the missing endpoint", rec.Code, rec.Body.String())
 	}
+}
+
+// A storm of lost replies: 1000 writes over 10s, each reply (a query's
+// too) lost with probability p = 0.3, no retry; a write unknown after its
+// 100ms timeout is queried every 50ms, each query lost with p again.
+const lostRepliesScenario = `
+name: lost-replies
+duration: 10s
+seed: 11
+workload:
+  entry: orders
+  arrival: constant
+  rate: 100
+  write_fraction: 1
+  idempotency_keys: true
+  client: {timeout: 100ms}
+  query: {interval: 50ms, call: {timeout: 100ms}}
+services:
+  - name: orders
+    workers: 8
+    service_time: {dist: constant, value: 10ms}
+    query_time: {dist: constant, value: 1ms}
+faults:
+  - {service: orders, at: 0s, for: 20s, drop_response: 0.3}
+`
+
+// TestServeQueriesAgreeWithSimulator: the same storm of lost replies in
+// the simulator and in serve (on the bubble's clock) agrees on the
+// intents resolved by reply and by query and on queries per intent,
+// within the statistics, and both on the closed form.
+//
+// Each of the N = 1000 writes is unknown with probability p = 0.3, so
+// the unknowns U are binomial: mean Np = 300, sd √(Np(1−p)) = 14.5. Every
+// unknown is resolved by a query (the 60s deadline is far), so
+// resolved_by.query = U and reply = N − U; two independent runs differ by
+// sd 14.5·√2 = 20.5: 4 sd is 82. Queries per unknown intent are geometric
+// with success 1−p: mean 1/(1−p) = 1.4286, sd √p/(1−p) = 0.78 per intent,
+// 0.78/√300 = 0.045 for the mean over U ≈ 300 intents; each run within 4
+// sd (0.18) of the closed form, the two within 4·0.045·√2 = 0.26.
+func TestServeQueriesAgreeWithSimulator(t *testing.T) {
+	sc := parseScenario(t, lostRepliesScenario)
+	simRes, err := sim.Run(context.Background(), sc, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	simS := simRes.Summary
+	res := runInMemory(t, sc, ScenarioOptions{})
+	const n, p = 1000, 0.3
+	sdU := math.Sqrt(n * p * (1 - p))
+	qpi := 1 / (1 - p)
+	sdQ := math.Sqrt(p) / (1 - p) / math.Sqrt(n*p)
+	for _, run := range []struct {
+		name string
+		c    *metrics.Certainty
+	}{{"simulator", simS.Certainty}, {"serve", res.Summary.Certainty}} {
+		c := run.c
+		if c == nil {
+			t.Fatalf("%s: no certainty", run.name)
+		}
+		if c.Intents != n || c.ResolvedBy.Reply+c.ResolvedBy.Query != n || c.ResolvedBy.Never != 0 {
+			t.Errorf("%s: %d intents resolved by %+v, want %d by reply or query", run.name, c.Intents, c.ResolvedBy, n)
+		}
+		if d := math.Abs(float64(c.ResolvedBy.Query) - n*p); d > 4*sdU {
+			t.Errorf("%s: %d resolved by query, want %v ± %.0f", run.name, c.ResolvedBy.Query, n*p, 4*sdU)
+		}
+		if d := math.Abs(c.QueriesPerIntent - qpi); d > 4*sdQ {
+			t.Errorf("%s: %.3f queries per intent, want %.3f ± %.3f", run.name, c.QueriesPerIntent, qpi, 4*sdQ)
+		}
+		t.Logf("%s: resolved %+v, queries %d, %.3f per intent, p50 %.1fms p99 %.1fms",
+			run.name, c.ResolvedBy, c.Queries, c.QueriesPerIntent, c.P50Ms, c.P99Ms)
+	}
+	sv, rv := simS.Certainty, res.Summary.Certainty
+	if d := math.Abs(float64(sv.ResolvedBy.Query - rv.ResolvedBy.Query)); d > 4*sdU*math.Sqrt2 {
+		t.Errorf("resolved by query: simulator %d, serve %d: %.0f apart, want ≤ %.0f", sv.ResolvedBy.Query, rv.ResolvedBy.Query, d, 4*sdU*math.Sqrt2)
+	}
+	if d := math.Abs(sv.QueriesPerIntent - rv.QueriesPerIntent); d > 4*sdQ*math.Sqrt2 {
+		t.Errorf("queries per intent: simulator %.3f, serve %.3f: %.3f apart, want ≤ %.3f", sv.QueriesPerIntent, rv.QueriesPerIntent, d, 4*sdQ*math.Sqrt2)
+	}
+	// Both series carry the run-wide convergence columns. The queries of a
+	// run total Σ over U intents of geometric counts: variance
+	// U·p/(1−p)² + Var(U)·(1/(1−p))² = 183 + 428, sd 24.7; two runs' totals
+	// differ by sd 35: within 4 sd (140), the series' sums too.
+	sq, rq := seriesSum(t, simRes.Series, metrics.ColQueries), seriesSum(t, res.Series, metrics.ColQueries)
+	if math.Abs(sq-rq) > 140 || rq > float64(rv.Queries) {
+		t.Errorf("queries column: simulator %v, serve %v (serve's certainty %d), want within 140 and ≤ the run's queries", sq, rq, rv.Queries)
+	}
+	for _, col := range []string{metrics.ColUnknownIntents, metrics.ColManualQueue, metrics.ColCertainP99} {
+		seriesSum(t, res.Series, col)
+	}
+	// The queries are attempts at the committing service: its attempts are
+	// the writes and the queries' attempts, in both modes.
+	so, ro := serviceNamed(t, simS, "orders"), serviceNamed(t, res.Summary, "orders")
+	for _, x := range []struct {
+		name string
+		s    metrics.ServiceSummary
+		q    int64
+	}{{"simulator", so, sv.Queries}, {"serve", ro, rv.Queries}} {
+		if x.s.Queries != x.q || x.s.Attempts != n+x.q {
+			t.Errorf("%s: orders %d attempts, %d queries; certainty %d queries: want attempts = %d writes + queries", x.name, x.s.Attempts, x.s.Queries, x.q, n)
+		}
+	}
+}
+
+// seriesSum is the sum of column col of ts, which must have it.
+func seriesSum(t *testing.T, ts *metrics.TimeSeries, col string) float64 {
+	t.Helper()
+	i := slices.Index(ts.Columns, col)
+	if i < 0 {
+		t.Fatalf("no column %q in %v", col, ts.Columns)
+	}
+	sum := 0.0
+	for _, row := range ts.Rows {
+		sum += row[i]
+	}
+	return sum
 }
