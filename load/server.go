@@ -135,6 +135,11 @@ type Stats struct {
 	// Consumer is the service's consumer group of a topic, if it has one:
 	// what the broker delivered and each intent's effects so far.
 	Consumer *metrics.ConsumerSummary `json:"consumer,omitempty"`
+	// Effects and VersionedWrites are the service's external effect and
+	// versioned write so far, when it has them (its first replica's,
+	// which its replicas share).
+	Effects         *metrics.Effects         `json:"effects,omitempty"`
+	VersionedWrites *metrics.VersionedWrites `json:"versioned_writes,omitempty"`
 }
 
 type waitState uint8
@@ -239,6 +244,9 @@ type Service struct {
 	topic    *broker.Topic
 	// hasQuery: the service answers status queries (serveconverge.go).
 	hasQuery bool
+	// fx is the service's external effect and versioned write, shared by
+	// its replicas (serveeffects.go); nil without.
+	fx *serveEffects
 }
 
 // edgeRef is one outgoing edge of a service.
@@ -336,6 +344,7 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 	if err := s.enableQueries(); err != nil {
 		return nil, err
 	}
+	s.fx = newServeEffects(svc, plan.Seed, c.First)
 	s.warmup = sc.Warmup
 	for _, f := range rp.Faults {
 		s.faults = append(s.faults, *f)
@@ -541,6 +550,9 @@ type attemptInfo struct {
 	write, warm bool
 	// query: a status query by key (serveconverge.go).
 	query bool
+	// entity and readVer are a versioned write's read (serveeffects.go).
+	entity  int
+	readVer uint64
 	// deadline is the propagated deadline on the service's clock, if
 	// hasDeadline.
 	deadline    time.Duration
@@ -795,6 +807,9 @@ func (s *Service) serveWork(ctx context.Context, r *http.Request, rp *reply, a a
 	start := s.startAt(wt)
 	service, fence, preset := s.cm.Begin(now, dedupe, key, digest(a.body))
 	ans := s.cm.PresetAnswer()
+	if !preset {
+		s.readVersion(&a)
+	}
 	s.mu.Unlock()
 	if preset {
 		s.answerPreset(r, rp, wt, start, ans)
@@ -861,8 +876,14 @@ func (s *Service) afterWork(ctx context.Context, a attemptInfo) (o policies.Outc
 	s.mu.Lock()
 	o, ok := s.cm.WorkDone()
 	s.mu.Unlock()
+	var redone time.Duration
+	if ok && s.fx != nil {
+		if o, ok, redone = s.effectsDone(ctx, &a); !ok {
+			return o, redone
+		}
+	}
 	if !ok || len(s.calls) == 0 {
-		return o, 0
+		return o, redone
 	}
 	from := s.now()
 	for i, more := 0, true; more; {
@@ -876,7 +897,7 @@ func (s *Service) afterWork(ctx context.Context, a attemptInfo) (o policies.Outc
 		// The machine's sequence rule (no state: no lock).
 		i, more, o = s.cm.AfterStep(i, len(s.calls), succeeded, d)
 	}
-	return o, s.now() - from
+	return o, redone + s.now() - from
 }
 
 // answerPreset answers with the idempotency store's decision: a replay,
@@ -1041,6 +1062,7 @@ func (s *Service) Stats() Stats {
 		l := metrics.LatencyOf(s.latency).WithExact(s.latSumUs, n, s.latMax)
 		st.LatencyMs = &l
 	}
+	s.effectStats(&st)
 	s.mu.Unlock()
 	if s.ledger == s {
 		s.lmu.Lock()

@@ -89,10 +89,11 @@ func (sc *Scenario) HasEffects() bool {
 	return false
 }
 
-// SimulatorOnlyEffects reports each key of sc that only the simulator runs
-// (external_effect, versioned_write, irrevocable) as a problem at its file
-// and line, so that a driver that does not run them (serve) refuses the
-// scenario by name instead of ignoring them; nil when there are none.
+// SimulatorOnlyEffects reports each effect key of sc that only the
+// simulator runs (irrevocable; serve runs external_effect and
+// versioned_write) as a problem at its file and line, so that a driver
+// that does not run them (serve) refuses the scenario by name instead of
+// ignoring them; nil when there are none.
 func (sc *Scenario) SimulatorOnlyEffects() Problems {
 	var out Problems
 	add := func(path, what string) {
@@ -101,12 +102,6 @@ func (sc *Scenario) SimulatorOnlyEffects() Problems {
 	for i := range sc.Services {
 		s := &sc.Services[i]
 		p := fmt.Sprintf("services[%d]", i)
-		if s.ExternalEffect != nil {
-			add(p+".external_effect", "an external effect")
-		}
-		if s.VersionedWrite != nil {
-			add(p+".versioned_write", "a versioned write")
-		}
 		for j := range s.Calls {
 			if s.Calls[j].Irrevocable {
 				add(fmt.Sprintf("%s.calls[%d].irrevocable", p, j), "an irrevocable step")

@@ -67,11 +67,10 @@ func TestEffectsDefaults(t *testing.T) {
 	if !sc.HasEffects() {
 		t.Error("HasEffects = false")
 	}
+	// serve runs external_effect and versioned_write: only the
+	// irrevocable step is refused.
 	want := []string{
 		"effects.yaml:15: services[0].calls[1].irrevocable: an irrevocable step is simulator-only",
-		"effects.yaml:21: services[1].versioned_write: a versioned write is simulator-only",
-		"effects.yaml:25: services[2].external_effect: an external effect is simulator-only",
-		"effects.yaml:29: services[3].external_effect: an external effect is simulator-only",
 	}
 	probs := sc.SimulatorOnlyEffects()
 	if len(probs) != len(want) {
@@ -177,7 +176,7 @@ func TestEffectsScenarioLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sc.SimulatorOnlyEffects()) != 4 {
-		t.Errorf("SimulatorOnlyEffects = %v, want 4 keys", sc.SimulatorOnlyEffects())
+	if len(sc.SimulatorOnlyEffects()) != 1 {
+		t.Errorf("SimulatorOnlyEffects = %v, want 1 key (irrevocable)", sc.SimulatorOnlyEffects())
 	}
 }

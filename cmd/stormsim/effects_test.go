@@ -11,8 +11,8 @@ import (
 // first by file and line, before it listens on anything.
 func TestServeRefusesSimulatorOnlyEffects(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := run(context.Background(), []string{"serve", "--listen", "127.0.0.1:0", "../../experiments/lost-update.yaml"}, &out, &errb)
-	want := "lost-update.yaml:39: services[0].versioned_write: a versioned write is simulator-only"
+	code := run(context.Background(), []string{"serve", "--listen", "127.0.0.1:0", "../../topology/testdata/effects.yaml"}, &out, &errb)
+	want := "effects.yaml:20: services[0].calls[1].irrevocable: an irrevocable step is simulator-only"
 	if code != exitError1 || !strings.Contains(errb.String(), want) {
 		t.Errorf("exit %d, stderr %q; want exit %d and %q", code, errb.String(), exitError1, want)
 	}

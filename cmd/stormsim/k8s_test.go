@@ -64,8 +64,8 @@ func TestK8sRenderErrors(t *testing.T) {
 		// runs no recovery nor effects yet: refused at their lines.
 		{"load of convergence", []string{"k8s", "render", "--scenario", filepath.Join("..", "..", "topology", "testdata", "converge.yaml"), "--image", "i", "--mode", "load", "--shards", "1"},
 			exitError1, "converge.yaml:27: services[1].recovery: recovery: simulator-only for now, serve does not run it"},
-		{"load of effects", []string{"k8s", "render", "--scenario", "lost-update", "--image", "i", "--mode", "load", "--shards", "1"},
-			exitError1, "simulator-only: serve does not run it"},
+		{"load of effects", []string{"k8s", "render", "--scenario", filepath.Join("..", "..", "topology", "testdata", "effects.yaml"), "--image", "i", "--mode", "load", "--shards", "1"},
+			exitError1, "effects.yaml:20: services[0].calls[1].irrevocable: an irrevocable step is simulator-only: serve does not run it"},
 		{"typo in a pod flag", append(base, "--mode", "sweep", "--shards", "2", "--", "--parm", "workload.rate"), exitUsage, "unknown flag: --parm"},
 	} {
 		_, errOut, code := runCLI(t, c.args...)
