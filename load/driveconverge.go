@@ -44,17 +44,13 @@ type converger struct {
 	ivQueries int64
 	ivHist    *hdrhistogram.Histogram
 	// pol is the query schedule (nil without workload.query); pe its edge,
-	// ec that edge's client (bound by start), url the committing
-	// service's, hdr the query's headers.
-	pol *model.QueryPolicy
-	pe  *model.Edge
-	ec  *EdgeClient
-	tr  transport.Transport
-	url string
-	hdr http.Header
-	// states holds, per key, the record state the last answered query of
-	// it named (the edge's OnAttempt hook reads it off the answer).
-	states map[string]model.RecordState
+	// probes that edge bound by start, over tr to url, the committing
+	// service's.
+	pol    *model.QueryPolicy
+	pe     *model.Edge
+	probes *probeEdge
+	tr     transport.Transport
+	url    string
 	// deadline is the workload's: a resubmitted write gets one of its own.
 	deadline time.Duration
 	seed     uint64
@@ -82,7 +78,7 @@ func newConverger(sc *topology.Scenario, cl *Cluster, grpc bool) (*converger, er
 	}
 	commit := cl.Plan().Services[cp.Committer]
 	cv := &converger{tally: model.Tally{AlertAfter: cp.AlertAfter}, hist: metrics.NewCertaintyHistogram(), ivHist: metrics.NewCertaintyHistogram(),
-		deadline: sc.Workload.Deadline, seed: sc.Seed, committer: commit.Name, states: map[string]model.RecordState{}}
+		deadline: sc.Workload.Deadline, seed: sc.Seed, committer: commit.Name}
 	q := cp.Query
 	if q == nil {
 		return cv, nil
@@ -97,7 +93,6 @@ func newConverger(sc *topology.Scenario, cl *Cluster, grpc bool) (*converger, er
 	}
 	cv.pe, cv.url = q.Edge, cl.URLs[commit.Name]
 	cv.tr = transport.NewHTTP(&http.Client{Transport: cl.tr}, false)
-	cv.hdr = http.Header{HeaderQuery: {"1"}}
 	return cv, nil
 }
 
@@ -107,19 +102,9 @@ func (cv *converger) start(clk clock.Clock, root context.Context) error {
 	if cv.pol == nil {
 		return nil
 	}
-	edge, err := policies.NewEdge(cv.pe.Call.EdgeConfig(), model.Stream(cv.seed, cv.pe.Stream))
-	if err != nil {
-		return fmt.Errorf("load: %s.%w", cv.pe.Field, err)
-	}
-	cv.ec = NewEdgeClient(EdgeConfig{Edge: edge, Transport: cv.tr, Root: root, clk: clk,
-		OnAttempt: func(a *transport.Attempt, _ time.Time, _ time.Duration, ans transport.Answer) {
-			if st, ok := RecordOf(ans.Status); ok {
-				cv.mu.Lock()
-				cv.states[a.IdempotencyKey] = st
-				cv.mu.Unlock()
-			}
-		}})
-	return nil
+	var err error
+	cv.probes, err = newProbeEdge(cv.pe, cv.seed, cv.tr, clk, root, cv.url, HeaderQuery)
+	return err
 }
 
 // begin follows a new write first attempted (due) at first.
@@ -219,15 +204,11 @@ func (cv *converger) follow(ctx context.Context, in *intent, write *transport.At
 // returns the record state it answered; ok is false when the query got no
 // answer (it failed or timed out).
 func (cv *converger) query(ctx context.Context, write *transport.Attempt, counted bool) (st model.RecordState, ok bool) {
-	key := write.IdempotencyKey
-	att := transport.Attempt{Method: http.MethodGet, URL: cv.url, Header: cv.hdr, RequestID: write.RequestID,
-		IdempotencyKey: key, KeyHeader: write.KeyHeader, Warmup: !counted}
-	r := cv.ec.Do(ctx, policies.CallOptions{Counted: counted}, &att, nil)
-	cv.mu.Lock()
-	st, ok = cv.states[key]
-	delete(cv.states, key)
-	cv.mu.Unlock()
-	return st, ok && r.Result == policies.Succeeded
+	status, answered := cv.probes.call(ctx, write.RequestID, write.IdempotencyKey, write.KeyHeader, counted)
+	if !answered {
+		return 0, false
+	}
+	return RecordOf(status)
 }
 
 // resolve records that by made in certain now.
@@ -267,10 +248,10 @@ func (cv *converger) fill(res *metrics.Result) {
 	c.SetTimes(cv.hist)
 	s := &res.Summary
 	s.Certainty, res.Certainty = &c, cv.hist
-	if cv.ec == nil {
+	if cv.probes == nil {
 		return
 	}
-	es := edgeSummary(model.QueryCaller, cv.committer, cv.ec)
+	es := edgeSummary(model.QueryCaller, cv.committer, cv.probes.ec)
 	s.Edges = append(s.Edges, es)
 	for i := range s.Services {
 		if s.Services[i].Name == cv.committer {
