@@ -59,10 +59,15 @@ type converger struct {
 	wg       sync.WaitGroup
 	// committer names the committing service.
 	committer string
+	// open holds the intents not yet certain, by request id: a recovery
+	// task at the committing service may still settle one (resolveID);
+	// fill ends the rest.
+	open map[string]*intent
 }
 
 // intent is one write followed to certainty.
 type intent struct {
+	id       string
 	c        model.Certain
 	q        model.Querier
 	counted  bool
@@ -78,7 +83,13 @@ func newConverger(sc *topology.Scenario, cl *Cluster, grpc bool) (*converger, er
 	}
 	commit := cl.Plan().Services[cp.Committer]
 	cv := &converger{tally: model.Tally{AlertAfter: cp.AlertAfter}, hist: metrics.NewCertaintyHistogram(), ivHist: metrics.NewCertaintyHistogram(),
-		deadline: sc.Workload.Deadline, seed: sc.Seed, committer: commit.Name}
+		deadline: sc.Workload.Deadline, seed: sc.Seed, committer: commit.Name, open: map[string]*intent{}}
+	if svc := cl.Service(commit.Name); svc.rec != nil {
+		svc.rec.certain = cv.resolveID
+	}
+	if svc := cl.Service(commit.Name); svc.recon != nil {
+		svc.recon.certain = cv.resolveID
+	}
 	q := cp.Query
 	if q == nil {
 		return cv, nil
@@ -107,17 +118,34 @@ func (cv *converger) start(clk clock.Clock, root context.Context) error {
 	return err
 }
 
-// begin follows a new write first attempted (due) at first.
-func (cv *converger) begin(first time.Duration, counted bool) *intent {
-	in := &intent{counted: counted, lastSent: first}
+// begin follows a new write, request id, first attempted (due) at first.
+func (cv *converger) begin(id string, first time.Duration, counted bool) *intent {
+	in := &intent{id: id, counted: counted, lastSent: first}
 	cv.mu.Lock()
 	if counted {
 		cv.tally.Begin(&in.c, first)
+		cv.open[id] = in
 	} else {
 		in.c = model.Certain{First: first}
 	}
 	cv.mu.Unlock()
 	return in
+}
+
+// resolveID records that a job at the committing service made the write
+// of request id certain now (by recovery or reconciliation), or sent it
+// to the manual queue (ByManual).
+func (cv *converger) resolveID(id string, by model.Resolution) {
+	cv.mu.Lock()
+	in := cv.open[id]
+	if in != nil && by == model.ByManual {
+		delete(cv.open, id)
+		cv.tally.Manual(&in.c)
+	}
+	cv.mu.Unlock()
+	if in != nil && by != model.ByManual {
+		cv.resolve(in, by)
+	}
 }
 
 // done is the write's own call ended with r: a known answer makes it
@@ -134,8 +162,7 @@ func (cv *converger) done(ctx context.Context, in *intent, r policies.CallResult
 	}
 	cv.mu.Unlock()
 	if cv.pol == nil || write.IdempotencyKey == "" {
-		cv.end(in)
-		return
+		return // a recovery task may still settle it: fill ends it
 	}
 	w := *write
 	cv.wg.Add(1)
@@ -154,8 +181,7 @@ func (cv *converger) follow(ctx context.Context, in *intent, write *transport.At
 		switch a.Step {
 		case model.QueryWait:
 			if !clock.Sleep(cv.clk, ctx, a.At-cv.clk.Now()) {
-				cv.end(in) // the run was stopped
-				return
+				return // the run was stopped
 			}
 			cv.mu.Lock()
 			a = in.q.Wake(cv.pol, cv.clk.Now())
@@ -192,10 +218,8 @@ func (cv *converger) follow(ctx context.Context, in *intent, write *transport.At
 		default:
 			if a.Resolved {
 				cv.resolve(in, model.ByQuery)
-			} else {
-				cv.end(in)
 			}
-			return
+			return // unless certain, it stays open for a recovery task
 		}
 	}
 }
@@ -218,21 +242,11 @@ func (cv *converger) resolve(in *intent, by model.Resolution) {
 	}
 	cv.mu.Lock()
 	defer cv.mu.Unlock()
+	delete(cv.open, in.id)
 	if took, first := cv.tally.Resolve(&in.c, cv.clk.Now(), by); first {
 		metrics.RecordLatency(cv.hist, took)
 		metrics.RecordLatency(cv.ivHist, took)
 	}
-}
-
-// end records that nothing follows in any more: unless certain, it never
-// will be.
-func (cv *converger) end(in *intent) {
-	if !in.counted {
-		return
-	}
-	cv.mu.Lock()
-	cv.tally.End(&in.c)
-	cv.mu.Unlock()
 }
 
 // wait waits for every intent's queries to end (each ends by its
@@ -241,22 +255,47 @@ func (cv *converger) wait() { cv.wg.Wait() }
 
 // fill adds the run's certainty to res, ended now: the summary's
 // certainty, the query edge and the committing service's query count.
-func (cv *converger) fill(res *metrics.Result) {
+func (cv *converger) fill(res *metrics.Result, cl *Cluster) {
 	cv.mu.Lock()
+	for _, in := range cv.open {
+		cv.tally.End(&in.c) // nothing follows it any more: never certain
+	}
+	clear(cv.open)
 	c := cv.tally.Certainty(cv.clk.Now())
 	cv.mu.Unlock()
 	c.SetTimes(cv.hist)
 	s := &res.Summary
 	s.Certainty, res.Certainty = &c, cv.hist
-	if cv.probes == nil {
-		return
-	}
-	es := edgeSummary(model.QueryCaller, cv.committer, cv.probes.ec)
-	s.Edges = append(s.Edges, es)
-	for i := range s.Services {
-		if s.Services[i].Name == cv.committer {
-			s.Services[i].Queries = es.Attempts
+	service := func(name string) *metrics.ServiceSummary {
+		for i := range s.Services {
+			if s.Services[i].Name == name {
+				return &s.Services[i]
+			}
 		}
+		return nil
+	}
+	if cv.probes != nil {
+		es := edgeSummary(model.QueryCaller, cv.committer, cv.probes.ec)
+		s.Edges = append(s.Edges, es)
+		if ss := service(cv.committer); ss != nil {
+			ss.Queries = es.Attempts
+		}
+	}
+	commit := cl.Service(cv.committer)
+	facts := func(pe *model.Edge, p *probeEdge) {
+		es := edgeSummary(pe.From, pe.To, p.ec)
+		s.Edges = append(s.Edges, es)
+		if ss := service(pe.To); ss != nil {
+			ss.FactQueries += es.Attempts
+		}
+	}
+	if rec := commit.rec; rec != nil {
+		c.Recoveries = commit.Recoveries()
+		facts(rec.edge, rec.facts)
+	}
+	if rc := commit.recon; rc != nil {
+		c.Reconciliation = commit.ReconcileStats()
+		facts(rc.edge, rc.facts)
 	}
 }
 

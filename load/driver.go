@@ -637,7 +637,7 @@ func (d *driver) serve(ctx, hard context.Context, j job, a *transport.Attempt, a
 	}
 	var in *intent
 	if opt.converge != nil && j.write {
-		in = opt.converge.begin(j.at, counted)
+		in = opt.converge.begin(id, j.at, counted)
 	}
 	res := ec.Do(hard, co, a, attempts)
 	if in != nil {

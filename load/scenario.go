@@ -161,6 +161,10 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	// then let the topics settle, as the simulator follows every intent
 	// to its end (unless stopped: what is left is reported in flight).
 	drain(cl, 2*time.Second)
+	if committer := cl.Service(CommittingService(sc)); committer != nil && ctx.Err() == nil {
+		committer.waitRecoveries(ctx) // every lease ended by then is recovered
+		committer.waitReconciled(ctx)
+	}
 	if ctx.Err() == nil {
 		cl.async.wait(ctx, drainBound(sc))
 		if ctx.Err() != nil {
@@ -169,7 +173,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	}
 	fillServices(res, sc, cl, &samples)
 	if cv != nil {
-		cv.fill(res)
+		cv.fill(res, cl)
 	}
 	committer := cl.Service(CommittingService(sc)) // it keeps its replicas' ledger
 	if committer != nil && len(views) > 0 {

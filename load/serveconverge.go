@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 
 	"github.com/stormsim/stormsim/load/internal/clock"
@@ -57,22 +58,34 @@ func (s *Service) enableQueries() error {
 	if err != nil {
 		return fmt.Errorf("load: services.%s.%w", s.name, err)
 	}
+	var qrng, crash *rand.Rand
 	if has {
 		// The plan names the stream when the scenario converges; a
 		// service served for other clients' queries takes the same name.
-		stream := cmp.Or(s.node.QueryStream, model.QueryStream(s.name, s.rep))
-		s.cm.EnableQueries(qt, model.Stream(s.plan.Seed, stream), nil)
+		qrng = model.Stream(s.plan.Seed, cmp.Or(s.node.QueryStream, model.QueryStream(s.name, s.rep)))
 		s.hasQuery = true
+	}
+	if s.node.CrashStream != "" {
+		crash = model.Stream(s.plan.Seed, s.node.CrashStream)
+	}
+	if qrng != nil || crash != nil {
+		s.cm.EnableQueries(qt, qrng, crash)
 	}
 	return nil
 }
 
-// serveQuery does a started status query's work: the query endpoint's
-// service time, then the answer read from the records at its end.
-func (s *Service) serveQuery(ctx context.Context, r *http.Request, rp *reply, wt *waiter, key string) {
+// serveQuery does a started probe's work — a status query's or a fact
+// query's: the query endpoint's service time (at a service without one, a
+// fact query takes its ordinary service time, as in the simulator), then
+// the answer read from the records at its end.
+func (s *Service) serveQuery(ctx context.Context, r *http.Request, rp *reply, wt *waiter, a attemptInfo) {
 	s.mu.Lock()
 	start := s.startAt(wt)
-	end := start + s.cm.QueryTime()
+	d := s.cm.QueryTime()
+	if !s.hasQuery {
+		d = s.cm.ServiceTime()
+	}
+	end := start + d
 	s.mu.Unlock()
 	if !clock.Sleep(s.clk, ctx, end-s.now()) {
 		s.mu.Lock()
@@ -87,7 +100,7 @@ func (s *Service) serveQuery(ctx context.Context, r *http.Request, rp *reply, wt
 	}
 	s.mu.Lock()
 	now := s.clock()
-	st := s.cm.QueryByKey(now, key)
+	st := s.cm.QueryByKey(now, a.key)
 	s.cm.Finish(now, model.Ending{Outcome: policies.OK})
 	s.freeSlot(wt, end)
 	s.cm.Release()
@@ -95,9 +108,16 @@ func (s *Service) serveQuery(ctx context.Context, r *http.Request, rp *reply, wt
 	fate := s.cm.Reply(true, r.Context().Err() != nil)
 	s.mu.Unlock()
 	if fate == model.Delivered {
-		rp.w.Header().Set(HeaderRecordState, st.String())
+		status := StatusRecord(st)
+		if a.fact {
+			f := s.factAnswer(a.id)
+			status = StatusFact(f)
+			rp.w.Header().Set(HeaderFact, f.String())
+		} else {
+			rp.w.Header().Set(HeaderRecordState, st.String())
+		}
 		rp.worked(policies.OK)
-		rp.w.WriteHeader(StatusRecord(st))
+		rp.w.WriteHeader(status)
 		rp.record(policies.OK)
 		return
 	}
@@ -108,6 +128,10 @@ func (s *Service) serveQuery(ctx context.Context, r *http.Request, rp *reply, wt
 // endpoint, one that names no key, and one that is also a write.
 func (s *Service) checkQuery(a *attemptInfo) {
 	switch {
+	case a.fact && a.query:
+		a.refuse(http.StatusBadRequest, fmt.Sprintf("%s and %s: a probe is a status query or a fact query, not both", HeaderQuery, HeaderFact))
+	case a.fact && a.id == "":
+		a.refuse(http.StatusBadRequest, fmt.Sprintf("%s: a fact query names the write's %s", HeaderFact, transport.HeaderRequestID))
 	case !a.query:
 	case !s.hasQuery:
 		a.refuse(http.StatusBadRequest, fmt.Sprintf("%s: service %s has no query endpoint (query_time)", HeaderQuery, s.name))

@@ -247,6 +247,13 @@ type Service struct {
 	// fx is the service's external effect and versioned write, shared by
 	// its replicas (serveeffects.go); nil without.
 	fx *serveEffects
+	// rec is a committing service's recovery task, factsLog a fact
+	// service's records (serverecover.go); shared by the replicas.
+	rec      *recovery
+	factsLog *factLog
+	// recon is a committing service's reconciliation job
+	// (servereconcile.go), shared by the replicas.
+	recon *reconciliation
 }
 
 // edgeRef is one outgoing edge of a service.
@@ -355,6 +362,10 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 	s.ledgerWindow = c.LedgerWindow
 	s.stop, s.cancel = context.WithCancel(context.Background())
 	if err := s.wire(c); err != nil {
+		s.cancel()
+		return nil, err
+	}
+	if err := s.wireConverge(c); err != nil {
 		s.cancel()
 		return nil, err
 	}
@@ -548,8 +559,9 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type attemptInfo struct {
 	id, key     string
 	write, warm bool
-	// query: a status query by key (serveconverge.go).
-	query bool
+	// query: a status query by key (serveconverge.go); fact: a fact
+	// query (serverecover.go).
+	query, fact bool
 	// entity and readVer are a versioned write's read (serveeffects.go).
 	entity  int
 	readVer uint64
@@ -571,6 +583,7 @@ func parseAttempt(r *http.Request, arrived time.Duration) attemptInfo {
 		write: r.Header.Get(transport.HeaderWrite) != "",
 		warm:  r.Header.Get(transport.HeaderWarmup) != "",
 		query: r.Header.Get(HeaderQuery) != "",
+		fact:  r.Header.Get(HeaderFact) != "",
 	}
 	if v := r.Header.Get(transport.HeaderDeadline); v != "" {
 		ms, err := strconv.ParseFloat(v, 64)
@@ -697,8 +710,8 @@ func (s *Service) work(w http.ResponseWriter, r *http.Request) {
 	if wt == nil || !started && !s.await(wctx, rp, wt) {
 		return
 	}
-	if a.query {
-		s.serveQuery(wctx, r, rp, wt, a.key)
+	if a.query || a.fact {
+		s.serveQuery(wctx, r, rp, wt, a)
 		return
 	}
 	s.serveWork(wctx, r, rp, a, wt)
@@ -832,7 +845,22 @@ func (s *Service) serveWork(ctx context.Context, r *http.Request, rp *reply, a a
 	}
 	s.mu.Lock()
 	now = s.clock()
-	executed := s.cm.Finish(now, model.Ending{Outcome: o, Worked: true, Write: a.write, Key: key, Fence: fence})
+	if o == policies.OK && s.ownerCrashed(now, a, key, fence) {
+		s.freeSlot(wt, end+spent)
+		s.cm.Release()
+		s.dispatchLocked(now)
+		s.mu.Unlock()
+		s.executed(a.id) // its effect happened
+		s.crashedReply(r, rp)
+		return
+	}
+	// A timeout leaves the write's outcome unknown: with reconciliation
+	// the owner holds its key (model.Ending.Unknown), which the job watches.
+	unknown := o == policies.Timeout && fence > 0
+	executed := s.cm.Finish(now, model.Ending{Outcome: o, Worked: true, Write: a.write, Key: key, Fence: fence, Unknown: unknown})
+	if unknown {
+		s.held(now, key, a.id)
+	}
 	s.freeSlot(wt, end+spent)
 	s.cm.Release()
 	s.dispatchLocked(now)
@@ -840,6 +868,9 @@ func (s *Service) serveWork(ctx context.Context, r *http.Request, rp *reply, a a
 	s.mu.Unlock()
 	if executed {
 		s.executed(a.id)
+	}
+	if o == policies.OK && a.write {
+		s.recordFact(a.id)
 	}
 	s.answerWorked(r, rp, fate, model.Answer{Outcome: o})
 }

@@ -61,9 +61,7 @@ func TestK8sRenderErrors(t *testing.T) {
 		{"capacity with a bad slo", append(base, "--mode", "capacity", "--shards", "2", "--", "--slo", "p99<<1"), exitUsage, `term 1 "p99<<1"`},
 		{"capacity slo on no service", append(base, "--mode", "capacity", "--shards", "2", "--", "--slo", "nope.utilization<0.5"), exitUsage, `no service "nope"`},
 		// Load pods drive services served by 'stormsim serve', which
-		// runs no recovery nor effects yet: refused at their lines.
-		{"load of convergence", []string{"k8s", "render", "--scenario", filepath.Join("..", "..", "topology", "testdata", "converge.yaml"), "--image", "i", "--mode", "load", "--shards", "1"},
-			exitError1, "converge.yaml:27: services[1].recovery: recovery: simulator-only for now, serve does not run it"},
+		// runs no irrevocable step yet: refused at its line.
 		{"load of effects", []string{"k8s", "render", "--scenario", filepath.Join("..", "..", "topology", "testdata", "effects.yaml"), "--image", "i", "--mode", "load", "--shards", "1"},
 			exitError1, "effects.yaml:20: services[0].calls[1].irrevocable: an irrevocable step is simulator-only: serve does not run it"},
 		{"typo in a pod flag", append(base, "--mode", "sweep", "--shards", "2", "--", "--parm", "workload.rate"), exitUsage, "unknown flag: --parm"},
