@@ -146,6 +146,9 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, network: opt.Network, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
 		MaxRequests: opt.MaxRequests, Shard: opt.Shard, converge: cv, Tracing: opt.Tracing, NetHTTP: opt.NetHTTP, OnRow: opt.OnRow, services: liveServices(&samples, opt.OnRow),
 		OnDone: func(id uint64, write, counted bool, r policies.CallResult) {
+			if counted {
+				cl.passed.view(formatID(id), r)
+			}
 			if write && counted {
 				vmu.Lock()
 				views[id] = r
@@ -172,6 +175,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 		}
 	}
 	fillServices(res, sc, cl, &samples)
+	res.Summary.Irrevocable = cl.passed.summary()
 	if cv != nil {
 		cv.fill(res, cl)
 	}

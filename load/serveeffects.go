@@ -2,9 +2,12 @@ package load
 
 import (
 	"context"
+	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
+	"github.com/stormsim/stormsim/idempotency"
 	"github.com/stormsim/stormsim/load/internal/clock"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
@@ -132,4 +135,86 @@ func (s *Service) effectStats(st *Stats) {
 	if fx.ver != nil {
 		st.VersionedWrites = (*metrics.VersionedWrites)(nil).Add(&fx.vw) // with its conflict rate
 	}
+}
+
+// HeaderIrrevocable marks an attempt of an irrevocable step: once sent,
+// its callee never cancels it (cancel_on_timeout leaves it alone).
+const HeaderIrrevocable = "X-Stormsim-Irrevocable"
+
+var irrevocableHeader = http.Header{HeaderIrrevocable: {"1"}}
+
+// passIrrevocable is afterWork's as a's steps reach their first
+// irrevocable one: from here on the attempt runs without its deadline
+// (deadlines stop only the steps before it) and nothing its caller does
+// cancels it — its context is the service's, with a's span — and its
+// request has passed the point of no return.
+func (s *Service) passIrrevocable(ctx context.Context, a *attemptInfo) context.Context {
+	a.past, a.hasDeadline = true, false
+	s.passed.pass(a.id)
+	return withSpanOf(s.stop, ctx)
+}
+
+// passedSteps is a cluster's record of the requests that passed an
+// irrevocable step, joined with the callers' views at the end of a run
+// into the summary's irrevocable counts (metrics.Irrevocable), as the
+// simulator counts them: each counted request past the step, and those
+// of them whose caller saw UNKNOWN. A nil *passedSteps (a scenario
+// without irrevocable steps) records nothing and sums to nil.
+type passedSteps struct {
+	mu     sync.Mutex
+	passed map[string]bool
+	views  map[string]policies.CallResult
+}
+
+// newPassedSteps returns the record of sc's run, nil without an
+// irrevocable step.
+func newPassedSteps(sc *topology.Scenario) *passedSteps {
+	for i := range sc.Services {
+		for j := range sc.Services[i].Calls {
+			if sc.Services[i].Calls[j].Irrevocable {
+				return &passedSteps{passed: map[string]bool{}, views: map[string]policies.CallResult{}}
+			}
+		}
+	}
+	return nil
+}
+
+// pass records that request id passed an irrevocable step.
+func (p *passedSteps) pass(id string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.passed[id] = true
+	p.mu.Unlock()
+}
+
+// view records how request id (counted) ended for its caller.
+func (p *passedSteps) view(id string, r policies.CallResult) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.views[id] = r
+	p.mu.Unlock()
+}
+
+// summary is the run's irrevocable counts, nil without an irrevocable step.
+func (p *passedSteps) summary() *metrics.Irrevocable {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ir := &metrics.Irrevocable{}
+	for id, r := range p.views {
+		if !p.passed[id] {
+			continue
+		}
+		ir.Sent++
+		if model.View(r) == idempotency.Unknown {
+			ir.Unknown++
+		}
+	}
+	return ir
 }

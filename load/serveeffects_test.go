@@ -127,3 +127,57 @@ func TestServeLostUpdatesAgree(t *testing.T) {
 		t.Errorf("lost-update rate: simulator %.4f, serve %.4f, want within %.4f", rs, rv, 4*sd)
 	}
 }
+
+// TestServeIrrevocable: the simulator's irrevocable cases, served, with
+// the same exact counts. A payment handed irrevocably to a deduplicating
+// channel whose first reply is lost: the user's 30ms deadline passes (it
+// sees UNKNOWN), yet past the irrevocable step neither the deadline nor
+// cancel_on_timeout stops the shop's retry, which the channel absorbs. An
+// irrevocable parallel group met by its fast member leaves the slow
+// member's attempt running to its effect; without irrevocable it is
+// cancelled before it.
+func TestServeIrrevocable(t *testing.T) {
+	t.Run("payment", func(t *testing.T) {
+		// The client propagates the user's deadline, so the shop's
+		// attempt knows it: only the irrevocable step's rule lets the
+		// retry past it.
+		simS, serveS := bothModes(t, "payment.yaml", "workload.client.propagate_deadline=true")
+		for _, run := range []struct {
+			name string
+			s    metrics.Summary
+		}{{"simulator", simS}, {"serve", serveS}} {
+			s := run.s
+			if s.Requests.Unknown != 1 {
+				t.Errorf("%s: requests %+v, want 1 unknown (the deadline passed at 30ms)", run.name, s.Requests)
+			}
+			if want := (metrics.Effects{Sent: 2, Delivered: 1, Absorbed: 1}); serviceNamed(t, s, "channel").Effects == nil || *serviceNamed(t, s, "channel").Effects != want {
+				t.Errorf("%s: channel effects %+v, want %+v", run.name, serviceNamed(t, s, "channel").Effects, want)
+			}
+			if want := (metrics.Irrevocable{Sent: 1, Unknown: 1}); s.Irrevocable == nil || *s.Irrevocable != want {
+				t.Errorf("%s: irrevocable %+v, want %+v", run.name, s.Irrevocable, want)
+			}
+		}
+	})
+	for _, tc := range []struct {
+		set  string
+		sent int64
+	}{
+		{"services.shop.calls.0.irrevocable=true", 1},
+		{"services.shop.calls.0.irrevocable=false", 0},
+	} {
+		t.Run(tc.set, func(t *testing.T) {
+			simS, serveS := bothModes(t, "irrevocable-group.yaml", tc.set)
+			for _, run := range []struct {
+				name string
+				s    metrics.Summary
+			}{{"simulator", simS}, {"serve", serveS}} {
+				if run.s.Requests.Succeeded != 1 {
+					t.Fatalf("%s: requests %+v, want 1 succeeded", run.name, run.s.Requests)
+				}
+				if fx := serviceNamed(t, run.s, "slow").Effects; fx == nil || fx.Sent != tc.sent {
+					t.Errorf("%s: slow effects %+v, want %d sent", run.name, fx, tc.sent)
+				}
+			}
+		})
+	}
+}

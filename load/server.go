@@ -245,8 +245,10 @@ type Service struct {
 	// hasQuery: the service answers status queries (serveconverge.go).
 	hasQuery bool
 	// fx is the service's external effect and versioned write, shared by
-	// its replicas (serveeffects.go); nil without.
-	fx *serveEffects
+	// its replicas (serveeffects.go); nil without. passed is the
+	// cluster's record of requests past an irrevocable step.
+	fx     *serveEffects
+	passed *passedSteps
 	// rec is a committing service's recovery task, factsLog a fact
 	// service's records (serverecover.go); shared by the replicas.
 	rec      *recovery
@@ -270,6 +272,8 @@ type callSpec struct {
 	members []*edgeRef // one per call made at once
 	waitFor int
 	pub     *broker.Producer // a publish step instead (no members)
+	// irrevocable: the step cannot be taken back once sent (serveeffects.go).
+	irrevocable bool
 }
 
 // ServiceConfig is what NewService needs beyond the scenario.
@@ -295,6 +299,9 @@ type ServiceConfig struct {
 	// it records. Nil means the wall clock from Epoch; tests script a
 	// fake one (clock.Fake) to drive the service exactly.
 	Clock clock.Clock
+	// passed, if set, records the requests that passed an irrevocable
+	// step at any service of the cluster (serveeffects.go).
+	passed *passedSteps
 	// Replica is which replica of the service this is (0-based); First is
 	// the service's replica 0 when this is another one: the replicas share
 	// its mutex, idempotency store and side-effect ledger.
@@ -351,7 +358,7 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 	if err := s.enableQueries(); err != nil {
 		return nil, err
 	}
-	s.fx = newServeEffects(svc, plan.Seed, c.First)
+	s.fx, s.passed = newServeEffects(svc, plan.Seed, c.First), c.passed
 	s.warmup = sc.Warmup
 	for _, f := range rp.Faults {
 		s.faults = append(s.faults, *f)
@@ -423,8 +430,8 @@ func (s *Service) wire(c ServiceConfig) error {
 		s.outEdges = append(s.outEdges, ref)
 		return ref, nil
 	}
-	for _, st := range s.node.Steps {
-		spec := callSpec{waitFor: st.Need} // a publish step: wireAsync gives it its producer
+	for j, st := range s.node.Steps {
+		spec := callSpec{waitFor: st.Need, irrevocable: s.cfg.Calls[j].Irrevocable} // a publish step: wireAsync gives it its producer
 		for _, pe := range st.Members {
 			ref, err := bind(pe)
 			if err != nil {
@@ -562,9 +569,11 @@ type attemptInfo struct {
 	// query: a status query by key (serveconverge.go); fact: a fact
 	// query (serverecover.go).
 	query, fact bool
-	// entity and readVer are a versioned write's read (serveeffects.go).
+	// entity and readVer are a versioned write's read (serveeffects.go);
+	// past: the attempt sent an irrevocable step, so nothing cancels it.
 	entity  int
 	readVer uint64
+	past    bool
 	// deadline is the propagated deadline on the service's clock, if
 	// hasDeadline.
 	deadline    time.Duration
@@ -721,8 +730,8 @@ func (s *Service) work(w http.ResponseWriter, r *http.Request) {
 // on its caller's timeout; otherwise it keeps working for nobody until the
 // service closes.
 func (s *Service) workContext(r *http.Request) (context.Context, func()) {
-	if !s.cfg.CancelOnTimeout {
-		return s.stop, func() {}
+	if !s.cfg.CancelOnTimeout || r.Header.Get(HeaderIrrevocable) != "" {
+		return s.stop, func() {} // an irrevocable step's attempt is never cancelled
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	stopMerge := context.AfterFunc(s.stop, cancel)
@@ -831,9 +840,9 @@ func (s *Service) serveWork(ctx context.Context, r *http.Request, rp *reply, a a
 	end := start + service
 	o, spent := policies.OK, time.Duration(0)
 	if clock.Sleep(s.clk, ctx, end-s.now()) {
-		o, spent = s.afterWork(ctx, a)
+		o, spent = s.afterWork(ctx, &a)
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && !a.past {
 		s.mu.Lock()
 		now = s.clock()
 		s.cm.CancelWorking(now, key, fence, true)
@@ -903,13 +912,13 @@ func (s *Service) answerWorked(r *http.Request, rp *reply, fate model.Fate, ans 
 
 // afterWork runs when the service time is over: the injected error, else
 // the downstream steps in order. spent is the time the steps took.
-func (s *Service) afterWork(ctx context.Context, a attemptInfo) (o policies.Outcome, spent time.Duration) {
+func (s *Service) afterWork(ctx context.Context, a *attemptInfo) (o policies.Outcome, spent time.Duration) {
 	s.mu.Lock()
 	o, ok := s.cm.WorkDone()
 	s.mu.Unlock()
 	var redone time.Duration
 	if ok && s.fx != nil {
-		if o, ok, redone = s.effectsDone(ctx, &a); !ok {
+		if o, ok, redone = s.effectsDone(ctx, a); !ok {
 			return o, redone
 		}
 	}
@@ -923,7 +932,10 @@ func (s *Service) afterWork(ctx context.Context, a attemptInfo) (o policies.Outc
 		if spec.pub != nil {
 			s.publish(spec.pub)
 		} else {
-			succeeded, d = s.callDownstream(ctx, spec, a, !a.warm)
+			if spec.irrevocable && !a.past {
+				ctx = s.passIrrevocable(ctx, a)
+			}
+			succeeded, d = s.callDownstream(ctx, spec, *a, !a.warm)
 		}
 		// The machine's sequence rule (no state: no lock).
 		i, more, o = s.cm.AfterStep(i, len(s.calls), succeeded, d)
@@ -981,6 +993,9 @@ func (s *Service) callDownstream(ctx context.Context, spec *callSpec, a attemptI
 			method = s.writeMethod
 		}
 		att := transport.Attempt{Method: method, URL: ref.url, Body: a.body, RequestID: a.id, Write: a.write, Warmup: !counted, IdempotencyKey: a.key}
+		if spec.irrevocable {
+			att.Header = irrevocableHeader
+		}
 		co := policies.CallOptions{Write: a.write, Counted: counted}
 		if a.hasDeadline {
 			co.Deadline, co.HasDeadline = a.deadline, true

@@ -60,10 +60,6 @@ func TestK8sRenderErrors(t *testing.T) {
 		{"capacity without --slo", append(base, "--mode", "capacity", "--shards", "2"), exitUsage, "capacity needs --slo"},
 		{"capacity with a bad slo", append(base, "--mode", "capacity", "--shards", "2", "--", "--slo", "p99<<1"), exitUsage, `term 1 "p99<<1"`},
 		{"capacity slo on no service", append(base, "--mode", "capacity", "--shards", "2", "--", "--slo", "nope.utilization<0.5"), exitUsage, `no service "nope"`},
-		// Load pods drive services served by 'stormsim serve', which
-		// runs no irrevocable step yet: refused at its line.
-		{"load of effects", []string{"k8s", "render", "--scenario", filepath.Join("..", "..", "topology", "testdata", "effects.yaml"), "--image", "i", "--mode", "load", "--shards", "1"},
-			exitError1, "effects.yaml:20: services[0].calls[1].irrevocable: an irrevocable step is simulator-only: serve does not run it"},
 		{"typo in a pod flag", append(base, "--mode", "sweep", "--shards", "2", "--", "--parm", "workload.rate"), exitUsage, "unknown flag: --parm"},
 	} {
 		_, errOut, code := runCLI(t, c.args...)
