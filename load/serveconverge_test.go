@@ -28,36 +28,14 @@ func serviceNamed(t *testing.T, s metrics.Summary, name string) metrics.ServiceS
 	return metrics.ServiceSummary{}
 }
 
-// One write whose reply is lost (the simulator's TestOneLostReplyOneQuery):
-// its call ends unknown at the client's timeout (100ms), the first query
-// at 150ms (first_delay = interval 50ms) finds it SUCCEEDED after the
-// endpoint's 1ms: one query, certain by query at 151ms, executed once.
-const lostReplyScenario = `
-name: lost-reply
-duration: 500ms
-workload:
-  entry: orders
-  arrival: constant
-  rate: 2
-  write_fraction: 1
-  idempotency_keys: true
-  client: {timeout: 100ms}
-  query: {interval: 50ms, call: {timeout: 100ms}}
-services:
-  - name: orders
-    workers: 1
-    service_time: {dist: constant, value: 10ms}
-    query_time: {dist: constant, value: 1ms}
-faults:
-  - {service: orders, at: 0s, for: 100ms, drop_response: 1}
-`
-
-// TestServeOneLostReplyOneQuery: the scripted lost reply, served on the
+// TestServeOneLostReplyOneQuery: the scripted lost reply
+// (testdata/lost-reply.yaml, the simulator's TestOneLostReplyOneQuery),
+// served on the
 // bubble's clock, gives the simulator's exact counts: one intent resolved
 // by one query, 151ms to certainty, the committing service's two attempts
 // (the write and its query), one execution.
 func TestServeOneLostReplyOneQuery(t *testing.T) {
-	sc := parseScenario(t, lostReplyScenario)
+	sc := loadScenario(t, "lost-reply.yaml")
 	simS := runSim(t, sc)
 	res := runInMemory(t, sc, ScenarioOptions{})
 	s := res.Summary
@@ -160,31 +138,9 @@ services:
 	}
 }
 
-// A storm of lost replies: 1000 writes over 10s, each reply (a query's
-// too) lost with probability p = 0.3, no retry; a write unknown after its
-// 100ms timeout is queried every 50ms, each query lost with p again.
-const lostRepliesScenario = `
-name: lost-replies
-duration: 10s
-seed: 11
-workload:
-  entry: orders
-  arrival: constant
-  rate: 100
-  write_fraction: 1
-  idempotency_keys: true
-  client: {timeout: 100ms}
-  query: {interval: 50ms, call: {timeout: 100ms}}
-services:
-  - name: orders
-    workers: 8
-    service_time: {dist: constant, value: 10ms}
-    query_time: {dist: constant, value: 1ms}
-faults:
-  - {service: orders, at: 0s, for: 20s, drop_response: 0.3}
-`
-
-// TestServeQueriesAgreeWithSimulator: the same storm of lost replies in
+// TestServeQueriesAgreeWithSimulator: the same storm of lost replies
+// (testdata/lost-replies.yaml: 1000 writes over 10s, each reply — a
+// query's too — lost with p = 0.3, queried every 50ms) in
 // the simulator and in serve (on the bubble's clock) agrees on the
 // intents resolved by reply and by query and on queries per intent,
 // within the statistics, and both on the closed form.
@@ -198,7 +154,7 @@ faults:
 // 0.78/√300 = 0.045 for the mean over U ≈ 300 intents; each run within 4
 // sd (0.18) of the closed form, the two within 4·0.045·√2 = 0.26.
 func TestServeQueriesAgreeWithSimulator(t *testing.T) {
-	sc := parseScenario(t, lostRepliesScenario)
+	sc := loadScenario(t, "lost-replies.yaml")
 	simRes, err := sim.Run(context.Background(), sc, sim.Options{})
 	if err != nil {
 		t.Fatal(err)

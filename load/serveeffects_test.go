@@ -13,14 +13,21 @@ import (
 	"github.com/stormsim/stormsim/topology"
 )
 
-// bothModes runs the scenario in testdata/file, with sets, in the
-// simulator and in serve (on the bubble's clock).
-func bothModes(t *testing.T, file string, sets ...string) (simS, serveS metrics.Summary) {
+// loadScenario loads the scenario in testdata/file, with sets.
+func loadScenario(t *testing.T, file string, sets ...string) *topology.Scenario {
 	t.Helper()
 	sc, err := topology.Load(filepath.Join("testdata", file), sets)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sc
+}
+
+// bothModes runs the scenario in testdata/file, with sets, in the
+// simulator and in serve (on the bubble's clock).
+func bothModes(t *testing.T, file string, sets ...string) (simS, serveS metrics.Summary) {
+	t.Helper()
+	sc := loadScenario(t, file, sets...)
 	simRes, err := sim.Run(context.Background(), sc, sim.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package load
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -51,11 +50,7 @@ func (s *Service) wireReconcile(c ServiceConfig) error {
 	if r == nil || !s.cm.Commits() {
 		return nil
 	}
-	u, ok := c.URLs[r.Fact.To]
-	if !ok {
-		return fmt.Errorf("load: %s.to: no service %q", r.Fact.Field, r.Fact.To)
-	}
-	facts, err := newProbeEdge(r.Fact, s.plan.Seed, c.Transport, s.clk, s.stop, u, HeaderFact)
+	facts, err := s.factProbes(r.Fact, c)
 	if err != nil {
 		return err
 	}

@@ -92,16 +92,22 @@ func (s *Service) wireConverge(c ServiceConfig) error {
 	if r == nil || !s.cm.Commits() {
 		return nil
 	}
-	u, ok := c.URLs[r.Fact.To]
-	if !ok {
-		return fmt.Errorf("load: %s.to: no service %q", r.Fact.Field, r.Fact.To)
-	}
-	facts, err := newProbeEdge(r.Fact, s.plan.Seed, c.Transport, s.clk, s.stop, u, HeaderFact)
+	facts, err := s.factProbes(r.Fact, c)
 	if err != nil {
 		return err
 	}
 	s.rec = &recovery{resume: r.Config.OnAbsent == "resume", facts: facts, edge: r.Fact}
 	return nil
+}
+
+// factProbes binds the fact query edge pe of the service's job to its
+// downstream.
+func (s *Service) factProbes(pe *model.Edge, c ServiceConfig) (*probeEdge, error) {
+	u, ok := c.URLs[pe.To]
+	if !ok {
+		return nil, fmt.Errorf("load: %s.to: no service %q", pe.Field, pe.To)
+	}
+	return newProbeEdge(pe, s.plan.Seed, c.Transport, s.clk, s.stop, u, HeaderFact)
 }
 
 // ownerCrashed is serveWork's, under mu, for an owner whose work and
