@@ -1,5 +1,7 @@
 package metrics
 
+import hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
 // Certainty is how a run's logical writes (intents) converged to a known
 // terminal state: how long each took from its first attempt to certainty,
 // and what made it certain. A caller that times out knows nothing; what it
@@ -102,3 +104,27 @@ const (
 	// became certain in the interval.
 	ColCertainP99 = "certainty_p99_ms"
 )
+
+// certaintyHighestUs is the longest time to certainty the histograms hold,
+// in µs: a day, beyond any run's drain.
+const certaintyHighestUs = 24 * 3600 * 1e6
+
+// NewCertaintyHistogram returns a histogram for the times to certainty of
+// a run's intents, in µs, as every producer (the simulator, serve) records
+// them and SetTimes reads them.
+func NewCertaintyHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, certaintyHighestUs, 3)
+}
+
+// SetTimes fills c's time to certainty (MeanMs, P50Ms, P99Ms, MaxMs) from
+// h, a NewCertaintyHistogram of the intents that became certain; an empty
+// h leaves them 0.
+func (c *Certainty) SetTimes(h *hdrhistogram.Histogram) {
+	if h.TotalCount() == 0 {
+		return
+	}
+	c.MeanMs = h.Mean() / 1000
+	c.P50Ms = float64(h.ValueAtQuantile(50)) / 1000
+	c.P99Ms = float64(h.ValueAtQuantile(99)) / 1000
+	c.MaxMs = float64(h.Max()) / 1000
+}

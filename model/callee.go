@@ -672,8 +672,12 @@ func (c *callee) CancelWorking(now time.Duration, key string, fence uint64, hold
 func (c *callee) Refusing() bool { return c.fs.Refuse }
 
 // SetFaults makes active the faults now in effect, in the order they
-// started, combined by Combine.
+// started, combined by Combine. The machine keeps them (a copy of
+// active), so that a driver setting them at each window edge (serve) and
+// one applying each edge (FaultStarted, FaultEnded: the simulator) draw
+// the owner crashes of the same faults.
 func (c *callee) SetFaults(now time.Duration, active []*topology.Fault) {
+	c.faults = append(c.faults[:0], active...)
 	c.fs = Combine(active)
 	c.noErrors = c.errorRate == 0 && !c.fs.HasErrorRate
 	c.Advance(now)

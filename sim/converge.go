@@ -81,7 +81,7 @@ func (b *builder) converge() error {
 	}
 	m := b.m
 	cv := &convergeRun{m: m, plan: cp, tally: model.Tally{AlertAfter: cp.AlertAfter},
-		hist: hdrhistogram.New(1, 24*3600*1e6, 3), ivCert: newLatencyCounts(), byKey: map[string]*request{}}
+		hist: metrics.NewCertaintyHistogram(), ivCert: newLatencyCounts(), byKey: map[string]*request{}}
 	m.cv = cv
 	for i, sp := range b.plan.Services {
 		for r, rp := range sp.Replicas {
@@ -475,13 +475,7 @@ func (cv *convergeRun) row(row []float64) []float64 {
 // summary is the run's certainty, ended at end.
 func (cv *convergeRun) summary(end time.Duration) *metrics.Certainty {
 	c := cv.tally.Certainty(end)
-	h := cv.hist
-	if h.TotalCount() > 0 {
-		c.MeanMs = h.Mean() / 1000
-		c.P50Ms = float64(h.ValueAtQuantile(50)) / 1000
-		c.P99Ms = float64(h.ValueAtQuantile(99)) / 1000
-		c.MaxMs = float64(h.Max()) / 1000
-	}
+	c.SetTimes(cv.hist)
 	if cv.recEdge != nil {
 		r := cv.recoveries
 		c.Recoveries = &r

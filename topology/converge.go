@@ -301,30 +301,9 @@ func (sc *Scenario) SimulatorOnly() Problems {
 }
 
 // SimulatorOnlyConvergence reports each convergence key of sc that serve
-// does not run yet (status queries, recovery, reconciliation, owner
-// crashes) as a problem at its file and line, so that serve refuses the
-// scenario by name instead of ignoring them; nil when there are none.
-func (sc *Scenario) SimulatorOnlyConvergence() Problems {
-	var out Problems
-	add := func(path, what string) {
-		out = append(out, sc.ProblemAt(path, "%s: simulator-only for now, serve does not run it (run the scenario with stormsim run)", what))
-	}
-	if sc.Workload.Query != nil {
-		add("workload.query", "status queries by key")
-	}
-	for i := range sc.Services {
-		s, p := &sc.Services[i], fmt.Sprintf("services[%d]", i)
-		if s.Recovery != nil {
-			add(p+".recovery", "recovery")
-		}
-		if s.Reconciliation != nil {
-			add(p+".reconciliation", "reconciliation")
-		}
-	}
-	for i := range sc.Faults {
-		if sc.Faults[i].CrashOwner > 0 {
-			add(fmt.Sprintf("faults[%d].crash_owner", i), "an owner crash")
-		}
-	}
-	return out
-}
+// does not run as a problem at its file and line, so that serve refuses
+// the scenario by name instead of ignoring it (SimulatorOnly, which serve
+// and k8s render --mode load call). serve runs every convergence key —
+// status queries by key, recovery, reconciliation, owner crashes and
+// alert_after — so it reports none: nil.
+func (sc *Scenario) SimulatorOnlyConvergence() Problems { return nil }

@@ -89,32 +89,12 @@ func (sc *Scenario) HasEffects() bool {
 	return false
 }
 
-// SimulatorOnlyEffects reports each key of sc that only the simulator runs
-// (external_effect, versioned_write, irrevocable) as a problem at its file
-// and line, so that a driver that does not run them (serve) refuses the
-// scenario by name instead of ignoring them; nil when there are none.
-func (sc *Scenario) SimulatorOnlyEffects() Problems {
-	var out Problems
-	add := func(path, what string) {
-		out = append(out, sc.ProblemAt(path, "%s is simulator-only: serve does not run it (run the scenario with stormsim run)", what))
-	}
-	for i := range sc.Services {
-		s := &sc.Services[i]
-		p := fmt.Sprintf("services[%d]", i)
-		if s.ExternalEffect != nil {
-			add(p+".external_effect", "an external effect")
-		}
-		if s.VersionedWrite != nil {
-			add(p+".versioned_write", "a versioned write")
-		}
-		for j := range s.Calls {
-			if s.Calls[j].Irrevocable {
-				add(fmt.Sprintf("%s.calls[%d].irrevocable", p, j), "an irrevocable step")
-			}
-		}
-	}
-	return out
-}
+// SimulatorOnlyEffects reports each effect key of sc that serve does not
+// run as a problem at its file and line, so that serve refuses the
+// scenario by name instead of ignoring it (SimulatorOnly). serve runs
+// every effect key — external_effect, versioned_write, irrevocable — so
+// it reports none: nil.
+func (sc *Scenario) SimulatorOnlyEffects() Problems { return nil }
 
 // serviceEffects defaults and validates the effect keys of service s at p: its
 // external effect, its versioned write, and its irrevocable steps.

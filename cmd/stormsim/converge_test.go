@@ -5,18 +5,17 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
-// serve refuses a scenario with convergence keys it does not run yet,
-// naming them by file and line, before it listens on anything.
-func TestServeRefusesConvergence(t *testing.T) {
+// serve runs a scenario with every convergence key (queries, recovery,
+// reconciliation, owner crashes): it serves it until stopped.
+func TestServeRunsConvergence(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := run(context.Background(), []string{"serve", "--listen", "127.0.0.1:0", "../../experiments/polling-storm.yaml"}, &out, &errb)
-	want := "polling-storm.yaml:37: workload.query: status queries by key: simulator-only"
-	if code != exitError1 || !strings.Contains(errb.String(), want) {
-		t.Errorf("exit %d, stderr %q; want exit %d and %q", code, errb.String(), exitError1, want)
-	}
-	if strings.Contains(out.String(), "serving") {
-		t.Errorf("stdout %q: it served", out.String())
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	code := run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "../../experiments/order-recovery.yaml"}, &out, &errb)
+	if code != 0 || !strings.Contains(out.String(), "serving order-recovery") || strings.Contains(errb.String(), "simulator-only") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want it served until stopped", code, out.String(), errb.String())
 	}
 }

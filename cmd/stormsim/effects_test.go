@@ -5,18 +5,17 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
-// serve refuses a scenario with keys only the simulator runs, naming the
-// first by file and line, before it listens on anything.
-func TestServeRefusesSimulatorOnlyEffects(t *testing.T) {
+// serve runs a scenario with every effect key (irrevocable steps,
+// versioned writes, external effects): it serves it until stopped.
+func TestServeRunsEffects(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := run(context.Background(), []string{"serve", "--listen", "127.0.0.1:0", "../../experiments/lost-update.yaml"}, &out, &errb)
-	want := "lost-update.yaml:39: services[0].versioned_write: a versioned write is simulator-only"
-	if code != exitError1 || !strings.Contains(errb.String(), want) {
-		t.Errorf("exit %d, stderr %q; want exit %d and %q", code, errb.String(), exitError1, want)
-	}
-	if strings.Contains(out.String(), "serving") {
-		t.Errorf("stdout %q: it served", out.String())
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	code := run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "../../topology/testdata/effects.yaml"}, &out, &errb)
+	if code != 0 || !strings.Contains(out.String(), "serving ") || strings.Contains(errb.String(), "simulator-only") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want it served until stopped", code, out.String(), errb.String())
 	}
 }

@@ -60,12 +60,6 @@ func TestK8sRenderErrors(t *testing.T) {
 		{"capacity without --slo", append(base, "--mode", "capacity", "--shards", "2"), exitUsage, "capacity needs --slo"},
 		{"capacity with a bad slo", append(base, "--mode", "capacity", "--shards", "2", "--", "--slo", "p99<<1"), exitUsage, `term 1 "p99<<1"`},
 		{"capacity slo on no service", append(base, "--mode", "capacity", "--shards", "2", "--", "--slo", "nope.utilization<0.5"), exitUsage, `no service "nope"`},
-		// Load pods drive services served by 'stormsim serve', which
-		// runs no convergence nor effects: refused at their lines.
-		{"load of convergence", []string{"k8s", "render", "--scenario", filepath.Join("..", "..", "topology", "testdata", "converge.yaml"), "--image", "i", "--mode", "load", "--shards", "1"},
-			exitError1, "converge.yaml:10: workload.query: status queries by key: simulator-only for now, serve does not run it"},
-		{"load of effects", []string{"k8s", "render", "--scenario", "lost-update", "--image", "i", "--mode", "load", "--shards", "1"},
-			exitError1, "simulator-only: serve does not run it"},
 		{"typo in a pod flag", append(base, "--mode", "sweep", "--shards", "2", "--", "--parm", "workload.rate"), exitUsage, "unknown flag: --parm"},
 	} {
 		_, errOut, code := runCLI(t, c.args...)

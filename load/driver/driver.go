@@ -40,6 +40,24 @@ const (
 // loopback interface when remote use was not allowed.
 var ErrRemote = errors.New("not a loopback address (pass --allow-remote to allow it)")
 
+// Follower follows a run's writes after their calls, to certainty
+// (serve's convergence after UNKNOWN: status queries by key on the plan's
+// query edge). Start binds it to the run's clock before the first
+// request; Begin is called before a write's call, so that a recovery
+// settling the write during the call finds it, and returns what to call
+// with the call's result; Wait returns once every write it follows is
+// done.
+type Follower interface {
+	Start(clk clock.Clock, root context.Context) error
+	Begin(id string, at time.Duration, counted bool) FollowDone
+	Wait()
+}
+
+// FollowDone hands a followed write's call result to its Follower, with
+// the attempt, call options and edge client that made it (a resubmission
+// reuses them).
+type FollowDone func(ctx context.Context, r policies.CallResult, a *transport.Attempt, co policies.CallOptions, ec *edge.EdgeClient)
+
 // Options configures an open-loop run against one HTTP target (Run).
 // Zero fields take the documented defaults.
 type Options struct {
@@ -169,6 +187,10 @@ type Options struct {
 	// Network, if set, is the in-memory network the driver dials on
 	// (tests; load/internal/network).
 	Network *memnet.Network
+	// Follow, if set, follows the writes to certainty: status queries
+	// after an unknown outcome (serve.RunScenario sets it; serve's
+	// driveconverge.go).
+	Follow Follower
 	// Shard, when set, makes this driver send only the logical requests of
 	// the whole schedule whose index n is ≡ Index (mod Count): 1/Count of the
 	// rate, at the whole schedule's intended times, with the whole
@@ -311,6 +333,11 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 	if err := d.fleet(root); err != nil {
 		return nil, err
 	}
+	if opt.Follow != nil {
+		if err := opt.Follow.Start(clk, root); err != nil {
+			return nil, err
+		}
+	}
 	return d.run(ctx, root, stopAttempts, hard, hardCancel)
 }
 
@@ -452,6 +479,9 @@ func (d *driver) run(ctx, root context.Context, stopAttempts context.CancelFunc,
 	close(scheduled)
 	close(jobs)
 	workers.Wait()
+	if d.opt.Follow != nil {
+		d.opt.Follow.Wait() // every intent's status queries
+	}
 
 	// Abandoned (not cancelled) attempts run until they answer or time
 	// out; give them the grace period, then cancel what is left.
@@ -634,7 +664,14 @@ func (d *driver) serve(ctx, hard context.Context, j job, a *transport.Attempt, a
 	if d.ecs != nil {
 		ec = d.ecs[model.InstanceOf(j.n, len(d.ecs))]
 	}
+	var done FollowDone
+	if opt.Follow != nil && j.write {
+		done = opt.Follow.Begin(id, j.at, counted)
+	}
 	res := ec.Do(hard, co, a, attempts)
+	if done != nil {
+		done(ctx, res.Result, a, co, ec)
+	}
 	edge.EndRequest(sp, res.Result)
 	d.rec.record(j.at, d.clk.Now(), res.Result, counted)
 	if opt.OnDone != nil {

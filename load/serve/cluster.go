@@ -83,6 +83,9 @@ type Cluster struct {
 	plan *model.Plan
 	// network is ClusterOptions.network: where the cluster's clients dial.
 	network *memnet.Network
+	// passed records the requests past an irrevocable step, when the
+	// scenario has one (serveeffects.go).
+	passed *passedSteps
 }
 
 // Plan returns the scenario's plan (model.Compile) that the cluster's
@@ -133,7 +136,8 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load: %s: %w", scenarioName(sc), err)
 	}
-	c := &Cluster{URLs: map[string]string{}, ReplicaURLs: map[string][]string{}, Epoch: opt.Epoch, tr: network.DialOn(opt.network, transport.NewHTTPTransport(opt.Connections)), plan: plan, network: opt.network}
+	c := &Cluster{URLs: map[string]string{}, ReplicaURLs: map[string][]string{}, Epoch: opt.Epoch, tr: network.DialOn(opt.network, transport.NewHTTPTransport(opt.Connections)), plan: plan, network: opt.network,
+		passed: newPassedSteps(sc)}
 	lns := make([]net.Listener, 0, nListen)
 	fail := func(err error) (*Cluster, error) {
 		for _, ln := range lns {
@@ -223,7 +227,7 @@ func StartCluster(sc *topology.Scenario, opt ClusterOptions) (*Cluster, error) {
 		for r := range svc.ReplicaCount() {
 			s, err := NewService(sc, svc.Name, ServiceConfig{Epoch: opt.Epoch, URLs: c.URLs, Transport: tr, Commits: sp.Commits,
 				LedgerWindow: opt.LedgerWindow, Replica: r, First: first, ReplicaURLs: c.ReplicaURLs,
-				Topics: c.async.topicMap(), Plan: plan})
+				Topics: c.async.topicMap(), Plan: plan, passed: c.passed})
 			if err != nil {
 				for _, s := range c.Services {
 					s.Close()

@@ -119,7 +119,11 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	// them: the same ledger, the same requests (after the warm-up).
 	var vmu sync.Mutex
 	views := map[uint64]policies.CallResult{}
-	var samples sampler
+	cv, err := newConverger(sc, cl, opt.Protocol == ProtocolGRPC)
+	if err != nil {
+		return nil, err
+	}
+	samples := sampler{cv: cv}
 	samples.start(cl, sc.Interval)
 	want := cmp.Or(opt.Connections, opt.Workers)
 	if opt.Protocol == ProtocolGRPC && opt.Connections == 0 {
@@ -132,7 +136,11 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	// The client fleet's edges are the plan's, as the simulator binds them.
 	fleet := cl.Plan().Client
 	clientStream := func(k int) string { return fleet[k].Stream }
-	res, err := driver.Run(ctx, driver.Options{Client: client,
+	var follow driver.Follower
+	if cv != nil { // a nil *converger in the interface would not be nil
+		follow = cv
+	}
+	res, err := driver.Run(ctx, driver.Options{Client: client, Follow: follow,
 		Replicas: cl.ReplicaURLs[w.Entry], BalanceRand: model.Stream(sc.Seed, model.BalanceStream(clientStream(0))),
 		Instances: w.Instances, Instance: func(k int) (policy, balance *rand.Rand) {
 			return model.Stream(sc.Seed, clientStream(k)), model.Stream(sc.Seed, model.BalanceStream(clientStream(k)))
@@ -144,6 +152,9 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, Network: opt.Network, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
 		MaxRequests: opt.MaxRequests, Shard: opt.Shard, Tracing: opt.Tracing, NetHTTP: opt.NetHTTP, OnRow: opt.OnRow, Services: liveServices(&samples, opt.OnRow),
 		OnDone: func(id uint64, write, counted bool, r policies.CallResult) {
+			if counted {
+				cl.passed.view(formatID(id), r)
+			}
 			if write && counted {
 				vmu.Lock()
 				views[id] = r
@@ -159,6 +170,10 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 	// then let the topics settle, as the simulator follows every intent
 	// to its end (unless stopped: what is left is reported in flight).
 	drain(cl, 2*time.Second)
+	if committer := cl.Service(CommittingService(sc)); committer != nil && ctx.Err() == nil {
+		committer.waitRecoveries(ctx) // every lease ended by then is recovered
+		committer.waitReconciled(ctx)
+	}
 	if ctx.Err() == nil {
 		cl.async.wait(ctx, drainBound(sc))
 		if ctx.Err() != nil {
@@ -166,6 +181,10 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 		}
 	}
 	fillServices(res, sc, cl, &samples)
+	res.Summary.Irrevocable = cl.passed.summary()
+	if cv != nil {
+		cv.fill(res, cl)
+	}
 	committer := cl.Service(CommittingService(sc)) // it keeps its replicas' ledger
 	if committer != nil && len(views) > 0 {
 		var l idempotency.Ledger
@@ -276,6 +295,8 @@ type sampler struct {
 	n        int
 	tick     chan struct{}
 	stopOnce sync.Once
+	// cv, if set, adds the run-wide convergence columns (driveconverge.go).
+	cv *converger
 }
 
 func (sm *sampler) start(cl *Cluster, interval time.Duration) {
@@ -356,6 +377,9 @@ func (sm *sampler) take(cl *Cluster) {
 				sm.add(metrics.MetricBudgetLevel, name, level)
 			}
 		}
+	}
+	if sm.cv != nil {
+		sm.cv.sample(sm)
 	}
 }
 

@@ -136,6 +136,11 @@ type Stats struct {
 	// Consumer is the service's consumer group of a topic, if it has one:
 	// what the broker delivered and each intent's effects so far.
 	Consumer *metrics.ConsumerSummary `json:"consumer,omitempty"`
+	// Effects and VersionedWrites are the service's external effect and
+	// versioned write so far, when it has them (its first replica's,
+	// which its replicas share).
+	Effects         *metrics.Effects         `json:"effects,omitempty"`
+	VersionedWrites *metrics.VersionedWrites `json:"versioned_writes,omitempty"`
 }
 
 type waitState uint8
@@ -238,6 +243,20 @@ type Service struct {
 	warmup   time.Duration
 	consumer *broker.Consumer
 	topic    *broker.Topic
+	// hasQuery: the service answers status queries (serveconverge.go).
+	hasQuery bool
+	// fx is the service's external effect and versioned write, shared by
+	// its replicas (serveeffects.go); nil without. passed is the
+	// cluster's record of requests past an irrevocable step.
+	fx     *serveEffects
+	passed *passedSteps
+	// rec is a committing service's recovery task, factsLog a fact
+	// service's records (serverecover.go); shared by the replicas.
+	rec      *recovery
+	factsLog *factLog
+	// recon is a committing service's reconciliation job
+	// (servereconcile.go), shared by the replicas.
+	recon *reconciliation
 }
 
 // edgeRef is one outgoing edge of a service.
@@ -254,6 +273,8 @@ type callSpec struct {
 	members []*edgeRef // one per call made at once
 	waitFor int
 	pub     *broker.Producer // a publish step instead (no members)
+	// irrevocable: the step cannot be taken back once sent (serveeffects.go).
+	irrevocable bool
 }
 
 // ServiceConfig is what NewService needs beyond the scenario.
@@ -279,6 +300,9 @@ type ServiceConfig struct {
 	// it records. Nil means the wall clock from Epoch; tests script a
 	// fake one (clock.Fake) to drive the service exactly.
 	Clock clock.Clock
+	// passed, if set, records the requests that passed an irrevocable
+	// step at any service of the cluster (serveeffects.go).
+	passed *passedSteps
 	// Replica is which replica of the service this is (0-based); First is
 	// the service's replica 0 when this is another one: the replicas share
 	// its mutex, idempotency store and side-effect ledger.
@@ -332,6 +356,10 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 		s.cm.ShareStore(c.First.cm)
 	}
 	s.cm.TrackCancelled(func(w *waiter) bool { return w.state == cancelled }, func(*waiter) {})
+	if err := s.enableQueries(); err != nil {
+		return nil, err
+	}
+	s.fx, s.passed = newServeEffects(svc, plan.Seed, c.First), c.passed
 	s.warmup = sc.Warmup
 	for _, f := range rp.Faults {
 		s.faults = append(s.faults, *f)
@@ -342,6 +370,10 @@ func NewService(sc *topology.Scenario, name string, c ServiceConfig) (*Service, 
 	s.ledgerWindow = c.LedgerWindow
 	s.stop, s.cancel = context.WithCancel(context.Background())
 	if err := s.wire(c); err != nil {
+		s.cancel()
+		return nil, err
+	}
+	if err := s.wireConverge(c); err != nil {
 		s.cancel()
 		return nil, err
 	}
@@ -397,8 +429,8 @@ func (s *Service) wire(c ServiceConfig) error {
 		s.outEdges = append(s.outEdges, ref)
 		return ref, nil
 	}
-	for _, st := range s.node.Steps {
-		spec := callSpec{waitFor: st.Need} // a publish step: wireAsync gives it its producer
+	for j, st := range s.node.Steps {
+		spec := callSpec{waitFor: st.Need, irrevocable: s.cfg.Calls[j].Irrevocable} // a publish step: wireAsync gives it its producer
 		for _, pe := range st.Members {
 			ref, err := bind(pe)
 			if err != nil {
@@ -533,6 +565,14 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type attemptInfo struct {
 	id, key     string
 	write, warm bool
+	// query: a status query by key (serveconverge.go); fact: a fact
+	// query (serverecover.go).
+	query, fact bool
+	// entity and readVer are a versioned write's read (serveeffects.go);
+	// past: the attempt sent an irrevocable step, so nothing cancels it.
+	entity  int
+	readVer uint64
+	past    bool
 	// deadline is the propagated deadline on the service's clock, if
 	// hasDeadline.
 	deadline    time.Duration
@@ -550,6 +590,8 @@ func parseAttempt(r *http.Request, arrived time.Duration) attemptInfo {
 		key:   r.Header.Get(transport.HeaderIdempotencyKey),
 		write: r.Header.Get(transport.HeaderWrite) != "",
 		warm:  r.Header.Get(transport.HeaderWarmup) != "",
+		query: r.Header.Get(HeaderQuery) != "",
+		fact:  r.Header.Get(HeaderFact) != "",
 	}
 	if v := r.Header.Get(transport.HeaderDeadline); v != "" {
 		ms, err := strconv.ParseFloat(v, 64)
@@ -657,6 +699,7 @@ func cDropped(c *counters) *atomic.Int64   { return &c.dropped }
 func (s *Service) work(w http.ResponseWriter, r *http.Request) {
 	arrived := s.now()
 	a := parseAttempt(r, arrived)
+	s.checkQuery(&a)
 	defer s.holdBody(&a)()
 	rp := &reply{s: s, w: w, warm: a.warm, arrived: arrived}
 	rp.add(cAttempts)
@@ -675,6 +718,10 @@ func (s *Service) work(w http.ResponseWriter, r *http.Request) {
 	if wt == nil || !started && !s.await(wctx, rp, wt) {
 		return
 	}
+	if a.query || a.fact {
+		s.serveQuery(wctx, r, rp, wt, a)
+		return
+	}
 	s.serveWork(wctx, r, rp, a, wt)
 }
 
@@ -682,8 +729,8 @@ func (s *Service) work(w http.ResponseWriter, r *http.Request) {
 // on its caller's timeout; otherwise it keeps working for nobody until the
 // service closes.
 func (s *Service) workContext(r *http.Request) (context.Context, func()) {
-	if !s.cfg.CancelOnTimeout {
-		return s.stop, func() {}
+	if !s.cfg.CancelOnTimeout || r.Header.Get(HeaderIrrevocable) != "" {
+		return s.stop, func() {} // an irrevocable step's attempt is never cancelled
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	stopMerge := context.AfterFunc(s.stop, cancel)
@@ -781,6 +828,9 @@ func (s *Service) serveWork(ctx context.Context, r *http.Request, rp *reply, a a
 	start := s.startAt(wt)
 	service, fence, preset := s.cm.Begin(now, dedupe, key, digest(a.body))
 	ans := s.cm.PresetAnswer()
+	if !preset {
+		s.readVersion(&a)
+	}
 	s.mu.Unlock()
 	if preset {
 		s.answerPreset(r, rp, wt, start, ans)
@@ -789,9 +839,9 @@ func (s *Service) serveWork(ctx context.Context, r *http.Request, rp *reply, a a
 	end := start + service
 	o, spent := policies.OK, time.Duration(0)
 	if clock.Sleep(s.clk, ctx, end-s.now()) {
-		o, spent = s.afterWork(ctx, a)
+		o, spent = s.afterWork(ctx, &a)
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && !a.past {
 		s.mu.Lock()
 		now = s.clock()
 		s.cm.CancelWorking(now, key, fence, true)
@@ -803,7 +853,22 @@ func (s *Service) serveWork(ctx context.Context, r *http.Request, rp *reply, a a
 	}
 	s.mu.Lock()
 	now = s.clock()
-	executed := s.cm.Finish(now, model.Ending{Outcome: o, Worked: true, Write: a.write, Key: key, Fence: fence})
+	if o == policies.OK && s.ownerCrashed(now, a, key, fence) {
+		s.freeSlot(wt, end+spent)
+		s.cm.Release()
+		s.dispatchLocked(now)
+		s.mu.Unlock()
+		s.executed(a.id) // its effect happened
+		s.crashedReply(r, rp)
+		return
+	}
+	// A timeout leaves the write's outcome unknown: with reconciliation
+	// the owner holds its key (model.Ending.Unknown), which the job watches.
+	unknown := o == policies.Timeout && fence > 0
+	executed := s.cm.Finish(now, model.Ending{Outcome: o, Worked: true, Write: a.write, Key: key, Fence: fence, Unknown: unknown})
+	if unknown {
+		s.held(now, key, a.id)
+	}
 	s.freeSlot(wt, end+spent)
 	s.cm.Release()
 	s.dispatchLocked(now)
@@ -811,6 +876,9 @@ func (s *Service) serveWork(ctx context.Context, r *http.Request, rp *reply, a a
 	s.mu.Unlock()
 	if executed {
 		s.executed(a.id)
+	}
+	if o == policies.OK && a.write {
+		s.recordFact(a.id)
 	}
 	s.answerWorked(r, rp, fate, model.Answer{Outcome: o})
 }
@@ -843,12 +911,18 @@ func (s *Service) answerWorked(r *http.Request, rp *reply, fate model.Fate, ans 
 
 // afterWork runs when the service time is over: the injected error, else
 // the downstream steps in order. spent is the time the steps took.
-func (s *Service) afterWork(ctx context.Context, a attemptInfo) (o policies.Outcome, spent time.Duration) {
+func (s *Service) afterWork(ctx context.Context, a *attemptInfo) (o policies.Outcome, spent time.Duration) {
 	s.mu.Lock()
 	o, ok := s.cm.WorkDone()
 	s.mu.Unlock()
+	var redone time.Duration
+	if ok && s.fx != nil {
+		if o, ok, redone = s.effectsDone(ctx, a); !ok {
+			return o, redone
+		}
+	}
 	if !ok || len(s.calls) == 0 {
-		return o, 0
+		return o, redone
 	}
 	from := s.now()
 	for i, more := 0, true; more; {
@@ -857,12 +931,15 @@ func (s *Service) afterWork(ctx context.Context, a attemptInfo) (o policies.Outc
 		if spec.pub != nil {
 			s.publish(spec.pub)
 		} else {
-			succeeded, d = s.callDownstream(ctx, spec, a, !a.warm)
+			if spec.irrevocable && !a.past {
+				ctx = s.passIrrevocable(ctx, a)
+			}
+			succeeded, d = s.callDownstream(ctx, spec, *a, !a.warm)
 		}
 		// The machine's sequence rule (no state: no lock).
 		i, more, o = s.cm.AfterStep(i, len(s.calls), succeeded, d)
 	}
-	return o, s.now() - from
+	return o, redone + s.now() - from
 }
 
 // answerPreset answers with the idempotency store's decision: a replay,
@@ -915,6 +992,9 @@ func (s *Service) callDownstream(ctx context.Context, spec *callSpec, a attemptI
 			method = s.writeMethod
 		}
 		att := transport.Attempt{Method: method, URL: ref.url, Body: a.body, RequestID: a.id, Write: a.write, Warmup: !counted, IdempotencyKey: a.key}
+		if spec.irrevocable {
+			att.Header = irrevocableHeader
+		}
 		co := policies.CallOptions{Write: a.write, Counted: counted}
 		if a.hasDeadline {
 			co.Deadline, co.HasDeadline = a.deadline, true
@@ -1027,6 +1107,7 @@ func (s *Service) Stats() Stats {
 		l := metrics.LatencyOf(s.latency).WithExact(s.latSumUs, n, s.latMax)
 		st.LatencyMs = &l
 	}
+	s.effectStats(&st)
 	s.mu.Unlock()
 	if s.ledger == s {
 		s.lmu.Lock()

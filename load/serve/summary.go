@@ -21,6 +21,7 @@ func serviceSummary(reps []*Service, offered int64) (metrics.ServiceSummary, []m
 		if i == 0 {
 			ss.Name, ss.Executions, ss.Duplicates = st.Service, st.Executions, st.Duplicates
 			ss.Consumer = st.Consumer
+			ss.Effects, ss.VersionedWrites = st.Effects, st.VersionedWrites
 			// Busy time is integrated over the measured window: from the
 			// warm-up to now, drain included, as simulated.
 			elapsed = st.MeasuredS
