@@ -273,6 +273,10 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 		}
 		defer gc.Close()
 		tr = gc
+		if lean, err := transport.NewGRPCLean(transport.GRPCLeanConfig{Target: opt.Target, Connections: opt.Connections, Dial: dialerOf(opt.network), Fallback: gc}); err == nil && !opt.NetHTTP && opt.GRPCServiceConfig == "" && opt.Tracing == nil && !phaseAware(edge) {
+			defer lean.Close()
+			tr = lean // grpc-go's client stays for what the lean one does not do (GRPCLean)
+		}
 	case rt != nil && !opt.NetHTTP && opt.Tracing == nil && transport.LeanUsable(target) && len(opt.Replicas) < 2 && !phaseAware(edge):
 		lean := transport.NewLean(transport.LeanConfig{Target: target, Connections: opt.Connections, Abort: hard,
 			Dial: dialerOf(opt.network), Fallback: tr})

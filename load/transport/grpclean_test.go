@@ -1,0 +1,405 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/stormsim/stormsim/load/internal/testnet"
+	"github.com/stormsim/stormsim/policies"
+)
+
+// seenCall is what a test server saw of one call: its metadata (the
+// user agent and the deadline's exact value left out: they differ by
+// client and by instant) and whether it carried a deadline.
+type seenCall struct {
+	md          map[string][]string
+	hasDeadline bool
+}
+
+// behaviourServer is a grpc-go server whose answer each call's request id
+// picks, recording what it saw, so that both clients meet the same server.
+func behaviourServer(t *testing.T) (addr string, seen func() []seenCall) {
+	t.Helper()
+	var mu sync.Mutex
+	var calls []seenCall
+	srv := grpc.NewServer(grpc.ForceServerCodec(RawCodec{}), grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+		ctx := stream.Context()
+		md, _ := metadata.FromIncomingContext(ctx)
+		c := seenCall{md: map[string][]string{}}
+		for k, v := range md {
+			if k != "user-agent" {
+				c.md[k] = v
+			}
+		}
+		_, c.hasDeadline = ctx.Deadline()
+		mu.Lock()
+		calls = append(calls, c)
+		mu.Unlock()
+		var in Frame
+		if err := stream.RecvMsg(&in); err != nil {
+			return err
+		}
+		switch MetadataValue(md, MetadataRequestID) {
+		case "unavailable":
+			return status.Error(codes.Unavailable, "busy")
+		case "pushback":
+			stream.SetTrailer(metadata.Pairs(MetadataPushback, "250"))
+			return status.Error(codes.ResourceExhausted, "slow down")
+		case "dont-retry":
+			stream.SetTrailer(metadata.Pairs(MetadataPushback, "-1"))
+			return status.Error(codes.ResourceExhausted, "stop")
+		case "outcome":
+			stream.SetTrailer(metadata.Pairs(MetadataOutcome, "in_progress", MetadataRetryAfter, "12.5"))
+			return status.Error(codes.Aborted, "later")
+		case "server-deadline":
+			return status.Error(codes.DeadlineExceeded, "too slow here")
+		case "hang":
+			<-ctx.Done()
+			return ctx.Err()
+		case "headers-then-error":
+			stream.SendHeader(metadata.Pairs("x-h", "1"))
+			stream.SetTrailer(metadata.Pairs("x-t", "2"))
+			return status.Error(codes.PermissionDenied, "no%20way")
+		case "big":
+			return stream.SendMsg(&Frame{Bytes: make([]byte, MaxBodyBytes+1)})
+		}
+		return stream.SendMsg(&Frame{Bytes: append([]byte("echo:"), in.Bytes...)})
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go srv.Serve(ln)
+	t.Cleanup(srv.Stop)
+	return ln.Addr().String(), func() []seenCall {
+		mu.Lock()
+		defer mu.Unlock()
+		out := calls
+		calls = nil
+		return out
+	}
+}
+
+// bothGRPC sends a with grpc-go's client (GRPCClient) and with a
+// GRPCLean, each on its own connection, and returns both answers.
+func bothGRPC(t *testing.T, target string, a Attempt, o Sending) (grpcGo, lean Answer) {
+	t.Helper()
+	a.URL = target
+	gc, err := NewGRPCClient(GRPCClientOptions{})
+	require.NoError(t, err)
+	defer gc.Close()
+	grpcGo = gc.Send(context.Background(), &a, o)
+	gl, err := NewGRPCLean(GRPCLeanConfig{Target: target})
+	require.NoError(t, err)
+	defer gl.Close()
+	lean = gl.Send(context.Background(), &a, o)
+	return grpcGo, lean
+}
+
+// TestGRPCLeanMatchesGRPCGo: on the same grpc-go server, each answer
+// (status codes, pushback, outcome metadata, deadlines on either side)
+// is classified alike by both clients, and the server sees the same
+// metadata from both.
+func TestGRPCLeanMatchesGRPCGo(t *testing.T) {
+	addr, seen := behaviourServer(t)
+	target := "grpc://" + addr + "/a.B/C"
+	cases := []struct {
+		id        string
+		remaining time.Duration
+		timeout   time.Duration
+		want      Answer
+	}{
+		{id: "ok", want: Answer{Outcome: policies.OK, Status: 200}},
+		{id: "unavailable", want: Answer{Outcome: policies.Unavailable, Status: 503}},
+		{id: "pushback", want: Answer{Outcome: policies.Unavailable, Status: 429, RetryAfter: 250 * time.Millisecond}},
+		{id: "dont-retry", want: Answer{Outcome: policies.Unavailable, Status: 429, DontRetry: true}},
+		{id: "outcome", want: Answer{Outcome: policies.InProgress, Status: StatusInProgress, RetryAfter: 12500 * time.Microsecond}},
+		{id: "server-deadline", remaining: 5 * time.Second, want: Answer{Outcome: policies.Timeout, Status: 504}},
+		{id: "headers-then-error", want: Answer{Outcome: policies.Error, Status: 500}},
+		{id: "big", want: Answer{Outcome: policies.Unavailable, Status: 429}},
+		// The attempt's timeout passes before the remaining deadline: a
+		// timeout (the remaining deadline passing first is
+		// TestGRPCLeanTransportFailuresMatchGRPCGo's "deadline": here
+		// grpc-go's server would race the client to end the call).
+		{id: "hang", remaining: 5 * time.Second, timeout: 50 * time.Millisecond, want: Answer{Outcome: policies.Timeout, Kind: KindTimeout}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.id, func(t *testing.T) {
+			a := Attempt{RequestID: tc.id, Number: 2, Write: true, Warmup: true, IdempotencyKey: "k-1", Remaining: tc.remaining, Body: []byte("hi"),
+				Header: map[string][]string{"X-Tenant": {"t1"}, "Trace-Bin": {"\x00\x01"}}}
+			g, l := bothGRPC(t, target, a, Sending{Timeout: tc.timeout})
+			g.Phase, l.Phase = PhaseNone, PhaseNone // only grpc-go's is traced
+			require.Equal(t, tc.want, g, "grpc-go")
+			require.Equal(t, g, l, "lean vs grpc-go")
+			calls := seen()
+			require.Len(t, calls, 2)
+			require.Equal(t, calls[0].hasDeadline, calls[1].hasDeadline)
+			require.Equal(t, tc.remaining > 0, calls[0].hasDeadline)
+			require.Equal(t, calls[0].md, calls[1].md, "metadata the server saw")
+			require.Equal(t, []string{"k-1"}, calls[1].md[MetadataIdempotencyKey])
+			require.Equal(t, []string{"\x00\x01"}, calls[1].md["trace-bin"])
+		})
+	}
+}
+
+// TestGRPCLeanConnectRefused: no server: both clients fail the call as
+// a refused connection.
+func TestGRPCLeanConnectRefused(t *testing.T) {
+	target := "grpc://" + testnet.ClosedPort(t) + "/a.B/C"
+	g, l := bothGRPC(t, target, Attempt{Number: 1}, Sending{Timeout: 2 * time.Second})
+	require.Equal(t, Answer{Outcome: policies.Unavailable, Kind: KindConnect}, Answer{Outcome: l.Outcome, Kind: l.Kind})
+	require.Equal(t, g.Outcome, l.Outcome)
+	require.Equal(t, g.Kind, l.Kind)
+	require.True(t, l.NotSent)
+}
+
+// rawAction is what the raw HTTP/2 server does with the first call it
+// gets; later calls are answered OK.
+type rawAction int
+
+const (
+	rawOK          rawAction = iota
+	rawGoAway                // GOAWAY naming an earlier stream as the last: the call is not processed
+	rawRefused               // RST_STREAM REFUSED_STREAM
+	rawResetIntern           // RST_STREAM INTERNAL_ERROR after the response headers
+	rawClose                 // close the connection after reading the call
+	rawNoTrailers            // headers and message, then END_STREAM on the data
+	rawHTTP503               // a non-gRPC 503 answer
+	rawTwoMessages           // two response messages for a unary call
+	rawHang                  // no answer
+)
+
+// rawServer is a minimal HTTP/2 gRPC server written with the framer, to
+// make both clients meet the transport failures grpc-go's server never
+// produces on demand. It returns the address and the number of
+// connections accepted so far.
+func rawServer(t *testing.T, act rawAction) (string, func() int) {
+	t.Helper()
+	var mu sync.Mutex
+	conns, calls := 0, 0
+	addr := testnet.ServeConns(t, func(c net.Conn) {
+		defer c.Close()
+		mu.Lock()
+		conns++
+		mu.Unlock()
+		preface := make([]byte, len(http2.ClientPreface))
+		if _, err := io.ReadFull(c, preface); err != nil {
+			return
+		}
+		bw := bufio.NewWriter(c)
+		fr := http2.NewFramer(bw, c)
+		fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+		var hb strings.Builder
+		enc := hpack.NewEncoder(&hb)
+		block := func(kv ...string) []byte {
+			hb.Reset()
+			for i := 0; i < len(kv); i += 2 {
+				enc.WriteField(hpack.HeaderField{Name: kv[i], Value: kv[i+1]})
+			}
+			return []byte(hb.String())
+		}
+		fr.WriteSettings()
+		bw.Flush()
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			switch f := f.(type) {
+			case *http2.SettingsFrame:
+				if !f.IsAck() {
+					fr.WriteSettingsAck()
+				}
+			case *http2.MetaHeadersFrame:
+				id := f.StreamID
+				a := rawOK
+				mu.Lock()
+				if calls++; calls == 1 {
+					a = act
+				}
+				mu.Unlock()
+				ok := func(end bool) {
+					fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block(":status", "200", "content-type", "application/grpc"), EndHeaders: true})
+					fr.WriteData(id, end, []byte{0, 0, 0, 0, 0})
+				}
+				trailers := func() {
+					fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block("grpc-status", "0"), EndHeaders: true, EndStream: true})
+				}
+				switch a {
+				case rawOK:
+					ok(false)
+					trailers()
+				case rawGoAway:
+					fr.WriteGoAway(id-min(id, 2), http2.ErrCodeNo, nil)
+				case rawRefused:
+					fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+				case rawResetIntern:
+					fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block(":status", "200", "content-type", "application/grpc"), EndHeaders: true})
+					fr.WriteRSTStream(id, http2.ErrCodeInternal)
+				case rawClose:
+					bw.Flush()
+					return
+				case rawNoTrailers:
+					ok(true)
+				case rawHTTP503:
+					fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block(":status", "503", "content-type", "text/plain"), EndHeaders: true, EndStream: true})
+				case rawHang:
+				case rawTwoMessages:
+					ok(false)
+					fr.WriteData(id, false, []byte{0, 0, 0, 0, 0})
+					trailers()
+				}
+			case *http2.PingFrame:
+				if !f.IsAck() {
+					fr.WritePing(true, f.Data)
+				}
+			}
+			if err := bw.Flush(); err != nil {
+				return
+			}
+		}
+	})
+	return addr, func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return conns
+	}
+}
+
+// TestGRPCLeanTransportFailuresMatchGRPCGo: a GOAWAY or a refused
+// stream is retried on a new connection by both clients (grpc-go's
+// transparent retry); a stream reset, a closed connection, a stream
+// ending without trailers, a non-gRPC answer and a second message of a
+// unary call are classified alike.
+func TestGRPCLeanTransportFailuresMatchGRPCGo(t *testing.T) {
+	cases := []struct {
+		name  string
+		act   rawAction
+		want  Answer
+		conns int // connections each client opened
+		// afterHeaders: the call fails after the answer's headers came.
+		// grpc-go reports the headers to its stats handler only after it
+		// lets the call see them, so its trace may or may not count the
+		// call as answered: grpc-go's answer is want or want as a
+		// transport failure (Status 0, KindOther); the lean client's is
+		// want.
+		afterHeaders bool
+		remaining    time.Duration
+	}{
+		{"ok", rawOK, Answer{Outcome: policies.OK, Status: 200}, 1, false, 0},
+		{"goaway", rawGoAway, Answer{Outcome: policies.OK, Status: 200}, 2, false, 0},
+		{"refused", rawRefused, Answer{Outcome: policies.OK, Status: 200}, 1, false, 0},
+		{"reset", rawResetIntern, Answer{Outcome: policies.Error, Status: 500}, 1, true, 0},
+		{"close", rawClose, Answer{Outcome: policies.Timeout, Kind: KindReset}, 1, false, 0},
+		{"no-trailers", rawNoTrailers, Answer{Outcome: policies.Error, Status: 500}, 1, true, 0},
+		// No gRPC answer: a transport failure, not the 503 of a callee.
+		{"http-503", rawHTTP503, Answer{Outcome: policies.Unavailable, Kind: KindOther}, 1, false, 0},
+		{"two-messages", rawTwoMessages, Answer{Outcome: policies.Error, Status: 500}, 1, true, 0},
+		// The remaining deadline passes: the call's own DEADLINE_EXCEEDED.
+		{"deadline", rawHang, Answer{Outcome: policies.Timeout, Kind: KindTimeout}, 1, false, 50 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var answers [2]Answer
+			for i := range answers {
+				addr, conns := rawServer(t, tc.act)
+				target := "grpc://" + addr + "/a.B/C"
+				a := Attempt{URL: target, RequestID: "r", Number: 1, Remaining: tc.remaining}
+				if i == 0 {
+					gc, err := NewGRPCClient(GRPCClientOptions{})
+					require.NoError(t, err)
+					answers[i] = gc.Send(context.Background(), &a, Sending{Timeout: 5 * time.Second})
+					gc.Close()
+				} else {
+					gl, err := NewGRPCLean(GRPCLeanConfig{Target: target})
+					require.NoError(t, err)
+					answers[i] = gl.Send(context.Background(), &a, Sending{Timeout: 5 * time.Second})
+					gl.Close()
+				}
+				answers[i].Phase = PhaseNone
+				require.Equal(t, tc.conns, conns(), "connections, client %d", i)
+			}
+			require.Equal(t, tc.want, answers[1], "lean")
+			if tc.afterHeaders && answers[0] != tc.want {
+				failure := tc.want
+				failure.Status, failure.Kind = 0, KindOther
+				require.Equal(t, failure, answers[0], "grpc-go")
+				return
+			}
+			require.Equal(t, tc.want, answers[0], "grpc-go")
+		})
+	}
+}
+
+// TestGRPCLeanConcurrent: many calls at once on one connection, each
+// answered with its own body's echo (the reader matches answers to
+// streams), none lost.
+func TestGRPCLeanConcurrent(t *testing.T) {
+	addr, seen := behaviourServer(t)
+	target := "grpc://" + addr + "/a.B/C"
+	gl, err := NewGRPCLean(GRPCLeanConfig{Target: target})
+	require.NoError(t, err)
+	defer gl.Close()
+	const n = 400
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	counts := map[policies.Outcome]int{}
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := "ok"
+			if i%4 == 0 {
+				id = "unavailable"
+			}
+			// A body over the 64 KiB initial window every 50th call: it
+			// waits for window updates.
+			body := []byte("x")
+			if i%50 == 0 {
+				body = make([]byte, 100<<10)
+			}
+			an := gl.Send(context.Background(), &Attempt{URL: target, RequestID: id, Number: i + 1, Body: body}, Sending{Timeout: 10 * time.Second})
+			mu.Lock()
+			counts[an.Outcome]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, map[policies.Outcome]int{policies.OK: 300, policies.Unavailable: 100}, counts)
+	calls := seen()
+	require.Len(t, calls, n)
+	var nums []string
+	for _, c := range calls {
+		nums = append(nums, c.md[MetadataAttempt]...)
+	}
+	sort.Strings(nums)
+	require.Len(t, nums, n)
+	for i := 1; i < n; i++ {
+		require.NotEqual(t, nums[i-1], nums[i], "attempt numbers are each sent once")
+	}
+}
+
+func TestGRPCTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0n"}, {-time.Second, "0n"}, {999, "999n"}, {99999999, "99999999n"}, {100000000, "100000u"},
+		{100000001, "100001u"}, {time.Hour, "3600000m"}, {200 * time.Hour, "720000S"},
+	} {
+		require.Equal(t, tc.want, grpcTimeout(tc.d), "%v", tc.d)
+	}
+}
