@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/stormsim/stormsim/internal/cputime"
 	"github.com/stormsim/stormsim/load/internal/testnet"
 	"github.com/stormsim/stormsim/policies"
 )
@@ -186,7 +187,7 @@ const (
 // make both clients meet the transport failures grpc-go's server never
 // produces on demand. It returns the address and the number of
 // connections accepted so far.
-func rawServer(t *testing.T, act rawAction) (string, func() int) {
+func rawServer(t testing.TB, act rawAction) (string, func() int) {
 	t.Helper()
 	var mu sync.Mutex
 	conns, calls := 0, 0
@@ -401,5 +402,55 @@ func TestGRPCTimeout(t *testing.T) {
 		{100000001, "100001u"}, {time.Hour, "3600000m"}, {200 * time.Hour, "720000S"},
 	} {
 		require.Equal(t, tc.want, grpcTimeout(tc.d), "%v", tc.d)
+	}
+}
+
+// BenchmarkGRPCAttempt sends attempts from 64 goroutines over one
+// connection to the raw HTTP/2 server (rawServer, in this process) with
+// grpc-go's client (GRPCClient, as the driver sent before) and with the
+// lean one, and reports allocations per attempt (both clients and the
+// server: the server's share is the same for both) and the process's CPU
+// time per attempt (cpu-µs/op), the budget a driver sharing its machine
+// with the target spends. Compare the two in the same run.
+func BenchmarkGRPCAttempt(b *testing.B) {
+	for _, name := range []string{"grpc-go", "lean"} {
+		b.Run(name, func(b *testing.B) {
+			addr, _ := rawServer(b, rawOK)
+			target := "grpc://" + addr + "/a.B/C"
+			var tr Transport
+			if name == "lean" {
+				gl, err := NewGRPCLean(GRPCLeanConfig{Target: target})
+				require.NoError(b, err)
+				defer gl.Close()
+				tr = gl
+			} else {
+				gc, err := NewGRPCClient(GRPCClientOptions{})
+				require.NoError(b, err)
+				defer gc.Close()
+				tr = gc
+			}
+			o := Sending{Timeout: time.Second}
+			a := Attempt{URL: target, RequestID: "r", Number: 1, Remaining: time.Second}
+			if an := tr.Send(context.Background(), &a, o); an.Outcome != policies.OK {
+				b.Fatalf("warm-up attempt: %+v", an)
+			}
+			b.ReportAllocs()
+			b.SetParallelism(32)
+			cpu0, cpuOK := cputime.Process()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				a := a
+				for pb.Next() {
+					if an := tr.Send(context.Background(), &a, o); an.Outcome != policies.OK {
+						b.Errorf("attempt: %+v", an)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			if cpu1, ok := cputime.Process(); ok && cpuOK {
+				b.ReportMetric(float64(cpu1-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
+			}
+		})
 	}
 }
