@@ -156,7 +156,7 @@ func (g *GRPCLean) conn(lp *leanPhases) (*grpcLeanConn, error) {
 func (c *grpcLeanConn) usable() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.err == nil && !c.draining && c.nextID < 1<<31-1
+	return c.err == nil && c.werr == nil && !c.draining && c.nextID < 1<<31-1
 }
 
 // grpcLeanConn is one HTTP/2 connection and its streams.
@@ -179,6 +179,7 @@ type grpcLeanConn struct {
 	streams  map[uint32]*grpcLeanStream
 	nextID   uint32
 	err      error // why the connection ended; nil while it serves
+	werr     error // a write failed: no new streams (writeFailed)
 	draining bool  // a GOAWAY came: no new streams
 	lastID   uint32
 	// The peer's settings and the send windows they govern.
@@ -390,7 +391,7 @@ func (c *grpcLeanConn) call(ctx context.Context, a *Attempt, prefix []byte, dead
 	// that got its answer and started no writer allows.
 	pool := inline
 	if werr != nil {
-		c.fail(werr)
+		c.writeFailed(werr)
 	} else if !inline {
 		go c.writeSlow(s, a.Body)
 	}
@@ -583,10 +584,29 @@ func (c *grpcLeanConn) write(f func() error) error {
 	}
 	c.wmu.Unlock()
 	if err != nil {
-		c.fail(err)
+		c.writeFailed(err)
 	}
 	return err
 }
+
+// writeFailed stops new streams on a connection a write failed on. The
+// reader goes on delivering the answers already received (a server may
+// answer and close at once) until the connection's end reaches it, or
+// for at most grpcLeanDrain.
+func (c *grpcLeanConn) writeFailed(err error) {
+	c.mu.Lock()
+	first := c.werr == nil && c.err == nil
+	if first {
+		c.werr = err
+	}
+	c.mu.Unlock()
+	if first {
+		time.AfterFunc(grpcLeanDrain, func() { c.fail(err) })
+	}
+}
+
+// grpcLeanDrain bounds how long answers are read after a write failed.
+const grpcLeanDrain = time.Second
 
 // fail ends the connection: every open stream fails with err's answer.
 func (c *grpcLeanConn) fail(err error) {
@@ -696,7 +716,9 @@ func (c *grpcLeanConn) onSettings(f *http2.SettingsFrame) error {
 	if err != nil {
 		return err
 	}
-	return c.write(func() error { return c.fr.WriteSettingsAck() })
+	// A failed write ends the connection through writeFailed.
+	c.write(func() error { return c.fr.WriteSettingsAck() })
+	return nil
 }
 
 // stream returns the open stream id, or nil.

@@ -454,3 +454,101 @@ func BenchmarkGRPCAttempt(b *testing.B) {
 		})
 	}
 }
+
+// frameBytes encodes the frames write writes, as a server would send
+// them after its settings.
+func frameBytes(write func(fr *http2.Framer, block func(kv ...string) []byte)) []byte {
+	var buf strings.Builder
+	fr := http2.NewFramer(&buf, nil)
+	var hb strings.Builder
+	enc := hpack.NewEncoder(&hb)
+	block := func(kv ...string) []byte {
+		hb.Reset()
+		for i := 0; i < len(kv); i += 2 {
+			enc.WriteField(hpack.HeaderField{Name: kv[i], Value: kv[i+1]})
+		}
+		return []byte(hb.String())
+	}
+	fr.WriteSettings()
+	write(fr, block)
+	return []byte(buf.String())
+}
+
+// sendScripted sends one attempt with a GRPCLean whose connection is an
+// in-memory pipe to a server that reads the client's frames and answers
+// with the raw bytes answer, then closes the connection.
+func sendScripted(answer []byte) Answer {
+	gl, _ := NewGRPCLean(GRPCLeanConfig{Target: "grpc://fuzz:1/a.B/C", Dial: func(context.Context, string, string) (net.Conn, error) {
+		client, server := net.Pipe()
+		go func() {
+			defer server.Close()
+			// Answer once the call's headers came, then read on.
+			preface := make([]byte, len(http2.ClientPreface))
+			if _, err := io.ReadFull(server, preface); err != nil {
+				return
+			}
+			fr := http2.NewFramer(nil, server)
+			for {
+				f, err := fr.ReadFrame()
+				if err != nil {
+					return
+				}
+				if _, ok := f.(*http2.HeadersFrame); ok {
+					break
+				}
+			}
+			go io.Copy(io.Discard, server)
+			server.Write(answer)
+		}()
+		return client, nil
+	}})
+	defer gl.Close()
+	return gl.Send(context.Background(), &Attempt{URL: "grpc://fuzz:1/a.B/C", Number: 1}, Sending{Timeout: 2 * time.Second})
+}
+
+// TestGRPCLeanScripted: well-formed answers read as what they say, so
+// that FuzzGRPCLeanAnswer's seeds start from answers that parse.
+func TestGRPCLeanScripted(t *testing.T) {
+	ok := frameBytes(func(fr *http2.Framer, block func(kv ...string) []byte) {
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block(":status", "200", "content-type", "application/grpc"), EndHeaders: true})
+		fr.WriteData(1, false, []byte{0, 0, 0, 0, 2, 'o', 'k'})
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block("grpc-status", "0"), EndHeaders: true, EndStream: true})
+	})
+	require.Equal(t, Answer{Outcome: policies.OK, Status: 200}, sendScripted(ok))
+	pushback := frameBytes(func(fr *http2.Framer, block func(kv ...string) []byte) {
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block(":status", "200", "content-type", "application/grpc",
+			"grpc-status", "8", "grpc-message", "slow%20down", MetadataPushback, "40"), EndHeaders: true, EndStream: true})
+	})
+	require.Equal(t, Answer{Outcome: policies.Unavailable, Status: 429, RetryAfter: 40 * time.Millisecond}, sendScripted(pushback))
+}
+
+// FuzzGRPCLeanAnswer feeds arbitrary bytes to the lean client as a
+// server's answer: it must neither panic nor hang, and must return an
+// outcome the policies know.
+func FuzzGRPCLeanAnswer(f *testing.F) {
+	f.Add(frameBytes(func(fr *http2.Framer, block func(kv ...string) []byte) {
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block(":status", "200", "content-type", "application/grpc"), EndHeaders: true})
+		fr.WriteData(1, false, []byte{0, 0, 0, 0, 2, 'o', 'k'})
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block("grpc-status", "0"), EndHeaders: true, EndStream: true})
+	}))
+	f.Add(frameBytes(func(fr *http2.Framer, block func(kv ...string) []byte) {
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block(":status", "200", "content-type", "application/grpc",
+			"grpc-status", "14", MetadataOutcome, "throttled", MetadataRetryAfter, "5", "x-bin", "AAE"), EndHeaders: true, EndStream: true})
+	}))
+	f.Add(frameBytes(func(fr *http2.Framer, block func(kv ...string) []byte) {
+		fr.WriteWindowUpdate(0, 100)
+		fr.WritePing(false, [8]byte{1})
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block(":status", "200", "content-type", "application/grpc"), EndHeaders: true})
+		fr.WriteData(1, false, []byte{0, 0, 0})
+		fr.WriteData(1, false, []byte{0, 1})
+		fr.WriteRSTStream(1, http2.ErrCodeEnhanceYourCalm)
+		fr.WriteGoAway(1, http2.ErrCodeNo, []byte("bye"))
+	}))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, answer []byte) {
+		an := sendScripted(answer)
+		if _, err := policies.ParseOutcome(an.Outcome.String()); err != nil {
+			t.Fatalf("answer %+v: no outcome the policies know: %v", an, err)
+		}
+	})
+}
