@@ -30,7 +30,8 @@ import (
 // reader goroutine per connection matching answers to streams. It does
 // what the driver needs of grpc-go's client and nothing more, so that an
 // attempt costs no client stream, no context and no allocated timer: the
-// request's fixed headers are encoded once, the attempt's stream state is
+// request's fixed headers are indexed once and then copied as the same
+// bytes, the attempt's stream state is
 // pooled, and its deadline is a reused timer. The answer is classified by
 // ClassifyGRPC from the same status code, message and trailers grpc-go
 // would report (grpc-go's mapping of HTTP statuses and RST_STREAM codes),
@@ -47,7 +48,7 @@ import (
 type GRPCLean struct {
 	target string // the URL attempts to it carry
 	addr   string
-	prefix []byte // the hpack encoding of the fixed request headers
+	fixed  []hpack.HeaderField // the request headers every call sends
 	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
 	// fallback sends the attempts to other URLs (GRPCLeanConfig.Fallback).
 	fallback Transport
@@ -95,16 +96,10 @@ func NewGRPCLean(c GRPCLeanConfig) (*GRPCLean, error) {
 	if g.dial == nil {
 		g.dial = (&net.Dialer{Timeout: grpcLeanDialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	}
-	// Every field is written never-indexed, so that an encoding does not
-	// depend on the encoder's dynamic table: the prefix can be encoded once
-	// and each request's own fields appended to it.
-	var buf strings.Builder
-	enc := hpack.NewEncoder(&buf)
 	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", method}, {":authority", addr},
 		{"content-type", "application/grpc+proto"}, {"user-agent", "stormsim"}, {"te", "trailers"}} {
-		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1], Sensitive: true})
+		g.fixed = append(g.fixed, hpack.HeaderField{Name: f[0], Value: f[1]})
 	}
-	g.prefix = []byte(buf.String())
 	return g, nil
 }
 
@@ -173,6 +168,12 @@ type grpcLeanConn struct {
 	hbuf     []byte // a request's header block, under wmu
 	henc     *hpack.Encoder
 	hw       hpackSink
+	// prefix is the fixed headers' encoding once it no longer changes
+	// (prefixed); encoded counts their encodings until then; tableDefault:
+	// the server allows the default dynamic table. All under wmu.
+	prefix       []byte
+	encoded      int
+	tableDefault bool
 
 	mu       sync.Mutex
 	cond     sync.Cond // signalled when a send window grows or the connection ends
@@ -217,6 +218,7 @@ func (g *GRPCLean) open() (*grpcLeanConn, error) {
 	c.fr.SetMaxReadFrameSize(1 << 20)
 	c.hw = hpackSink{c}
 	c.henc = hpack.NewEncoder(c.hw)
+	c.tableDefault = true
 	// The reader starts first: on a synchronous connection (net.Pipe) the
 	// server may write its settings before it reads the preface.
 	c.wmu.Lock()
@@ -316,7 +318,7 @@ func (g *GRPCLean) send(ctx context.Context, a *Attempt, o Sending, lp *leanPhas
 			return lp.failed(ClassifyGRPC(status.Error(codes.Unavailable, "connection error: transport: Error while dialing: "+err.Error()), nil))
 		}
 		lp.got = time.Now()
-		an, retry := c.call(ctx, a, g.prefix, deadline, byTimeout, fake, lp)
+		an, retry := c.call(ctx, a, g.fixed, deadline, byTimeout, fake, lp)
 		if !retry || try > 0 {
 			return an
 		}
@@ -325,7 +327,7 @@ func (g *GRPCLean) send(ctx context.Context, a *Attempt, o Sending, lp *leanPhas
 
 // call sends a on c and waits for its answer; retry reports a stream the
 // server did not process, to send again on another connection.
-func (c *grpcLeanConn) call(ctx context.Context, a *Attempt, prefix []byte, deadline time.Time, byTimeout bool, fake <-chan time.Time, lp *leanPhases) (an Answer, retry bool) {
+func (c *grpcLeanConn) call(ctx context.Context, a *Attempt, fixed []hpack.HeaderField, deadline time.Time, byTimeout bool, fake <-chan time.Time, lp *leanPhases) (an Answer, retry bool) {
 	s := c.pool.Get().(*grpcLeanStream)
 	s.code, s.msg, s.md, s.headers, s.msgs, s.hdrN, s.left, s.first, s.unprocessd = codes.OK, "", nil, false, 0, 0, 0, time.Time{}, false
 	body := len(a.Body) + 5
@@ -374,7 +376,7 @@ func (c *grpcLeanConn) call(ctx context.Context, a *Attempt, prefix []byte, dead
 	maxFrame := c.maxFrame
 	c.mu.Unlock()
 
-	c.hbuf = append(c.hbuf[:0], prefix...)
+	c.prefixed(fixed)
 	if a.Remaining > 0 {
 		c.field("grpc-timeout", grpcTimeout(remaining))
 	}
@@ -465,6 +467,27 @@ func (s *grpcLeanStream) answer(lp *leanPhases) Answer {
 		return lp.failed(an)
 	}
 	return an
+}
+
+// prefixed starts the request's header block with the fixed headers
+// (under wmu). They are the only fields the connection's encoder indexes
+// (every other is written never-indexed), so from the second call on the
+// dynamic table holds exactly them and their encoding is the same bytes
+// each time: those are kept and copied. A server allowing a dynamic table
+// smaller than the default (SETTINGS_HEADER_TABLE_SIZE) has every block
+// encoded afresh.
+func (c *grpcLeanConn) prefixed(fixed []hpack.HeaderField) {
+	if c.prefix != nil {
+		c.hbuf = append(c.hbuf[:0], c.prefix...)
+		return
+	}
+	c.hbuf = c.hbuf[:0]
+	for _, f := range fixed {
+		c.henc.WriteField(f)
+	}
+	if c.encoded++; c.encoded == 2 && c.tableDefault {
+		c.prefix = append([]byte(nil), c.hbuf...)
+	}
 }
 
 // field appends one header field to the request's header block (under
@@ -695,6 +718,7 @@ func (c *grpcLeanConn) onSettings(f *http2.SettingsFrame) error {
 	if f.IsAck() {
 		return nil
 	}
+	var table *uint32
 	c.mu.Lock()
 	err := f.ForeachSetting(func(st http2.Setting) error {
 		switch st.ID {
@@ -708,6 +732,8 @@ func (c *grpcLeanConn) onSettings(f *http2.SettingsFrame) error {
 			c.maxFrame = int(st.Val)
 		case http2.SettingMaxConcurrentStreams:
 			c.maxStreams = st.Val
+		case http2.SettingHeaderTableSize:
+			table = &st.Val
 		}
 		return nil
 	})
@@ -715,6 +741,14 @@ func (c *grpcLeanConn) onSettings(f *http2.SettingsFrame) error {
 	c.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	if table != nil {
+		// Before the ack: blocks written after it use the new size.
+		c.wmu.Lock()
+		c.henc.SetMaxDynamicTableSizeLimit(*table)
+		c.tableDefault = *table >= 4096
+		c.prefix, c.encoded = nil, 0
+		c.wmu.Unlock()
 	}
 	// A failed write ends the connection through writeFailed.
 	c.write(func() error { return c.fr.WriteSettingsAck() })
