@@ -203,15 +203,7 @@ func rawServer(t testing.TB, act rawAction) (string, func() int) {
 		bw := bufio.NewWriter(c)
 		fr := http2.NewFramer(bw, c)
 		fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-		var hb strings.Builder
-		enc := hpack.NewEncoder(&hb)
-		block := func(kv ...string) []byte {
-			hb.Reset()
-			for i := 0; i < len(kv); i += 2 {
-				enc.WriteField(hpack.HeaderField{Name: kv[i], Value: kv[i+1]})
-			}
-			return []byte(hb.String())
-		}
+		block := hpackBlocks()
 		fr.WriteSettings()
 		bw.Flush()
 		for {
@@ -460,18 +452,23 @@ func BenchmarkGRPCAttempt(b *testing.B) {
 func frameBytes(write func(fr *http2.Framer, block func(kv ...string) []byte)) []byte {
 	var buf strings.Builder
 	fr := http2.NewFramer(&buf, nil)
+	fr.WriteSettings()
+	write(fr, hpackBlocks())
+	return []byte(buf.String())
+}
+
+// hpackBlocks returns a function encoding name, value pairs as one
+// connection's header blocks, in order.
+func hpackBlocks() func(kv ...string) []byte {
 	var hb strings.Builder
 	enc := hpack.NewEncoder(&hb)
-	block := func(kv ...string) []byte {
+	return func(kv ...string) []byte {
 		hb.Reset()
 		for i := 0; i < len(kv); i += 2 {
 			enc.WriteField(hpack.HeaderField{Name: kv[i], Value: kv[i+1]})
 		}
 		return []byte(hb.String())
 	}
-	fr.WriteSettings()
-	write(fr, block)
-	return []byte(buf.String())
 }
 
 // sendScripted sends one attempt with a GRPCLean whose connection is an
