@@ -40,7 +40,7 @@ bench-load-grpc:
 	trap 'kill $$pid 2>/dev/null' EXIT INT TERM; \
 	addr=$$($(BENCH_LOAD_TMP)/grpcecho -wait $(BENCH_LOAD_TMP)/grpcecho.addr) || { cat $(BENCH_LOAD_TMP)/grpcecho.log; exit 1; }; \
 	echo "target: grpc://$$addr (grpcecho, pid $$pid)"; \
-	best_s=0; best_g=0; cputime=; \
+	best_s=0; best_n=0; best_g=0; cputime=; \
 	if /usr/bin/time -f '%U %S' -o /dev/null true 2>/dev/null; then cputime=yes; fi; \
 	timed() { f=$$1; shift; if [ -n "$$cputime" ]; then /usr/bin/time -f '%U %S' -o "$$f" "$$@"; else "$$@"; fi; }; \
 	tck=$$(getconf CLK_TCK); \
@@ -55,7 +55,7 @@ bench-load-grpc:
 	    tcpu $$t0 $$tc; \
 	    line=$$($(BENCH_LOAD_TMP)/benchsummary stormsim $(BENCH_LOAD_TMP)/stormsim-grpc-$$c-$$r.json $${cputime:+$$cpu $$tc}); \
 	    printf 'stormsim/%-4s grpc rate=%-6s %s\n' $$c $$r "$$line"; \
-	    case "$$line" in *CLEAN) clean=yes; if [ "$$c" = lean ]; then best_s=$$r; fi;; esac; \
+	    case "$$line" in *CLEAN) clean=yes; if [ "$$c" = lean ]; then best_s=$$r; else best_n=$$r; fi;; esac; \
 	  done; \
 	  cpu=$(BENCH_LOAD_TMP)/cpu-ghz-$$r.txt; tc=$(BENCH_LOAD_TMP)/cpu-grpcecho-ghz-$$r.txt; t0=$$(ticks); \
 	  timed $$cpu $(BENCH_LOAD_TMP)/ghz --insecure --async --call grpc.health.v1.Health.Check -d '{}' --rps $$r -z $(BENCH_LOAD_DURATION) \
@@ -67,5 +67,6 @@ bench-load-grpc:
 	  [ -n "$$clean" ] || break; \
 	done; \
 	echo "highest clean gRPC rate (offered within 1%, >= 99% ok): stormsim $$best_s/s (lean client, with a retry policy), ghz $$best_g/s"; \
+	case " $(BENCH_LOAD_GRPC_CLIENTS) " in *" net "*) echo "  stormsim with grpc-go's client (net): $$best_n/s";; esac; \
 	if [ "$$best_g" -gt 0 ]; then awk -v s=$$best_s -v g=$$best_g 'BEGIN { printf "ratio stormsim/ghz: %.2f\n", s / g }'; fi; \
 	printf 'load average: '; cut -d' ' -f1-3 /proc/loadavg
