@@ -289,25 +289,25 @@ func (g *GRPCLean) Send(ctx context.Context, a *Attempt, o Sending) Answer {
 }
 
 func (g *GRPCLean) send(ctx context.Context, a *Attempt, o Sending, lp *leanPhases) Answer {
+	// A scripted clock runs the attempt's timeout on its own timer; the
+	// wall clock runs the remaining deadline, and the timeout with it.
+	timeout := o.Timeout
+	var fake <-chan time.Time
+	if _, real := o.Clock.(clock.Real); timeout > 0 && o.Clock != nil && !real {
+		t, ch := o.Clock.NewTimer(timeout)
+		defer t.Stop()
+		fake, timeout = ch, 0
+	}
 	// Which bound ends the attempt first: the attempt's timeout (a
 	// timeout of the attempt, as ClassifyError reads a context's) or the
 	// remaining deadline (the call's DEADLINE_EXCEEDED).
 	bound, byTimeout := a.Remaining, false
-	if o.Timeout > 0 && (bound <= 0 || o.Timeout <= bound) {
-		bound, byTimeout = o.Timeout, true
+	if timeout > 0 && (bound <= 0 || timeout <= bound) {
+		bound, byTimeout = timeout, true
 	}
 	var deadline time.Time
 	if bound > 0 {
 		deadline = lp.start.Add(bound)
-	}
-	var fake <-chan time.Time
-	if byTimeout && o.Clock != nil {
-		if _, real := o.Clock.(clock.Real); !real {
-			// A scripted clock runs the attempt's timeout.
-			t, ch := o.Clock.NewTimer(o.Timeout)
-			defer t.Stop()
-			fake = ch
-		}
 	}
 	for try := 0; ; try++ {
 		c, err := g.conn(lp)

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stormsim/stormsim/internal/cputime"
+	"github.com/stormsim/stormsim/load/internal/clock"
 	"github.com/stormsim/stormsim/load/internal/testnet"
 	"github.com/stormsim/stormsim/policies"
 )
@@ -548,4 +549,33 @@ func FuzzGRPCLeanAnswer(f *testing.F) {
 			t.Fatalf("answer %+v: no outcome the policies know: %v", an, err)
 		}
 	})
+}
+
+// TestGRPCLeanScriptedClock: an attempt's timeout runs on the sending's
+// clock: a scripted clock's advance ends a call the server never answers
+// (as a timeout, the call reset), and the wall clock alone does not.
+func TestGRPCLeanScriptedClock(t *testing.T) {
+	addr, _ := rawServer(t, rawHang)
+	target := "grpc://" + addr + "/a.B/C"
+	gl, err := NewGRPCLean(GRPCLeanConfig{Target: target})
+	require.NoError(t, err)
+	defer gl.Close()
+	var clk clock.Fake
+	done := make(chan Answer, 1)
+	go func() {
+		done <- gl.Send(context.Background(), &Attempt{URL: target, Number: 1}, Sending{Timeout: 50 * time.Millisecond, Clock: &clk})
+	}()
+	// Ten times the timeout of wall time: no answer yet.
+	select {
+	case an := <-done:
+		t.Fatalf("answered before the scripted clock moved: %+v", an)
+	case <-time.After(500 * time.Millisecond):
+	}
+	for clk.Pending() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	clk.Advance(50 * time.Millisecond)
+	an := <-done
+	an.Phase = PhaseNone
+	require.Equal(t, Answer{Outcome: policies.Timeout, Kind: KindTimeout}, an)
 }
