@@ -176,7 +176,7 @@ type grpcLeanConn struct {
 	tableDefault bool
 
 	mu       sync.Mutex
-	cond     sync.Cond // signalled when a send window grows or the connection ends
+	cond     sync.Cond // signalled when a send window grows, a stream closes or the connection ends
 	streams  map[uint32]*grpcLeanStream
 	nextID   uint32
 	err      error // why the connection ended; nil while it serves
@@ -188,8 +188,9 @@ type grpcLeanConn struct {
 	initWin     int64
 	maxFrame    int
 	maxStreams  uint32
-	recvPending int64 // bytes received on the connection, not yet granted back
-	reserved    int   // calls between reserving a stream and opening it
+	recvPending int64           // bytes received on the connection, not yet granted back
+	reserved    int             // calls between reserving a stream and opening it
+	waiting     []chan struct{} // calls waiting for a place among the streams, in order (admit)
 }
 
 // hpackSink appends an encoder's output to a request's header block.
@@ -335,11 +336,44 @@ func (c *grpcLeanConn) call(ctx context.Context, a *Attempt, fixed []hpack.Heade
 	// Reserve a place among the streams the server allows, then take
 	// the stream id under the write lock: HEADERS must open streams in the
 	// order of their ids.
-	c.mu.Lock()
-	for c.err == nil && uint32(len(c.streams)+c.reserved) >= c.maxStreams {
-		c.cond.Wait()
+	// Calls over the server's MAX_CONCURRENT_STREAMS wait in order of
+	// arrival, each handed its place as one frees (admit), so that none
+	// is overtaken indefinitely; the wait ends with the call's bounds.
+	var timer <-chan time.Time
+	if !deadline.IsZero() {
+		s.timer.Reset(time.Until(deadline))
+		timer = s.timer.C
 	}
-	c.reserved++
+	c.mu.Lock()
+	if c.err == nil && (len(c.waiting) > 0 || uint32(len(c.streams)+c.reserved) >= c.maxStreams) {
+		turn := make(chan struct{}, 1)
+		c.waiting = append(c.waiting, turn)
+		c.mu.Unlock()
+		var ended func() Answer
+		select {
+		case <-turn:
+		case <-timer:
+			ended = timedOut(byTimeout)
+		case <-fake:
+			ended = timedOut(true)
+		case <-ctx.Done():
+			ended = func() Answer { return ClassifyError(ctx.Err(), context.Cause(ctx)) }
+		}
+		c.mu.Lock()
+		if ended != nil {
+			if !c.unwait(turn) {
+				// Its turn came meanwhile: pass it on.
+				c.reserved--
+				c.admit()
+			}
+			c.mu.Unlock()
+			s.timer.Stop()
+			c.pool.Put(s)
+			return lp.failed(ended()), false
+		}
+	} else {
+		c.reserved++
+	}
 	c.mu.Unlock()
 
 	remaining := time.Duration(0)
@@ -353,6 +387,7 @@ func (c *grpcLeanConn) call(ctx context.Context, a *Attempt, fixed []hpack.Heade
 	if c.err != nil || c.draining {
 		err := c.err
 		c.cond.Broadcast()
+		c.admit()
 		c.mu.Unlock()
 		c.wpending.Add(-1)
 		c.wmu.Unlock()
@@ -399,36 +434,59 @@ func (c *grpcLeanConn) call(ctx context.Context, a *Attempt, fixed []hpack.Heade
 	}
 	lp.wrote = time.Now()
 
-	var timer <-chan time.Time
-	if !deadline.IsZero() {
-		s.timer.Reset(time.Until(deadline))
-		timer = s.timer.C
-	}
 	select {
 	case <-s.done:
 		an, retry = s.answer(lp), s.unprocessd
 	case <-timer:
 		pool = false
-		an = c.abandon(s, lp, func() Answer {
-			if byTimeout {
-				return ClassifyError(context.DeadlineExceeded, context.DeadlineExceeded)
-			}
-			return ClassifyGRPC(status.Error(codes.DeadlineExceeded, "context deadline exceeded"), nil)
-		})
+		an = c.abandon(s, lp, timedOut(byTimeout))
 	case <-fake:
 		pool = false
-		an = c.abandon(s, lp, func() Answer { return ClassifyError(context.DeadlineExceeded, context.DeadlineExceeded) })
+		an = c.abandon(s, lp, timedOut(true))
 	case <-ctx.Done():
 		pool = false
 		an = c.abandon(s, lp, func() Answer { return ClassifyError(ctx.Err(), context.Cause(ctx)) })
 	}
-	if timer != nil {
-		s.timer.Stop()
-	}
+	s.timer.Stop()
 	if pool {
 		c.pool.Put(s)
 	}
 	return an, retry
+}
+
+// timedOut returns the answer of a call its bound ended: the attempt's
+// timeout (byTimeout) as a context's timeout, the remaining deadline as the
+// call's own DEADLINE_EXCEEDED.
+func timedOut(byTimeout bool) func() Answer {
+	if byTimeout {
+		return func() Answer { return ClassifyError(context.DeadlineExceeded, context.DeadlineExceeded) }
+	}
+	return func() Answer {
+		return ClassifyGRPC(status.Error(codes.DeadlineExceeded, "context deadline exceeded"), nil)
+	}
+}
+
+// admit hands the places among the streams the server allows to the
+// calls waiting for one, first come first served (under mu). A
+// connection that ended admits every waiter, to fail as it opens.
+func (c *grpcLeanConn) admit() {
+	for len(c.waiting) > 0 && (c.err != nil || uint32(len(c.streams)+c.reserved) < c.maxStreams) {
+		c.reserved++
+		c.waiting[0] <- struct{}{}
+		c.waiting = c.waiting[1:]
+	}
+}
+
+// unwait removes turn from the waiting calls, reporting whether it was
+// still there (under mu).
+func (c *grpcLeanConn) unwait(turn chan struct{}) bool {
+	for i, w := range c.waiting {
+		if w == turn {
+			c.waiting = append(c.waiting[:i], c.waiting[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // abandon ends a call its deadline or context ended: it resets the
@@ -440,6 +498,7 @@ func (c *grpcLeanConn) abandon(s *grpcLeanStream, lp *leanPhases, ended func() A
 	if open {
 		delete(c.streams, s.id)
 		c.cond.Broadcast()
+		c.admit()
 	}
 	c.mu.Unlock()
 	if !open {
@@ -612,6 +671,14 @@ func (c *grpcLeanConn) write(f func() error) error {
 	return err
 }
 
+// writeAsync writes one frame with f (under wmu) on another goroutine:
+// the reader's own frames (acks, window updates, resets). The reader never
+// waits for the write lock, so it goes on draining the server while a
+// call's write waits for the server to read: a server that stops reading
+// until its answers are read (grpc-go's throttles its reader behind its
+// writer) cannot deadlock the connection.
+func (c *grpcLeanConn) writeAsync(f func() error) { go c.write(f) }
+
 // writeFailed stops new streams on a connection a write failed on. The
 // reader goes on delivering the answers already received (a server may
 // answer and close at once) until the connection's end reaches it, or
@@ -642,6 +709,7 @@ func (c *grpcLeanConn) fail(err error) {
 	streams := c.streams
 	c.streams = map[uint32]*grpcLeanStream{}
 	c.cond.Broadcast()
+	c.admit()
 	c.mu.Unlock()
 	c.nc.Close()
 	for _, s := range streams {
@@ -706,7 +774,7 @@ func (c *grpcLeanConn) read() {
 		case *http2.PingFrame:
 			if !f.IsAck() {
 				data := f.Data
-				c.write(func() error { return c.fr.WritePing(true, data) })
+				c.writeAsync(func() error { return c.fr.WritePing(true, data) })
 			}
 		case *http2.GoAwayFrame:
 			c.onGoAway(f)
@@ -738,20 +806,21 @@ func (c *grpcLeanConn) onSettings(f *http2.SettingsFrame) error {
 		return nil
 	})
 	c.cond.Broadcast()
+	c.admit()
 	c.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	if table != nil {
-		// Before the ack: blocks written after it use the new size.
-		c.wmu.Lock()
-		c.henc.SetMaxDynamicTableSizeLimit(*table)
-		c.tableDefault = *table >= 4096
-		c.prefix, c.encoded = nil, 0
-		c.wmu.Unlock()
-	}
 	// A failed write ends the connection through writeFailed.
-	c.write(func() error { return c.fr.WriteSettingsAck() })
+	c.writeAsync(func() error {
+		if table != nil {
+			// Before the ack: blocks written after it use the new size.
+			c.henc.SetMaxDynamicTableSizeLimit(*table)
+			c.tableDefault = *table >= 4096
+			c.prefix, c.encoded = nil, 0
+		}
+		return c.fr.WriteSettingsAck()
+	})
 	return nil
 }
 
@@ -771,6 +840,7 @@ func (c *grpcLeanConn) finish(s *grpcLeanStream, reset bool) {
 	if open {
 		delete(c.streams, s.id)
 		c.cond.Broadcast()
+		c.admit()
 	}
 	idle := c.draining && len(c.streams) == 0
 	c.mu.Unlock()
@@ -779,7 +849,7 @@ func (c *grpcLeanConn) finish(s *grpcLeanStream, reset bool) {
 	}
 	if reset {
 		id := s.id
-		c.write(func() error { return c.fr.WriteRSTStream(id, http2.ErrCodeCancel) })
+		c.writeAsync(func() error { return c.fr.WriteRSTStream(id, http2.ErrCodeCancel) })
 	}
 	s.done <- struct{}{}
 	if idle {
@@ -965,7 +1035,7 @@ func (c *grpcLeanConn) onData(f *http2.DataFrame) {
 		}
 		c.mu.Unlock()
 		if grant {
-			c.write(func() error { return c.fr.WriteWindowUpdate(0, grpcLeanWindow/2) })
+			c.writeAsync(func() error { return c.fr.WriteWindowUpdate(0, grpcLeanWindow/2) })
 		}
 	}
 	s := c.stream(f.StreamID)
@@ -1049,6 +1119,7 @@ func (c *grpcLeanConn) onGoAway(f *http2.GoAwayFrame) {
 	}
 	idle := len(c.streams) == 0
 	c.cond.Broadcast()
+	c.admit()
 	c.mu.Unlock()
 	for _, s := range refused {
 		s.code, s.msg, s.md, s.unprocessd = codes.Unavailable, "the stream is rejected because server is draining the connection", nil, true
