@@ -493,15 +493,7 @@ func (c *grpcLeanConn) unwait(turn chan struct{}) bool {
 // stream unless its answer already came, in which case that answer
 // stands.
 func (c *grpcLeanConn) abandon(s *grpcLeanStream, lp *leanPhases, ended func() Answer) Answer {
-	c.mu.Lock()
-	_, open := c.streams[s.id]
-	if open {
-		delete(c.streams, s.id)
-		c.cond.Broadcast()
-		c.admit()
-	}
-	c.mu.Unlock()
-	if !open {
+	if open, _ := c.remove(s); !open {
 		<-s.done
 		return s.answer(lp)
 	}
@@ -831,19 +823,25 @@ func (c *grpcLeanConn) stream(id uint32) *grpcLeanStream {
 	return c.streams[id]
 }
 
-// finish removes s from the open streams and delivers its answer,
-// unless its caller abandoned it first; with reset, it also resets the
-// stream at the server.
-func (c *grpcLeanConn) finish(s *grpcLeanStream, reset bool) {
+// remove takes s from the open streams, freeing its place, and reports
+// whether it was open (else the reader or its caller took it first) and
+// whether a draining connection is now idle.
+func (c *grpcLeanConn) remove(s *grpcLeanStream) (open, idle bool) {
 	c.mu.Lock()
-	_, open := c.streams[s.id]
-	if open {
+	defer c.mu.Unlock()
+	if _, open = c.streams[s.id]; open {
 		delete(c.streams, s.id)
 		c.cond.Broadcast()
 		c.admit()
 	}
-	idle := c.draining && len(c.streams) == 0
-	c.mu.Unlock()
+	return open, c.draining && len(c.streams) == 0
+}
+
+// finish removes s from the open streams and delivers its answer,
+// unless its caller abandoned it first; with reset, it also resets the
+// stream at the server.
+func (c *grpcLeanConn) finish(s *grpcLeanStream, reset bool) {
+	open, idle := c.remove(s)
 	if !open {
 		return
 	}
