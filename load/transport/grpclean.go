@@ -40,8 +40,9 @@ import (
 // It sends the stormsim metadata and the remaining deadline as
 // grpc-timeout as GRPCClient does; a call the deadline or the attempt's
 // timeout ends is reset (RST_STREAM CANCEL). A stream the server did not
-// process (REFUSED_STREAM, or above a GOAWAY's last stream) is retried
-// once on a new connection, as grpc-go's transparent retry does. It does
+// process (REFUSED_STREAM, or above a GOAWAY's last stream) is sent once
+// more, on a connection that takes new streams (after a GOAWAY, a new
+// one), as grpc-go's transparent retry does. It does
 // not speak TLS, compression, service-config retries or name resolution,
 // nor does it enforce phase timeouts (those runs use GRPCClient). Safe for
 // concurrent use.
