@@ -297,6 +297,10 @@ func Run(ctx context.Context, opt Options) (*metrics.Result, error) {
 		}
 		defer gc.Close()
 		tr = gc
+		if lean, err := transport.NewGRPCLean(transport.GRPCLeanConfig{Target: opt.Target, Connections: opt.Connections, Dial: network.DialerOf(opt.Network), Fallback: gc}); err == nil && !opt.NetHTTP && opt.GRPCServiceConfig == "" && opt.Tracing == nil && !edge.PhaseAware(pe) {
+			defer lean.Close()
+			tr = lean // grpc-go's client stays for what the lean one does not do (GRPCLean)
+		}
 	case rt != nil && !opt.NetHTTP && opt.Tracing == nil && transport.LeanUsable(target) && len(opt.Replicas) < 2 && !edge.PhaseAware(pe):
 		lean := transport.NewLean(transport.LeanConfig{Target: target, Connections: opt.Connections, Abort: hard,
 			Dial: network.DialerOf(opt.Network), Fallback: tr})

@@ -3,13 +3,16 @@
 // 1 % and at least 99 % of its requests succeeded (the criterion used to
 // compare the highest clean rate of stormsim and vegeta).
 //
-//	benchsummary stormsim SUMMARY.json [CPU]     a `stormsim load --format json` summary
-//	benchsummary vegeta REPORT.json RATE [CPU]   a `vegeta report -type=json` report
-//	benchsummary ghz REPORT.json RATE            a `ghz -O json` report (gRPC)
+//	benchsummary stormsim SUMMARY.json [CPU [TARGETCPU]]  a `stormsim load --format json` summary
+//	benchsummary vegeta REPORT.json RATE [CPU]            a `vegeta report -type=json` report
+//	benchsummary ghz REPORT.json RATE [CPU [TARGETCPU]]   a `ghz -O json` report (gRPC)
 //
 // CPU, if given, is a file holding the load generator's user and system CPU
 // seconds (GNU time's -f '%U %S'): the line then gives its CPU time per
 // request, the budget that matters when it shares the cores with its target.
+// TARGETCPU, in the same form, is the target's CPU over the run: the line
+// then gives the target's CPU time per request too, which says whether the
+// target rather than the generator bounds the clean rate.
 package main
 
 import (
@@ -40,9 +43,9 @@ func main() {
 		if s.Requests.Offered > 0 {
 			ok = float64(s.Requests.Succeeded) / float64(s.Requests.Offered)
 		}
-		fmt.Printf("offered %.1f/s of %.1f/s (%+.2f%%)  late %d  unsent %d  ok %.2f%%  p99 %.2f ms  connect/timeout/reset %d/%d/%d  %s%s\n",
+		fmt.Printf("offered %.1f/s of %.1f/s (%+.2f%%)  late %d  unsent %d  ok %.2f%%  p99 %.2f ms  connect/timeout/reset %d/%d/%d  %s%s%s\n",
 			l.OfferedRPS, l.TargetRPS, 100*(l.OfferedRPS-l.TargetRPS)/l.TargetRPS, l.Late, l.Unsent, 100*ok,
-			s.LatencyMs.P99, l.ConnectFailures, l.Timeouts, l.Resets, cpuPerRequest(3, s.Requests.Offered), verdict(l.OfferedRPS, l.TargetRPS, ok))
+			s.LatencyMs.P99, l.ConnectFailures, l.Timeouts, l.Resets, cpuPerRequest(3, s.Requests.Offered), targetCPU(4, s.Requests.Offered), verdict(l.OfferedRPS, l.TargetRPS, ok))
 	case "vegeta":
 		if len(os.Args) != 4 && len(os.Args) != 5 {
 			fail(2, "usage: benchsummary vegeta REPORT.json RATE [CPU]")
@@ -65,8 +68,8 @@ func main() {
 		fmt.Printf("offered %.1f/s of %.1f/s (%+.2f%%)  requests %d  ok %.2f%%  p99 %.2f ms  %s%s\n",
 			r.Rate, target, 100*(r.Rate-target)/target, r.Requests, 100*r.Success, r.Latencies.P99/1e6, cpuPerRequest(4, r.Requests), verdict(r.Rate, target, r.Success))
 	case "ghz":
-		if len(os.Args) != 4 {
-			fail(2, "usage: benchsummary ghz REPORT.json RATE")
+		if len(os.Args) < 4 || len(os.Args) > 6 {
+			fail(2, "usage: benchsummary ghz REPORT.json RATE [CPU [TARGETCPU]]")
 		}
 		target, err := strconv.ParseFloat(os.Args[3], 64)
 		if err != nil {
@@ -93,8 +96,8 @@ func main() {
 				p99 = float64(l.Latency) / 1e6
 			}
 		}
-		fmt.Printf("offered %.1f/s of %.1f/s (%+.2f%%)  requests %d  ok %.2f%%  p99 %.2f ms  %s\n",
-			r.Rps, target, 100*(r.Rps-target)/target, r.Count, 100*ok, p99, verdict(r.Rps, target, ok))
+		fmt.Printf("offered %.1f/s of %.1f/s (%+.2f%%)  requests %d  ok %.2f%%  p99 %.2f ms  %s%s%s\n",
+			r.Rps, target, 100*(r.Rps-target)/target, r.Count, 100*ok, p99, cpuPerRequest(4, r.Count), targetCPU(5, r.Count), verdict(r.Rps, target, ok))
 	default:
 		fail(2, "benchsummary: want stormsim, vegeta or ghz, got "+os.Args[1])
 	}
@@ -115,6 +118,15 @@ func cpuPerRequest(i int, n int64) string {
 		fail(1, fmt.Sprintf("%s: %v", os.Args[i], err))
 	}
 	return s
+}
+
+// targetCPU returns "target " and cpuPerRequest's text for the target's
+// CPU file that is argument i, or "" when that argument is absent.
+func targetCPU(i int, n int64) string {
+	if s := cpuPerRequest(i, n); s != "" {
+		return "target " + s
+	}
+	return ""
 }
 
 // formatCPU formats the user and system seconds in text (GNU time's
