@@ -209,6 +209,11 @@ type Call struct {
 	Pool *Pool `yaml:"pool,omitempty"`
 	// PropagateDeadline gives the callee the remaining end-to-end budget.
 	PropagateDeadline bool `yaml:"propagate_deadline,omitempty"`
+	// Query makes the caller, after this call's outcome is unknown, ask
+	// its target (the committing service) by the write's key on the
+	// schedule of workload.query, over this edge and under its policy,
+	// instead of answering unknown (edgequery.go); nil: no queries.
+	Query *Query `yaml:"query,omitempty"`
 	// Network is the one-way delay of the edge, applied each way.
 	Network *Dist `yaml:"network,omitempty"`
 
