@@ -85,3 +85,10 @@ func (v *validator) edgeQueries(commitName string) {
 		}
 	}
 }
+
+// Queries reports whether sc sends status queries by key: the client's
+// (workload.query) or a call's (calls[].query). Their load is attempts
+// like retries', so reports name both.
+func (sc *Scenario) Queries() bool {
+	return sc.Workload.Query != nil || len(sc.edgeQueries()) > 0
+}

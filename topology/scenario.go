@@ -338,6 +338,11 @@ type Fault struct {
 	// records the result: the record stays PROCESSING, the reply never
 	// goes (recovery, converge.go, settles it).
 	CrashOwner float64 `yaml:"crash_owner,omitempty"`
+	// Background marks a condition of the whole run (a steady rate of
+	// crashes or lost replies) rather than the event the run recovers
+	// from: the verdict's trigger leaves it out, so the baseline before
+	// the trigger and the recovery after it both include it.
+	Background bool `yaml:"background,omitempty"`
 	// ResetConnections closes every pooled connection to the service when
 	// the fault starts (a deploy): callers must connect and handshake again.
 	ResetConnections bool `yaml:"reset_connections,omitempty"`
