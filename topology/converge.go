@@ -119,7 +119,7 @@ func (sc *Scenario) Converges() bool {
 			return true
 		}
 	}
-	return len(sc.edgeQueries()) > 0
+	return sc.hasEdgeQuery()
 }
 
 // convergeDefaults fills the convergence keys' defaults; called by

@@ -18,6 +18,9 @@ type edgeQuery struct {
 
 // edgeQueries lists the service calls that have a query, in file order.
 func (sc *Scenario) edgeQueries() []edgeQuery {
+	if !sc.hasEdgeQuery() {
+		return nil // the common case, without formatting a path
+	}
 	var out []edgeQuery
 	var walk func(i int, calls []Call, path string, parallel bool)
 	walk = func(i int, calls []Call, path string, parallel bool) {
@@ -33,6 +36,25 @@ func (sc *Scenario) edgeQueries() []edgeQuery {
 		walk(i, sc.Services[i].Calls, fmt.Sprintf("services[%d].calls", i), false)
 	}
 	return out
+}
+
+// hasEdgeQuery reports whether a service call has a query.
+func (sc *Scenario) hasEdgeQuery() bool {
+	var any func(calls []Call) bool
+	any = func(calls []Call) bool {
+		for i := range calls {
+			if calls[i].Query != nil || any(calls[i].Parallel) {
+				return true
+			}
+		}
+		return false
+	}
+	for i := range sc.Services {
+		if any(sc.Services[i].Calls) {
+			return true
+		}
+	}
+	return false
 }
 
 // edgeQueries validates every calls[].query, and refuses query on the
@@ -90,5 +112,5 @@ func (v *validator) edgeQueries(commitName string) {
 // (workload.query) or a call's (calls[].query). Their load is attempts
 // like retries', so reports name both.
 func (sc *Scenario) Queries() bool {
-	return sc.Workload.Query != nil || len(sc.edgeQueries()) > 0
+	return sc.Workload.Query != nil || sc.hasEdgeQuery()
 }
