@@ -38,13 +38,15 @@ func parseFloat(s string) (float64, error) {
 }
 
 // WriteRows writes rows as CSV (sweep.csv): a header, then one line per
-// row in the order given. Floats are written in their shortest exact form,
+// row in the order given. The certainty columns follow the measures when a
+// row has certainty (the scenario converges). Floats are written in their shortest exact form,
 // so ReadRows gives back the same values and a merge of shard files is
 // byte-identical to the unsharded file.
 func WriteRows(w io.Writer, rows []Row) error {
 	cw := csv.NewWriter(w)
 	header := append([]string(nil), rowHeader...)
-	for _, c := range measureColumns {
+	cols := columnsOf(rows)
+	for _, c := range cols {
 		header = append(header, c.name)
 	}
 	if err := cw.Write(header); err != nil {
@@ -57,7 +59,7 @@ func WriteRows(w io.Writer, rows []Row) error {
 		rec = append(rec,
 			strconv.Itoa(r.Index), strconv.Itoa(r.Point), r.Param, r.Value, r.VariantName,
 			strconv.Itoa(r.Replica), strconv.FormatUint(r.Seed, 10), string(r.Status))
-		for _, c := range measureColumns {
+		for _, c := range cols {
 			rec = append(rec, formatFloat(c.get(&r.Measures)))
 		}
 		if err := cw.Write(rec); err != nil {
@@ -79,11 +81,14 @@ func ReadRows(name string, r io.Reader) ([]Row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading header: %w", name, err)
 	}
-	want := len(rowHeader) + len(measureColumns)
-	if len(header) != want || header[0] != "unit" {
-		return nil, fmt.Errorf("%s:1: not a sweep CSV (want %d columns starting with unit, got %d)", name, want, len(header))
+	cols := measureColumns
+	if len(header) == len(rowHeader)+len(withCertainty) {
+		cols = withCertainty
 	}
-	for i, c := range measureColumns {
+	if want := len(rowHeader) + len(measureColumns); len(header) != len(rowHeader)+len(cols) || header[0] != "unit" {
+		return nil, fmt.Errorf("%s:1: not a sweep CSV (want %d columns starting with unit, or %d with certainty, got %d)", name, want, want+len(certaintyColumns), len(header))
+	}
+	for i, c := range cols {
 		if h := header[len(rowHeader)+i]; h != c.name {
 			return nil, fmt.Errorf("%s:1: column %d is %q, want %q", name, len(rowHeader)+i+1, h, c.name)
 		}
@@ -115,7 +120,7 @@ func ReadRows(name string, r io.Reader) ([]Row, error) {
 			return nil, bad(6, fmt.Errorf("want an unsigned integer, got %q", rec[6]))
 		}
 		row.Status = metrics.Status(rec[7])
-		for i, c := range measureColumns {
+		for i, c := range cols {
 			col := len(rowHeader) + i
 			v, err := parseFloat(rec[col])
 			if err != nil {
@@ -142,6 +147,9 @@ func MergeRows(shards ...[]Row) ([]Row, error) {
 		}
 		if all[i].Param != all[0].Param {
 			return nil, fmt.Errorf("merge: unit %d sweeps %s, unit %d sweeps %s: not shards of one sweep", all[0].Index, all[0].Param, all[i].Index, all[i].Param)
+		}
+		if all[i].HasCertainty != all[0].HasCertainty {
+			return nil, fmt.Errorf("merge: unit %d has certainty columns and unit %d not (or the reverse): not shards of one sweep", all[0].Index, all[i].Index)
 		}
 	}
 	return all, nil
@@ -197,11 +205,13 @@ type Aggregate struct {
 	Replicas   int
 	Incomplete int
 	NoLatency  int
-	// Stats holds one Stat per measure, in measure order (see MeasureNames).
+	// Stats holds one Stat per measure, in measure order (see MeasureNames),
+	// then one per certainty column when the rows have certainty.
 	Stats []Stat
 }
 
-// MeasureNames returns the names of the measures in CSV order.
+// MeasureNames returns the names of the measures in CSV order (without
+// the certainty columns, which follow them when the runs converge).
 func MeasureNames() []string {
 	out := make([]string, len(measureColumns))
 	for i, c := range measureColumns {
@@ -212,8 +222,8 @@ func MeasureNames() []string {
 
 // Stat returns the aggregate's Stat of the named measure.
 func (a *Aggregate) Stat(measure string) (Stat, bool) {
-	for i, c := range measureColumns {
-		if c.name == measure {
+	for i, c := range withCertainty {
+		if c.name == measure && i < len(a.Stats) {
 			return a.Stats[i], true
 		}
 	}
@@ -230,6 +240,7 @@ func AggregateRows(rows []Row) []Aggregate {
 		variant string
 	}
 	index := map[key]int{}
+	cols := columnsOf(rows)
 	var aggs []Aggregate
 	var samples [][]Row
 	for _, r := range rows {
@@ -261,7 +272,7 @@ func AggregateRows(rows []Row) []Aggregate {
 		}
 		xs := make([]float64, 0, len(complete))
 		ts := map[int]float64{} // t by sample size: the quantile is costly
-		for _, c := range measureColumns {
+		for _, c := range cols {
 			xs = xs[:0]
 			for _, r := range complete {
 				if x := c.get(&r.Measures); !math.IsNaN(x) {
@@ -289,7 +300,11 @@ func AggregateRows(rows []Row) []Aggregate {
 func WriteAggregates(w io.Writer, aggs []Aggregate) error {
 	cw := csv.NewWriter(w)
 	header := []string{"point", "param", "value", "variant", "replicas", "incomplete", "no_latency"}
-	for _, c := range measureColumns {
+	cols := measureColumns
+	if len(aggs) > 0 && len(aggs[0].Stats) == len(withCertainty) {
+		cols = withCertainty
+	}
+	for _, c := range cols {
 		header = append(header, c.name+"_mean", c.name+"_ci95_lo", c.name+"_ci95_hi")
 	}
 	if err := cw.Write(header); err != nil {

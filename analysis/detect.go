@@ -89,14 +89,16 @@ type Trigger struct {
 	Label string
 }
 
-// TriggerOf finds a scenario's trigger: the span of its fault windows, or,
-// without faults, the first stretch of its schedule whose rate exceeds the
+// TriggerOf finds a scenario's trigger: the span of its fault windows
+// but the background ones (faults[].background: conditions of the whole
+// run, which the baseline and the recovery both include), or, without
+// such faults, the first stretch of its schedule whose rate exceeds the
 // base rate.
 func TriggerOf(sc *topology.Scenario) (Trigger, error) {
-	if len(sc.Faults) > 0 {
-		t := Trigger{Start: sc.Faults[0].At, End: sc.Faults[0].At + sc.Faults[0].For}
+	if faults := triggerFaults(sc); len(faults) > 0 {
+		t := Trigger{Start: faults[0].At, End: faults[0].At + faults[0].For}
 		var labels []string
-		for _, f := range sc.Faults {
+		for _, f := range faults {
 			t.Start = min(t.Start, f.At)
 			t.End = max(t.End, f.At+f.For)
 			labels = append(labels, faultLabel(f))
@@ -122,6 +124,29 @@ func TriggerOf(sc *topology.Scenario) (Trigger, error) {
 		return t, nil
 	}
 	return Trigger{}, fmt.Errorf("%s: no trigger: add a fault window (faults:) or a load spike (workload.schedule above workload.rate)", sc.Name)
+}
+
+// triggerFaults are sc's faults that make its trigger: all but the
+// background ones.
+func triggerFaults(sc *topology.Scenario) []topology.Fault {
+	var out []topology.Fault
+	for _, f := range sc.Faults {
+		if !f.Background {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// backgroundLabel names sc's background faults, "" without any.
+func backgroundLabel(sc *topology.Scenario) string {
+	var labels []string
+	for _, f := range sc.Faults {
+		if f.Background {
+			labels = append(labels, faultLabel(f))
+		}
+	}
+	return strings.Join(labels, "; ")
 }
 
 // faultLabel names fault f in a trigger or window line: its service, its

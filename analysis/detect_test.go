@@ -177,6 +177,16 @@ func TestTriggerOf(t *testing.T) {
 	if err != nil || tr.Start != 20*time.Second || tr.End != 35*time.Second || !strings.Contains(tr.Label, "db capacity ×0.3 for 5s at 30s") {
 		t.Errorf("faults: %+v, %v; want 20s to 35s", tr, err)
 	}
+	// A background fault over the whole run is no part of the trigger.
+	sc.Faults = append(sc.Faults, topology.Fault{Service: "db", At: 0, For: time.Minute, DropResponse: 0.1, Background: true})
+	if tr, err := TriggerOf(sc); err != nil || tr.Start != 20*time.Second || tr.End != 35*time.Second || strings.Contains(tr.Label, "drop") {
+		t.Errorf("with a background fault: %+v, %v; want 20s to 35s without it", tr, err)
+	}
+	// Only background faults: the trigger is the schedule's spike, if any.
+	sc.Faults = sc.Faults[2:]
+	if _, err := TriggerOf(sc); err == nil || !strings.Contains(err.Error(), "never returns") {
+		t.Errorf("background faults and an endless spike: err = %v", err)
+	}
 }
 
 func BenchmarkDetect(b *testing.B) {

@@ -45,6 +45,10 @@ type Measures struct {
 	// NotRun reports a run interrupted before it offered a request after
 	// warm-up: it has no figures at all.
 	NotRun bool
+	// HasCertainty reports a run of a scenario that converges: Certainty
+	// is its summary's (sweepcertainty.go).
+	HasCertainty bool
+	Certainty    metrics.Certainty
 }
 
 // MeasuresOf extracts the measures of a result's summary.
@@ -75,6 +79,7 @@ func MeasuresOf(r *metrics.Result) Measures {
 	if m.Status == "" {
 		m.Status = metrics.StatusComplete
 	}
+	m.certaintyOf(s.Certainty)
 	m.Verdict = metrics.OutcomeText(s)
 	m.NotRun = m.Verdict == metrics.OutcomeNotRun
 	m.PeakAmplification = math.NaN()
@@ -89,11 +94,7 @@ func MeasuresOf(r *metrics.Result) Measures {
 
 // measureColumns are the numeric measures in CSV and aggregate order, with
 // their accessors.
-var measureColumns = []struct {
-	name string
-	get  func(*Measures) float64
-	set  func(*Measures, float64)
-}{
+var measureColumns = []measureColumn{
 	{"offered", func(m *Measures) float64 { return float64(m.Offered) }, func(m *Measures, v float64) { m.Offered = int64(v) }},
 	{"succeeded", func(m *Measures) float64 { return float64(m.Succeeded) }, func(m *Measures, v float64) { m.Succeeded = int64(v) }},
 	{"failed", func(m *Measures) float64 { return float64(m.Failed) }, func(m *Measures, v float64) { m.Failed = int64(v) }},

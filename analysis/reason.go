@@ -182,6 +182,10 @@ func lingeringAmplification(ts *metrics.TimeSeries, sc *topology.Scenario, rows 
 	if bestSvc == "" {
 		return ""
 	}
-	return fmt.Sprintf("retries keep %s at %.2f× attempts per offered request at the end of the arrivals (%.2f× before the trigger)",
-		bestSvc, best*bestBase, bestBase)
+	who := "retries"
+	if sc.Queries() {
+		who = "retries and status queries" // both are attempts
+	}
+	return fmt.Sprintf("%s keep %s at %.2f× attempts per offered request at the end of the arrivals (%.2f× before the trigger)",
+		who, bestSvc, best*bestBase, bestBase)
 }

@@ -207,3 +207,74 @@ func TestMetastableSpikeSim(t *testing.T) {
 		t.Errorf("budget after a spike: %v, want recovers", v)
 	}
 }
+
+// TestSweepCertaintySim: a sweep of a converging scenario writes the
+// certainty columns after the measures (golden), the same with any number
+// of workers, and three shards read back and merged give the whole file
+// byte for byte; the aggregate carries them too (golden).
+func TestSweepCertaintySim(t *testing.T) {
+	sc, b := load(t, "testdata/tiny-converge.yaml")
+	vs, err := analysis.Variants(sc.Variants, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &analysis.Sweep{Param: "services.api.calls.db.query.interval", Values: []string{"20ms", "100ms"}, Variants: vs, Replicas: 2}
+	sweep := func(workers int, sh shard.Spec) []analysis.Row {
+		rows, err := analysis.RunSweep(context.Background(), simRunner, b, s, analysis.SweepOptions{Workers: workers, Shard: sh})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	csvOf := func(rows []analysis.Row) []byte {
+		var buf bytes.Buffer
+		if err := analysis.WriteRows(&buf, rows); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	rows := sweep(1, shard.Spec{})
+	one := csvOf(rows)
+	header, _, _ := strings.Cut(string(one), "\n")
+	if !strings.HasSuffix(header, ",peak_queue,intents,certainty_p50_ms,certainty_p99_ms,certainty_max_ms,resolved_by_reply,resolved_by_query,"+
+		"resolved_by_recovery,resolved_by_reconciliation,resolved_by_manual,resolved_by_never,alerts,manual_queue_max,manual_queue_end,queries") {
+		t.Errorf("header %s: want the certainty columns after the measures", header)
+	}
+	for _, r := range rows {
+		if !r.HasCertainty || r.Certainty.ResolvedBy.Query == 0 || r.Certainty.Queries == 0 {
+			t.Errorf("unit %d: certainty %+v: want queries that resolved intents", r.Index, r.Certainty)
+		}
+	}
+	golden.Check(t, "testdata/sweep-certainty.csv", one)
+	if all := csvOf(sweep(0, shard.Spec{})); !bytes.Equal(one, all) {
+		t.Errorf("1 worker and all cores differ:\n%s\nvs\n%s", one, all)
+	}
+	var parts [][]analysis.Row
+	for i := range 3 {
+		part, err := analysis.ReadRows("shard", bytes.NewReader(csvOf(sweep(2, shard.Spec{Index: i, Count: 3}))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, part)
+	}
+	merged, err := analysis.MergeRows(parts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := csvOf(merged); !bytes.Equal(got, one) {
+		t.Errorf("3 shards merged differ from the whole:\n%s\nvs\n%s", got, one)
+	}
+	var agg bytes.Buffer
+	if err := analysis.WriteAggregates(&agg, analysis.AggregateRows(rows)); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "testdata/sweep-certainty-aggregate.csv", agg.Bytes())
+	// A shard without certainty is not a shard of this sweep.
+	plain := append([]analysis.Row(nil), parts[0]...)
+	for i := range plain {
+		plain[i].HasCertainty = false
+	}
+	if _, err := analysis.MergeRows(plain, parts[1]); err == nil || !strings.Contains(err.Error(), "certainty") {
+		t.Errorf("merging shards with and without certainty: %v", err)
+	}
+}

@@ -128,7 +128,7 @@ func windowAmplification(ts *metrics.TimeSeries, f topology.Fault) (metrics.Wind
 // judgeRecovery sets v's recovery fields from the detector.
 func judgeRecovery(v *metrics.Verdict, sc *topology.Scenario, r *metrics.Result) {
 	notJudged := func(why string) { v.Recovery, v.Note = "not judged", why }
-	if len(sc.Faults) == 0 && !hasSpike(sc) {
+	if len(triggerFaults(sc)) == 0 && !hasSpike(sc) {
 		v.Recovery = "no trigger"
 		return
 	}
@@ -138,6 +138,10 @@ func judgeRecovery(v *metrics.Verdict, sc *topology.Scenario, r *metrics.Result)
 		return
 	}
 	v.Trigger = t.Label
+	if bg := backgroundLabel(sc); bg != "" {
+		// Said with the trigger: the baseline and the recovery include it.
+		v.Trigger += " (background, before and after it too: " + bg + ")"
+	}
 	if d := r.Summary.Diverged; d != nil {
 		v.Recovery, v.Note = "not recovered", fmt.Sprintf("the run diverged at %.1f s (%s)", d.AtS, d.Reason)
 		return

@@ -24,6 +24,19 @@ type ConvergePlan struct {
 	Query     *QueryPlan
 	Recovery  *RecoveryPlan
 	Reconcile *ReconcilePlan
+	// Hops are the service calls with status queries of their own
+	// (calls[].query), in Plan.Edges order.
+	Hops []*HopQueryPlan
+}
+
+// HopQueryPlan is one call's status queries (topology.Call.Query): after
+// a call over Edge ends unknown, its caller queries Edge's callee (the
+// committing service) by the write's key over Edge itself, on Config's
+// schedule, with the schedule's jitter drawn from Stream.
+type HopQueryPlan struct {
+	Config *topology.Query
+	Edge   *Edge
+	Stream string
 }
 
 // QueryPlan is the client's status queries.
@@ -66,14 +79,28 @@ func QueryStream(name string, rep int) string { return "query/" + name + Replica
 // CrashStream names the owner-crash stream of replica rep of service name.
 func CrashStream(name string, rep int) string { return "crash/" + name + ReplicaTag(rep) }
 
+// HopQueryStream names the schedule jitter stream of the status queries
+// over the edge whose policy stream is edgeStream: "query/schedule/" and it.
+func HopQueryStream(edgeStream string) string { return QueryScheduleStream + "/" + edgeStream }
+
 // Policy resolves the query schedule with the committing service's lease,
 // drawing its jitter from rng.
 func (qp *QueryPlan) Policy(lease time.Duration, rng *rand.Rand) (*QueryPolicy, error) {
-	b, err := policies.NewBackoff(qp.Config.Backoff())
+	return NewQueryPolicy(qp.Config, "workload.query", lease, rng)
+}
+
+// Policy resolves the call's query schedule, as QueryPlan.Policy does.
+func (hp *HopQueryPlan) Policy(lease time.Duration, rng *rand.Rand) (*QueryPolicy, error) {
+	return NewQueryPolicy(hp.Config, hp.Edge.Field+".query", lease, rng)
+}
+
+// NewQueryPolicy resolves query schedule q (at field, for errors) with
+// the committing service's lease, drawing its jitter from rng.
+func NewQueryPolicy(q *topology.Query, field string, lease time.Duration, rng *rand.Rand) (*QueryPolicy, error) {
+	b, err := policies.NewBackoff(q.Backoff())
 	if err != nil {
-		return nil, fmt.Errorf("workload.query: %w", err)
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
-	q := qp.Config
 	pol := &QueryPolicy{First: q.FirstDelay, Backoff: b, Deadline: q.Deadline, MaxQueries: q.MaxQueries, Lease: lease, Resubmit: q.Resubmit, Rand: rng}
 	if q.RandomPhase {
 		pol.Phase = q.Interval
@@ -98,6 +125,11 @@ func (c *compiler) converge(sc *topology.Scenario) error {
 			return err
 		}
 		cp.Query = &QueryPlan{Config: q, Edge: e, Stream: QueryScheduleStream}
+	}
+	for _, e := range p.Edges {
+		if q := e.Call.Query; q != nil && e.From != QueryCaller {
+			cp.Hops = append(cp.Hops, &HopQueryPlan{Config: q, Edge: e, Stream: HopQueryStream(e.Stream)})
+		}
 	}
 	cfg, field := commit.Config, fmt.Sprintf("services[%d]", commit.Index)
 	rep0 := commit.Replicas[0]

@@ -247,7 +247,7 @@ func (m *run) replyHandler() Handler {
 		if act.Kind == policies.Finish && !act.Wake && !cr.wakeSet && len(cr.slots) == 1 {
 			// The usual answer, apply's work without its call: the call's
 			// one attempt was answered (its slot is cleared above).
-			if owner := cr.owner; owner != nil && cr.grp == nil {
+			if owner := cr.owner; owner != nil && cr.grp == nil && cr.edge.hop == nil {
 				// And memberDone's for a step of one call: the call ends
 				// the step (cr, back in its pool, is read no more).
 				m.calls.put(cr)
@@ -328,6 +328,10 @@ func (m *run) memberDone(cr *callRun, o policies.Outcome, r policies.CallResult)
 	if g == nil {
 		// Finish left nothing referring to cr: no attempt, no wake-up.
 		owner, req := cr.owner, cr.req
+		if cr.edge.hop != nil {
+			m.hopDone(cr, o, r) // a call with status queries (edgequery.go)
+			return
+		}
 		if owner == nil && cr.edge.probe != 0 {
 			m.cv.probeDone(cr, r)
 			return

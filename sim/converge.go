@@ -53,8 +53,12 @@ type convergeRun struct {
 	byKey   map[string]*request
 	active  int // intents holding their request for a query, a job or a resubmit
 	intents pool[intent]
+	// hopList holds the calls with status queries of their own, hops
+	// their attempts' query state (edgequery.go)
+	hopList []*hopQuery
+	hops    map[*attempt]*hopState
 
-	hWake, hRecover, hScan, hReconItem Handler
+	hWake, hRecover, hScan, hReconItem, hHopWake Handler
 }
 
 // intent is one write followed to certainty: its certainty, its query
@@ -71,6 +75,9 @@ type intent struct {
 	wake         Timer
 	lastSent     time.Duration
 	began        time.Duration // when its record's owner began
+	// hopResolved: a call's status query (edgequery.go) settled a step
+	// of its request, so a reply at the root is certain by query
+	hopResolved bool
 }
 
 // converge binds the plan's convergence, when the scenario has one.
@@ -133,6 +140,9 @@ func (b *builder) converge() error {
 		facts(r.Fact)
 		cv.hScan = func(*Engine, any) { cv.scan() }
 		m.eng.At(r.Policy.Interval, cv.hScan, nil)
+	}
+	if err := b.bindHops(cv); err != nil {
+		return err
 	}
 	cv.hWake = func(_ *Engine, x any) { cv.wake(x.(*request)) }
 	cv.hRecover = func(_ *Engine, x any) { cv.startCall(x.(*request), cv.recEdge) }
@@ -207,7 +217,11 @@ func (cv *convergeRun) resolve(req *request, by model.Resolution) {
 func (cv *convergeRun) rootDone(req *request, r policies.CallResult) {
 	in := req.cv
 	if r != policies.Unknown {
-		cv.resolve(req, model.ByReply)
+		by := model.ByReply
+		if in.hopResolved {
+			by = model.ByQuery
+		}
+		cv.resolve(req, by)
 		return
 	}
 	if in.counted {
@@ -496,6 +510,7 @@ func (cv *convergeRun) queriesTo(name string) (queries, facts int64) {
 	if e := cv.qedge; e != nil && e.to == name {
 		queries = e.pe.Stats.Attempts
 	}
+	queries += cv.hopQueriesTo(name)
 	for _, e := range []*edge{cv.recEdge, cv.reconEdge} {
 		if e != nil && e.to == name {
 			facts += e.pe.Stats.Attempts

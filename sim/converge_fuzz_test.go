@@ -38,7 +38,7 @@ services:
   - name: gw
     workers: 8
     service_time: {dist: exponential, mean: 1ms}
-    calls: [{to: orders, timeout: 300ms}]
+    calls: [{to: orders, timeout: 300ms%s}]
   - name: orders
     workers: %d
     queue: 50
@@ -49,7 +49,7 @@ services:
     idempotency: {lease: %dms}
 `, at(0)+1, 20+at(1)%100, 1+at(2)%9, at(3)%2*500, 50+at(4)%400, 1+at(5)%3,
 		at(6)%200, 10+at(7)%200, 1+at(8)%3, jitters[at(9)%4], 500+at(10)*20, on(11), on(12),
-		1+at(13)%8, on(14), 50+at(15)*4)
+		gwQuery(on(28), 20+at(29)%200, on(30)), 1+at(13)%8, on(14), 50+at(15)*4)
 	if on(16) {
 		src += "    recovery: {on_absent: " + []string{"fail", "resume"}[at(17)%2] + ", fact_query: {to: wh, timeout: 40ms}}\n"
 	}
@@ -66,13 +66,22 @@ services:
 	return src
 }
 
+// gwQuery is gw's call's own status queries (calls[].query), when on.
+func gwQuery(on bool, intervalMs int, resubmit bool) string {
+	if !on {
+		return ""
+	}
+	return fmt.Sprintf(", query: {interval: %dms, deadline: 2s, resubmit: %v}", intervalMs, resubmit)
+}
+
 // FuzzConverge checks convergence's invariants on any mix: the run
 // completes and drains (no attempt, request or intent held), every intent
 // is resolved exactly one way, nothing is repaired twice, and the fence
 // holds: with recovery, and without a resume, no write executes twice.
 func FuzzConverge(f *testing.F) {
 	for _, seed := range [][]byte{{}, {1, 50, 5, 1, 100, 2, 0, 50, 1, 0, 10, 1, 1, 4, 0, 50, 1, 0, 1, 100, 3, 1, 2, 30, 20, 0, 5, 4},
-		{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7}} {
+		{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7},
+		{3, 80, 5, 1, 100, 2, 0, 50, 1, 0, 10, 1, 1, 4, 0, 50, 1, 0, 1, 100, 3, 1, 2, 30, 20, 1, 5, 4, 1, 30, 1}} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -3,6 +3,8 @@ package sim
 import (
 	"math"
 	"testing"
+
+	"github.com/stormsim/stormsim/metrics"
 )
 
 // Replies lost at rate p. A write commits in C = 200ms; its reply comes
@@ -40,11 +42,23 @@ faults:
 `
 
 func TestCertaintyUnderLostReplies(t *testing.T) {
-	const (
-		p               = 0.3
-		C, T, q, I, tmo = 200.0, 300.0, 1.0, 100.0, 20.0
-	)
 	res := runYAML(t, "lost-at-rate", lostAtRate)
+	checkLostReplies(t, res, lostReplies{p: 0.3, C: 200, T: 300, q: 1, I: 100, tmo: 20})
+}
+
+// lostReplies is the law of time to certainty under replies lost at rate
+// p, in milliseconds: commit time C, the caller's timeout T, the query
+// endpoint's time q, the query interval I (from a random phase) and a
+// query's own timeout tmo (see lostAtRate).
+type lostReplies struct{ p, C, T, q, I, tmo float64 }
+
+// checkLostReplies checks res's certainty against the law l: the share
+// resolved by query, the queries per querying intent, the mean time to
+// certainty and two quantiles inside the uniform share, each within four
+// standard errors at the run's sample size.
+func checkLostReplies(t *testing.T, res *metrics.Result, l lostReplies) {
+	t.Helper()
+	p, C, T, q, I, tmo := l.p, l.C, l.T, l.q, l.I, l.tmo
 	c := res.Summary.Certainty
 	n := float64(c.Intents)
 	if n < 3000 || c.ResolvedBy.Never != 0 || c.ResolvedBy.Reply+c.ResolvedBy.Query != c.Intents {

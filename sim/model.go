@@ -218,6 +218,9 @@ type edge struct {
 	pools []*connPool
 	// irrevocable: the edge is a call of an irrevocable step.
 	irrevocable bool
+	// hop is the call's status queries (calls[].query, edgequery.go), on
+	// the call's edge and on the twin its queries travel; nil without.
+	hop *hopQuery
 }
 
 // step is one entry of a service's calls: members run at once, and the step

@@ -119,7 +119,7 @@ func (sc *Scenario) Converges() bool {
 			return true
 		}
 	}
-	return false
+	return sc.hasEdgeQuery()
 }
 
 // convergeDefaults fills the convergence keys' defaults; called by
@@ -127,16 +127,11 @@ func (sc *Scenario) Converges() bool {
 func (v *validator) convergeDefaults() {
 	if q := v.sc.Workload.Query; q != nil {
 		p := "workload.query"
-		if q.FirstDelay == 0 && !v.given(p+".first_delay") {
-			q.FirstDelay = q.Interval
-		}
-		if q.Multiplier == 0 && !v.given(p+".multiplier") {
-			q.Multiplier = DefaultQueryMultiplier
-		}
-		if q.Deadline == 0 && !v.given(p+".deadline") {
-			q.Deadline = DefaultQueryDeadline
-		}
+		v.queryDefaults(q, p)
 		v.callDefaults(&q.Call, p+".call")
+	}
+	for _, eq := range v.sc.edgeQueries() {
+		v.queryDefaults(eq.call.Query, eq.path+".query")
 	}
 	for i := range v.sc.Services {
 		s, p := &v.sc.Services[i], fmt.Sprintf("services[%d]", i)
@@ -175,25 +170,7 @@ func (v *validator) converge() {
 	if q := w.Query; q != nil {
 		p := "workload.query"
 		v.needKeys(p)
-		v.positive(p+".interval", q.Interval)
-		v.nonNegative(p+".first_delay", q.FirstDelay)
-		v.positive(p+".deadline", q.Deadline)
-		v.nonNegative(p+".max_interval", q.MaxInterval)
-		if q.MaxQueries < 0 {
-			v.add(p+".max_queries", "must be ≥ 0 (0: bounded by deadline only), got %d", q.MaxQueries)
-		}
-		if _, err := policies.ParseJitter(q.Jitter); err != nil {
-			v.add(p+".jitter", "%s", explain(err))
-		}
-		if q.Multiplier < 1 || math.IsNaN(q.Multiplier) || math.IsInf(q.Multiplier, 0) {
-			v.add(p+".multiplier", "must be ≥ 1, got %v", q.Multiplier)
-		}
-		if q.Spread < 0 || q.Spread > 1 {
-			v.add(p+".spread", "must be in [0, 1], got %v", q.Spread)
-		}
-		if q.MaxInterval > 0 && q.MaxInterval < q.Interval {
-			v.add(p+".max_interval", "must be ≥ interval (%v) or 0 for no cap, got %v", q.Interval, q.MaxInterval)
-		}
+		v.querySchedule(q, p)
 		c := &q.Call
 		switch {
 		case c.To != "" && c.To != commitName:
@@ -234,6 +211,7 @@ func (v *validator) converge() {
 			v.factQuery(&r.FactQuery, rp+".fact_query", s.Name)
 		}
 	}
+	v.edgeQueries(commitName)
 	for i := range sc.Faults {
 		f, p := &sc.Faults[i], fmt.Sprintf("faults[%d].crash_owner", i)
 		if f.CrashOwner == 0 {
@@ -242,6 +220,43 @@ func (v *validator) converge() {
 		if v.probability(p, f.CrashOwner) && f.Service != commitName && sc.Service(f.Service) != nil {
 			v.add(p, "hits the owners of writes at the committing service (%q), not %q", commitName, f.Service)
 		}
+	}
+}
+
+// queryDefaults fills the defaults of a query schedule at p.
+func (v *validator) queryDefaults(q *Query, p string) {
+	if q.FirstDelay == 0 && !v.given(p+".first_delay") {
+		q.FirstDelay = q.Interval
+	}
+	if q.Multiplier == 0 && !v.given(p+".multiplier") {
+		q.Multiplier = DefaultQueryMultiplier
+	}
+	if q.Deadline == 0 && !v.given(p+".deadline") {
+		q.Deadline = DefaultQueryDeadline
+	}
+}
+
+// querySchedule validates the schedule keys of a query at p, the ones
+// workload.query and calls[].query share.
+func (v *validator) querySchedule(q *Query, p string) {
+	v.positive(p+".interval", q.Interval)
+	v.nonNegative(p+".first_delay", q.FirstDelay)
+	v.positive(p+".deadline", q.Deadline)
+	v.nonNegative(p+".max_interval", q.MaxInterval)
+	if q.MaxQueries < 0 {
+		v.add(p+".max_queries", "must be ≥ 0 (0: bounded by deadline only), got %d", q.MaxQueries)
+	}
+	if _, err := policies.ParseJitter(q.Jitter); err != nil {
+		v.add(p+".jitter", "%s", explain(err))
+	}
+	if q.Multiplier < 1 || math.IsNaN(q.Multiplier) || math.IsInf(q.Multiplier, 0) {
+		v.add(p+".multiplier", "must be ≥ 1, got %v", q.Multiplier)
+	}
+	if q.Spread < 0 || q.Spread > 1 {
+		v.add(p+".spread", "must be in [0, 1], got %v", q.Spread)
+	}
+	if q.MaxInterval > 0 && q.MaxInterval < q.Interval {
+		v.add(p+".max_interval", "must be ≥ interval (%v) or 0 for no cap, got %v", q.Interval, q.MaxInterval)
 	}
 }
 
@@ -303,7 +318,14 @@ func (sc *Scenario) SimulatorOnly() Problems {
 // SimulatorOnlyConvergence reports each convergence key of sc that serve
 // does not run as a problem at its file and line, so that serve refuses
 // the scenario by name instead of ignoring it (SimulatorOnly, which serve
-// and k8s render --mode load call). serve runs every convergence key —
-// status queries by key, recovery, reconciliation, owner crashes and
-// alert_after — so it reports none: nil.
-func (sc *Scenario) SimulatorOnlyConvergence() Problems { return nil }
+// and k8s render --mode load call). serve runs the workload's status
+// queries by key, recovery, reconciliation, owner crashes and
+// alert_after; a call's own status queries (calls[].query) are the
+// simulator's only, for now.
+func (sc *Scenario) SimulatorOnlyConvergence() Problems {
+	var out Problems
+	for _, eq := range sc.edgeQueries() {
+		out = append(out, sc.ProblemAt(eq.path+".query", "a call's status queries by key: simulator-only for now, serve does not run it (run the scenario with stormsim run)"))
+	}
+	return out
+}

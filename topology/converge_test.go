@@ -110,3 +110,52 @@ func TestSimulatorOnlyConvergence(t *testing.T) {
 		t.Errorf("problems for a scenario without convergence: %v", probs)
 	}
 }
+
+// TestEdgeQueryKeys: calls[].query loads with workload.query's defaults,
+// makes the scenario converge and is simulator-only at its line; each bad
+// value, and each place a call's query does not apply, is one positioned
+// problem naming its key and what is required.
+func TestEdgeQueryKeys(t *testing.T) {
+	file := filepath.Join("testdata", "edgequery.yaml")
+	sc, err := Load(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := sc.Services[0].Calls[0].Query
+	if !sc.Converges() || q.FirstDelay != 50*time.Millisecond || q.Multiplier != 1 || q.Deadline != DefaultQueryDeadline {
+		t.Errorf("converges %v, defaults %+v", sc.Converges(), *q)
+	}
+	if got, want := sc.SimulatorOnly().Error(), "edgequery.yaml:16: services[0].calls[0].query: a call's status queries by key: simulator-only"; !strings.Contains(got, want) {
+		t.Errorf("simulator-only: %s\nwant %q", got, want)
+	}
+	tests := []struct {
+		set, path, msg string
+	}{
+		{"services.front.calls.0.query.interval=0s", "services[0].calls[0].query.interval", "must be > 0"},
+		{"services.front.calls.0.query.multiplier=0.5", "services[0].calls[0].query.multiplier", "must be ≥ 1"},
+		{"services.front.calls.0.query.jitter=fulll", "services[0].calls[0].query.jitter", "did you mean full"},
+		{"services.front.calls.0.query.max_interval=10ms", "services[0].calls[0].query.max_interval", "must be ≥ interval"},
+		{"services.front.calls.0.query.deadline=0s", "services[0].calls[0].query.deadline", "must be > 0"},
+		{"services.front.calls.0.query.max_queries=-1", "services[0].calls[0].query.max_queries", "must be ≥ 0"},
+		{"services.front.calls.0.query.call.timeout=1s", "services[0].calls[0].query.call", "travel the call's own edge"},
+		{"services.front.calls.0.fanout=2", "services[0].calls[0].query", "fanout and wait_for"},
+		{"services.front.calls.0.pool.size=2", "services[0].calls[0].query", "connection pool"},
+		{"workload.idempotency_keys=false", "services[0].calls[0].query", "set workload.idempotency_keys"},
+		{"workload.write_fraction=0", "services[0].calls[0].query", "set workload.write_fraction"},
+		{"services.back.query_time=null", "services[0].calls[0].query", `the target "back" has no query endpoint: give it query_time`},
+		{"services.back.calls.0.query.interval=10ms", "services[1].calls[0].query", `only the committing service ("back") keeps records; "ledger" keeps none`},
+		{"workload.client.query.interval=10ms", "workload.client.query", "remove query"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.set, func(t *testing.T) {
+			_, err := Load(file, []string{tt.set})
+			if err == nil {
+				t.Fatalf("--set %s accepted", tt.set)
+			}
+			checkPositioned(t, err)
+			if !strings.Contains(err.Error(), tt.path+":") || !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("--set %s: want a problem at %s saying %q, got\n%v", tt.set, tt.path, tt.msg, err)
+			}
+		})
+	}
+}

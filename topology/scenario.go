@@ -209,6 +209,11 @@ type Call struct {
 	Pool *Pool `yaml:"pool,omitempty"`
 	// PropagateDeadline gives the callee the remaining end-to-end budget.
 	PropagateDeadline bool `yaml:"propagate_deadline,omitempty"`
+	// Query makes the caller, after this call's outcome is unknown, ask
+	// its target (the committing service) by the write's key on the
+	// schedule of workload.query, over this edge and under its policy,
+	// instead of answering unknown (edgequery.go); nil: no queries.
+	Query *Query `yaml:"query,omitempty"`
 	// Network is the one-way delay of the edge, applied each way.
 	Network *Dist `yaml:"network,omitempty"`
 
@@ -333,6 +338,11 @@ type Fault struct {
 	// records the result: the record stays PROCESSING, the reply never
 	// goes (recovery, converge.go, settles it).
 	CrashOwner float64 `yaml:"crash_owner,omitempty"`
+	// Background marks a condition of the whole run (a steady rate of
+	// crashes or lost replies) rather than the event the run recovers
+	// from: the verdict's trigger leaves it out, so the baseline before
+	// the trigger and the recovery after it both include it.
+	Background bool `yaml:"background,omitempty"`
 	// ResetConnections closes every pooled connection to the service when
 	// the fault starts (a deploy): callers must connect and handshake again.
 	ResetConnections bool `yaml:"reset_connections,omitempty"`

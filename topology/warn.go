@@ -12,7 +12,8 @@ import (
 // on an inner edge that the client never hands to the entry, full jitter
 // from an initial backoff of 0 (no backoff at all), and a hint when every
 // queue is unbounded and no service cancels the work its callers abandon
-// (nothing bounds a storm). `stormsim validate` prints them.
+// (nothing bounds a storm), and a call that never learns of an owner
+// crash (crashWarnings). `stormsim validate` prints them.
 func (s *Scenario) Warnings() []string {
 	out := slices.Clone(s.notes)
 	client := &s.Workload.Client
@@ -32,6 +33,7 @@ func (s *Scenario) Warnings() []string {
 	}
 	out = append(out, s.replicaWarnings("workload.client", client)...)
 	out = append(out, s.fleetWarnings()...)
+	out = append(out, s.crashWarnings()...)
 	bounded := false
 	for i := range s.Services {
 		bounded = bounded || len(unboundedKeys(&s.Services[i])) < 3

@@ -177,3 +177,60 @@ func TestPhaseWarnings(t *testing.T) {
 		})
 	}
 }
+
+// TestCrashWarnings: a call with neither a timeout nor a deadline that
+// reaches it, toward a service whose owners crash, is warned about at its
+// file and line; a timeout, a first-byte timeout or a propagated deadline
+// silences it, and an unpropagated deadline does not.
+func TestCrashWarnings(t *testing.T) {
+	const base = `name: w
+duration: 10s
+workload:
+  entry: api
+  rate: 10
+  write_fraction: 1
+  DEADLINE
+  client: {timeout: 5s, propagate_deadline: PROPAGATE}
+services:
+  - name: api
+    workers: 4
+    queue: 10
+    service_time: {dist: constant, value: 1ms}
+    calls:
+      - {to: orders, CALL}
+  - name: orders
+    workers: 2
+    service_time: {dist: constant, value: 1ms}
+faults:
+  - {service: orders, at: 1s, for: 1s, crash_owner: 0.1}
+`
+	const want = "w.yaml:15: services[0].calls[0]: warning: no timeout and no deadline toward orders, whose owners crash (faults[0].crash_owner): " +
+		"a crashed owner never replies, so api never learns of the crash and its intents stay in flight; set timeout (or workload.deadline, propagated to api)"
+	for _, tt := range []struct {
+		name, deadline, propagate, call string
+		want                            string
+	}{
+		{"no timeout, no deadline", "", "false", "propagate_deadline: true", want},
+		{"a timeout", "", "false", "timeout: 1s", ""},
+		{"a first-byte timeout", "", "false", "first_byte_timeout: 1s", ""},
+		{"a deadline propagated to the call", "deadline: 2s", "true", "propagate_deadline: true", ""},
+		{"a deadline the entry never learns", "deadline: 2s", "false", "propagate_deadline: true", want},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			y := strings.NewReplacer("DEADLINE", tt.deadline, "PROPAGATE", tt.propagate, "CALL", tt.call).Replace(base)
+			sc, err := Parse("w.yaml", []byte(y), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range sc.Warnings() {
+				if strings.Contains(w, "crash") {
+					got = append(got, w)
+				}
+			}
+			if strings.Join(got, "\n") != tt.want {
+				t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), tt.want)
+			}
+		})
+	}
+}

@@ -442,7 +442,19 @@ var docs = map[string]expDoc{
 				x := r.first(v).Summary.Certainty.Reconciliation
 				return fmt.Sprintf("%d repaired, %d twice, %d to the manual queue, over %d scans", x.Repaired, x.Rerepaired, x.ToManual, x.Runs)
 			}
+			verdict := func(v string) string {
+				for i, sc := range r.sc[v] {
+					if sc.Seed == r.seed {
+						s := r.runs[v][i].Summary
+						s.Verdict = analysis.Assess(sc, r.runs[v][i])
+						return v + ": " + metrics.OutcomeText(&s)
+					}
+				}
+				return v + ": not run"
+			}
 			return [][3]string{
+				{"verdict, trigger 20–45 s (the crashes all run long are background)", "recovers once stuck orders can be settled",
+					verdict("baseline") + "; " + verdict("warehouse-query") + "; " + verdict("reconcile-often")},
 				{"warehouse without an idempotent query", "one order per key; stuck orders to the manual queue, alerted", row("baseline")},
 				{"each event changes inventory once", "0 duplicate effects", fmt.Sprintf("%d events published for %d orders, %d duplicate effects", inv.Published, inv.Intents, inv.DuplicateEffects)},
 				{"warehouse with a query endpoint", "recovery and reconciliation settle every stuck order", row("warehouse-query")},
