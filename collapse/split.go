@@ -53,7 +53,9 @@ type Options struct {
 	// (0.2: ±20 %); batches are added until it is reached.
 	Precision float64
 	// Effort is the number of runs per level in each batch; 0 is
-	// DefaultEffort.
+	// DefaultEffort. It is the least: levels whose runs are cheap for the
+	// variance they remove get up to maxAllocation times as many
+	// (allocate).
 	Effort int
 	// MaxEvents bounds the events spent, replays included; the estimate
 	// then stops short of Precision and says so. 0 is DefaultMaxEvents.
