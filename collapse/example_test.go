@@ -72,7 +72,7 @@ func ExampleSplit() {
 	fmt.Printf("splitting %.2g over %d levels; exact %.3g\n", est.Probability, len(est.Levels), exact.Probability)
 	fmt.Println(est.CI95[0] <= exact.Probability && exact.Probability <= est.CI95[1])
 	// Output:
-	// splitting 0.00014 over 8 levels; exact 0.000145
+	// splitting 0.00017 over 6 levels; exact 0.000145
 	// true
 }
 

@@ -38,6 +38,11 @@ const (
 // that stops there says so. Tests shrink it.
 var maxBatches = 10_000
 
+// observeBatch, when not nil, is told every batch's estimate in order: the
+// coverage study (study_test.go) records them to judge stopping rules and
+// intervals on the same draws.
+var observeBatch func(v float64)
+
 // Options set what Split estimates and how hard it works.
 type Options struct {
 	Level Level
@@ -48,7 +53,9 @@ type Options struct {
 	// (0.2: ±20 %); batches are added until it is reached.
 	Precision float64
 	// Effort is the number of runs per level in each batch; 0 is
-	// DefaultEffort.
+	// DefaultEffort. It is the least: levels whose runs are cheap for the
+	// variance they remove get up to maxAllocation times as many
+	// (allocate).
 	Effort int
 	// MaxEvents bounds the events spent, replays included; the estimate
 	// then stops short of Precision and says so. 0 is DefaultMaxEvents.
@@ -77,6 +84,9 @@ type Estimate struct {
 	// Levels are the intermediate levels of splitting, the last one the
 	// target; one level means plain Monte Carlo.
 	Levels []float64 `json:"levels"`
+	// Efforts are the runs each level's stage takes in a batch: more where
+	// a run is cheap for the variance it removes (allocate).
+	Efforts []int `json:"efforts,omitempty"`
 	// Runs and Events are the simulation runs and events spent, the pilot
 	// that chose the levels and every replay included.
 	Runs   int64  `json:"runs"`
@@ -85,6 +95,11 @@ type Estimate struct {
 	// resumed from (sim.Resume replays a snapshot's genealogy).
 	Replayed uint64 `json:"replayed_events,omitempty"`
 	Batches  int    `json:"batches,omitempty"`
+	// PrecisionTarget is the relative half-width asked for (splitting),
+	// and PrecisionReached the interval's: at or under the target unless
+	// a note says why the batches stopped short.
+	PrecisionTarget  float64 `json:"precision_target,omitempty"`
+	PrecisionReached float64 `json:"precision_reached,omitempty"`
 	// MeanTimeS is the mean time to reach the level from the start, with
 	// MeanTimeNote saying how it was obtained.
 	MeanTimeS    *float64 `json:"mean_time_s,omitempty"`
@@ -152,6 +167,7 @@ type splitter struct {
 	end      time.Duration
 	seed     uint64
 	g0       gauge
+	v0       float64 // the quantity at the start
 	runs     int64
 	events   uint64
 	replayed uint64
@@ -163,14 +179,17 @@ type splitter struct {
 }
 
 // Split estimates the probability that sc reaches opt.Level within
-// opt.Within by fixed-effort multilevel splitting: levels are chosen by an
-// adaptive pilot so that about a fifth of the runs from one level reach
-// the next; each batch then starts Effort runs from the empty state, and
-// Effort runs from the states where the previous level was crossed
-// (spread evenly over them), and multiplies the shares that reach each
-// level. A batch's product is an unbiased estimate; batches are repeated
-// until the Student-t 95 % interval over them is within Precision. One
-// level (the target reached by a fifth of the pilot) is plain Monte Carlo.
+// opt.Within by fixed-effort multilevel splitting: an adaptive pilot
+// measures how likely each value on the way is, and the levels are placed
+// on that curve where the product of the variance and the cost is least
+// (place); a calibration batch measures what a run of each stage costs,
+// and each batch then starts as many runs in each stage as that cost
+// warrants (allocate), from the empty state and from the states where the
+// previous level was crossed (spread evenly over them), and multiplies
+// the weighted shares that reach each level. A batch's product is an
+// unbiased estimate; batches are repeated until the Student-t 95 %
+// interval over them is within Precision. One level (the target reached
+// by a fifth of the pilot) is plain Monte Carlo.
 //
 // sc must be validated with defaults applied; its duration (the arrival
 // window) and warm-up are replaced by the horizon and 0.
@@ -180,12 +199,27 @@ func Split(ctx context.Context, sc *topology.Scenario, opt Options) (*Estimate, 
 		return nil, err
 	}
 	est := &Estimate{Scenario: sc.Name, Method: "splitting", Level: opt.Level.String(), WithinS: opt.Within.Seconds()}
-	levels, shares, err := s.pilot(s.effort(opt))
+	curve, err := s.pilot(s.effort(opt))
 	if err != nil {
 		return nil, err
 	}
+	levels, shares := place(curve)
 	est.Levels = levels
 	stages := s.stages(levels, shares)
+	// A calibration batch at even effort measures what a run of each
+	// stage costs; the batches of the estimate then spread their runs
+	// over the stages by that cost (allocate). Its product is left out of
+	// the estimate, so that the batches averaged are alike.
+	uniform := make([]int, len(stages))
+	for k := range uniform {
+		uniform[k] = s.effort(opt)
+	}
+	cost := make([]float64, len(stages))
+	if _, _, err := s.batch(stages, uniform, 1<<59, cost); err != nil {
+		return nil, err
+	}
+	efforts := allocate(shares, cost, uniform, s.effort(opt))
+	est.Efforts = efforts
 	extrapolate := s.end < opt.Within
 	// raw and halves are each batch's estimates of P(τ ≤ end) and
 	// P(τ ≤ end/2); vs what the interval is over: raw, or when
@@ -199,7 +233,7 @@ func Split(ctx context.Context, sc *topology.Scenario, opt Options) (*Estimate, 
 		prec = DefaultPrecision
 	}
 	for b := 0; b < maxBatches; b++ {
-		p, ph, err := s.batch(stages, s.effort(opt), uint64(b))
+		p, ph, err := s.batch(stages, efforts, uint64(b), nil)
 		if errors.Is(err, errBudget) && len(vs) >= 2 {
 			est.Notes = append(est.Notes, fmt.Sprintf("stopped by the event budget (%d events) before the precision target ±%g", s.budget, prec))
 			break
@@ -213,6 +247,9 @@ func Split(ctx context.Context, sc *topology.Scenario, opt Options) (*Estimate, 
 			v = p + (p-ph)/(s.end.Seconds()/2)*(opt.Within-s.end).Seconds()
 		}
 		vs = append(vs, v)
+		if observeBatch != nil {
+			observeBatch(v)
+		}
 		mean, half = tInterval(vs)
 		if len(vs) >= minBatches && mean > 0 && half <= prec*mean {
 			break
@@ -226,6 +263,10 @@ func Split(ctx context.Context, sc *topology.Scenario, opt Options) (*Estimate, 
 		est.Notes = append(est.Notes, fmt.Sprintf("stopped after %d batches, the most run, before the precision target ±%g (reached ±%.3g)", maxBatches, prec, half/max(mean, math.SmallestNonzeroFloat64)))
 	}
 	est.Batches = len(vs)
+	est.PrecisionTarget = prec
+	if mean > 0 {
+		est.PrecisionReached = half / mean
+	}
 	est.Probability = mean
 	est.CI95 = [2]float64{max(mean-half, 0), min(mean+half, 1)}
 	if extrapolate {
@@ -246,7 +287,7 @@ func Split(ctx context.Context, sc *topology.Scenario, opt Options) (*Estimate, 
 	if mean == 0 {
 		// No batch reached the target: the rule of three bounds the
 		// probability by 3 over the runs that tried the last stage.
-		est.CI95 = [2]float64{0, min(3/float64(len(vs)*s.effort(opt)), 1)}
+		est.CI95 = [2]float64{0, min(3/float64(len(vs)*efforts[len(efforts)-1]), 1)}
 		est.Notes = append(est.Notes, "no run reached the level: the upper bound is the rule of three on the final-stage runs")
 	}
 	if opt.MeanTime {
@@ -332,6 +373,8 @@ func newSplitter(ctx context.Context, sc *topology.Scenario, opt Options) (*spli
 	if s.g0, err = newGauge(opt.Level, t); err != nil {
 		return nil, err
 	}
+	g := s.g0.clone()
+	s.v0 = g.read(t)
 	return s, nil
 }
 
@@ -402,13 +445,17 @@ func (s *splitter) climb(from *particle, seed uint64) ([]mark, error) {
 	}
 }
 
-// pilot chooses the levels: from the current entrance states it climbs
-// effort runs, sets the next level at the highest value a fifth of them
-// reached, and continues from where they crossed it, until the target.
-// It returns the levels and the share of its runs that reached each.
-func (s *splitter) pilot(effort int) (levels, shares []float64, err error) {
+// pilot explores the way to the target: from the current entrance states
+// it climbs effort runs, sets the next level at the highest value a fifth
+// of them reached, and continues from where they crossed it, until the
+// target. It returns the curve it measured: every value a run reached,
+// with the estimated probability of reaching it (the product of the
+// earlier levels' shares and the share of the stage's runs that went as
+// high), from which place chooses the levels batches use.
+func (s *splitter) pilot(effort int) ([]point, error) {
 	var from []particle
-	cur := math.Inf(-1)
+	var curve []point
+	cur, logP := math.Inf(-1), 0.0
 	for stage := 0; ; stage++ {
 		maxima := make([]float64, effort)
 		runs := make([][]mark, effort)
@@ -419,7 +466,7 @@ func (s *splitter) pilot(effort int) (levels, shares []float64, err error) {
 			}
 			ms, err := s.climb(p, mix(s.seed, 1<<62, uint64(stage), uint64(i)))
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			runs[i] = ms
 			if len(ms) > 0 {
@@ -439,23 +486,44 @@ func (s *splitter) pilot(effort int) (levels, shares []float64, err error) {
 				}
 			}
 			if math.IsInf(next, 1) && sorted[0] <= cur {
-				return nil, nil, fmt.Errorf("collapse: no pilot run of %d went above %g toward %s; raise the effort", effort, cur, s.level)
+				return nil, fmt.Errorf("collapse: no pilot run of %d went above %g toward %s; raise the effort", effort, cur, s.level)
 			}
 		}
 		next = min(next, s.level.Threshold)
-		levels = append(levels, next)
-		reached := 0
+		// The curve between the entrance and next: each value reached
+		// there, with the share of the stage's runs that reached it.
+		vals := []float64{next}
 		for _, v := range maxima {
-			if v >= next {
-				reached++
+			if v > cur && v < next {
+				vals = append(vals, v)
 			}
 		}
-		shares = append(shares, float64(reached)/float64(effort))
-		if next >= s.level.Threshold {
-			return levels, shares, nil
+		slices.Sort(vals)
+		vals = slices.Compact(vals)
+		if len(vals) > maxStagePoints {
+			// A continuous quantity: every run's maximum is a value of its
+			// own; keep evenly spaced ones, and next.
+			thin := make([]float64, 0, maxStagePoints)
+			for i := range maxStagePoints - 1 {
+				thin = append(thin, vals[i*(len(vals)-1)/(maxStagePoints-1)])
+			}
+			vals = append(thin, next)
 		}
-		if len(levels) > 200 {
-			return nil, nil, fmt.Errorf("collapse: more than 200 levels toward %s; the level rises too slowly for splitting", s.level)
+		for _, v := range vals {
+			n := 0
+			for _, m := range maxima {
+				if m >= v {
+					n++
+				}
+			}
+			curve = append(curve, point{v: v, logP: logP + math.Log(float64(n)/float64(effort))})
+		}
+		logP = curve[len(curve)-1].logP
+		if next >= s.level.Threshold {
+			return curve, nil
+		}
+		if stage >= 200 {
+			return nil, fmt.Errorf("collapse: more than 200 levels toward %s; the level rises too slowly for splitting", s.level)
 		}
 		from = from[:0]
 		for _, ms := range runs {
@@ -469,6 +537,119 @@ func (s *splitter) pilot(effort int) (levels, shares []float64, err error) {
 		cur = next
 	}
 }
+
+// point is a value of the level's quantity and the log of the estimated
+// probability of reaching it within the horizon.
+type point struct{ v, logP float64 }
+
+// maxStagePoints bounds the points of the curve a pilot stage gives place
+// (whose search takes the cube of their number).
+const maxStagePoints = 16
+
+// minShare bounds from below the share of runs a level placed by place
+// may expect to reach it: below it, the pilot's estimate of the curve is
+// from a handful of runs, and a batch's stage often has none.
+const minShare = 0.05
+
+// place re-places the levels on the curve the pilot measured (ascending,
+// ending at the target) and returns them with each one's expected share:
+// the pilot's levels, chosen one at a time at a fifth of its runs, land
+// where the integer values fall (shares from 0.2 to 0.6, and a last step
+// of one value where most runs succeed). Fixed-effort splitting's
+// relative variance is near Σ (1−q_k)/(q_k N) over m stages of shares
+// q_k (Garvels, 2000), at a cost near m N, so place takes, among the
+// points of the curve, the levels minimising m · Σ (1/q_k − 1): for each
+// number of stages m the least sum by dynamic programming over the
+// points, then the best m. For equal shares that optimum is q ≈ 0.2; the
+// points let it merge a near-certain step into its neighbour.
+func place(curve []point) (levels, shares []float64) {
+	n := len(curve)
+	logP := func(i int) float64 { // i = −1 is the start
+		if i < 0 {
+			return 0
+		}
+		return curve[i].logP
+	}
+	stepCost := func(i, j int) float64 {
+		q := math.Exp(logP(j) - logP(i))
+		if q < minShare && i+1 < j {
+			return math.Inf(1)
+		}
+		return 1/q - 1
+	}
+	// best[m][j] is the least Σ over m stages ending at point j; from
+	// [m][j] the previous point.
+	best := [][]float64{}
+	from := [][]int{}
+	bestM, bestJ := 0, math.Inf(1)
+	for m := 1; m <= n; m++ {
+		b, f := make([]float64, n), make([]int, n)
+		for j := range n {
+			b[j], f[j] = math.Inf(1), -2
+			if m == 1 {
+				b[j], f[j] = stepCost(-1, j), -1
+				continue
+			}
+			for i := m - 2; i < j; i++ {
+				if c := best[m-2][i] + stepCost(i, j); c < b[j] {
+					b[j], f[j] = c, i
+				}
+			}
+		}
+		best, from = append(best, b), append(from, f)
+		if j := float64(m) * b[n-1]; j < bestJ {
+			bestM, bestJ = m, j
+		}
+	}
+	idx := make([]int, bestM)
+	for m, j := bestM, n-1; m >= 1; m-- {
+		idx[m-1], j = j, from[m-1][j]
+	}
+	prev := -1
+	for _, j := range idx {
+		levels = append(levels, curve[j].v)
+		shares = append(shares, math.Exp(logP(j)-logP(prev)))
+		prev = j
+	}
+	return levels, shares
+}
+
+// runOverhead is what starting a run costs beyond its events, in events:
+// building or copying its state (sim.Start, Trajectory.Fork) took about
+// 250 µs a run at 1e-6 on the 1000/s M/M/1 (63 CPU s for 4.5e8 events and
+// 1.4e5 runs, events at about 60 ns), as much as 4000 events.
+const runOverhead = 4000
+
+// allocate spreads a batch's runs over the stages. Stage k's share q_k,
+// drawn from N_k runs, adds about (1−q_k)/(q_k N_k) to the batch's
+// relative variance and costs N_k c_k, c_k the cost of one of its runs
+// (its events, measured by the calibration batch, plus runOverhead). The
+// variance for a given cost is least with N_k ∝ √(v_k / c_k), v_k =
+// (1−q_k)/q_k (Neyman's allocation). The first stage's runs simulate the
+// whole horizon when they fail, the later ones stop at a lost roulette,
+// so the later stages get more runs for the same cost. The stage with the
+// least √(v/c) keeps effort; none gets more than maxAllocation times it
+// (each run that reaches a level may keep its state alive until the next
+// stage, bounded by maxForkEffort).
+func allocate(shares, cost []float64, uniform []int, effort int) []int {
+	r := make([]float64, len(shares))
+	least := math.Inf(1)
+	for k, q := range shares {
+		v := max((1-q)/q, 0.01)
+		r[k] = math.Sqrt(v / (cost[k] + runOverhead))
+		least = min(least, r[k])
+	}
+	top := max(effort, min(maxAllocation*effort, maxForkEffort, MaxEffort))
+	out := slices.Clone(uniform)
+	for k := range out {
+		out[k] = min(top, max(effort, int(math.Round(float64(effort)*r[k]/least))))
+	}
+	return out
+}
+
+// maxAllocation bounds the runs allocate gives a stage, as a multiple of
+// the effort.
+const maxAllocation = 5
 
 // stage is one level of a batch: the runs start from the states where the
 // previous level was crossed (from the empty start for the first) and try
@@ -500,13 +681,22 @@ const minSurvive = 0.05
 // survivor's weight matches its chance of still counting and the
 // roulettes add little variance — the second moment of a run's weighted
 // count stays near the product of the shares still to climb, whatever the
-// depth it fell to.
+// depth it fell to. Every stage after the first plays a last roulette
+// when the run falls back to the quantity's value at the start, with the
+// first level's share as its survival probability: from there the run is
+// worth at most a fresh run from the start (which reaches level 0 with
+// that share, over the whole horizon rather than what is left of it). So
+// the second stage's runs, which have no level below their entrance,
+// stop early too instead of simulating the rest of the horizon.
 func (s *splitter) stages(levels, shares []float64) []stage {
 	st := make([]stage, len(levels))
 	for k, l := range levels {
 		st[k].target = l
 		for j := k - 2; j >= 0; j-- {
 			st[k].rungs = append(st[k].rungs, rung{below: levels[j], survive: min(1, max(minSurvive, shares[j+1]))})
+		}
+		if below := math.Nextafter(s.v0, math.Inf(1)); k > 0 && below <= levels[0] {
+			st[k].rungs = append(st[k].rungs, rung{below: below, survive: min(1, max(minSurvive, shares[0]))})
 		}
 	}
 	return st
@@ -557,20 +747,23 @@ func (s *splitter) reach(from *particle, seed uint64, st stage, keep bool) (part
 	}
 }
 
-// batch runs one fixed-effort splitting estimate over the stages and
-// returns it: the product of the weighted shares of runs that reached each
-// level; and the same product with the last share counting only runs that
-// reached the target in the horizon's first half, the estimate of P(τ ≤
-// T/2) (an unbiased one too: fixed-effort splitting weighs each run
-// reaching the target by the product of the earlier shares, whatever is
-// measured on it). The next stage's runs start from the states reached,
-// as many from each as its weight's share of effort (resample).
-func (s *splitter) batch(stages []stage, effort int, b uint64) (p, pHalf float64, err error) {
+// batch runs one fixed-effort splitting estimate over the stages, efforts[k]
+// runs in stage k, and returns it: the product of the weighted shares of
+// runs that reached each level; and the same product with the last share
+// counting only runs that reached the target in the horizon's first half,
+// the estimate of P(τ ≤ T/2) (an unbiased one too: fixed-effort splitting
+// weighs each run reaching the target by the product of the earlier
+// shares, whatever is measured on it). The next stage's runs start from
+// the states reached, as many from each as its weight's share of the
+// stage's effort (resample). When cost is not nil, cost[k] receives the
+// events a run of stage k spent, on average, replays included.
+func (s *splitter) batch(stages []stage, efforts []int, b uint64, cost []float64) (p, pHalf float64, err error) {
 	p = 1.0
 	var from, next []particle
 	for k, st := range stages {
 		next = next[:0]
-		for i := range effort {
+		e0 := s.events
+		for i := range efforts[k] {
 			var src *particle
 			if k > 0 {
 				src = &from[i%len(from)]
@@ -585,6 +778,9 @@ func (s *splitter) batch(stages []stage, effort int, b uint64) (p, pHalf float64
 				next = append(next, q)
 			}
 		}
+		if cost != nil {
+			cost[k] = float64(s.events-e0) / float64(efforts[k])
+		}
 		release(from)
 		if len(next) == 0 {
 			return 0, 0, nil
@@ -593,6 +789,7 @@ func (s *splitter) batch(stages []stage, effort int, b uint64) (p, pHalf float64
 		for _, q := range next {
 			sum += q.w
 		}
+		n := float64(efforts[k])
 		if k == len(stages)-1 {
 			var early float64
 			for _, q := range next {
@@ -600,10 +797,12 @@ func (s *splitter) batch(stages []stage, effort int, b uint64) (p, pHalf float64
 					early += q.w
 				}
 			}
-			pHalf = p * early / float64(effort)
+			pHalf = p * early / n
+			p *= sum / n
+			break
 		}
-		p *= sum / float64(effort)
-		from, next = resample(next, sum, effort, unit(mix(s.seed, b, uint64(k), 1<<60))), from
+		p *= sum / n
+		from, next = resample(next, sum, efforts[k+1], unit(mix(s.seed, b, uint64(k), 1<<60))), from
 	}
 	return p, pHalf, nil
 }

@@ -24,6 +24,20 @@ func (e *Estimate) WriteText(w io.Writer) error {
 		}
 		p("levels     %s\n", strings.Join(lv, ", "))
 	}
+	if len(e.Efforts) > 0 {
+		ef := make([]string, len(e.Efforts))
+		for i, n := range e.Efforts {
+			ef[i] = strconv.Itoa(n)
+		}
+		p("efforts    %s runs a batch\n", strings.Join(ef, ", "))
+	}
+	if e.PrecisionTarget > 0 {
+		p("precision  ±%s of the estimate at 95%%, target ±%s", g(e.PrecisionReached), g(e.PrecisionTarget))
+		if e.PrecisionReached > e.PrecisionTarget {
+			p(" (not reached: see the notes)")
+		}
+		p("\n")
+	}
 	if e.Runs > 0 || e.Events > 0 {
 		p("spent      %d runs, %d events", e.Runs, e.Events)
 		if e.Replayed > 0 {

@@ -48,7 +48,7 @@ func (c *collapseCommand) flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.within, "within", 0, "the horizon from the scenario's start, e.g. 1m or 24h (the arrival window is stretched to it)")
 	fs.BoolVar(&c.meanTime, "mean-time", false, "also report the mean time to reach the level (mean_time_s)")
 	fs.Float64Var(&c.precision, "precision", collapse.DefaultPrecision, "splitting: target relative half-width of the 95% interval")
-	fs.IntVar(&c.effort, "effort", collapse.DefaultEffort, "splitting: runs per level in each batch")
+	fs.IntVar(&c.effort, "effort", collapse.DefaultEffort, "splitting: runs per level in each batch (cheap levels get up to 5x as many)")
 	fs.Uint64Var(&c.budget, "budget", collapse.DefaultMaxEvents, "splitting: most simulated events to spend, replays included")
 	fs.DurationVar(&c.horizon, "horizon", 0, "splitting: simulate only this long and extrapolate to --within at the rate of the horizon's second half (default: all of --within)")
 	fs.StringVar(&c.method, "method", "splitting", "splitting (simulation), or ctmc (the scenario's Markov chain, where it has one)")

@@ -26,7 +26,7 @@ type collapseCapacityFlags struct {
 func (f *collapseCapacityFlags) declare(fs *pflag.FlagSet) {
 	fs.StringVar(&f.method, "collapse-method", "", "collapse SLO: ctmc or splitting (default: ctmc where the scenario's chain is exact, else splitting)")
 	fs.DurationVar(&f.horizon, "collapse-horizon", 0, "collapse SLO, splitting: simulate this long and extrapolate to the SLO's horizon (default: the whole horizon)")
-	fs.IntVar(&f.effort, "collapse-effort", collapse.DefaultEffort, "collapse SLO, splitting: runs per level in each batch")
+	fs.IntVar(&f.effort, "collapse-effort", collapse.DefaultEffort, "collapse SLO, splitting: runs per level in each batch (cheap levels get up to 5x as many)")
 	fs.Float64Var(&f.prec, "collapse-precision", collapse.DefaultPrecision, "collapse SLO, splitting: target relative half-width of each point's 95% interval")
 }
 
