@@ -127,6 +127,9 @@ func (s *Service) ownerCrashed(now time.Duration, a attemptInfo, key string, fen
 		s.clk.AfterFunc(at-now, func() {
 			go func() { // a fake clock calls f as it advances: never block it
 				defer rec.wg.Done()
+				if s.stop.Err() != nil {
+					return // closed: a lease ending after Close recovers nothing
+				}
 				s.recover(a.id, key, !a.warm)
 			}()
 		})
