@@ -114,7 +114,7 @@ func (c *loadCommand) flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.progress, "progress", false, "show the live progress line even when stderr is not a terminal")
 	fs.BoolVar(&c.remote, "allow-remote", false, "allow a target (or listen address) off the loopback interface")
 	fs.StringVar(&c.traces, "traces", "", "write OpenTelemetry spans (OTLP JSON lines) to `FILE`: one per attempt, at caller and callee")
-	fs.StringVar(&c.client, "http-client", "lean", "the driver's HTTP client for an http:// target: lean (its own HTTP/1.1 client, fewest allocations) or net (net/http's); https:// and --traces always use net")
+	fs.StringVar(&c.client, "http-client", "lean", "the driver's client: lean (its own HTTP/1.1 client for an http:// target, its own HTTP/2 gRPC client for a grpc:// one; fewest allocations) or net (net/http's, grpc-go's); https://, --traces and what the lean gRPC client does not cover (a service config, phase timeouts) always use net")
 	c.tlsf.loadFlags(fs)
 	c.slo.declare(fs)
 	c.gf.declare(fs)
