@@ -303,7 +303,7 @@ func sendGRPC(ctx context.Context, a *Attempt, md metadata.MD, invoke func(ctx c
 		md.Set(MetadataWarmup, "1")
 	}
 	if a.IdempotencyKey != "" {
-		md.Set(MetadataIdempotencyKey, a.IdempotencyKey)
+		md.Set(a.keyMetadata(), a.IdempotencyKey)
 	}
 	cctx := ctx
 	if _, ok := ctx.Deadline(); ok {
@@ -454,4 +454,14 @@ func CheckGRPCServiceConfig(file, cfg string) error {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	return cc.Close()
+}
+
+// keyMetadata is the metadata key a's idempotency key travels in: its
+// KeyHeader (--key-header) lowercased, as gRPC metadata keys are, or
+// MetadataIdempotencyKey.
+func (a *Attempt) keyMetadata() string {
+	if a.KeyHeader == "" {
+		return MetadataIdempotencyKey
+	}
+	return strings.ToLower(a.KeyHeader)
 }

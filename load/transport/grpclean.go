@@ -555,7 +555,7 @@ func (c *grpcLeanConn) field(k, v string) {
 func (c *grpcLeanConn) fields(a *Attempt) {
 	for k, vs := range a.Header {
 		k = strings.ToLower(k)
-		if isGRPCReserved(k) || k == MetadataRequestID || k == MetadataAttempt || k == MetadataWrite || k == MetadataWarmup || k == MetadataIdempotencyKey {
+		if isGRPCReserved(k) || k == MetadataRequestID || k == MetadataAttempt || k == MetadataWrite || k == MetadataWarmup || k == a.keyMetadata() {
 			continue
 		}
 		for _, v := range vs {
@@ -577,7 +577,7 @@ func (c *grpcLeanConn) fields(a *Attempt) {
 		c.field(MetadataWarmup, "1")
 	}
 	if a.IdempotencyKey != "" {
-		c.field(MetadataIdempotencyKey, a.IdempotencyKey)
+		c.field(a.keyMetadata(), a.IdempotencyKey)
 	}
 }
 

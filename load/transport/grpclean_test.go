@@ -123,9 +123,12 @@ func TestGRPCLeanMatchesGRPCGo(t *testing.T) {
 		id        string
 		remaining time.Duration
 		timeout   time.Duration
+		keyHeader string
 		want      Answer
 	}{
 		{id: "ok", want: Answer{Outcome: policies.OK, Status: 200}},
+		// --key-header names the key's metadata, as it names the HTTP header.
+		{id: "key-header", keyHeader: "X-Order-Key", want: Answer{Outcome: policies.OK, Status: 200}},
 		{id: "unavailable", want: Answer{Outcome: policies.Unavailable, Status: 503}},
 		{id: "pushback", want: Answer{Outcome: policies.Unavailable, Status: 429, RetryAfter: 250 * time.Millisecond}},
 		{id: "dont-retry", want: Answer{Outcome: policies.Unavailable, Status: 429, DontRetry: true}},
@@ -141,7 +144,7 @@ func TestGRPCLeanMatchesGRPCGo(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.id, func(t *testing.T) {
-			a := Attempt{RequestID: tc.id, Number: 2, Write: true, Warmup: true, IdempotencyKey: "k-1", Remaining: tc.remaining, Body: []byte("hi"),
+			a := Attempt{RequestID: tc.id, Number: 2, Write: true, Warmup: true, IdempotencyKey: "k-1", KeyHeader: tc.keyHeader, Remaining: tc.remaining, Body: []byte("hi"),
 				Header: map[string][]string{"X-Tenant": {"t1"}, "Trace-Bin": {"\x00\x01"}}}
 			g, l := bothGRPC(t, target, a, Sending{Timeout: tc.timeout})
 			calls := seen()
@@ -152,7 +155,12 @@ func TestGRPCLeanMatchesGRPCGo(t *testing.T) {
 			require.Equal(t, calls[0].hasDeadline, calls[1].hasDeadline)
 			require.Equal(t, tc.remaining > 0, calls[0].hasDeadline)
 			require.Equal(t, calls[0].md, calls[1].md, "metadata the server saw")
-			require.Equal(t, []string{"k-1"}, calls[1].md[MetadataIdempotencyKey])
+			keyMD := MetadataIdempotencyKey
+			if tc.keyHeader != "" {
+				keyMD = "x-order-key"
+				require.NotContains(t, calls[1].md, MetadataIdempotencyKey)
+			}
+			require.Equal(t, []string{"k-1"}, calls[1].md[keyMD])
 			require.Equal(t, []string{"\x00\x01"}, calls[1].md["trace-bin"])
 		})
 	}
