@@ -80,7 +80,11 @@ func TestHAProxy(t *testing.T) {
 			attempts: func(n int) int { return n }, duplicates: never}, "50ms"},
 		{scenario{name: "503s with retry-on 503, POST too", servers: 3, fault: "error_rate: 1", directives: "retry-on 503", method: "POST",
 			attempts: func(n int) int { return 4 * n }, duplicates: never}, "50ms"},
-		{scenario{name: "slow servers, retry-on response-timeout: POST duplicated", servers: 3, fault: "latency_add: 600ms",
+		// Each attempt times out at 300 ms (timeout server) and the
+		// server answers it 1.3 s after it was sent: HAProxy retries
+		// every attempt as long as its timer fires less than 1 s late
+		// (with 600 ms latency the margin was 300 ms).
+		{scenario{name: "slow servers, retry-on response-timeout: POST duplicated", servers: 3, fault: "latency_add: 1300ms",
 			directives: "retry-on conn-failure response-timeout", method: "POST",
 			attempts: func(n int) int { return 4 * n }, duplicates: func(n int) int { return 3 * n }}, "50ms"},
 		{scenario{name: "slow servers, disable-l7-retry for POST", servers: 3, fault: "latency_add: 600ms",
@@ -88,14 +92,24 @@ func TestHAProxy(t *testing.T) {
 			attempts: func(n int) int { return n }, duplicates: never}, "50ms"},
 		{scenario{name: "slow servers, GET, default retry-on: no retry", servers: 3, fault: "latency_add: 600ms",
 			attempts: func(n int) int { return n }, duplicates: never}, "50ms"},
-		{scenario{name: "maxconn 1, slow servers: beyond a slot, 503 after timeout queue, never sent", servers: 3, fault: "latency_add: 500ms",
-			directives: "timeout server 1s\n    timeout queue 50ms", params: " maxconn 1",
+		// maxconn 1: the first request to each server holds its slot
+		// for the latency (1.5 s), every later one waits in the queue
+		// for 50 ms and is answered 503. The last request arrives at
+		// 367 ms (12 at 30/s), so its queue wait ends at 417 ms, and the
+		// first slot frees at 1501 ms: the count of 503s is n - servers
+		// as long as a request is sent, or HAProxy's queue timer fires,
+		// less than 1084 ms late. The slots' own requests succeed while
+		// timeout server (3 s) fires more than 1.5 s after their
+		// answers are due. (With 500 ms latency the margin was 84 ms,
+		// and under two CPU burners a queued request got a freed slot.)
+		{scenario{name: "maxconn 1, slow servers: beyond a slot, 503 after timeout queue, never sent", servers: 3, fault: "latency_add: 1500ms",
+			directives: "timeout server 3s\n    timeout queue 50ms", params: " maxconn 1",
 			attempts: func(n int) int { return n }, duplicates: never, failed: func(n int) int { return n - 3 }}, "50ms"},
-		{scenario{name: "maxconn 1, retry-on 503: the queue's 503s", servers: 3, fault: "latency_add: 500ms",
-			directives: "timeout server 1s\n    timeout queue 50ms\n    retry-on conn-failure 503", params: " maxconn 1",
+		{scenario{name: "maxconn 1, retry-on 503: the queue's 503s", servers: 3, fault: "latency_add: 1500ms",
+			directives: "timeout server 3s\n    timeout queue 50ms\n    retry-on conn-failure 503", params: " maxconn 1",
 			attempts: func(n int) int { return n }, duplicates: never, failed: func(n int) int { return n - 3 }}, "50ms"},
-		{scenario{name: "maxconn 1, timeout queue unset: timeout connect's", servers: 1, fault: "latency_add: 500ms",
-			directives: "timeout server 1s", params: " maxconn 1",
+		{scenario{name: "maxconn 1, timeout queue unset: timeout connect's", servers: 1, fault: "latency_add: 1500ms",
+			directives: "timeout server 3s", params: " maxconn 1",
 			attempts: func(n int) int { return n }, duplicates: never, failed: func(n int) int { return n - 1 }}, "50ms"},
 	}
 	for _, c := range cases {
@@ -128,10 +142,12 @@ func TestHAProxy(t *testing.T) {
 			if s.failed != nil && queued != int64(s.failed(int(real.offered))) {
 				t.Errorf("HAProxy logged %d 503s from its queue, theory %d", queued, s.failed(int(real.offered)))
 			}
-			// Without dead servers, every attempt logged reached one.
+			// Without dead servers, every attempt logged reached one,
+			// but for the requests answered from the queue (<NOSRV>),
+			// which the log counts as one attempt each and no server saw.
 			var reached int64
 			if len(s.dead) == 0 {
-				reached = real.attempts
+				reached = real.attempts - queued
 			}
 			real.perServer, real.duplicates = r.served(reached)
 			call := s.preset

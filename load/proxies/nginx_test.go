@@ -96,7 +96,11 @@ func TestNginx(t *testing.T) {
 		{name: "503s with http_503, tries 2", servers: 3, fault: "error_rate: 1", params: " max_fails=0",
 			directives: "proxy_next_upstream error timeout http_503; proxy_next_upstream_tries 2;",
 			attempts:   func(n int) int { return 2 * n }, duplicates: never},
-		{name: "slow servers, GET: every server once", servers: 3, fault: "latency_add: 600ms", params: " max_fails=0",
+		// Each try's read times out at 300 ms (proxy_read_timeout) and
+		// the server answers it 1.3 s after it was sent: nginx passes
+		// every try on as long as its timer fires less than 1 s late
+		// (with 600 ms latency the margin was 300 ms).
+		{name: "slow servers, GET: every server once", servers: 3, fault: "latency_add: 1300ms", params: " max_fails=0",
 			attempts: func(n int) int { return 3 * n }, duplicates: never},
 		// Tries fail at 300 ms and 600 ms (proxy_read_timeout). A read
 		// timeout firing late past the next-upstream timeout forgoes the
@@ -109,7 +113,8 @@ func TestNginx(t *testing.T) {
 			attempts:   func(n int) int { return 2 * n }, duplicates: never},
 		{name: "slow servers, POST: not passed on", servers: 3, fault: "latency_add: 600ms", params: " max_fails=0", method: "POST",
 			attempts: func(n int) int { return n }, duplicates: never},
-		{name: "slow servers, PUT: passed on, duplicated", servers: 3, fault: "latency_add: 600ms", params: " max_fails=0", method: "PUT",
+		// As for GET: 1 s between a try's read timeout and its answer.
+		{name: "slow servers, PUT: passed on, duplicated", servers: 3, fault: "latency_add: 1300ms", params: " max_fails=0", method: "PUT",
 			attempts: func(n int) int { return 3 * n }, duplicates: func(n int) int { return 2 * n }},
 		{name: "lost replies, POST with non_idempotent", servers: 3, fault: "drop_response: 1", params: " max_fails=0", method: "POST",
 			directives: "proxy_next_upstream error timeout non_idempotent;",

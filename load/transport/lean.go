@@ -199,14 +199,31 @@ func (lc *Lean) send(ctx context.Context, a *Attempt, timeout time.Duration, lp 
 		if err != nil {
 			return lp.failed(ClassifyError(err, context.Cause(ctx)))
 		}
-		lp.got, lp.wrote, lp.first, lp.reused = time.Now(), time.Time{}, time.Time{}, cn.reused
 		var stop func() bool
 		if ctx != lc.base && ctx.Done() != nil {
 			// An attempt of its own lifetime (a hedge, a retry in flight
 			// when its call ended): its end expires its connection.
 			stop = context.AfterFunc(ctx, func() { cn.c.SetDeadline(time.Unix(1, 0)) })
 		}
-		ans, keep, replay, err := lc.exchange(cn, a, deadline, lp)
+		// The attempt's own deadline is set before ctx is checked, not
+		// after: the callbacks that expire the connection at ctx's end
+		// (abortAll, stop's) run after ctx is done, in goroutines of
+		// their own, so one that ran before this SetDeadline would be
+		// undone by it, and the attempt would run on to an answer after
+		// its end. Checked after it, a ctx not yet done leaves every
+		// expiry still to come; a ctx done fails the attempt unsent.
+		if err := cn.c.SetDeadline(deadline); err != nil || ctx.Err() != nil {
+			if stop != nil {
+				stop()
+			}
+			lc.drop(cn)
+			if err == nil {
+				err = ctx.Err()
+			}
+			return lp.failed(ClassifyError(err, context.Cause(ctx)))
+		}
+		lp.got, lp.wrote, lp.first, lp.reused = time.Now(), time.Time{}, time.Time{}, cn.reused
+		ans, keep, replay, err := lc.exchange(cn, a, lp)
 		if stop != nil && !stop() {
 			keep = false // the deadline may have been expired by ctx
 		}
@@ -298,14 +315,12 @@ func (lc *Lean) CloseIdle() {
 	lc.idle = nil
 }
 
-// exchange writes a's request on cn and reads the answer. keep says cn
+// exchange writes a's request on cn, whose deadline send has set, and
+// reads the answer. keep says cn
 // may serve another attempt; replay, with an error, that nothing of an
 // answer arrived on a reused connection and a's request is safe to send
 // again (GET, HEAD, or carrying an idempotency key).
-func (lc *Lean) exchange(cn *leanConn, a *Attempt, deadline time.Time, lp *leanPhases) (ans Answer, keep, replay bool, err error) {
-	if err := cn.c.SetDeadline(deadline); err != nil {
-		return ans, false, false, err
-	}
+func (lc *Lean) exchange(cn *leanConn, a *Attempt, lp *leanPhases) (ans Answer, keep, replay bool, err error) {
 	lc.writeRequest(cn.w, a)
 	if err := cn.w.Flush(); err != nil {
 		return ans, false, cn.reused && safeToReplay(a), err

@@ -158,6 +158,25 @@ func TestLeanClientTransportFailures(t *testing.T) {
 		require.NotEqual(t, PhaseNone, an.Phase)
 		require.Equal(t, !an.Phase.Sent(), an.NotSent)
 	})
+	// An attempt whose own context (not the run's) ended before it
+	// started: the callback that expires its connection runs in a
+	// goroutine of its own, which the attempt, taking an idle
+	// connection at once, would outrun and answer OK but for the check
+	// after its deadline is set. Each round is one chance for that race;
+	// every one must fail unsent.
+	t.Run("own context ended before the attempt", func(t *testing.T) {
+		u := scriptedTarget(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false)
+		lc := NewLean(LeanConfig{Target: u, Connections: 1, Abort: context.Background()})
+		defer lc.CloseIdle()
+		a := Attempt{Method: "GET", Number: 1, Parsed: u}
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		for i := range 20 {
+			require.Equal(t, policies.OK, lc.do(context.Background(), &a, time.Second, nil).Outcome, "round %d: warm-up", i)
+			an := lc.do(ended, &a, time.Second, nil)
+			require.Equal(t, Answer{Outcome: policies.Timeout, Kind: KindCanceled, Phase: PhasePool, NotSent: true}, an, "round %d", i)
+		}
+	})
 }
 
 // TestLeanClientReusesAndReplays: answers on one kept-alive connection,
