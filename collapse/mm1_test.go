@@ -74,7 +74,7 @@ func TestSplitMatchesUniformization(t *testing.T) {
 	} {
 		t.Run(fmt.Sprint(tc.level), func(t *testing.T) {
 			if tc.deep && testing.Short() {
-				t.Skip("deep levels run in the full suite")
+				t.Skip("deep levels take tens of seconds: skipped under -short, make test runs them")
 			}
 			exact := exactMM1(t, 0.6, 1, tc.level, time.Minute)
 			est, err := Split(context.Background(), sc, Options{Level: systemLevel(tc.level), Within: time.Minute, Precision: tc.precision})

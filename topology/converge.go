@@ -307,22 +307,13 @@ func (q *Query) Backoff() policies.BackoffConfig {
 		Jitter: q.Jitter, Spread: q.Spread}
 }
 
-// SimulatorOnly reports every key of sc that only the simulator runs, the
-// effects' (SimulatorOnlyEffects) then convergence's
-// (SimulatorOnlyConvergence), each at its file and line: what a driver of
-// served services must refuse rather than ignore; nil when there are none.
-func (sc *Scenario) SimulatorOnly() Problems {
-	return append(sc.SimulatorOnlyEffects(), sc.SimulatorOnlyConvergence()...)
-}
-
-// SimulatorOnlyConvergence reports each convergence key of sc that serve
-// does not run as a problem at its file and line, so that serve refuses
-// the scenario by name instead of ignoring it (SimulatorOnly, which serve
-// and k8s render --mode load call). serve runs the workload's status
-// queries by key, recovery, reconciliation, owner crashes and
-// alert_after; a call's own status queries (calls[].query) are the
+// SimulatorOnly reports every key of sc that serve does not run, each as
+// a problem at its file and line, so that serve (and k8s render --mode
+// load) refuses the scenario by name instead of ignoring the key; nil
+// when there are none. serve runs every effect key and every convergence
+// key but one: a call's own status queries (calls[].query) are the
 // simulator's only, for now.
-func (sc *Scenario) SimulatorOnlyConvergence() Problems {
+func (sc *Scenario) SimulatorOnly() Problems {
 	var out Problems
 	for _, eq := range sc.edgeQueries() {
 		out = append(out, sc.ProblemAt(eq.path+".query", "a call's status queries by key: simulator-only for now, serve does not run it (run the scenario with stormsim run)"))

@@ -106,7 +106,7 @@ func TestSimulatorOnlyConvergence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if probs := base.SimulatorOnlyConvergence(); probs != nil {
+	if probs := base.SimulatorOnly(); probs != nil {
 		t.Errorf("problems for a scenario without convergence: %v", probs)
 	}
 }

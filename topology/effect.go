@@ -89,13 +89,6 @@ func (sc *Scenario) HasEffects() bool {
 	return false
 }
 
-// SimulatorOnlyEffects reports each effect key of sc that serve does not
-// run as a problem at its file and line, so that serve refuses the
-// scenario by name instead of ignoring it (SimulatorOnly). serve runs
-// every effect key — external_effect, versioned_write, irrevocable — so
-// it reports none: nil.
-func (sc *Scenario) SimulatorOnlyEffects() Problems { return nil }
-
 // serviceEffects defaults and validates the effect keys of service s at p: its
 // external effect, its versioned write, and its irrevocable steps.
 func (v *validator) serviceEffects(s *Service, p string) {

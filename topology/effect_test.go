@@ -68,15 +68,15 @@ func TestEffectsDefaults(t *testing.T) {
 		t.Error("HasEffects = false")
 	}
 	// serve runs every effect key: none is refused.
-	if probs := sc.SimulatorOnlyEffects(); probs != nil {
-		t.Errorf("SimulatorOnlyEffects = %v, want none: serve runs every effect key", probs)
+	if probs := sc.SimulatorOnly(); probs != nil {
+		t.Errorf("SimulatorOnly = %v, want none: serve runs every effect key", probs)
 	}
 	plain, err := Parse("plain.yaml", []byte(plainScenario), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plain.HasEffects() || plain.SimulatorOnlyEffects() != nil {
-		t.Errorf("a scenario without effects: HasEffects %v, SimulatorOnlyEffects %q", plain.HasEffects(), plain.SimulatorOnlyEffects())
+	if plain.HasEffects() || plain.SimulatorOnly() != nil {
+		t.Errorf("a scenario without effects: HasEffects %v, SimulatorOnly %q", plain.HasEffects(), plain.SimulatorOnly())
 	}
 }
 

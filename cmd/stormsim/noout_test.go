@@ -18,7 +18,7 @@ import (
 // --out; `k8s render` prints its manifests.
 func TestNoCommandWritesWithoutOut(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs every writing command")
+		t.Skip("runs every writing command (slow; skipped under -short, make test runs it)")
 	}
 	tiny, err := filepath.Abs("testdata/capacity/tiny.yaml")
 	require.NoError(t, err)

@@ -20,7 +20,7 @@ import (
 // directory and from the traces, and verify the plan in the simulator.
 func TestMeasureTuneVerifyAgainstATarget(t *testing.T) {
 	if testing.Short() {
-		t.Skip("drives a loopback server for a second")
+		t.Skip("drives a loopback server for a second (skipped under -short, make test runs it)")
 	}
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -152,7 +152,7 @@ func RunScenario(ctx context.Context, sc *topology.Scenario, opt ScenarioOptions
 		ServiceName: w.Entry, Progress: opt.Progress, Epoch: epoch, Network: opt.Network, AllowRemote: opt.AllowRemote, Grace: opt.Grace,
 		MaxRequests: opt.MaxRequests, Shard: opt.Shard, Tracing: opt.Tracing, NetHTTP: opt.NetHTTP, OnRow: opt.OnRow, Services: liveServices(&samples, opt.OnRow),
 		OnDone: func(id uint64, write, counted bool, r policies.CallResult) {
-			if counted {
+			if counted && cl.passed != nil { // formatID allocates: only with irrevocable steps
 				cl.passed.view(formatID(id), r)
 			}
 			if write && counted {
