@@ -90,6 +90,10 @@ type Proxy struct {
 	metrics   *metrics
 	done      chan struct{} // closed by Close: holds end
 	closeOnce sync.Once
+	// handlers counts the requests being served, hijacked ones included
+	// (http.Server.Shutdown does not wait for those), so that a Server's
+	// Close returns only once every request's record is out.
+	handlers sync.WaitGroup
 }
 
 // New returns a proxy to cfg.Upstream.
@@ -165,6 +169,8 @@ func (p *Proxy) since() time.Duration { return time.Since(p.epoch) }
 
 // ServeHTTP applies the request's fault and forwards it or not.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.handlers.Add(1)
+	defer p.handlers.Done()
 	req := Request{
 		Seq: p.seq.Add(1), ID: r.Header.Get(transport.HeaderRequestID), Key: r.Header.Get(p.keyHeader),
 		Method: r.Method, Path: r.URL.Path, Header: r.Header, At: p.since(),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/stormsim/stormsim/load/driver"
@@ -21,6 +22,8 @@ type Server struct {
 	msrv        *http.Server // ListenMetrics's, if started
 	mdone       chan error
 	allowRemote bool
+	closeOnce   sync.Once
+	closeErr    error
 }
 
 // Listen starts serving p on addr (HOST:PORT; port 0 picks a free one).
@@ -88,14 +91,27 @@ func (s *Server) ListenMetrics(addr string) (string, error) {
 }
 
 // Close stops the server: holds end, connections close after their
-// request, within ctx.
+// request, within ctx. When it returns without error every request has
+// been recorded (the log and Config.OnRecord have all of them), those
+// whose connection the proxy took over to drop or hold included. Calls
+// after the first return the first's result.
 func (s *Server) Close(ctx context.Context) error {
-	s.Proxy.Close()
-	errs := []error{shutdown(ctx, s.srv), <-s.errc}
-	if s.msrv != nil {
-		errs = append(errs, shutdown(ctx, s.msrv), <-s.mdone)
-	}
-	return errors.Join(errs...)
+	s.closeOnce.Do(func() {
+		s.Proxy.Close()
+		errs := []error{shutdown(ctx, s.srv), <-s.errc}
+		if s.msrv != nil {
+			errs = append(errs, shutdown(ctx, s.msrv), <-s.mdone)
+		}
+		served := make(chan struct{})
+		go func() { s.Proxy.handlers.Wait(); close(served) }()
+		select {
+		case <-served:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("faultproxy: requests still being served: %w", ctx.Err()))
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
 }
 
 // shutdown shuts srv down within ctx, then closes what is left.
