@@ -111,8 +111,12 @@ type Engine struct {
 	// heap rather than in it.
 	next    event
 	hasNext bool
-	ring    ring
-	touch   uint64 // the sink of touched records' loads
+	// ring is allocated with the first event it takes (64 KB, zeroed): a
+	// model that keeps fewer than ringAfter events scheduled, an M/M/1
+	// queue's three, never needs it, and a rare-event estimate starts
+	// hundreds of thousands of such runs.
+	ring  *ring
+	touch uint64 // the sink of touched records' loads
 }
 
 // Lane is a FIFO of events whose times never decrease, such as timers of
@@ -170,7 +174,7 @@ func (e *Engine) NextAt() (t time.Duration, ok bool) {
 // head included), or nil when both are empty.
 func (e *Engine) first() *event {
 	var top *event
-	if e.ring.n > 0 {
+	if e.ring != nil && e.ring.n > 0 {
 		top = e.ring.front(e.ring.firstBucket(e.now))
 	}
 	if len(e.heap) > 0 && (top == nil || e.heap[0].before(top)) {
@@ -197,7 +201,10 @@ func (e *Engine) LastAt() time.Duration { return e.last }
 
 // Pending returns how many events are scheduled.
 func (e *Engine) Pending() int {
-	n := len(e.heap) - e.tombs + e.waiting + e.ring.n
+	n := len(e.heap) - e.tombs + e.waiting
+	if e.ring != nil {
+		n += e.ring.n
+	}
 	if e.hasNext {
 		n++
 	}
@@ -237,7 +244,11 @@ func (e *Engine) At(t time.Duration, fn Handler, arg any) Timer {
 		// the bucket is full. Written out here, not in a method of the
 		// ring: At is the only one to add, and the call cost more than
 		// its body.
-		r := &e.ring
+		r := e.ring
+		if r == nil {
+			r = new(ring)
+			e.ring = r
+		}
 		i := int(t>>ringShift) & ringMask
 		if n := int(r.cnt[i]); n < bucketMax {
 			q := r.slot[i*bucketMax : i*bucketMax+bucketMax]
@@ -481,7 +492,7 @@ func (e *Engine) RunUntil(end time.Duration) {
 	e.stop = false
 	ran := e.events
 	for !e.stop {
-		if e.ring.n > 0 {
+		if e.ring != nil && e.ring.n > 0 {
 			// The ring's first event runs if it is earlier than the heap's
 			// top and the AtNext event.
 			rb := e.ring.firstBucket(e.now)
