@@ -62,6 +62,7 @@ func Start(sc *topology.Scenario) (*Trajectory, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.eachCounts((*latencyCounts).useScratch) // nobody reads them
 	m.startArrivals()
 	return &Trajectory{m: m}, nil
 }

@@ -45,6 +45,7 @@ func cloneRun(m *run) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
+	sk.eachCounts((*latencyCounts).useScratch) // a trajectory's: nobody reads them
 	c := &cloner{
 		seen:   map[blockKey]int{},
 		paired: map[blockKey]unsafe.Pointer{},
@@ -449,7 +450,9 @@ func (c *cloner) place() {
 				return
 			}
 			if !ok {
-				d = unsafe.Pointer(newLatencyCounts())
+				lc := newLatencyCounts()
+				lc.useScratch()
+				d = unsafe.Pointer(lc)
 			}
 			b.dst = d
 		case b.n == 1:

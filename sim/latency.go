@@ -46,6 +46,9 @@ type latencyCounts struct {
 	sumUs  int64
 	max    time.Duration
 	lo, hi int // the indexes recorded since the last reset lie in [lo, hi]
+	// scratch marks counts nobody reads (a Trajectory's): its array came
+	// from scratchPool and goes back there as it is.
+	scratch bool
 }
 
 // countsPool recycles the count arrays of finished runs, zeroed. Each is
@@ -53,7 +56,15 @@ type latencyCounts struct {
 // benchmarks run many short simulations, and allocating the arrays anew
 // makes the garbage collector run often, turning on the write barriers the
 // event loop then pays for.
-var countsPool = sync.Pool{New: func() any {
+var countsPool = sync.Pool{New: newCountsBuf}
+
+// scratchPool recycles the count arrays of runs whose histograms are never
+// read, a Trajectory's, as those runs left them: clearing an array costs a
+// scan of it, and a rare-event estimate starts and ends hundreds of
+// thousands of trajectories (it was a sixth of its CPU time).
+var scratchPool = sync.Pool{New: newCountsBuf}
+
+func newCountsBuf() any {
 	// Each array starts at its own offset within a 4 KiB page, one of
 	// countsSkews cache lines: the event loop increments the same bucket
 	// of several histograms in a row (a request's latency at its service,
@@ -64,7 +75,7 @@ var countsPool = sync.Pool{New: func() any {
 	skew := int(countsSkew.Add(1)%countsSkews) * 8
 	s := make([]int64, len(latTemplate.Counts)+countsSkews*8)[skew:][:len(latTemplate.Counts)]
 	return &s
-}}
+}
 
 // countsSkews is the number of distinct cache-line offsets of count arrays,
 // and countsSkew the count of arrays made (which picks each one's offset).
@@ -77,14 +88,31 @@ func newLatencyCounts() *latencyCounts {
 	return &latencyCounts{counts: *buf, buf: buf, lo: len(*buf)}
 }
 
-// release gives the counts back to countsPool; c must not be used after.
+// release gives the counts back to their pool; c must not be used after.
 func (c *latencyCounts) release() {
 	if c.buf == nil {
 		return
 	}
+	if c.scratch {
+		scratchPool.Put(c.buf)
+	} else {
+		c.reset()
+		countsPool.Put(c.buf)
+	}
+	c.counts, c.buf = nil, nil
+}
+
+// useScratch swaps c's array, still empty, for one of scratchPool, holding
+// whatever an earlier run counted: for a run whose histograms nobody reads.
+// Its total, sum and range start empty all the same.
+func (c *latencyCounts) useScratch() {
+	if c.buf == nil || c.scratch {
+		return
+	}
 	c.reset()
 	countsPool.Put(c.buf)
-	c.counts, c.buf = nil, nil
+	c.buf = scratchPool.Get().(*[]int64)
+	c.counts, c.scratch = *c.buf, true
 }
 
 // latencyIndex is d's flat bucket index, d clamped into [1 µs, 1 h] as

@@ -136,14 +136,20 @@ func (m *run) run(ctx context.Context, opt Options) *metrics.Result {
 
 // releaseCounts recycles the model's latency counts once the result holds
 // its own copies of them.
-func (m *run) releaseCounts() {
-	m.lat.release()
-	m.ivLat.release()
-	m.lost[0].release()
-	m.lost[1].release()
+func (m *run) releaseCounts() { m.eachCounts((*latencyCounts).release) }
+
+// eachCounts calls f on every latency histogram of the model.
+func (m *run) eachCounts(f func(*latencyCounts)) {
+	f(m.lat)
+	f(m.ivLat)
+	f(m.lost[0])
+	f(m.lost[1])
 	for _, s := range m.services {
-		s.hist.release()
-		s.notOK.release()
+		f(s.hist)
+		f(s.notOK)
+	}
+	if m.cv != nil {
+		f(m.cv.ivCert)
 	}
 }
 
