@@ -183,6 +183,7 @@ func TestDeadTarget(t *testing.T) {
 // longer than the check's time limit ends each check within its limit,
 // incomplete, saying so.
 func TestSlowTarget(t *testing.T) {
+	t.Parallel() // three seconds of a target's waiting
 	o := &orders{bug: correct, records: []map[string]*record{{}}}
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {

@@ -155,6 +155,7 @@ func TestAuditOrders(t *testing.T) {
 		{name: "no-dedup", bug: orders.BugNoDedup, checks: all, violated: []string{lost, conc, payload, flight}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each its own database and instances; about a second each, waiting
 			targets, db := startOrders(t, tc.bug)
 			s := exampleSpec(t, targets, strings.Replace(tc.effects, "DB", db, 1), tc.checks)
 			rep, err := audit.Run(context.Background(), audit.Options{Spec: s})

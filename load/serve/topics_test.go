@@ -133,6 +133,7 @@ func TestServeTopicsExact(t *testing.T) {
 			[5]float64{1, 0, 1, 0, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a second of real time each, mostly waiting
 			sc := topicParse(t, tc.sets...)
 			sides := bothSides(t, sc, sc)
 			real, simmed := sides[0].c, sides[1].c
@@ -193,6 +194,7 @@ func TestServeTopicsBinomial(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // three seconds of real time each, mostly waiting
 			sets := append([]string{"duration=3s", "workload.rate=100"}, tc.sets...)
 			sides := bothSides(t, topicParse(t, append(sets, "seed=8")...), topicParse(t, sets...))
 			real, simmed := sides[0].c, sides[1].c
