@@ -18,11 +18,29 @@ var built struct {
 	bins map[string]string
 }
 
-// TestMain removes the binaries buildMain compiled.
+// processDirs are the directories that outlive a test, shared by several
+// (buildMain's binaries, sharedCapacity's run), removed by TestMain.
+var processDirs struct {
+	sync.Mutex
+	paths []string
+}
+
+// processDir makes a directory removed when the test process ends.
+func processDir(pattern string) (string, error) {
+	d, err := os.MkdirTemp("", pattern)
+	if err == nil {
+		processDirs.Lock()
+		processDirs.paths = append(processDirs.paths, d)
+		processDirs.Unlock()
+	}
+	return d, err
+}
+
+// TestMain removes the directories processDir made.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
+	for _, d := range processDirs.paths {
+		os.RemoveAll(d)
 	}
 	os.Exit(code)
 }
@@ -41,7 +59,7 @@ func buildMain(tb testing.TB, pkg string) string {
 		return bin
 	}
 	if built.dir == "" {
-		d, err := os.MkdirTemp("", "stormsim-test-bin-")
+		d, err := processDir("stormsim-test-bin-")
 		if err != nil {
 			tb.Fatalf("go build %s: %v", pkg, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,30 @@ import (
 var capacityArgs = []string{"capacity", "testdata/capacity/tiny.yaml", "--slo", "p99<100ms,success>=99%",
 	"--range", "50:400", "--replicas", "2", "--recovery-bound", "8s", "--resolution", "10"}
 
+// sharedCapacity is capacityArgs run once per test process with
+// --format json --out DIR, for the tests that read its report (a search is
+// seconds of CPU): the JSON it printed and DIR.
+func sharedCapacity(t *testing.T) (out, dir string) {
+	t.Helper()
+	c := &capacityRun
+	c.once.Do(func() {
+		if c.dir, c.err = processDir("stormsim-capacity-"); c.err != nil {
+			return
+		}
+		c.out, c.errOut, c.code = runCLI(t, append(capacityArgs, "--format", "json", "--out", c.dir)...)
+	})
+	require.NoError(t, c.err)
+	require.Equal(t, 0, c.code, c.errOut)
+	return c.out, c.dir
+}
+
+var capacityRun struct {
+	once             sync.Once
+	out, errOut, dir string
+	code             int
+	err              error
+}
+
 func TestCapacityGolden(t *testing.T) {
 	out, errOut, code := runCLI(t, capacityArgs...)
 	require.Equal(t, 0, code, errOut)
@@ -24,9 +49,7 @@ func TestCapacityGolden(t *testing.T) {
 }
 
 func TestCapacityJSONAndPlots(t *testing.T) {
-	dir := t.TempDir()
-	out, errOut, code := runCLI(t, append(capacityArgs, "--format", "json", "--out", dir)...)
-	require.Equal(t, 0, code, errOut)
+	out, dir := sharedCapacity(t)
 	var rep struct {
 		Capacity struct {
 			Answer struct {
@@ -55,6 +78,9 @@ func TestCapacityJSONAndPlots(t *testing.T) {
 	txt, err := os.ReadFile(filepath.Join(dir, "capacity.txt"))
 	require.NoError(t, err)
 	require.Contains(t, string(txt), "bound by: recovery")
+	golden, err := os.ReadFile("testdata/capacity/tiny.golden")
+	require.NoError(t, err)
+	require.Equal(t, string(golden), string(txt), "the text report in DIR is the one printed without --format json")
 	for _, name := range []string{"capacity-slo.png", "capacity-utilization.png", "capacity-recovery.png"} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		require.NoError(t, err, name)
@@ -97,9 +123,7 @@ func TestCapacitySharded(t *testing.T) {
 	// Two shards exchanging results through their parent directory write
 	// the same report as one unsharded run.
 	dir := t.TempDir()
-	solo := filepath.Join(dir, "solo")
-	_, errOut, code := runCLI(t, append(capacityArgs, "--out", solo)...)
-	require.Equal(t, 0, code, errOut)
+	_, solo := sharedCapacity(t)
 	want, err := os.ReadFile(filepath.Join(solo, "capacity.txt"))
 	require.NoError(t, err)
 
@@ -124,7 +148,7 @@ func TestCapacitySharded(t *testing.T) {
 	}
 	// stormsim merge recognises the capacity shards and writes the one report.
 	merged := filepath.Join(dir, "merged")
-	_, errOut, code = runCLI(t, "merge", filepath.Join(parent, "shard-0"), filepath.Join(parent, "shard-1"), "--out", merged)
+	_, errOut, code := runCLI(t, "merge", filepath.Join(parent, "shard-0"), filepath.Join(parent, "shard-1"), "--out", merged)
 	require.Equal(t, 0, code, errOut)
 	got, err := os.ReadFile(filepath.Join(merged, "capacity.txt"))
 	require.NoError(t, err)
@@ -180,8 +204,7 @@ func TestCapacityFailedPoints(t *testing.T) {
 // one's capacity; the baseline's matches a search without --variant.
 func TestCapacityVariants(t *testing.T) {
 	dir := t.TempDir()
-	single, errOut, code := runCLI(t, append(capacityArgs, "--format", "json")...)
-	require.Equal(t, 0, code, errOut)
+	single, _ := sharedCapacity(t)
 	out, errOut, code := runCLI(t, append(capacityArgs, "--variant", "big:services.db.workers=8", "--format", "json", "--out", dir)...)
 	require.Equal(t, 0, code, errOut)
 	var doc struct {
