@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/stormsim/stormsim/topology"
@@ -33,6 +34,10 @@ type Trajectory struct {
 	// those a forked trajectory's engine had run before the copy (Fork),
 	// which cost it nothing.
 	replayed, inherited uint64
+	// forker copies the state reached for Fork, planned by the first fork
+	// of it; Step drops it.
+	forkMu sync.Mutex
+	forker *cloner
 }
 
 // branchPoint says that after every event at or before at had run, every
@@ -109,6 +114,7 @@ func (t *Trajectory) Replayed() uint64 { return t.replayed }
 // nothing is left to run before end, or when the run diverged (Diverged).
 func (t *Trajectory) Step(end time.Duration) bool {
 	m := t.m
+	t.forker = nil // the state changes: a fork must plan again
 	if m.halted {
 		return false
 	}

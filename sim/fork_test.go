@@ -175,7 +175,7 @@ func TestForkSharesNothing(t *testing.T) {
 // run's state points to, found as Fork finds them.
 func reachable(t *testing.T, m *run) map[uintptr]reflect.Type {
 	t.Helper()
-	c := &cloner{seen: map[blockKey]int{}, funcs: map[unsafe.Pointer]unsafe.Pointer{}, collectFuncs: true,
+	c := &cloner{seen: map[uintptr]int{}, funcs: map[unsafe.Pointer]unsafe.Pointer{}, collectFuncs: true,
 		// Only the scenario's validated types, written by no run, may be
 		// shared: if shared ever exempts more, this walk finds it shared.
 		share: func(t reflect.Type) bool { return t.PkgPath() == topologyPath || t.Size() == 0 }}
@@ -220,4 +220,79 @@ func kindsFollowed(t reflect.Type) bool {
 		return true
 	}
 	return ok(t)
+}
+
+// BenchmarkFork reports the cost of one Fork of a state like those a
+// splitting estimate (package collapse) restarts its runs from: an M/M/1
+// queue (λ = 600/s, μ = 1000/s, room for 1000) holding 40, reached by
+// climbing four places at a time from the forks that got there.
+func BenchmarkFork(b *testing.B) {
+	// Parsed, as collapse's scenarios are (Parse resolves the policies).
+	sc, err := topology.Parse("fork-mm1.yaml", []byte(`name: fork-mm1
+seed: 1
+duration: 1m
+workload: {entry: s, rate: 600}
+services:
+  - {name: s, workers: 1, queue: 1000, service_time: {dist: exponential, mean: 1ms}}
+`), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr := climbTo(b, sc, 40)
+	defer tr.Close()
+	// again: forks of one state, as splitting restarts several runs from
+	// each crossing state; first: each fork is the state's first, planning
+	// the copy.
+	for _, first := range []bool{false, true} {
+		b.Run(map[bool]string{false: "again", true: "first"}[first], func(b *testing.B) {
+			b.ReportAllocs()
+			for i := uint64(0); b.Loop(); i++ {
+				if first {
+					tr.forker = nil
+				}
+				f, err := tr.Fork(i)
+				if err != nil {
+					b.Fatal(err)
+				}
+				f.Close()
+			}
+		})
+	}
+}
+
+// climbTo returns a trajectory of sc holding at least level at service 0,
+// found by forking the highest state reached until a fork climbs four
+// places from it.
+func climbTo(b *testing.B, sc *topology.Scenario, level int) *Trajectory {
+	b.Helper()
+	cur, err := Start(sc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	seed := uint64(1)
+	for cur.System(0) < level {
+		target := cur.System(0) + 4
+		for {
+			seed++
+			f, err := cur.Fork(seed)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for f.Step(sc.Duration) {
+				if n := f.System(0); n == 0 || n >= target {
+					break
+				}
+			}
+			if f.System(0) >= target {
+				cur.Close()
+				cur = f
+				break
+			}
+			f.Close()
+			if seed > 1_000_000 {
+				b.Fatalf("no fork climbed from %d to %d", cur.System(0), target)
+			}
+		}
+	}
+	return cur
 }
