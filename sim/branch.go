@@ -35,7 +35,7 @@ type Trajectory struct {
 	// which cost it nothing.
 	replayed, inherited uint64
 	// forker copies the state reached for Fork, planned by the first fork
-	// of it; Step drops it.
+	// of it; Step forgets the plan.
 	forkMu sync.Mutex
 	forker *cloner
 }
@@ -114,7 +114,9 @@ func (t *Trajectory) Replayed() uint64 { return t.replayed }
 // nothing is left to run before end, or when the run diverged (Diverged).
 func (t *Trajectory) Step(end time.Duration) bool {
 	m := t.m
-	t.forker = nil // the state changes: a fork must plan again
+	if t.forker != nil && t.forker.planned {
+		t.forker.reset() // the state changes: a fork must plan again
+	}
 	if m.halted {
 		return false
 	}
@@ -132,7 +134,14 @@ func (t *Trajectory) Step(end time.Duration) bool {
 
 // Close gives the trajectory's buffers back for reuse; t must not be used
 // after.
-func (t *Trajectory) Close() { t.m.releaseCounts() }
+func (t *Trajectory) Close() {
+	t.m.releaseCounts()
+	if t.forker != nil {
+		t.forker.reset()
+		cloners.Put(t.forker)
+		t.forker = nil
+	}
+}
 
 // Diverged returns why the run stopped on one of the scenario's limits, or
 // "" while it has not.

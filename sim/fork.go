@@ -33,7 +33,7 @@ func (t *Trajectory) Fork(seed uint64) (*Trajectory, error) {
 	t.forkMu.Lock()
 	defer t.forkMu.Unlock()
 	if t.forker == nil {
-		t.forker = newCloner()
+		t.forker = cloners.Get().(*cloner)
 	}
 	m, err := t.forker.cloneRun(t.m)
 	if err != nil {
@@ -110,6 +110,29 @@ func (c *cloner) cloneRun(m *run) (*run, error) {
 	return out, nil
 }
 
+// reset forgets the plan, keeping the room of its slices and maps, for
+// another state.
+func (c *cloner) reset() {
+	c.endFork()
+	clear(c.seen)
+	clear(c.blocks)
+	c.blocks = c.blocks[:0]
+	c.tops = c.tops[:0]
+	c.relocs = c.relocs[:0]
+	clear(c.common)
+	clear(c.fnSrc)
+	c.fnSrc = c.fnSrc[:0]
+	clear(c.fnIndex)
+	clear(c.values)
+	c.values = c.values[:0]
+	clear(c.mapsSeen)
+	c.planned, c.err = false, nil
+}
+
+// cloners recycles the cloners of trajectories closed, so that planning
+// a copy seldom allocates.
+var cloners = sync.Pool{New: func() any { return newCloner() }}
+
 // endFork forgets what one copy made, keeping the plan (and the maps'
 // room), so that the cloner holds nothing of the copy.
 func (c *cloner) endFork() {
@@ -153,12 +176,11 @@ type block struct {
 // off in the top block at (a position in tops). A relocPointer points
 // toff into the top block to; a relocFunc holds the run's closure
 // fnSrc[to], which becomes the skeleton's; a relocValue is an interface
-// or a map of type typ, whose contents are copied each time.
+// or a map of type values[to], whose contents are copied each time.
 type reloc struct {
 	kind      uint8
-	at, to    int
+	at, to    int32
 	off, toff uintptr
-	typ       reflect.Type
 }
 
 const (
@@ -183,6 +205,8 @@ type cloner struct {
 	fnSrc   []unsafe.Pointer
 	fnIndex map[unsafe.Pointer]int
 	fnDst   []unsafe.Pointer
+	values  []reflect.Type // the types of relocValues
+	order   []int          // plan's scratch
 
 	paired map[blockKey]unsafe.Pointer
 	taken  map[unsafe.Pointer]bool
@@ -561,10 +585,11 @@ func (c *cloner) visitValue(v reflect.Value) {
 // plan finds the top blocks and the pointers in them that each copy must
 // rewrite.
 func (c *cloner) plan() {
-	order := make([]int, len(c.blocks))
-	for i := range order {
-		order[i] = i
+	order := c.order[:0]
+	for i := range c.blocks {
+		order = append(order, i)
 	}
+	c.order = order
 	slices.SortFunc(order, func(a, b int) int {
 		x, y := &c.blocks[a], &c.blocks[b]
 		switch {
@@ -664,11 +689,11 @@ func (c *cloner) relocations(p unsafe.Pointer, l *layout, at int, base uintptr) 
 			case d.typ.Kind() == reflect.Pointer:
 				c.relocPointer(data, d.slots[0].elem, at, off+unsafe.Sizeof(data))
 			default:
-				c.relocs = append(c.relocs, reloc{kind: relocValue, at: at, off: off, typ: s.typ})
+				c.relocValue(at, off, s.typ)
 			}
 		case reflect.Map:
 			if *(*unsafe.Pointer)(q) != nil {
-				c.relocs = append(c.relocs, reloc{kind: relocValue, at: at, off: off, typ: s.typ})
+				c.relocValue(at, off, s.typ)
 			}
 		case reflect.Func:
 			if f := *(*unsafe.Pointer)(q); f != nil {
@@ -680,7 +705,7 @@ func (c *cloner) relocations(p unsafe.Pointer, l *layout, at int, base uintptr) 
 					i = len(c.fnSrc)
 					c.fnIndex[f], c.fnSrc = i, append(c.fnSrc, f)
 				}
-				c.relocs = append(c.relocs, reloc{kind: relocFunc, at: at, off: off, to: i})
+				c.relocs = append(c.relocs, reloc{kind: relocFunc, at: int32(at), off: off, to: int32(i)})
 			}
 		}
 	}
@@ -696,7 +721,14 @@ func (c *cloner) relocPointer(p unsafe.Pointer, l *layout, at int, off uintptr) 
 	if !ok {
 		return
 	}
-	c.relocs = append(c.relocs, reloc{kind: relocPointer, at: at, off: off, to: to, toff: uintptr(p) - c.blocks[c.tops[to]].addr})
+	c.relocs = append(c.relocs, reloc{kind: relocPointer, at: int32(at), off: off, to: int32(to), toff: uintptr(p) - c.blocks[c.tops[to]].addr})
+}
+
+// relocValue records that the interface or map at off in top block at, of
+// type t, must be copied.
+func (c *cloner) relocValue(at int, off uintptr, t reflect.Type) {
+	c.relocs = append(c.relocs, reloc{kind: relocValue, at: int32(at), off: off, to: int32(len(c.values))})
+	c.values = append(c.values, t)
 }
 
 // locate returns the position in tops of the block holding p.
@@ -763,7 +795,7 @@ func (c *cloner) apply() {
 		case relocFunc:
 			*(*unsafe.Pointer)(p) = c.fnDst[r.to]
 		case relocValue:
-			c.fixValue(p, r.typ)
+			c.fixValue(p, c.values[r.to])
 		}
 		if c.err != nil {
 			return
