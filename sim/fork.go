@@ -50,12 +50,13 @@ func (t *Trajectory) Fork(seed uint64) (*Trajectory, error) {
 
 func newCloner() *cloner {
 	return &cloner{
-		seen:   map[uintptr]int{},
-		paired: map[blockKey]unsafe.Pointer{},
-		taken:  map[unsafe.Pointer]bool{},
-		common: map[unsafe.Pointer]bool{},
-		funcs:  map[unsafe.Pointer]unsafe.Pointer{},
-		maps:   map[unsafe.Pointer]reflect.Value{},
+		seen:    map[uintptr]int{},
+		paired:  map[blockKey]unsafe.Pointer{},
+		taken:   map[unsafe.Pointer]bool{},
+		common:  map[unsafe.Pointer]bool{},
+		funcs:   map[unsafe.Pointer]unsafe.Pointer{},
+		maps:    map[unsafe.Pointer]reflect.Value{},
+		groupOf: map[reflect.Type]int{},
 	}
 }
 
@@ -90,6 +91,9 @@ func (c *cloner) cloneRun(m *run) (*run, error) {
 		c.walk(unsafe.Pointer(m), rl, 1)
 		if c.err == nil {
 			c.plan()
+		}
+		if c.err == nil {
+			c.group()
 		}
 		c.planned = c.err == nil
 	}
@@ -126,6 +130,8 @@ func (c *cloner) reset() {
 	clear(c.values)
 	c.values = c.values[:0]
 	clear(c.mapsSeen)
+	c.groups = c.groups[:0]
+	clear(c.groupOf)
 	c.planned, c.err = false, nil
 }
 
@@ -144,6 +150,8 @@ func (c *cloner) endFork() {
 	c.dst = c.dst[:0]
 	clear(c.fnDst)
 	c.fnDst = c.fnDst[:0]
+	clear(c.bases)
+	c.bases = c.bases[:0]
 }
 
 // blockKey names a block of the original state: its address, the layout
@@ -167,6 +175,9 @@ type block struct {
 	size uintptr
 	top  int
 	next int // 1 + the index of the next block at addr, 0 for none
+	// group is 1 + the index of the allocGroup whose memory holds its
+	// copy (slot-th of the group's), 0 when its copy has memory of its own.
+	group, slot int
 	// arr is the type of the whole block (typ or an array of n typ),
 	// for a top block, so that its copy is one typed move.
 	arr reflect.Type
@@ -207,6 +218,9 @@ type cloner struct {
 	fnDst   []unsafe.Pointer
 	values  []reflect.Type // the types of relocValues
 	order   []int          // plan's scratch
+	groups  []allocGroup
+	groupOf map[reflect.Type]int
+	bases   []unsafe.Pointer // each group's memory in a copy
 
 	paired map[blockKey]unsafe.Pointer
 	taken  map[unsafe.Pointer]bool
@@ -750,6 +764,9 @@ func (c *cloner) locate(p unsafe.Pointer) (int, bool) {
 // place gives each top block its destination (the skeleton's record
 // paired with it, or new memory) and copies its bytes there.
 func (c *cloner) place() {
+	for _, g := range c.groups {
+		c.bases = append(c.bases, reflect.MakeSlice(g.slice, g.n, g.n).UnsafePointer())
+	}
 	for _, i := range c.tops {
 		b := &c.blocks[i]
 		d, ok := c.paired[blockKey{b.addr, b.l, b.n}]
@@ -761,17 +778,55 @@ func (c *cloner) place() {
 			}
 		case !b.l.ptrs:
 			if !ok {
-				d = reflect.New(b.arr).UnsafePointer()
+				d = c.alloc(b)
 			}
 			copy(unsafe.Slice((*byte)(d), b.size), unsafe.Slice((*byte)(b.src), b.size))
 		default:
 			if !ok {
-				d = reflect.New(b.arr).UnsafePointer()
+				d = c.alloc(b)
 			}
 			// A typed move, so that the collector sees the pointers written.
 			reflect.NewAt(b.arr, d).Elem().Set(reflect.NewAt(b.arr, b.src).Elem())
 		}
 		c.dst = append(c.dst, d)
+	}
+}
+
+// alloc returns new memory for top block b: its place in its group's, or
+// its own when the skeleton had a record for it when the copy was planned.
+func (c *cloner) alloc(b *block) unsafe.Pointer {
+	if b.group == 0 {
+		return reflect.New(b.arr).UnsafePointer()
+	}
+	return unsafe.Add(c.bases[b.group-1], uintptr(b.slot)*b.size)
+}
+
+// allocGroup is the memory, allocated at once for each copy, of the top
+// blocks of one type the skeleton has no record for (the records alive
+// in a run's pools: attempts, requests).
+type allocGroup struct {
+	slice reflect.Type // a slice of the blocks' type
+	n     int
+}
+
+// group gathers the top blocks the skeleton has no record for by type.
+func (c *cloner) group() {
+	for _, i := range c.tops {
+		b := &c.blocks[i]
+		if b.l.fresh {
+			continue
+		}
+		if _, ok := c.paired[blockKey{b.addr, b.l, b.n}]; ok {
+			continue
+		}
+		g, ok := c.groupOf[b.arr]
+		if !ok {
+			g = len(c.groups)
+			c.groupOf[b.arr] = g
+			c.groups = append(c.groups, allocGroup{slice: reflect.SliceOf(b.arr)})
+		}
+		b.group, b.slot = g+1, c.groups[g].n
+		c.groups[g].n++
 	}
 }
 
