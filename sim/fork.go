@@ -673,11 +673,11 @@ func (c *cloner) relocations(p unsafe.Pointer, l *layout, at int, base uintptr) 
 		switch s.kind {
 		case reflect.Pointer:
 			if t := *(*unsafe.Pointer)(q); t != nil {
-				c.relocPointer(t, s.elem, at, off)
+				c.addPointer(t, s.elem, at, off)
 			}
 		case reflect.Slice:
 			if h := (*sliceHeader)(q); h.cap > 0 {
-				c.relocPointer(h.data, s.elem, at, off)
+				c.addPointer(h.data, s.elem, at, off)
 			}
 		case reflect.Array:
 			if e := s.elem; len(e.slots) == 1 && e.slots[0].kind == reflect.Pointer {
@@ -686,7 +686,7 @@ func (c *cloner) relocations(p unsafe.Pointer, l *layout, at int, base uintptr) 
 				for k := range s.n {
 					r := unsafe.Add(q, uintptr(k)*e.size+e.slots[0].off)
 					if t := *(*unsafe.Pointer)(r); t != nil {
-						c.relocPointer(t, e.slots[0].elem, at, uintptr(r)-base)
+						c.addPointer(t, e.slots[0].elem, at, uintptr(r)-base)
 					}
 				}
 				continue
@@ -701,13 +701,13 @@ func (c *cloner) relocations(p unsafe.Pointer, l *layout, at int, base uintptr) 
 			switch d, data := c.dynamic(q, s); {
 			case d == nil || !d.ptrs:
 			case d.typ.Kind() == reflect.Pointer:
-				c.relocPointer(data, d.slots[0].elem, at, off+unsafe.Sizeof(data))
+				c.addPointer(data, d.slots[0].elem, at, off+unsafe.Sizeof(data))
 			default:
-				c.relocValue(at, off, s.typ)
+				c.addValue(at, off, s.typ)
 			}
 		case reflect.Map:
 			if *(*unsafe.Pointer)(q) != nil {
-				c.relocValue(at, off, s.typ)
+				c.addValue(at, off, s.typ)
 			}
 		case reflect.Func:
 			if f := *(*unsafe.Pointer)(q); f != nil {
@@ -725,9 +725,9 @@ func (c *cloner) relocations(p unsafe.Pointer, l *layout, at int, base uintptr) 
 	}
 }
 
-// relocPointer records that the pointer at off in top block at, to p (to
+// addPointer records that the pointer at off in top block at, to p (to
 // elements of layout l), must point to the copy of what it points to.
-func (c *cloner) relocPointer(p unsafe.Pointer, l *layout, at int, off uintptr) {
+func (c *cloner) addPointer(p unsafe.Pointer, l *layout, at int, off uintptr) {
 	if p == nil || l.shared || c.common[p] {
 		return
 	}
@@ -738,9 +738,9 @@ func (c *cloner) relocPointer(p unsafe.Pointer, l *layout, at int, off uintptr) 
 	c.relocs = append(c.relocs, reloc{kind: relocPointer, at: int32(at), off: off, to: int32(to), toff: uintptr(p) - c.blocks[c.tops[to]].addr})
 }
 
-// relocValue records that the interface or map at off in top block at, of
+// addValue records that the interface or map at off in top block at, of
 // type t, must be copied.
-func (c *cloner) relocValue(at int, off uintptr, t reflect.Type) {
+func (c *cloner) addValue(at int, off uintptr, t reflect.Type) {
 	c.relocs = append(c.relocs, reloc{kind: relocValue, at: int32(at), off: off, to: int32(len(c.values))})
 	c.values = append(c.values, t)
 }

@@ -38,6 +38,15 @@ func ftrace(t *Trajectory, end time.Duration) []int64 {
 	return out
 }
 
+// fsteps is ftrace over the next n instants at most.
+func fsteps(t *Trajectory, end time.Duration, n int) []int64 {
+	var out []int64
+	for ; n > 0 && t.Step(end); n-- {
+		out = append(out, fstate(t)...)
+	}
+	return out
+}
+
 func fstate(t *Trajectory) []int64 {
 	out := []int64{int64(t.Now()), int64(t.Inflight()), int64(t.m.eng.Pending())}
 	for i := range t.m.services {
@@ -121,6 +130,46 @@ func TestForkMatchesResume(t *testing.T) {
 			full := ftrace(whole, 2*time.Second)
 			if !slices.Equal(full[len(full)-len(rest):], rest) {
 				t.Fatal("forking changed the run it was taken from")
+			}
+		})
+	}
+}
+
+// TestForkPlansAgainAfterStep checks that a trajectory forked, then
+// stepped on, forks its new state and not the one it planned the copy
+// of: the second fork continues as a resumption of the new state, and a
+// planner recycled from a closed trajectory plans afresh too.
+func TestForkPlansAgainAfterStep(t *testing.T) {
+	for name, sc := range forkScenarios(t) {
+		t.Run(name, func(t *testing.T) {
+			root := startedTo(t, sc, 600*time.Millisecond)
+			f, err := root.Fork(5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close() // its planner, if it had one, goes back to the pool
+			before := fstate(root)
+			if ftrace(root, time.Second); slices.Equal(before, fstate(root)) {
+				root.Step(sc.Duration) // a sparse scenario: one instant more
+			}
+			if slices.Equal(before, fstate(root)) {
+				t.Fatal("the root did not move: the test would not see a stale plan")
+			}
+			for _, tr := range []*Trajectory{root, startedTo(t, sc, time.Second)} {
+				g, err := tr.Fork(7)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, err := Resume(tr.Snapshot(), 7)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a, b := fsteps(g, sc.Duration, 500), fsteps(r, sc.Duration, 500)
+				g.Close()
+				r.Close()
+				if len(b) == 0 || !slices.Equal(a, b) {
+					t.Fatalf("fork of a later state and its resumption differ (%d and %d values)", len(a), len(b))
+				}
 			}
 		})
 	}
