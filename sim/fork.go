@@ -119,16 +119,10 @@ func (c *cloner) cloneRun(m *run) (*run, error) {
 func (c *cloner) reset() {
 	c.endFork()
 	clear(c.seen)
-	clear(c.blocks)
-	c.blocks = c.blocks[:0]
-	c.tops = c.tops[:0]
-	c.relocs = c.relocs[:0]
+	c.blocks, c.tops, c.relocs = emptied(c.blocks), c.tops[:0], c.relocs[:0]
+	c.fnSrc, c.values = emptied(c.fnSrc), emptied(c.values)
 	clear(c.common)
-	clear(c.fnSrc)
-	c.fnSrc = c.fnSrc[:0]
 	clear(c.fnIndex)
-	clear(c.values)
-	c.values = c.values[:0]
 	clear(c.mapsSeen)
 	c.groups = c.groups[:0]
 	clear(c.groupOf)
@@ -146,12 +140,14 @@ func (c *cloner) endFork() {
 	clear(c.taken)
 	clear(c.funcs)
 	clear(c.maps)
-	clear(c.dst)
-	c.dst = c.dst[:0]
-	clear(c.fnDst)
-	c.fnDst = c.fnDst[:0]
-	clear(c.bases)
-	c.bases = c.bases[:0]
+	c.dst, c.fnDst, c.bases = emptied(c.dst), emptied(c.fnDst), emptied(c.bases)
+}
+
+// emptied returns s with no elements, its room kept and cleared (so that
+// it holds on to nothing).
+func emptied[T any](s []T) []T {
+	clear(s)
+	return s[:0]
 }
 
 // blockKey names a block of the original state: its address, the layout

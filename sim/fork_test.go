@@ -137,8 +137,9 @@ func TestForkMatchesResume(t *testing.T) {
 
 // TestForkPlansAgainAfterStep checks that a trajectory forked, then
 // stepped on, forks its new state and not the one it planned the copy
-// of: the second fork continues as a resumption of the new state, and a
-// planner recycled from a closed trajectory plans afresh too.
+// of: the second fork continues as a resumption of the new state. A new
+// trajectory's planner, taken from those that closed trajectories (the
+// earlier subtests') gave back, must plan afresh too.
 func TestForkPlansAgainAfterStep(t *testing.T) {
 	for name, sc := range forkScenarios(t) {
 		t.Run(name, func(t *testing.T) {
@@ -147,7 +148,7 @@ func TestForkPlansAgainAfterStep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f.Close() // its planner, if it had one, goes back to the pool
+			f.Close()
 			before := fstate(root)
 			if ftrace(root, time.Second); slices.Equal(before, fstate(root)) {
 				root.Step(sc.Duration) // a sparse scenario: one instant more
