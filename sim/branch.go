@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/stormsim/stormsim/topology"
@@ -33,6 +34,10 @@ type Trajectory struct {
 	// those a forked trajectory's engine had run before the copy (Fork),
 	// which cost it nothing.
 	replayed, inherited uint64
+	// forker copies the state reached for Fork, planned by the first fork
+	// of it; Step forgets the plan.
+	forkMu sync.Mutex
+	forker *cloner
 }
 
 // branchPoint says that after every event at or before at had run, every
@@ -110,6 +115,9 @@ func (t *Trajectory) Replayed() uint64 { return t.replayed }
 // nothing is left to run before end, or when the run diverged (Diverged).
 func (t *Trajectory) Step(end time.Duration) bool {
 	m := t.m
+	if t.forker != nil && t.forker.planned {
+		t.forker.reset() // the state changes: a fork must plan again
+	}
 	if m.halted {
 		return false
 	}
@@ -127,7 +135,14 @@ func (t *Trajectory) Step(end time.Duration) bool {
 
 // Close gives the trajectory's buffers back for reuse; t must not be used
 // after.
-func (t *Trajectory) Close() { t.m.releaseCounts() }
+func (t *Trajectory) Close() {
+	t.m.releaseCounts()
+	if t.forker != nil {
+		t.forker.reset()
+		cloners.Put(t.forker)
+		t.forker = nil
+	}
+}
 
 // Diverged returns why the run stopped on one of the scenario's limits, or
 // "" while it has not.

@@ -38,6 +38,15 @@ func ftrace(t *Trajectory, end time.Duration) []int64 {
 	return out
 }
 
+// fsteps is ftrace over the next n instants at most.
+func fsteps(t *Trajectory, end time.Duration, n int) []int64 {
+	var out []int64
+	for ; n > 0 && t.Step(end); n-- {
+		out = append(out, fstate(t)...)
+	}
+	return out
+}
+
 func fstate(t *Trajectory) []int64 {
 	out := []int64{int64(t.Now()), int64(t.Inflight()), int64(t.m.eng.Pending())}
 	for i := range t.m.services {
@@ -126,6 +135,47 @@ func TestForkMatchesResume(t *testing.T) {
 	}
 }
 
+// TestForkPlansAgainAfterStep checks that a trajectory forked, then
+// stepped on, forks its new state and not the one it planned the copy
+// of: the second fork continues as a resumption of the new state. A new
+// trajectory's planner, taken from those that closed trajectories (the
+// earlier subtests') gave back, must plan afresh too.
+func TestForkPlansAgainAfterStep(t *testing.T) {
+	for name, sc := range forkScenarios(t) {
+		t.Run(name, func(t *testing.T) {
+			root := startedTo(t, sc, 600*time.Millisecond)
+			f, err := root.Fork(5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			before := fstate(root)
+			if ftrace(root, time.Second); slices.Equal(before, fstate(root)) {
+				root.Step(sc.Duration) // a sparse scenario: one instant more
+			}
+			if slices.Equal(before, fstate(root)) {
+				t.Fatal("the root did not move: the test would not see a stale plan")
+			}
+			for _, tr := range []*Trajectory{root, startedTo(t, sc, time.Second)} {
+				g, err := tr.Fork(7)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, err := Resume(tr.Snapshot(), 7)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a, b := fsteps(g, sc.Duration, 500), fsteps(r, sc.Duration, 500)
+				g.Close()
+				r.Close()
+				if len(b) == 0 || !slices.Equal(a, b) {
+					t.Fatalf("fork of a later state and its resumption differ (%d and %d values)", len(a), len(b))
+				}
+			}
+		})
+	}
+}
+
 // TestForkSharesNothing walks the copy a fork makes and fails if any of
 // its records, slices or maps is one of the original's (the scenario's
 // validated types excepted, which no run writes): a field added to the
@@ -175,7 +225,7 @@ func TestForkSharesNothing(t *testing.T) {
 // run's state points to, found as Fork finds them.
 func reachable(t *testing.T, m *run) map[uintptr]reflect.Type {
 	t.Helper()
-	c := &cloner{seen: map[blockKey]int{}, funcs: map[unsafe.Pointer]unsafe.Pointer{}, collectFuncs: true,
+	c := &cloner{seen: map[uintptr]int{}, funcs: map[unsafe.Pointer]unsafe.Pointer{}, collectFuncs: true,
 		// Only the scenario's validated types, written by no run, may be
 		// shared: if shared ever exempts more, this walk finds it shared.
 		share: func(t reflect.Type) bool { return t.PkgPath() == topologyPath || t.Size() == 0 }}
@@ -220,4 +270,79 @@ func kindsFollowed(t reflect.Type) bool {
 		return true
 	}
 	return ok(t)
+}
+
+// BenchmarkFork reports the cost of one Fork of a state like those a
+// splitting estimate (package collapse) restarts its runs from: an M/M/1
+// queue (λ = 600/s, μ = 1000/s, room for 1000) holding 40, reached by
+// climbing four places at a time from the forks that got there.
+func BenchmarkFork(b *testing.B) {
+	// Parsed, as collapse's scenarios are (Parse resolves the policies).
+	sc, err := topology.Parse("fork-mm1.yaml", []byte(`name: fork-mm1
+seed: 1
+duration: 1m
+workload: {entry: s, rate: 600}
+services:
+  - {name: s, workers: 1, queue: 1000, service_time: {dist: exponential, mean: 1ms}}
+`), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr := climbTo(b, sc, 40)
+	defer tr.Close()
+	// again: forks of one state, as splitting restarts several runs from
+	// each crossing state (about five at 3.5e-5); first: each fork is the
+	// state's first, planning the copy.
+	for _, first := range []bool{false, true} {
+		b.Run(map[bool]string{false: "again", true: "first"}[first], func(b *testing.B) {
+			b.ReportAllocs()
+			for i := uint64(0); b.Loop(); i++ {
+				if first && tr.forker != nil {
+					tr.forker.reset() // as Step does
+				}
+				f, err := tr.Fork(i)
+				if err != nil {
+					b.Fatal(err)
+				}
+				f.Close()
+			}
+		})
+	}
+}
+
+// climbTo returns a trajectory of sc holding at least level at service 0,
+// found by forking the highest state reached until a fork climbs four
+// places from it.
+func climbTo(b *testing.B, sc *topology.Scenario, level int) *Trajectory {
+	b.Helper()
+	cur, err := Start(sc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	seed := uint64(1)
+	for cur.System(0) < level {
+		target := cur.System(0) + 4
+		for {
+			seed++
+			f, err := cur.Fork(seed)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for f.Step(sc.Duration) {
+				if n := f.System(0); n == 0 || n >= target {
+					break
+				}
+			}
+			if f.System(0) >= target {
+				cur.Close()
+				cur = f
+				break
+			}
+			f.Close()
+			if seed > 1_000_000 {
+				b.Fatalf("no fork climbed from %d to %d", cur.System(0), target)
+			}
+		}
+	}
+	return cur
 }
