@@ -303,6 +303,7 @@ func (v *validator) auditSpec(s *AuditSpec) {
 	if a.Client.To != "" || len(a.Client.Parallel) > 0 || a.Client.Fanout > 1 || a.Client.WaitFor != 0 {
 		v.add(cp+".to", "a client policy calls its one target: to, parallel, fanout and wait_for do not apply")
 	}
+	v.realClient(&a.Client, cp)
 	v.callPolicies(&a.Client, cp, len(s.Targets))
 }
 

@@ -76,6 +76,8 @@ func TestParseAuditSpecProblems(t *testing.T) {
 		{"limits time", goodAuditSpec + "limits:\n  time: 0s\n", "audit.yaml:10: limits.time: must be > 0, got 0s"},
 		{"duration", goodAuditSpec + "timeout: 5\n", `audit.yaml:9: timeout: invalid duration "5" (missing unit`},
 		{"client policy", goodAuditSpec + "amplification:\n  client:\n    retry: {max_attempts: 3, backoff: {jitter: fuzzy}}\n", "audit.yaml:11: amplification.client.retry.backoff.jitter: unknown"},
+		{"client query", goodAuditSpec + "amplification:\n  client:\n    query: {interval: 1s}\n", "audit.yaml:11: amplification.client.query: a call's own status queries are the simulator's only"},
+		{"client network", goodAuditSpec + "amplification:\n  client:\n    timeout: 1s\n    network: {dist: constant, value: 5ms}\n", "audit.yaml:12: amplification.client.network: the simulator's modelled one-way delay"},
 		{"amplification too long", goodAuditSpec + "amplification: {step: 10s}\n", "audit.yaml:9: amplification.step: 4 steps of 10s take 40s, not within limits.time 20s"},
 		{"tenant equals key", strings.Replace(goodAuditSpec, "X-Tenant", "idempotency-key", 1), "audit.yaml:4: tenant_header: must differ from key_header"},
 		{"not yaml", "targets: [\n", "audit.yaml:"},

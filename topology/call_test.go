@@ -26,6 +26,12 @@ func TestParseCall(t *testing.T) {
 		{"to: db\n", "client.yaml:1: client.to: a client policy calls its one target"},
 		{"budget: {kind: ratio, ratio: 1.5}\n", "client.yaml:1: client.budget"},
 		{"timeout: 1s\nirrevocable: true\n", "client.yaml:2: client.irrevocable: marks a step of a service's calls, not the client's call"},
+		// keys a real client does not apply are refused, not ignored
+		{"timeout: 1s\nquery: {interval: 1s}\n", "client.yaml:2: client.query: a call's own status queries are the simulator's only"},
+		{"timeout: 1s\nnetwork: {dist: constant, value: 1ms}\n", "client.yaml:2: client.network: the simulator's modelled one-way delay"},
+		{"timeout: 1s\ncross_zone_network: {dist: constant, value: 1ms}\n", "client.yaml:2: client.cross_zone_network: zones are the simulator's"},
+		{"timeout: 1s\nzone_aware: true\n", "client.yaml:2: client.zone_aware: zones are the simulator's"},
+		{"timeout: 1s\npublish: {topic: t}\n", "client.yaml:2: client.publish: publishing is a service's call"},
 	}
 	for _, tc := range cases {
 		_, err := ParseCall("client.yaml", []byte(tc.yaml))

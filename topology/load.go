@@ -103,6 +103,7 @@ func ParseCall(name string, data []byte) (Call, error) {
 		v.add("client.to", "a client policy calls its one target: to, parallel, fanout and wait_for do not apply")
 	}
 	v.clientNotIrrevocable(&c, "client")
+	v.realClient(&c, "client")
 	v.callDefaults(&c, "client")
 	v.callPolicies(&c, "client", 1)
 	probs = append(probs, v.probs...)
@@ -110,6 +111,30 @@ func ParseCall(name string, data []byte) (Call, error) {
 		return Call{}, capProblems(file, sortProblems(file, nil, probs), d.more+v.more)
 	}
 	return c, nil
+}
+
+// realClient refuses the keys of a client policy that a client sending
+// real requests to one target does not apply (a --policy file, an audit's
+// client): the simulator's modelled delays and zones, a call's own status
+// queries, publishing. Accepting them would be a silent default, the run
+// going on as if they were not there.
+func (v *validator) realClient(c *Call, p string) {
+	if c.Query != nil {
+		v.add(p+".query", "a call's own status queries are the simulator's only: a real client does not send them")
+	}
+	if c.Network != nil {
+		v.add(p+".network", "the simulator's modelled one-way delay: a real client's network is the real one")
+	}
+	if c.CrossZoneNetwork != nil || c.ZoneAware {
+		k := p + ".zone_aware"
+		if c.CrossZoneNetwork != nil {
+			k = p + ".cross_zone_network"
+		}
+		v.add(k, "zones are the simulator's replicas': a real client's target has none")
+	}
+	if c.Publish != nil {
+		v.add(p+".publish", "publishing is a service's call to a topic, not a client's")
+	}
 }
 
 // WithSets returns the scenario re-loaded from the same source with more
