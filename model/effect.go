@@ -175,6 +175,15 @@ func (vs *Versions) Entity(intent uint64) int {
 // Read returns the entity's current version.
 func (vs *Versions) Read(entity int) uint64 { return vs.v[entity] }
 
+// Redo is what an attempt does after its write came back WriteRedo: the
+// layer that read does the whole read-modify-write again, a new read of e
+// and the work computed from it, whose duration work draws (the service's
+// next service time). It returns the new read version and that duration;
+// the simulator schedules the work, serve sleeps it.
+func (vs *Versions) Redo(e int, work func() time.Duration) (read uint64, took time.Duration) {
+	return vs.v[e], work()
+}
+
 // Write decides the write of entity e by an attempt that read version read,
 // on its try-th read-modify-write (from 1), and applies it if it commits.
 func (vs *Versions) Write(e int, read uint64, try int) WriteFate {

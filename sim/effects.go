@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"time"
+
 	"github.com/stormsim/stormsim/idempotency"
 	"github.com/stormsim/stormsim/metrics"
 	"github.com/stormsim/stormsim/model"
@@ -70,11 +72,10 @@ func (m *run) effectsDone(a *attempt) bool {
 		}
 		switch w {
 		case model.WriteRedo:
-			// The layer that read does the whole operation again: a new
-			// read, and the work computed from it.
 			a.tries++
-			a.readVer = vs.Read(int(a.entity))
-			a.ev = m.eng.After(s.cm.ServiceTime(), m.hWorkDone, a)
+			var work time.Duration
+			a.readVer, work = vs.Redo(int(a.entity), s.cm.ServiceTime)
+			a.ev = m.eng.After(work, m.hWorkDone, a)
 			return true
 		case model.WriteAborted:
 			m.answer(a, policies.Conflict, 0, false, true)

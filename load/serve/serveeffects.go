@@ -95,9 +95,7 @@ func (s *Service) effectsDone(ctx context.Context, a *attemptInfo) (o policies.O
 		}
 		var redo time.Duration
 		if w == model.WriteRedo {
-			// The layer that read does the whole operation again: a new
-			// read, and the work computed from it.
-			a.readVer, redo = fx.ver.Read(a.entity), s.cm.ServiceTime()
+			a.readVer, redo = fx.ver.Redo(a.entity, s.cm.ServiceTime)
 		}
 		s.mu.Unlock()
 		if w == model.WriteAborted {
