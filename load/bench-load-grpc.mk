@@ -1,7 +1,9 @@
 # bench-load-grpc: the gRPC half of make bench-load (included by the Makefile).
 #
-# Starts a trivial loopback gRPC target (load/internal/grpcecho: the health
-# service and reflection), drives grpc.health.v1.Health/Check with
+# Starts a trivial loopback gRPC target (load/internal/grpcecho: by default
+# the lean HTTP/2 server of load/internal/healthecho, a fraction of grpc-go's
+# CPU per call; BENCH_LOAD_GRPC_SERVER=grpc answers with grpc-go's health
+# service and reflection instead, to compare), drives grpc.health.v1.Health/Check with
 # `stormsim load --target grpc://...` at each rate for
 # BENCH_LOAD_DURATION (with its lean gRPC client and, in
 # BENCH_LOAD_GRPC_CLIENTS, with grpc-go's: net), then with ghz v0.93.0 at the
@@ -24,6 +26,9 @@ BENCH_LOAD_GRPC_RATES   ?= 1000 2000 4000 8000 12000 16000 20000 24000 28000 320
 # (--http-client net).
 BENCH_LOAD_GRPC_CLIENTS ?= lean
 BENCH_LOAD_GRPC_LISTEN  ?= 127.0.0.1:0
+# lean: healthecho's server (ghz reads the health service's descriptors from a
+# protoset file, as it has no reflection); grpc: grpc-go's server.
+BENCH_LOAD_GRPC_SERVER  ?= lean
 GHZ                     ?= github.com/bojand/ghz/cmd/ghz@v0.93.0
 
 .PHONY: bench-load-grpc
@@ -36,10 +41,11 @@ bench-load-grpc:
 	@printf 'timeout: 1s\nretry: {max_attempts: 3, on: [unavailable, timeout, error], backoff: {initial: 10ms, jitter: full}}\n' > $(BENCH_LOAD_TMP)/policy.yaml
 	@set -e; \
 	rm -f $(BENCH_LOAD_TMP)/grpcecho.addr; \
-	$(BENCH_LOAD_TMP)/grpcecho -listen $(BENCH_LOAD_GRPC_LISTEN) -addr-file $(BENCH_LOAD_TMP)/grpcecho.addr > $(BENCH_LOAD_TMP)/grpcecho.log 2>&1 & pid=$$!; \
+	$(BENCH_LOAD_TMP)/grpcecho -protoset $(BENCH_LOAD_TMP)/health.protoset; \
+	$(BENCH_LOAD_TMP)/grpcecho -listen $(BENCH_LOAD_GRPC_LISTEN) -addr-file $(BENCH_LOAD_TMP)/grpcecho.addr -server $(BENCH_LOAD_GRPC_SERVER) > $(BENCH_LOAD_TMP)/grpcecho.log 2>&1 & pid=$$!; \
 	trap 'kill $$pid 2>/dev/null' EXIT INT TERM; \
 	addr=$$($(BENCH_LOAD_TMP)/grpcecho -wait $(BENCH_LOAD_TMP)/grpcecho.addr) || { cat $(BENCH_LOAD_TMP)/grpcecho.log; exit 1; }; \
-	echo "target: grpc://$$addr (grpcecho, pid $$pid)"; \
+	echo "target: grpc://$$addr (grpcecho -server $(BENCH_LOAD_GRPC_SERVER), pid $$pid)"; \
 	best_s=0; best_n=0; best_g=0; cputime=; \
 	if /usr/bin/time -f '%U %S' -o /dev/null true 2>/dev/null; then cputime=yes; fi; \
 	timed() { f=$$1; shift; if [ -n "$$cputime" ]; then /usr/bin/time -f '%U %S' -o "$$f" "$$@"; else "$$@"; fi; }; \
@@ -58,7 +64,7 @@ bench-load-grpc:
 	    case "$$line" in *CLEAN) clean=yes; if [ "$$c" = lean ]; then best_s=$$r; else best_n=$$r; fi;; esac; \
 	  done; \
 	  cpu=$(BENCH_LOAD_TMP)/cpu-ghz-$$r.txt; tc=$(BENCH_LOAD_TMP)/cpu-grpcecho-ghz-$$r.txt; t0=$$(ticks); \
-	  timed $$cpu $(BENCH_LOAD_TMP)/ghz --insecure --async --call grpc.health.v1.Health.Check -d '{}' --rps $$r -z $(BENCH_LOAD_DURATION) \
+	  timed $$cpu $(BENCH_LOAD_TMP)/ghz --insecure --async --protoset $(BENCH_LOAD_TMP)/health.protoset --call grpc.health.v1.Health.Check -d '{}' --rps $$r -z $(BENCH_LOAD_DURATION) \
 	    --concurrency 256 --connections 1 -O json $$addr > $(BENCH_LOAD_TMP)/ghz-$$r.json || true; \
 	  tcpu $$t0 $$tc; \
 	  line=$$($(BENCH_LOAD_TMP)/benchsummary ghz $(BENCH_LOAD_TMP)/ghz-$$r.json $$r $${cputime:+$$cpu $$tc}); \

@@ -1,8 +1,14 @@
 // Command grpcecho is the trivial loopback gRPC target of the load
-// benchmarks (make bench-load): it serves the standard health service,
-// answering every grpc.health.v1.Health/Check with SERVING, and server
-// reflection so that ghz needs no proto files, so that what is measured is
-// the load generator, not the target.
+// benchmarks (make bench-load): it answers every
+// grpc.health.v1.Health/Check with SERVING, so that what is measured is the
+// load generator, not the target.
+//
+// By default it answers with healthecho's lean HTTP/2 server, which costs
+// the machine a fraction of what grpc-go's server does per call (the
+// generator and its target share the cores); -server grpc answers with
+// grpc-go's server and its health service and server reflection instead,
+// to compare. The lean server has no reflection: -protoset writes the
+// health service's descriptors for ghz's --protoset.
 //
 // It listens on a port the kernel picks and, with -addr-file, writes the
 // address it got there; `grpcecho -wait FILE` waits for that file, checks
@@ -12,6 +18,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -28,13 +35,31 @@ import (
 
 	"github.com/stormsim/stormsim/load/driver"
 	"github.com/stormsim/stormsim/load/internal/benchaddr"
+	"github.com/stormsim/stormsim/load/internal/healthecho"
 )
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "loopback host:port to listen on (port 0: one the kernel picks)")
 	addrFile := flag.String("addr-file", "", "write the address listened on to this file once listening")
 	wait := flag.String("wait", "", "instead of serving: wait for a grpcecho's -addr-file, check it answers, print its address")
+	server := flag.String("server", "lean", "the gRPC server that answers: lean (healthecho's) or grpc (grpc-go's, with reflection)")
+	protoset := flag.String("protoset", "", "instead of serving: write the health service's descriptor set (for ghz --protoset) to this file")
 	flag.Parse()
+	if *protoset != "" {
+		b, err := healthecho.DescriptorSet()
+		if err == nil {
+			err = os.WriteFile(*protoset, b, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "grpcecho:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *server != "lean" && *server != "grpc" {
+		fmt.Fprintf(os.Stderr, "grpcecho: -server %q: want lean or grpc\n", *server)
+		os.Exit(2)
+	}
 	if *wait != "" {
 		addr, err := benchaddr.Wait(*wait, 10*time.Second, serving)
 		if err != nil {
@@ -53,23 +78,39 @@ func main() {
 		fmt.Fprintln(os.Stderr, "grpcecho:", err)
 		os.Exit(1)
 	}
-	srv := grpc.NewServer()
-	healthpb.RegisterHealthServer(srv, health.NewServer()) // "" is SERVING
-	reflection.Register(srv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go func() {
-		<-ctx.Done()
-		srv.GracefulStop()
-	}()
-	fmt.Printf("grpcecho: listening on grpc://%s/grpc.health.v1.Health/Check\n", ln.Addr())
+	var serve func(net.Listener) error
+	if *server == "grpc" {
+		srv := grpc.NewServer()
+		healthpb.RegisterHealthServer(srv, health.NewServer()) // "" is SERVING
+		reflection.Register(srv)
+		go func() {
+			<-ctx.Done()
+			srv.GracefulStop()
+		}()
+		serve = srv.Serve
+	} else {
+		var srv healthecho.Server
+		go func() {
+			<-ctx.Done()
+			srv.Close()
+		}()
+		serve = func(ln net.Listener) error {
+			if err := srv.Serve(ln); !errors.Is(err, healthecho.ErrClosed) {
+				return err
+			}
+			return nil
+		}
+	}
+	fmt.Printf("grpcecho: %s server listening on grpc://%s/grpc.health.v1.Health/Check\n", *server, ln.Addr())
 	if *addrFile != "" {
 		if err := benchaddr.Write(*addrFile, ln.Addr().String()); err != nil {
 			fmt.Fprintln(os.Stderr, "grpcecho:", err)
 			os.Exit(1)
 		}
 	}
-	if err := srv.Serve(ln); err != nil {
+	if err := serve(ln); err != nil {
 		fmt.Fprintln(os.Stderr, "grpcecho:", err)
 		os.Exit(1)
 	}

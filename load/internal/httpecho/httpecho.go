@@ -24,9 +24,9 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"sync"
 	"time"
 
+	"github.com/stormsim/stormsim/load/internal/connserve"
 	"github.com/stormsim/stormsim/load/internal/http1"
 )
 
@@ -55,79 +55,18 @@ const MaxHeaderBytes = 1 << 20
 const IdleTimeout = 2 * time.Minute
 
 // Server answers the connections of one listener.
-type Server struct {
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-	ln    net.Listener
-	done  bool
-	wg    sync.WaitGroup
-}
+type Server struct{ conns connserve.Server }
 
 // ErrClosed is what Serve returns once Close has stopped it.
-var ErrClosed = errors.New("httpecho: server closed")
+var ErrClosed = connserve.ErrClosed
 
 // Serve accepts connections on ln and answers them until Close is called
 // or ln fails; it returns ErrClosed after Close.
-func (s *Server) Serve(ln net.Listener) error {
-	s.mu.Lock()
-	if s.done {
-		s.mu.Unlock()
-		return ErrClosed
-	}
-	s.ln = ln
-	s.conns = make(map[net.Conn]struct{})
-	s.mu.Unlock()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			s.mu.Lock()
-			done := s.done
-			s.mu.Unlock()
-			if done {
-				return ErrClosed
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return err
-		}
-		s.mu.Lock()
-		if s.done {
-			s.mu.Unlock()
-			c.Close()
-			return ErrClosed
-		}
-		s.conns[c] = struct{}{}
-		s.wg.Add(1)
-		s.mu.Unlock()
-		go func() {
-			defer s.wg.Done()
-			serveConn(c)
-			c.Close()
-			s.mu.Lock()
-			delete(s.conns, c)
-			s.mu.Unlock()
-		}()
-	}
-}
+func (s *Server) Serve(ln net.Listener) error { return s.conns.Serve(ln, serveConn) }
 
 // Close stops Serve, closes every open connection and waits for their
 // goroutines to end.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	s.done = true
-	var err error
-	if s.ln != nil {
-		err = s.ln.Close()
-	}
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-	return err
-}
+func (s *Server) Close() error { return s.conns.Close() }
 
 // request is what serveConn needs of a request's head.
 type request struct {
