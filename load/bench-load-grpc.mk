@@ -21,7 +21,7 @@
 # nothing is timed until `grpcecho -wait` has read it and the target answered
 # a health check, so the benchmark can never drive another program's server.
 
-BENCH_LOAD_GRPC_RATES   ?= 1000 2000 4000 8000 12000 16000 20000 24000 28000 32000 36000 40000 48000
+BENCH_LOAD_GRPC_RATES   ?= 1000 2000 4000 8000 16000 24000 32000 40000 48000 56000 64000 72000 80000 96000
 # lean: the driver's own gRPC client (the default); net: grpc-go's
 # (--http-client net).
 BENCH_LOAD_GRPC_CLIENTS ?= lean

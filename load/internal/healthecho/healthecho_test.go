@@ -442,3 +442,34 @@ func TestServeAfterClose(t *testing.T) {
 	defer ln.Close()
 	require.True(t, errors.Is(srv.Serve(ln), ErrClosed))
 }
+
+// BenchmarkServe: one health check through stormsim's lean gRPC client
+// and back, 64 calls in flight on one connection, against healthecho and
+// against grpc-go's server (client and server in this process: the
+// figures are the round trip's, both sides).
+func BenchmarkServe(b *testing.B) {
+	for _, s := range []struct {
+		name  string
+		start func(testing.TB) string
+	}{{"lean", startLean}, {"grpc-go", startGRPCGo}} {
+		b.Run(s.name, func(b *testing.B) {
+			target := "grpc://" + s.start(b) + Path
+			gl, err := transport.NewGRPCLean(transport.GRPCLeanConfig{Target: target})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer gl.Close()
+			b.ReportAllocs()
+			b.SetParallelism(32) // 64 goroutines on the 2-core machine
+			b.RunParallel(func(pb *testing.PB) {
+				a := transport.Attempt{URL: target, RequestID: "r", Number: 1}
+				for pb.Next() {
+					if an := gl.Send(context.Background(), &a, transport.Sending{Timeout: 5 * time.Second}); an.Outcome != policies.OK {
+						b.Errorf("answered %v, want OK", an.Outcome)
+						return
+					}
+				}
+			})
+		})
+	}
+}
