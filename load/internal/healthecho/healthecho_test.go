@@ -166,43 +166,74 @@ type rawAnswer struct {
 	reset    bool // the server reset the stream after answering
 }
 
-// rawCall opens a connection to addr, sends one stream with the given
-// header fields and DATA payloads (the stream ending on the last, or on
-// the headers when there are none, unless open), and reads until the stream ends and,
-// if the server resets it, that reset (a PING sent after the call and its
-// ack bound the wait: the server answers in order).
-func rawCall(t *testing.T, addr string, fields []hpack.HeaderField, open bool, data ...[]byte) rawAnswer {
+// rawConn is a client connection written frame by frame.
+type rawConn struct {
+	fr *http2.Framer
+	bw *bufio.Writer
+}
+
+// dialRaw connects to addr, sends the preface and the given settings, and
+// closes the connection when the test ends; every read and write must be
+// done within 5 s.
+func dialRaw(t *testing.T, addr string, settings ...http2.Setting) *rawConn {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
-	defer nc.Close()
+	t.Cleanup(func() { nc.Close() })
 	nc.SetDeadline(time.Now().Add(5 * time.Second))
-	bw := bufio.NewWriter(nc)
-	fr := http2.NewFramer(bw, bufio.NewReader(nc))
-	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	bw.WriteString(http2.ClientPreface)
-	require.NoError(t, fr.WriteSettings())
+	c := &rawConn{bw: bufio.NewWriter(nc)}
+	c.fr = http2.NewFramer(c.bw, bufio.NewReader(nc))
+	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.bw.WriteString(http2.ClientPreface)
+	require.NoError(t, c.fr.WriteSettings(settings...))
+	return c
+}
+
+// call sends stream 1's headers and DATA payloads, the stream ending on
+// the last (or on the headers when there are none) unless open.
+func (c *rawConn) call(t *testing.T, fields []hpack.HeaderField, open bool, data ...[]byte) {
+	t.Helper()
 	var blk bytes.Buffer
 	enc := hpack.NewEncoder(&blk)
 	for _, f := range fields {
 		enc.WriteField(f)
 	}
-	require.NoError(t, fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: blk.Bytes(), EndHeaders: true, EndStream: len(data) == 0 && !open}))
+	require.NoError(t, c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: blk.Bytes(), EndHeaders: true, EndStream: len(data) == 0 && !open}))
 	for i, d := range data {
-		require.NoError(t, fr.WriteData(1, i == len(data)-1 && !open, d))
+		require.NoError(t, c.fr.WriteData(1, i == len(data)-1 && !open, d))
 	}
-	require.NoError(t, bw.Flush())
+}
+
+// next flushes what was written and returns the server's next frame
+// other than its settings, which it acknowledges.
+func (c *rawConn) next(t *testing.T) http2.Frame {
+	t.Helper()
+	require.NoError(t, c.bw.Flush())
+	for {
+		f, err := c.fr.ReadFrame()
+		require.NoError(t, err)
+		if sf, ok := f.(*http2.SettingsFrame); ok {
+			if !sf.IsAck() {
+				require.NoError(t, c.fr.WriteSettingsAck())
+			}
+			continue
+		}
+		return f
+	}
+}
+
+// rawCall opens a connection to addr, sends one call (rawConn.call) and
+// reads until the stream ends and, if the server resets it, that reset (a
+// PING sent after the answer and its ack bound the wait: the server
+// answers in order).
+func rawCall(t *testing.T, addr string, fields []hpack.HeaderField, open bool, data ...[]byte) rawAnswer {
+	t.Helper()
+	c := dialRaw(t, addr)
+	c.call(t, fields, open, data...)
 	var out rawAnswer
 	ended, pinged := false, false
 	for {
-		f, err := fr.ReadFrame()
-		require.NoError(t, err)
-		switch f := f.(type) {
-		case *http2.SettingsFrame:
-			if !f.IsAck() {
-				fr.WriteSettingsAck()
-				bw.Flush()
-			}
+		switch f := c.next(t).(type) {
 		case *http2.MetaHeadersFrame:
 			m := map[string]string{}
 			for _, h := range f.Fields {
@@ -231,8 +262,7 @@ func rawCall(t *testing.T, addr string, fields []hpack.HeaderField, open bool, d
 			// grpc-go may reset the stream after its answer: a ping's ack
 			// comes after any reset its reader sent.
 			pinged = true
-			require.NoError(t, fr.WritePing(false, [8]byte{1}))
-			require.NoError(t, bw.Flush())
+			require.NoError(t, c.fr.WritePing(false, [8]byte{1}))
 		}
 	}
 }
@@ -305,49 +335,23 @@ func TestRawAnswersAsGRPCGo(t *testing.T) {
 // TestWaitsForWindow: an answer's message is held while the client's
 // window for it is closed, and sent, whole, once a window update opens it.
 func TestWaitsForWindow(t *testing.T) {
-	addr := startLean(t)
-	nc, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(5 * time.Second))
-	bw := bufio.NewWriter(nc)
-	fr := http2.NewFramer(bw, bufio.NewReader(nc))
-	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	bw.WriteString(http2.ClientPreface)
-	require.NoError(t, fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 3}))
-	var blk bytes.Buffer
-	enc := hpack.NewEncoder(&blk)
-	for _, f := range []hpack.HeaderField{{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "http"}, {Name: ":path", Value: Path}, {Name: ":authority", Value: "x"}, {Name: "content-type", Value: "application/grpc"}} {
-		enc.WriteField(f)
-	}
-	require.NoError(t, fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: blk.Bytes(), EndHeaders: true}))
-	require.NoError(t, fr.WriteData(1, true, frame(0, nil)))
-	require.NoError(t, fr.WritePing(false, [8]byte{7}))
-	require.NoError(t, bw.Flush())
+	c := dialRaw(t, startLean(t), http2.Setting{ID: http2.SettingInitialWindowSize, Val: 3})
+	c.call(t, []hpack.HeaderField{{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "http"}, {Name: ":path", Value: Path}, {Name: ":authority", Value: "x"}, {Name: "content-type", Value: "application/grpc"}}, false, frame(0, nil))
+	require.NoError(t, c.fr.WritePing(false, [8]byte{7}))
 	// Until the ping's ack (the server handles frames in order), nothing
 	// of stream 1 may come: its 7-byte message does not fit a window of 3.
 	for acked := false; !acked; {
-		f, err := fr.ReadFrame()
-		require.NoError(t, err)
-		switch f := f.(type) {
-		case *http2.SettingsFrame:
-			if !f.IsAck() {
-				fr.WriteSettingsAck()
-				bw.Flush()
-			}
+		switch f := c.next(t).(type) {
 		case *http2.PingFrame:
 			acked = f.IsAck()
 		default:
 			require.Zero(t, f.Header().StreamID, "a frame of stream 1 before its window opened: %v", f)
 		}
 	}
-	require.NoError(t, fr.WriteWindowUpdate(1, 4))
-	require.NoError(t, bw.Flush())
+	require.NoError(t, c.fr.WriteWindowUpdate(1, 4))
 	var data []byte
 	for ended := false; !ended; {
-		f, err := fr.ReadFrame()
-		require.NoError(t, err)
-		switch f := f.(type) {
+		switch f := c.next(t).(type) {
 		case *http2.DataFrame:
 			data = append(data, f.Data()...)
 		case *http2.MetaHeadersFrame:
