@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -161,9 +162,12 @@ type grpcLeanConn struct {
 	pool *sync.Pool // the client's (GRPCLean.streams)
 
 	// wmu orders writes; wpending counts writers holding or waiting for
-	// it, so that the last one flushes everyone's frames at once.
+	// it, so that the last one flushes everyone's frames at once (a call's
+	// frames are flushed by the flusher, woken through flushc).
 	wmu      sync.Mutex
 	wpending atomic.Int32
+	flushc   chan struct{}
+	ended    chan struct{} // closed when the connection ends (fail)
 	bw       *bufio.Writer
 	fr       *http2.Framer
 	hbuf     []byte // a request's header block, under wmu
@@ -214,6 +218,8 @@ func (g *GRPCLean) open() (*grpcLeanConn, error) {
 	c := &grpcLeanConn{nc: nc, pool: g.streams, bw: bufio.NewWriterSize(nc, 32<<10), streams: map[uint32]*grpcLeanStream{}, nextID: 1,
 		connWin: 65535, initWin: 65535, maxFrame: 16384, maxStreams: 1<<32 - 1}
 	c.cond.L = &c.mu
+	c.flushc, c.ended = make(chan struct{}, 1), make(chan struct{})
+	go c.flusher()
 	c.fr = http2.NewFramer(c.bw, bufio.NewReaderSize(nc, 32<<10))
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.fr.MaxHeaderListSize = MaxResponseHeaderBytes
@@ -422,7 +428,10 @@ func (c *grpcLeanConn) call(ctx context.Context, a *Attempt, fixed []hpack.Heade
 		werr = c.writeMessage(s.id, a.Body)
 	}
 	if c.wpending.Add(-1) == 0 && werr == nil {
-		werr = c.bw.Flush()
+		select {
+		case c.flushc <- struct{}{}: // the flusher sends them
+		default: // it is already due to
+		}
 	}
 	c.wmu.Unlock()
 	// pool: s goes back to the pool after the call, which only a call
@@ -433,7 +442,7 @@ func (c *grpcLeanConn) call(ctx context.Context, a *Attempt, fixed []hpack.Heade
 	} else if !inline {
 		go c.writeSlow(s, a.Body)
 	}
-	lp.wrote = time.Now()
+	lp.wrote = time.Now() // the frames are the connection's: the flusher sends them a yield later
 
 	select {
 	case <-s.done:
@@ -664,6 +673,35 @@ func (c *grpcLeanConn) write(f func() error) error {
 	return err
 }
 
+// flusher flushes the calls' frames, once for all those written since
+// it last did, until the connection ends. Woken by a call, it first yields
+// the processor once, as grpc-go's loopy writer does, so that the calls
+// already due and runnable add their frames to the same write: an open-loop
+// driver sends each call at its own instant, so calls seldom meet at the
+// write lock, and one write per call cost both ends a system call each
+// (half the writes and 10–40 % less p99 at 56 000–72 000 calls/s in issue
+// 38's measurements). A failed flush ends new streams as a call's failed
+// write does.
+func (c *grpcLeanConn) flusher() {
+	for {
+		select {
+		case <-c.flushc:
+		case <-c.ended:
+			return
+		}
+		runtime.Gosched()
+		c.wmu.Lock()
+		var err error
+		if c.bw.Buffered() > 0 {
+			err = c.bw.Flush()
+		}
+		c.wmu.Unlock()
+		if err != nil {
+			c.writeFailed(err)
+		}
+	}
+}
+
 // writeAsync writes one frame with f (under wmu) on another goroutine:
 // the reader's own frames (acks, window updates, resets). The reader never
 // waits for the write lock, so it goes on draining the server while a
@@ -699,6 +737,7 @@ func (c *grpcLeanConn) fail(err error) {
 		return
 	}
 	c.err = err
+	close(c.ended)
 	streams := c.streams
 	c.streams = map[uint32]*grpcLeanStream{}
 	c.cond.Broadcast()

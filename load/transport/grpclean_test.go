@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -668,4 +669,30 @@ func TestGRPCLeanStreamsFIFO(t *testing.T) {
 		require.Equal(t, policies.OK, <-answers)
 	}
 	require.Equal(t, []string{"0", "1", "2", "3", "4", "5", "6", "7"}, order)
+}
+
+// TestGRPCLeanConnGoroutinesEnd: a connection's goroutines (its reader
+// and the flusher that sends the calls' frames) end with it when the
+// client is closed.
+func TestGRPCLeanConnGoroutinesEnd(t *testing.T) {
+	addr, _ := behaviourServer(t)
+	target := "grpc://" + addr + "/a.B/C"
+	gl, err := NewGRPCLean(GRPCLeanConfig{Target: target, Connections: 2})
+	require.NoError(t, err)
+	for i := range 4 {
+		an := gl.Send(context.Background(), &Attempt{URL: target, RequestID: "ok", Number: i + 1}, Sending{Timeout: 5 * time.Second})
+		require.Equal(t, policies.OK, an.Outcome)
+	}
+	running := func() int {
+		var b strings.Builder
+		pprof.Lookup("goroutine").WriteTo(&b, 1)
+		return strings.Count(b.String(), "(*grpcLeanConn).flusher") + strings.Count(b.String(), "(*grpcLeanConn).read")
+	}
+	require.NotZero(t, running(), "no connection goroutine while the client is open")
+	gl.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for running() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Zero(t, running(), "connection goroutines left after Close")
 }
