@@ -190,9 +190,7 @@ func serveConn(nc net.Conn) {
 	for {
 		if !c.frameBuffered() {
 			c.flushEarly()
-		}
-		if !c.frameBuffered() && c.bw.Buffered() > 0 {
-			if c.bw.Flush() != nil {
+			if c.bw.Buffered() > 0 && c.bw.Flush() != nil {
 				return
 			}
 		}
@@ -405,13 +403,18 @@ func (c *conn) data(f *http2.DataFrame) bool {
 	if st == nil || st.answer != 0 {
 		return true // a stream answered already, or reset: its bytes are dropped
 	}
-	if len(st.msg)+len(f.Data()) > MaxRecvMsgSize+5 {
-		st.answer, st.status = answerStatus, codeResourceExhausted
-		st.text = fmt.Sprintf("grpc: received message larger than max (%d vs. %d)", msgLen(st.msg, f.Data()), MaxRecvMsgSize)
-		c.answer(f.StreamID, st, !f.StreamEnded())
-		return true
-	}
 	st.msg = append(st.msg, f.Data()...)
+	// A message declared over the limit is refused as soon as its prefix
+	// is in, as grpc-go does, before its bytes are kept.
+	if len(st.msg) >= 5 {
+		if n := binary.BigEndian.Uint32(st.msg[1:5]); n > MaxRecvMsgSize {
+			st.answer, st.status = answerStatus, codeResourceExhausted
+			st.text = fmt.Sprintf("grpc: received message larger than max (%d vs. %d)", n, MaxRecvMsgSize)
+			st.msg = st.msg[:0]
+			c.answer(f.StreamID, st, !f.StreamEnded())
+			return true
+		}
+	}
 	if st.recv += n; st.recv >= recvWindow/2 && !f.StreamEnded() {
 		if c.fr.WriteWindowUpdate(f.StreamID, st.recv) != nil {
 			return false
@@ -422,16 +425,6 @@ func (c *conn) data(f *http2.DataFrame) bool {
 		return c.ended(f.StreamID, st)
 	}
 	return true
-}
-
-// msgLen is the declared length of the message whose prefix starts the
-// bytes received (or their count, before the prefix is whole).
-func msgLen(have, more []byte) int {
-	b := append(append([]byte(nil), have[:min(len(have), 5)]...), more[:min(len(more), 5)]...)
-	if len(b) < 5 {
-		return len(have) + len(more)
-	}
-	return int(binary.BigEndian.Uint32(b[1:5]))
 }
 
 // ended answers a request whose client half ended: Check's answer for one
@@ -466,10 +459,7 @@ func check(b []byte) (int, string) {
 	if b[0] != 0 {
 		return codeInternal, fmt.Sprintf("grpc: received unexpected payload format %d", b[0])
 	}
-	n := binary.BigEndian.Uint32(b[1:5])
-	if n > MaxRecvMsgSize {
-		return codeResourceExhausted, fmt.Sprintf("grpc: received message larger than max (%d vs. %d)", n, MaxRecvMsgSize)
-	}
+	n := binary.BigEndian.Uint32(b[1:5]) // at most MaxRecvMsgSize (data)
 	if int(n) > len(b)-5 {
 		return codeInternal, "unexpected EOF"
 	}
