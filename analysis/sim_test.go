@@ -118,16 +118,20 @@ func metastableExperiment(t *testing.T) (*topology.Scenario, []analysis.Variant)
 
 // The canned metastable experiment: plain retries do not recover from a
 // 10 s capacity drop at 70 % load; the same system with ratio budgets does.
-// At a low load, where even the reduced capacity keeps up, plain retries
-// recover too, so the search finds a boundary between the levels.
+// At a low load, where even the reduced capacity keeps up with the
+// retries, plain retries recover too, so the search finds a boundary
+// between the levels. The low level is 80 req/s, where plain retries
+// recovered with each of seeds 1–40: at 160 they did with only 6 of seeds
+// 1–12 (at 120, 38 of 40), so a level there would test one seed's draws
+// rather than the model.
 func TestMetastableRetryStormSim(t *testing.T) {
 	sc, vs := metastableExperiment(t)
-	m := &analysis.Metastable{Param: "workload.rate", Values: []string{"160", "560"}, Variants: vs}
+	m := &analysis.Metastable{Param: "workload.rate", Values: []string{"80", "560"}, Variants: vs}
 	rep, err := analysis.RunMetastable(context.Background(), simRunner, analysis.ScenarioBuilder(sc, nil), m, analysis.SweepOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{"160/baseline": true, "160/budget": true, "560/baseline": false, "560/budget": true}
+	want := map[string]bool{"80/baseline": true, "80/budget": true, "560/baseline": false, "560/budget": true}
 	for _, lv := range rep.Levels {
 		key := lv.Value + "/" + lv.VariantName
 		if lv.Verdict.Recovers != want[key] {
@@ -138,7 +142,7 @@ func TestMetastableRetryStormSim(t *testing.T) {
 		}
 	}
 	if hi, _ := rep.Boundary(analysis.Baseline); hi != 0 {
-		t.Errorf("baseline: highest recovering level %d, want 0 (160 req/s)", hi)
+		t.Errorf("baseline: highest recovering level %d, want 0 (80 req/s)", hi)
 	}
 	var buf bytes.Buffer
 	rep.WriteTable(&buf)
